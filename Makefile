@@ -1,0 +1,48 @@
+# enagent: build, test, benchmark and install.
+# `make test` and `make run` install the Debian packages they need first (see scripts/install-deps.sh).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+SWIFT ?= swift
+RUN_DIR ?= $(CURDIR)/run
+
+.PHONY: all deps build release test bench run install uninstall clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product enagentd
+	$(SWIFT) build -c release --product enctl
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: deps
+	$(SWIFT) build -c release --product enbench
+	$$($(SWIFT) build -c release --show-bin-path)/enbench
+
+# The main job on this machine: the agent in the foreground with its state under ./run.
+run: deps
+	$(SWIFT) build --product enagentd
+	$$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state
+
+install: release
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
+	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enagentd $(DESTDIR)$(SBINDIR)/enagentd
+	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enctl $(DESTDIR)$(BINDIR)/enctl
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/enagentd $(DESTDIR)$(BINDIR)/enctl
+
+clean:
+	$(SWIFT) package clean
+	rm -rf .build $(RUN_DIR)

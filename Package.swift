@@ -1,0 +1,66 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// A system library target: a module map plus a shim header over a Debian -dev package.
+/// The `CEN` prefix keeps the names clear of dependencies' own C modules (ZIPFoundation has `CZlib`).
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let package = Package(
+    name: "enagent",
+    products: [
+        .executable(name: "enagentd", targets: ["enagentd"]),
+        .executable(name: "enctl", targets: ["enctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // Layer 1: C libraries. sqlite3 comes through GRDB's own system library target
+        // (`GRDBSQLite`); a second module over the same library would only duplicate it.
+        systemLibrary("CENOpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CENDBus", pkgConfig: "dbus-1", apt: "libdbus-1-dev"),
+        systemLibrary("CENSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
+        systemLibrary("CENZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
+        systemLibrary("CENBluetooth", pkgConfig: "bluez", apt: "libbluetooth-dev"),
+
+        // Layer 2: protocol core (time, keys, crypto, metadata). No I/O.
+        .target(name: "ENCore", dependencies: ["CENOpenSSL"]),
+
+        // Layer 4: the SQLite store.
+        .target(name: "ENStore", dependencies: [
+            "ENCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+
+        // Layer 6: the agent's logic against injected clock and store.
+        .target(name: "ENAgent", dependencies: [
+            "ENCore", "ENStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // Layer 7: executables.
+        .executableTarget(name: "enagentd", dependencies: [
+            "ENCore", "ENStore", "ENAgent", "CENSystemd",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "enctl", dependencies: [
+            "ENCore",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore"]),
+
+        .testTarget(name: "CModuleTests", dependencies: [
+            "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",
+        ]),
+        .testTarget(name: "ENCoreTests", dependencies: ["ENCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENStoreTests", dependencies: ["ENStore"]),
+        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent"]),
+        .testTarget(name: "EnctlTests", dependencies: ["ENCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,21 @@
+/// How long the agent keeps keys, sightings and exposure records (the protocol says 14 days).
+public struct RetentionPolicy: Sendable, Equatable {
+    public static let protocolDefault = RetentionPolicy(days: 14)
+
+    public var days: Int
+
+    public init(days: Int) {
+        precondition(days > 0, "retention must be at least one day")
+        self.days = days
+    }
+
+    /// The first second that is still kept at `now`.
+    public func cutoff(now: Int64) -> Int64 { max(0, now - Int64(days) * 86_400) }
+}
+
+/// What one retention pass deleted.
+public struct RetentionReport: Sendable, Equatable {
+    public var temporaryExposureKeys: Int
+    public var sightings: Int
+    public var exposureWindows: Int
+}

@@ -1,0 +1,94 @@
+import GRDB
+
+/// The versioned schema. Migrations are append-only: a released one is never edited.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE temporary_exposure_key (
+                    rolling_start_interval_number INTEGER PRIMARY KEY
+                        CHECK (rolling_start_interval_number BETWEEN 0 AND 4294967295),
+                    key_data BLOB NOT NULL UNIQUE CHECK (length(key_data) = 16),
+                    rolling_period INTEGER NOT NULL CHECK (rolling_period BETWEEN 1 AND 144),
+                    transmission_risk_level INTEGER NOT NULL DEFAULT 0 CHECK (transmission_risk_level BETWEEN 0 AND 8),
+                    created_at INTEGER NOT NULL
+                );
+
+                -- rssi NULL: the controller reported none.
+                CREATE TABLE sighting (
+                    id INTEGER PRIMARY KEY,
+                    rpi BLOB NOT NULL CHECK (length(rpi) = 16),
+                    aem BLOB NOT NULL CHECK (length(aem) = 4),
+                    rssi INTEGER CHECK (rssi BETWEEN -128 AND 126),
+                    seen_at INTEGER NOT NULL CHECK (seen_at >= 0),
+                    adapter TEXT NOT NULL
+                );
+                CREATE INDEX sighting_by_rpi ON sighting(rpi);
+                CREATE INDEX sighting_by_time ON sighting(seen_at);
+
+                -- Diagnosis key files already checked, by content, so each is matched once.
+                CREATE TABLE key_file (
+                    sha256 BLOB PRIMARY KEY CHECK (length(sha256) = 32),
+                    name TEXT NOT NULL,
+                    region TEXT,
+                    key_count INTEGER NOT NULL CHECK (key_count >= 0),
+                    processed_at INTEGER NOT NULL
+                );
+
+                CREATE TABLE exposure_detection (
+                    id INTEGER PRIMARY KEY,
+                    started_at INTEGER NOT NULL,
+                    finished_at INTEGER,
+                    key_file_count INTEGER NOT NULL DEFAULT 0,
+                    matched_key_count INTEGER NOT NULL DEFAULT 0,
+                    error TEXT
+                );
+                -- day: unix seconds of the UTC midnight the window falls on.
+                CREATE TABLE exposure_window (
+                    id INTEGER PRIMARY KEY,
+                    detection_id INTEGER NOT NULL REFERENCES exposure_detection(id) ON DELETE CASCADE,
+                    day INTEGER NOT NULL,
+                    report_type INTEGER NOT NULL,
+                    infectiousness INTEGER NOT NULL,
+                    calibration_confidence INTEGER NOT NULL,
+                    key_data BLOB NOT NULL CHECK (length(key_data) = 16),
+                    rolling_start_interval_number INTEGER NOT NULL,
+                    rolling_period INTEGER NOT NULL,
+                    transmission_risk_level INTEGER NOT NULL,
+                    days_since_onset_of_symptoms INTEGER
+                );
+                CREATE INDEX exposure_window_by_detection ON exposure_window(detection_id);
+                CREATE TABLE scan_instance (
+                    window_id INTEGER NOT NULL REFERENCES exposure_window(id) ON DELETE CASCADE,
+                    min_attenuation INTEGER NOT NULL,
+                    typical_attenuation INTEGER NOT NULL,
+                    seconds_since_last_scan INTEGER NOT NULL
+                );
+                CREATE INDEX scan_instance_by_window ON scan_instance(window_id);
+
+                CREATE TABLE setting (
+                    name TEXT PRIMARY KEY,
+                    value TEXT NOT NULL
+                );
+
+                -- Every grant or withdrawal of consent, newest last: the latest row is the state.
+                CREATE TABLE consent_event (
+                    id INTEGER PRIMARY KEY,
+                    granted BOOLEAN NOT NULL,
+                    recorded_at INTEGER NOT NULL
+                );
+
+                CREATE TABLE test_result (
+                    id TEXT PRIMARY KEY,
+                    test_date INTEGER NOT NULL,
+                    verification_method TEXT NOT NULL,
+                    verification_detail TEXT,
+                    recorded_at INTEGER NOT NULL,
+                    shared_at INTEGER
+                );
+                """)
+        }
+        return migrator
+    }
+}

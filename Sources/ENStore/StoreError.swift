@@ -1,0 +1,24 @@
+/// Why the store could not do what was asked, in words a person can act on.
+public enum StoreError: Error, CustomStringConvertible {
+    /// The file is not a SQLite database, or its pages are damaged.
+    case corrupt(path: String, detail: String)
+    /// The file or its directory could not be created or opened.
+    case cannotOpen(path: String, reason: String)
+    /// A newer enagent has written a schema this version does not know.
+    case newerSchema(path: String)
+    /// A query failed after the database opened.
+    case sqlite(String)
+
+    public var description: String {
+        switch self {
+        case .corrupt(let path, let detail):
+            return "The database \(path) is damaged (\(detail)). Stop enagentd and move the file aside; a new, empty database is created at the next start."
+        case .cannotOpen(let path, let reason):
+            return "Cannot open the database \(path): \(reason)."
+        case .newerSchema(let path):
+            return "The database \(path) was written by a newer version of enagent; upgrade enagent to use it."
+        case .sqlite(let message):
+            return "Database error: \(message)"
+        }
+    }
+}

@@ -1,0 +1,6 @@
+import ArgumentParser
+
+
+struct ENCtl: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "enctl", abstract: "x", subcommands: [])
+}

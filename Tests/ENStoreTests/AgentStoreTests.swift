@@ -1,0 +1,190 @@
+import ENCore
+import Foundation
+@testable import ENStore
+import GRDB
+import Testing
+
+@Suite struct AgentStoreTests {
+    let directory = TemporaryDirectory()
+
+    func sighting(_ seed: UInt64, time: Int64, rssi: Int8? = -60) -> Sighting {
+        Sighting(rpi: Bytes16(high: seed, low: ~seed), aem: AssociatedEncryptedMetadata(rawValue: UInt32(truncatingIfNeeded: seed)),
+                 rssi: rssi, time: time, adapter: "hci0")
+    }
+
+    func mode(_ path: String) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! NSNumber).intValue
+    }
+
+    @Test func createsAPrivateDatabaseInWALMode() throws {
+        let path = directory.file("state/enagent.db")
+        let store = try AgentStore(path: path)
+        try store.record([sighting(1, time: 100)])
+        #expect(try mode(path) == 0o600)
+        #expect(try mode(directory.file("state")) == 0o700)
+        #expect(try mode(path + "-wal") == 0o600)
+        #expect(try store.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
+    }
+
+    @Test func narrowsTheModeOfAnExistingFile() throws {
+        let path = directory.file("enagent.db")
+        #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]))
+        _ = try AgentStore(path: path)
+        #expect(try mode(path) == 0o600)
+    }
+
+    @Test func migratesToTheCurrentSchemaOnceAndKeepsData() throws {
+        let path = directory.file("enagent.db")
+        do {
+            let store = try AgentStore(path: path)
+            try store.record([sighting(7, time: 1)])
+            try store.close()
+        }
+        let reopened = try AgentStore(path: path)
+        #expect(try reopened.sightingCount() == 1)
+        let tables = try reopened.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") }
+        for table in ["consent_event", "exposure_detection", "exposure_window", "key_file", "scan_instance",
+                      "setting", "sighting", "temporary_exposure_key", "test_result"] {
+            #expect(tables.contains(table), "table \(table)")
+        }
+        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1"])
+    }
+
+    @Test func refusesADatabaseFromANewerVersion() throws {
+        let path = directory.file("enagent.db")
+        let store = try AgentStore(path: path)
+        try store.write { try $0.execute(sql: "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')") }
+        try store.close()
+        #expect { try AgentStore(path: path) } throws: { error in
+            guard case StoreError.newerSchema = error else { return false }
+            return "\(error)".contains("newer version")
+        }
+    }
+
+    @Test func reportsAFileThatIsNotADatabase() throws {
+        let path = directory.file("enagent.db")
+        try Data(repeating: 0x5a, count: 8192).write(to: URL(fileURLWithPath: path))
+        #expect { try AgentStore(path: path) } throws: { error in
+            guard case StoreError.corrupt(let reportedPath, _) = error else { return false }
+            return reportedPath == path && "\(error)".contains("move the file aside")
+        }
+    }
+
+    @Test func reportsDamagedPages() throws {
+        let path = directory.file("enagent.db")
+        do {
+            let store = try AgentStore(path: path)
+            try store.record((0..<5_000).map { sighting($0, time: Int64($0)) })
+            try store.close()
+        }
+        // Overwrite the middle of the file, where the sighting table's pages are.
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: size / 2)
+        try handle.write(contentsOf: Data(repeating: 0xa5, count: 8192))
+        try handle.close()
+        #expect { try AgentStore(path: path) } throws: { error in
+            guard case StoreError.corrupt = error else { return false }
+            return true
+        }
+    }
+
+    @Test func reportsAnUnwritableLocation() throws {
+        let path = directory.file("enagent.db")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        #expect { try AgentStore(path: path) } throws: { error in
+            guard case StoreError.cannotOpen = error else { return false }
+            return true
+        }
+    }
+
+    @Test func aBatchOfTenThousandIsOneTransaction() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        var batch = (0..<10_000).map { sighting($0, time: 1_000 + Int64($0)) }
+        try store.record(batch)
+        #expect(try store.sightingCount() == 10_000)
+        // One bad row (a negative time breaks a CHECK) makes the whole batch fail: nothing half-written.
+        batch[9_999].time = -1
+        #expect(throws: StoreError.self) { try store.record(batch) }
+        #expect(try store.sightingCount() == 10_000)
+    }
+
+    @Test func sightingsRoundTripWithUnknownRSSI() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let stored = [sighting(1, time: 10, rssi: -128), sighting(2, time: 20, rssi: nil), sighting(3, time: 30, rssi: 126)]
+        try store.record(stored.reversed())
+        #expect(try store.sightings() == stored)
+        #expect(try store.sightings(from: 20, until: 30) == [stored[1]])
+    }
+
+    @Test func keepsOneKeyPerRollingPeriod() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let start = ENIntervalNumber(2_642_976)
+        let first = TemporaryExposureKey(keyData: Bytes16(high: 1, low: 1), rollingStartIntervalNumber: start)
+        let second = TemporaryExposureKey(keyData: Bytes16(high: 2, low: 2), rollingStartIntervalNumber: start)
+        #expect(try store.insertTemporaryExposureKeyIfAbsent(first, createdAt: 5) == first)
+        #expect(try store.insertTemporaryExposureKeyIfAbsent(second, createdAt: 6) == first)
+        #expect(try store.temporaryExposureKey(startingAt: start) == first)
+        #expect(try store.temporaryExposureKey(startingAt: ENIntervalNumber(start.rawValue + 144)) == nil)
+    }
+
+    @Test func retentionForgetsWhatIsOlderThanFourteenDays() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let day: Int64 = 86_400
+        let now = 20_000 * day + 3_600
+        for age in 0...16 {
+            let start = ENIntervalNumber(unixSeconds: now - Int64(age) * day)!.rollingPeriodStart
+            _ = try store.insertTemporaryExposureKeyIfAbsent(
+                TemporaryExposureKey(keyData: Bytes16(high: UInt64(age), low: 9), rollingStartIntervalNumber: start), createdAt: now)
+        }
+        try store.record([sighting(1, time: now - 14 * day - 1), sighting(2, time: now - 14 * day), sighting(3, time: now)])
+        try store.write { db in
+            try db.execute(sql: "INSERT INTO exposure_detection (id, started_at) VALUES (1, 0)")
+            for (id, dayStart) in [(1, 20_000 - 15), (2, 20_000 - 14), (3, 20_000)] {
+                try db.execute(sql: """
+                    INSERT INTO exposure_window (id, detection_id, day, report_type, infectiousness, calibration_confidence,
+                        key_data, rolling_start_interval_number, rolling_period, transmission_risk_level)
+                    VALUES (?, 1, ?, 1, 1, 0, zeroblob(16), 0, 144, 0)
+                    """, arguments: [id, Int64(dayStart) * day])
+                try db.execute(sql: "INSERT INTO scan_instance VALUES (?, 50, 55, 120)", arguments: [id])
+            }
+        }
+
+        let report = try store.applyRetention(.protocolDefault, now: now)
+
+        // Keys whose day ended more than 14 days ago go: ages 15 and 16; the age-14 key still
+        // covers the last hour of the 14-day window.
+        #expect(report == RetentionReport(temporaryExposureKeys: 2, sightings: 1, exposureWindows: 1))
+        #expect(try store.temporaryExposureKeys(validAfter: RetentionPolicy.protocolDefault.cutoff(now: now)).count == 15)
+        #expect(try store.sightings().map(\.time) == [now - 14 * day, now])
+        #expect(try store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM scan_instance") } == 2)
+        #expect(try store.applyRetention(.protocolDefault, now: now) == RetentionReport(temporaryExposureKeys: 0, sightings: 0, exposureWindows: 0))
+    }
+
+    @Test func settingsConsentAndKeyFilesPersist() throws {
+        let path = directory.file("enagent.db")
+        do {
+            let store = try AgentStore(path: path)
+            #expect(try store.currentConsent() == nil)
+            try store.recordConsent(ConsentEvent(granted: true, recordedAt: 10))
+            try store.recordConsent(ConsentEvent(granted: false, recordedAt: 20))
+            try store.setSetting("paused-until", to: "123")
+            try store.setSetting("paused-until", to: "456")
+            try store.setSetting("other", to: "x")
+            try store.setSetting("other", to: nil)
+            try store.recordProcessedKeyFile(sha256: Array(repeating: 7, count: 32), name: "a.zip", region: "US", keyCount: 140, at: 5)
+            try store.close()
+        }
+        let store = try AgentStore(path: path)
+        #expect(try store.currentConsent() == ConsentEvent(granted: false, recordedAt: 20))
+        #expect(try store.setting("paused-until") == "456")
+        #expect(try store.setting("other") == nil)
+        #expect(try store.hasProcessedKeyFile(sha256: Array(repeating: 7, count: 32)))
+        #expect(try !store.hasProcessedKeyFile(sha256: Array(repeating: 8, count: 32)))
+    }
+
+    @Test func deletedRowsAreOverwritten() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        #expect(try store.read { try Int.fetchOne($0, sql: "PRAGMA secure_delete") } == 1)
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Runs the enctl binary built beside this test executable.
+enum Enctl {
+    struct Result {
+        let status: Int32
+        let standardOutput: String
+        let standardError: String
+    }
+
+    static var executable: URL {
+        let testExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testExecutable.deletingLastPathComponent().appendingPathComponent("enctl")
+    }
+
+    static func run(_ arguments: String...) throws -> Result { try run(arguments) }
+
+    static func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus,
+                      standardOutput: String(decoding: outputData, as: UTF8.self),
+                      standardError: String(decoding: errorData, as: UTF8.self))
+    }
+
+    /// The official vectors, from the core tests' fixture (see Tests/ENCoreTests/Fixtures/README.md).
+    static func officialVectors() throws -> [String: Any] {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("ENCoreTests/Fixtures/crypto-vectors-v1.2.json")
+        return try JSONSerialization.jsonObject(with: Data(contentsOf: fixture)) as! [String: Any]
+    }
+}
