@@ -60,7 +60,7 @@ let package = Package(
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent"]),
-        .testTarget(name: "EnctlTests", dependencies: ["ENCore"]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -59,19 +59,22 @@ public final class AgentStore: Sendable {
     }
 
     private static func prepareFile(at path: String) throws(StoreError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw .cannotOpen(path: path, reason: "cannot create the directory \(directory): \(error.localizedDescription)")
-            }
-        }
+        try createDirectories(for: path)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         defer { Foundation.close(descriptor) }
         // An existing file keeps its mode unless we narrow it; SQLite gives -wal and -shm the same mode.
         guard fchmod(descriptor, 0o600) == 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+    }
+
+    /// Creates the missing directories above `path`, each with mode 0700.
+    private static func createDirectories(for path: String) throws(StoreError) {
+        for slash in path.indices where path[slash] == "/" && slash != path.startIndex {
+            let directory = String(path[..<slash])
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+                throw .cannotOpen(path: path, reason: "cannot create the directory \(directory): \(String(cString: strerror(errno)))")
+            }
+        }
     }
 
     static func translate(_ error: any Error, path: String) -> StoreError {

@@ -18,4 +18,6 @@ public struct RetentionReport: Sendable, Equatable {
     public var temporaryExposureKeys: Int
     public var sightings: Int
     public var exposureWindows: Int
+
+    public var isEmpty: Bool { temporaryExposureKeys == 0 && sightings == 0 && exposureWindows == 0 }
 }

@@ -5,9 +5,9 @@ import Testing
     let tek = "75c734c6dd1a782de7a965da5eb93125"
 
     @Test func jsonMatchesAllOfficialVectors() throws {
-        let vectors = try Enctl.officialVectors()
+        let vectors = try Command.officialVectors()
         let intervals = vectors["intervals"] as! [[String: Any]]
-        let result = try Enctl.run("derive", "--tek", tek.uppercased(), "--interval", "2642976", "--count", "144",
+        let result = try Command.enctl("derive", "--tek", tek.uppercased(), "--interval", "2642976", "--count", "144",
                                    "--metadata", vectors["metadata"] as! String, "--json")
         #expect(result.status == 0)
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [[String: Any]])
@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func withoutMetadataThereIsNoAEM() throws {
-        let result = try Enctl.run("derive", "--tek", tek, "--interval", "2642977", "--json")
+        let result = try Command.enctl("derive", "--tek", tek, "--interval", "2642977", "--json")
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [[String: Any]])
         #expect(rows.count == 1)
         #expect(rows[0]["rpi"] as? String == "3c9a1de5dd6b02afa7fded7b570b3e56")
@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func tableShowsIntervalStartRPIAndAEM() throws {
-        let result = try Enctl.run("derive", "--tek", tek, "--interval", "2642976", "--count", "2", "--metadata", "40080000")
+        let result = try Command.enctl("derive", "--tek", tek, "--interval", "2642976", "--count", "2", "--metadata", "40080000")
         #expect(result.status == 0)
         let lines = result.standardOutput.split(separator: "\n")
         #expect(lines.count == 3)
@@ -48,7 +48,7 @@ import Testing
         (["--interval", "1"], "Missing expected argument '--tek <hex>'"),
     ])
     func badInputIsAClearErrorOnStandardError(arguments: [String], message: String) throws {
-        let result = try Enctl.run(["derive"] + arguments)
+        let result = try Command.enctl(["derive"] + arguments)
         #expect(result.status != 0)
         #expect(result.standardOutput.isEmpty)
         #expect(result.standardError.contains(message), "stderr: \(result.standardError)")

@@ -1,23 +1,23 @@
 import Foundation
 
-/// Runs the enctl binary built beside this test executable.
-enum Enctl {
+/// Runs the project's executables, built beside this test executable.
+enum Command {
     struct Result {
         let status: Int32
         let standardOutput: String
         let standardError: String
     }
 
-    static var executable: URL {
+    static func executable(_ name: String) -> URL {
         let testExecutable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return testExecutable.deletingLastPathComponent().appendingPathComponent("enctl")
+        return testExecutable.deletingLastPathComponent().appendingPathComponent(name)
     }
 
-    static func run(_ arguments: String...) throws -> Result { try run(arguments) }
+    static func enctl(_ arguments: String...) throws -> Result { try enctl(arguments) }
 
-    static func run(_ arguments: [String]) throws -> Result {
+    static func enctl(_ arguments: [String]) throws -> Result {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = executable("enctl")
         process.arguments = arguments
         let output = Pipe(), error = Pipe()
         process.standardOutput = output

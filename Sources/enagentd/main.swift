@@ -1,6 +1,0 @@
-import ArgumentParser
-
-
-struct ENCtl: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "enctl", abstract: "x", subcommands: [])
-}
