@@ -51,7 +51,7 @@ public final class AgentStore: Sendable {
     /// Folds the write-ahead log into the database file and closes it; later calls fail.
     public func close() throws(StoreError) {
         do {
-            try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+            _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
             try pool.close()
         } catch {
             throw Self.translate(error, path: path)

@@ -6,8 +6,8 @@ struct ENCtl: ParsableCommand {
         commandName: "enctl",
         abstract: "Control and inspect the enagent Exposure Notification agent.",
         discussion: """
-            enctl talks to enagentd, the Exposure Notification service, and offers offline tools \
-            for working with the protocol itself.
+            enctl is the command-line companion of enagentd, the Exposure Notification service. \
+            Its offline commands work on the protocol itself and need no running daemon.
             """,
         subcommands: [Derive.self])
 }
