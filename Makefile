@@ -8,7 +8,7 @@ SBINDIR ?= $(PREFIX)/sbin
 SWIFT ?= swift
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: all deps build release test bench run install uninstall clean
+.PHONY: all deps build release test bench run install uninstall clean proto
 
 all: build
 
@@ -34,6 +34,14 @@ bench: deps
 run: deps
 	$(SWIFT) build --product enagentd
 	$$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state
+
+# Regenerates the committed Swift for the key export protobuf (only after editing the .proto).
+PROTO_DIR = Sources/ENKeyFiles/Proto
+proto:
+	@scripts/install-deps.sh protobuf-compiler
+	$(SWIFT) build -c release --product protoc-gen-swift
+	protoc --plugin=protoc-gen-swift=$$($(SWIFT) build -c release --show-bin-path)/protoc-gen-swift \
+		--swift_opt=Visibility=Internal --swift_out=Sources/ENKeyFiles/Generated -I $(PROTO_DIR) $(PROTO_DIR)/export.proto
 
 install: release
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)

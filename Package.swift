@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // Layer 1: C libraries. sqlite3 comes through GRDB's own system library target
@@ -29,6 +31,14 @@ let package = Package(
 
         // Layer 2: protocol core (time, keys, crypto, metadata). No I/O.
         .target(name: "ENCore", dependencies: ["CENOpenSSL"]),
+
+        // Layer 3: diagnosis key export files. The .proto is in Proto/, its Swift in Generated/
+        // (`make proto`), so no build plugin compiles protoc.
+        .target(name: "ENKeyFiles", dependencies: [
+            "ENCore",
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        ], exclude: ["Proto"]),
 
         // Layer 4: the SQLite store.
         .target(name: "ENStore", dependencies: [
@@ -58,6 +68,7 @@ let package = Package(
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent"]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore"]),

@@ -5,6 +5,8 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <openssl/rand.h>
 
 /* OSSL_PARAM names are macros, which Swift does not import. */

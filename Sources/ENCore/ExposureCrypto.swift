@@ -17,22 +17,22 @@ public final class ExposureCrypto {
     private static let paddedDataPrefix = Array("EN-RPI".utf8) + [UInt8](repeating: 0, count: 6)
 
     public init() throws {
-        guard let algorithm = EVP_MAC_fetch(nil, "HMAC", nil) else { throw Self.failure("EVP_MAC_fetch(HMAC)") }
+        guard let algorithm = EVP_MAC_fetch(nil, "HMAC", nil) else { throw CryptoError.failure("EVP_MAC_fetch(HMAC)") }
         guard let context = EVP_MAC_CTX_new(algorithm) else {
             EVP_MAC_free(algorithm)
-            throw Self.failure("EVP_MAC_CTX_new")
+            throw CryptoError.failure("EVP_MAC_CTX_new")
         }
         guard let ecb = EVP_CIPHER_fetch(nil, "AES-128-ECB", nil) else {
             EVP_MAC_CTX_free(context); EVP_MAC_free(algorithm)
-            throw Self.failure("EVP_CIPHER_fetch(AES-128-ECB)")
+            throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-ECB)")
         }
         guard let ctr = EVP_CIPHER_fetch(nil, "AES-128-CTR", nil) else {
             EVP_CIPHER_free(ecb); EVP_MAC_CTX_free(context); EVP_MAC_free(algorithm)
-            throw Self.failure("EVP_CIPHER_fetch(AES-128-CTR)")
+            throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-CTR)")
         }
         guard let cipherContext = EVP_CIPHER_CTX_new() else {
             EVP_CIPHER_free(ctr); EVP_CIPHER_free(ecb); EVP_MAC_CTX_free(context); EVP_MAC_free(algorithm)
-            throw Self.failure("EVP_CIPHER_CTX_new")
+            throw CryptoError.failure("EVP_CIPHER_CTX_new")
         }
         hmacAlgorithm = algorithm
         hmac = context
@@ -47,7 +47,7 @@ public final class ExposureCrypto {
             ]
             return EVP_MAC_CTX_set_params(hmac, &parameters) == 1
         }
-        guard configured else { throw Self.failure("EVP_MAC_CTX_set_params(SHA256)") }
+        guard configured else { throw CryptoError.failure("EVP_MAC_CTX_set_params(SHA256)") }
     }
 
     deinit {
@@ -61,7 +61,7 @@ public final class ExposureCrypto {
     /// A new TEK from OpenSSL's CSPRNG.
     public static func generateTemporaryExposureKey() throws -> TemporaryExposureKeyData {
         var key = [UInt8](repeating: 0, count: 16)
-        guard RAND_priv_bytes(&key, 16) == 1 else { throw failure("RAND_priv_bytes") }
+        guard RAND_priv_bytes(&key, 16) == 1 else { throw CryptoError.failure("RAND_priv_bytes") }
         return TemporaryExposureKeyData(bytes: key)!
     }
 
@@ -109,10 +109,10 @@ public final class ExposureCrypto {
         try rpik.withUnsafeBytes { key in
             guard EVP_EncryptInit_ex2(cipher, aes128ECB, key.baseAddress, nil, nil) == 1,
                   EVP_CIPHER_CTX_set_padding(cipher, 0) == 1
-            else { throw Self.failure("EVP_EncryptInit_ex2(AES-128-ECB)") }
+            else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)") }
             var written: Int32 = 0
             guard count == 0 || EVP_EncryptUpdate(cipher, &identifiers, &written, paddedData, Int32(count * 16)) == 1
-            else { throw Self.failure("EVP_EncryptUpdate(AES-128-ECB)") }
+            else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-ECB)") }
         }
         return try identifiers.withUnsafeBytes(body)
     }
@@ -137,10 +137,10 @@ public final class ExposureCrypto {
         try key.withUnsafeBytes { keyBytes in
             try counter.withUnsafeBytes { counterBytes in
                 guard EVP_EncryptInit_ex2(cipher, aes128CTR, keyBytes.baseAddress, counterBytes.baseAddress, nil) == 1
-                else { throw Self.failure("EVP_EncryptInit_ex2(AES-128-CTR)") }
+                else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-CTR)") }
                 var written: Int32 = 0
                 guard EVP_EncryptUpdate(cipher, &output, &written, input, Int32(input.count)) == 1
-                else { throw Self.failure("EVP_EncryptUpdate(AES-128-CTR)") }
+                else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-CTR)") }
             }
         }
         return output
@@ -163,16 +163,7 @@ public final class ExposureCrypto {
         guard EVP_MAC_init(hmac, key, key.count, nil) == 1,
               EVP_MAC_update(hmac, message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count) == 1,
               EVP_MAC_final(hmac, &digest, &length, digest.count) == 1, length == 32
-        else { throw Self.failure("HMAC-SHA256") }
+        else { throw CryptoError.failure("HMAC-SHA256") }
         return digest
-    }
-
-    private static func failure(_ operation: String) -> CryptoError {
-        let code = ERR_get_error()
-        ERR_clear_error()
-        var text = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &text, text.count)
-        let reason = code == 0 ? "no error reported" : String(decoding: text.prefix { $0 != 0 }.map(UInt8.init), as: UTF8.self)
-        return CryptoError(operation: operation, reason: reason)
     }
 }

@@ -1,0 +1,185 @@
+import ENCore
+import Foundation
+import SwiftProtobuf
+
+/// What a SignatureInfo says about the key that signed an export.
+public struct SignatureInfo: Hashable, Sendable {
+    public var keyId: String
+    public var keyVersion: String
+    public var algorithm: String
+
+    public init(keyId: String, keyVersion: String, algorithm: String = SignatureInfo.ecdsaP256SHA256) {
+        self.keyId = keyId
+        self.keyVersion = keyVersion
+        self.algorithm = algorithm
+    }
+
+    /// The OID of ECDSA with SHA-256, the only algorithm the format uses.
+    public static let ecdsaP256SHA256 = "1.2.840.10045.4.3.2"
+
+    /// The OID, or an early-2020 file's text name of the same algorithm (or none at all).
+    var isECDSAP256SHA256: Bool {
+        let name = algorithm.lowercased().filter { $0.isLetter || $0.isNumber || $0 == "." }
+        return algorithm == Self.ecdsaP256SHA256 || algorithm.isEmpty || (name.contains("ecdsa") && name.contains("p256") && name.contains("sha256"))
+    }
+}
+
+/// One signature from export.sig.
+public struct ExportSignature: Sendable {
+    public var info: SignatureInfo
+    public var batchNumber: Int
+    public var batchSize: Int
+    /// ASN.1 DER ECDSA signature over the whole export.bin.
+    public var signature: [UInt8]
+}
+
+/// A diagnosis key export: export.bin (and export.sig when present), checked on reading.
+///
+/// The keys are not held decoded: `forEachKey` walks them one at a time, so a file with a
+/// million keys costs its own size in memory and no more.
+public struct KeyExport: Sendable {
+    /// The 16 bytes every export.bin starts with.
+    public static let header = Array("EK Export v1    ".utf8)
+
+    public let exportBin: Data
+    /// nil when the file has no export.sig.
+    public let signatures: [ExportSignature]?
+    public let startTimestamp: UInt64
+    public let endTimestamp: UInt64
+    public let region: String
+    public let batchNumber: Int
+    public let batchSize: Int
+    public let signatureInfos: [SignatureInfo]
+    public let keyCount: Int
+    public let revisedKeyCount: Int
+
+    /// Reads a key file: a zip archive with export.bin and export.sig, or a bare export.bin.
+    public init(contentsOf file: Data, limits: KeyFileLimits = .standard) throws(KeyFileError) {
+        guard file.count <= limits.maximumFileSize else { throw .tooLarge(bytes: file.count, limit: limits.maximumFileSize) }
+        if file.starts(with: Self.header) {
+            try self.init(exportBin: file, signatureList: nil)
+        } else {
+            let entries = try ZipEntries(file, limits: limits)
+            try self.init(exportBin: try entries.read("export.bin"), signatureList: try entries.readIfPresent("export.sig"))
+        }
+    }
+
+    /// Checks the header and every key of `exportBin`, and parses `signatureList` (export.sig).
+    public init(exportBin: Data, signatureList: Data?) throws(KeyFileError) {
+        guard exportBin.starts(with: Self.header) else { throw .badHeader }
+        self.exportBin = exportBin
+        signatures = try signatureList.map(Self.parseSignatures)
+        var start: UInt64 = 0, end: UInt64 = 0, batchNumber = 0, batchSize = 0
+        var region = "", infos = [SignatureInfo](), keys = 0, revised = 0
+        do {
+            try Self.walk(exportBin) { field, value in
+                switch (field, value) {
+                case (1, .fixed64(let value)): start = value
+                case (2, .fixed64(let value)): end = value
+                case (3, .bytes(let range)):
+                    guard let text = String(bytes: exportBin[range], encoding: .utf8) else { throw KeyFileError.malformedExport("region is not UTF-8") }
+                    region = text
+                case (4, .varint(let value)): batchNumber = Int(Int32(truncatingIfNeeded: value))
+                case (5, .varint(let value)): batchSize = Int(Int32(truncatingIfNeeded: value))
+                case (6, .bytes(let range)):
+                    infos.append(SignatureInfo(try ExportProtoSignatureInfo(serializedBytes: exportBin[range])))
+                case (7, .bytes(let range)):
+                    _ = try Self.diagnosisKey(exportBin[range], index: keys)
+                    keys += 1
+                case (8, .bytes(let range)):
+                    _ = try Self.diagnosisKey(exportBin[range], index: keys + revised)
+                    revised += 1
+                case (1...8, _):
+                    throw KeyFileError.malformedExport("field \(field) has the wrong wire type")
+                default:
+                    break  // Unknown fields from a newer format version are skipped.
+                }
+            }
+        } catch let error as KeyFileError {
+            throw error
+        } catch {
+            throw .malformedExport("\(error)")
+        }
+        startTimestamp = start
+        endTimestamp = end
+        self.region = region
+        self.batchNumber = batchNumber
+        self.batchSize = batchSize
+        signatureInfos = infos
+        keyCount = keys
+        revisedKeyCount = revised
+    }
+
+    /// Calls `body` with each key, then with each revised key (`isRevision` true).
+    public func forEachKey(_ body: (_ key: DiagnosisKey, _ isRevision: Bool) throws -> Void) rethrows {
+        var index = 0
+        // The keys were all checked in init: decoding them again cannot fail.
+        try! Self.walk(exportBin) { field, value in
+            guard field == 7 || field == 8, case .bytes(let range) = value else { return }
+            try body(try Self.diagnosisKey(exportBin[range], index: index), field == 8)
+            index += 1
+        }
+    }
+
+    private static func walk(_ exportBin: Data, _ visit: (Int, ProtobufWire.Value) throws -> Void) throws {
+        try exportBin.withUnsafeBytes { bytes in
+            var wire = ProtobufWire(bytes, from: header.count)
+            do {
+                while let (field, value) = try wire.next() {
+                    let base = exportBin.startIndex
+                    if case .bytes(let range) = value {
+                        try visit(field, .bytes(base + range.lowerBound..<base + range.upperBound))
+                    } else {
+                        try visit(field, value)
+                    }
+                }
+            } catch let malformed as ProtobufWire.Malformed {
+                throw KeyFileError.malformedExport(malformed.reason)
+            }
+        }
+    }
+
+    private static func diagnosisKey(_ bytes: Data, index: Int) throws -> DiagnosisKey {
+        let message: ExportProtoTemporaryExposureKey
+        do { message = try ExportProtoTemporaryExposureKey(serializedBytes: bytes) } catch {
+            throw KeyFileError.invalidKey(index: index, reason: "not a TemporaryExposureKey message (\(error))")
+        }
+        guard let keyData = Bytes16(bytes: message.keyData) else {
+            throw KeyFileError.invalidKey(index: index, reason: "key data is \(message.keyData.count) bytes, not 16")
+        }
+        guard message.hasRollingStartIntervalNumber, message.rollingStartIntervalNumber >= 0 else {
+            throw KeyFileError.invalidKey(index: index, reason: message.hasRollingStartIntervalNumber
+                ? "rolling start interval number \(message.rollingStartIntervalNumber) is negative" : "it has no rolling start interval number")
+        }
+        guard (1...144).contains(message.rollingPeriod) else {
+            throw KeyFileError.invalidKey(index: index, reason: "rolling period \(message.rollingPeriod) is outside 1...144")
+        }
+        guard (0...8).contains(message.transmissionRiskLevel) else {
+            throw KeyFileError.invalidKey(index: index, reason: "transmission risk level \(message.transmissionRiskLevel) is outside 0...8")
+        }
+        return DiagnosisKey(
+            key: TemporaryExposureKey(keyData: keyData,
+                                      rollingStartIntervalNumber: ENIntervalNumber(UInt32(message.rollingStartIntervalNumber)),
+                                      rollingPeriod: UInt32(message.rollingPeriod),
+                                      transmissionRiskLevel: Int(message.transmissionRiskLevel)),
+            reportType: ReportType(rawValue: message.reportType.rawValue) ?? .unknown,
+            daysSinceOnsetOfSymptoms: message.hasDaysSinceOnsetOfSymptoms ? Int(message.daysSinceOnsetOfSymptoms) : nil)
+    }
+
+    private static func parseSignatures(_ data: Data) throws(KeyFileError) -> [ExportSignature] {
+        do {
+            return try ExportProtoTEKSignatureList(serializedBytes: data).signatures.map { signature in
+                ExportSignature(info: SignatureInfo(signature.signatureInfo), batchNumber: Int(signature.batchNum),
+                                batchSize: Int(signature.batchSize), signature: Array(signature.signature))
+            }
+        } catch {
+            throw .malformedSignatureList("\(error)")
+        }
+    }
+}
+
+extension SignatureInfo {
+    init(_ message: ExportProtoSignatureInfo) {
+        self.init(keyId: message.verificationKeyID, keyVersion: message.verificationKeyVersion, algorithm: message.signatureAlgorithm)
+    }
+}
