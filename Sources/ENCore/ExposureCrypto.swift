@@ -6,6 +6,8 @@ import CENOpenSSL
 /// keeps one instance. An instance is not thread-safe: use one per thread or task.
 public final class ExposureCrypto {
     private let hmacAlgorithm: OpaquePointer
+    /// Keyed once with HKDF's empty salt: each extract re-initialises from the stored pads.
+    private let extractHMAC: OpaquePointer
     private let hmac: OpaquePointer
     private let aes128ECB: OpaquePointer
     private let aes128CTR: OpaquePointer
@@ -18,7 +20,7 @@ public final class ExposureCrypto {
 
     public init() throws {
         guard let algorithm = EVP_MAC_fetch(nil, "HMAC", nil) else { throw CryptoError.failure("EVP_MAC_fetch(HMAC)") }
-        guard let context = EVP_MAC_CTX_new(algorithm) else {
+        guard let context = EVP_MAC_CTX_new(algorithm), let extractContext = EVP_MAC_CTX_new(algorithm) else {
             EVP_MAC_free(algorithm)
             throw CryptoError.failure("EVP_MAC_CTX_new")
         }
@@ -36,6 +38,7 @@ public final class ExposureCrypto {
         }
         hmacAlgorithm = algorithm
         hmac = context
+        extractHMAC = extractContext
         aes128ECB = ecb
         aes128CTR = ctr
         cipher = cipherContext
@@ -45,9 +48,10 @@ public final class ExposureCrypto {
                 OSSL_PARAM_construct_utf8_string(CENOPENSSL_PARAM_DIGEST, UnsafeMutablePointer(mutating: digest), 0),
                 OSSL_PARAM_construct_end(),
             ]
-            return EVP_MAC_CTX_set_params(hmac, &parameters) == 1
+            return EVP_MAC_CTX_set_params(hmac, &parameters) == 1 && EVP_MAC_CTX_set_params(extractHMAC, &parameters) == 1
         }
-        guard configured else { throw CryptoError.failure("EVP_MAC_CTX_set_params(SHA256)") }
+        guard configured, EVP_MAC_init(extractHMAC, Self.emptySalt, Self.emptySalt.count, nil) == 1
+        else { throw CryptoError.failure("HMAC-SHA256 set-up") }
     }
 
     deinit {
@@ -55,6 +59,7 @@ public final class ExposureCrypto {
         EVP_CIPHER_free(aes128CTR)
         EVP_CIPHER_free(aes128ECB)
         EVP_MAC_CTX_free(hmac)
+        EVP_MAC_CTX_free(extractHMAC)
         EVP_MAC_free(hmacAlgorithm)
     }
 
@@ -148,22 +153,23 @@ public final class ExposureCrypto {
 
     /// HKDF-SHA256 for a 16-byte output: PRK = HMAC(zero salt, IKM), OKM = HMAC(PRK, info ‖ 0x01)[0..<16].
     private func hkdf(_ inputKey: Bytes16, info infoAndCounter: [UInt8]) throws -> Bytes16 {
-        let pseudorandomKey = try inputKey.withUnsafeBytes { ikm in
-            try mac(key: Self.emptySalt, message: ikm)
+        var pseudorandomKey = [UInt8](repeating: 0, count: 32)
+        try inputKey.withUnsafeBytes { ikm in
+            // A NULL key reuses the salt keyed in at init.
+            try mac(extractHMAC, key: nil, message: ikm, into: &pseudorandomKey)
         }
-        let okm = try infoAndCounter.withUnsafeBytes { message in
-            try mac(key: pseudorandomKey, message: message)
+        var okm = [UInt8](repeating: 0, count: 32)
+        try infoAndCounter.withUnsafeBytes { message in
+            try mac(hmac, key: pseudorandomKey, message: message, into: &okm)
         }
-        return Bytes16(bytes: okm[0..<16])!
+        return okm.withUnsafeBytes { Bytes16($0) }
     }
 
-    private func mac(key: [UInt8], message: UnsafeRawBufferPointer) throws -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
+    private func mac(_ context: OpaquePointer, key: [UInt8]?, message: UnsafeRawBufferPointer, into digest: inout [UInt8]) throws {
         var length = 0
-        guard EVP_MAC_init(hmac, key, key.count, nil) == 1,
-              EVP_MAC_update(hmac, message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count) == 1,
-              EVP_MAC_final(hmac, &digest, &length, digest.count) == 1, length == 32
+        guard EVP_MAC_init(context, key, key?.count ?? 0, nil) == 1,
+              EVP_MAC_update(context, message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count) == 1,
+              EVP_MAC_final(context, &digest, &length, digest.count) == 1, length == 32
         else { throw CryptoError.failure("HMAC-SHA256") }
-        return digest
     }
 }

@@ -1,0 +1,84 @@
+/// A sighting attributed to a diagnosis key, with what its AEM revealed.
+public struct MatchedSighting: Hashable, Sendable {
+    public var time: Int64
+    public var rssi: Int8?
+    public var metadata: Metadata
+    /// TX power − (RSSI + correction), floored at 0; nil when the RSSI is unknown.
+    public var attenuation: Int?
+
+    public init(time: Int64, rssi: Int8?, metadata: Metadata, attenuation: Int?) {
+        self.time = time
+        self.rssi = rssi
+        self.metadata = metadata
+        self.attenuation = attenuation
+    }
+}
+
+/// A diagnosis key and the sightings of its RPIs.
+public struct KeyMatch: Hashable, Sendable {
+    public var key: DiagnosisKey
+    public var sightings: [MatchedSighting]
+
+    public init(key: DiagnosisKey, sightings: [MatchedSighting]) {
+        self.key = key
+        self.sightings = sightings
+    }
+}
+
+/// Finds the sightings of diagnosis keys (protocol.md §3). One per thread: it owns crypto contexts.
+public final class KeyMatcher {
+    /// Sightings up to this far outside a key's validity still count (clock drift).
+    public static let validityTolerance: Int64 = 2 * 3_600
+    /// TX powers outside this range are implausible (as Google's matcher holds): such a sighting
+    /// cannot be scored and is not counted.
+    public static let plausibleTransmitPower: ClosedRange<Int8> = -50...20
+
+    private let index: SightingIndex
+    private let crypto: ExposureCrypto
+    private let rssiCorrection: Int
+    /// Sightings dropped for an implausible TX power since this matcher was made.
+    public private(set) var implausibleSightings = 0
+
+    /// - Parameter rssiCorrection: this device's receive calibration in dB, added to each RSSI.
+    public init(index: SightingIndex, rssiCorrection: Int = 0) throws {
+        self.index = index
+        self.rssiCorrection = rssiCorrection
+        crypto = try ExposureCrypto()
+    }
+
+    /// The sightings of `key`'s RPIs within its validity ±2 h, or nil when there are none.
+    public func match(_ key: DiagnosisKey) throws -> KeyMatch? {
+        let tek = key.key
+        let earliest = tek.rollingStartIntervalNumber.unixSeconds - Self.validityTolerance
+        let latest = Int64(tek.rollingEndIntervalNumber) * ENIntervalNumber.secondsPerInterval + Self.validityTolerance
+        let count = Int(tek.rollingPeriod)
+        let rpik = try crypto.rollingProximityIdentifierKey(for: tek.keyData)
+        let found: [(RollingProximityIdentifier, Sighting)] = try crypto.withRollingProximityIdentifiers(
+            key: rpik, from: tek.rollingStartIntervalNumber, count: count
+        ) { blocks in
+            var found = [(RollingProximityIdentifier, Sighting)]()
+            for interval in 0..<count {
+                let rpi = Bytes16(blocks, offset: interval * 16)
+                for sighting in index.sightings(of: rpi) where sighting.time >= earliest && sighting.time < latest {
+                    found.append((rpi, sighting))
+                }
+            }
+            return found
+        }
+        guard !found.isEmpty else { return nil }
+        let aemk = try crypto.associatedEncryptedMetadataKey(for: tek.keyData)
+        var matched = [MatchedSighting]()
+        for (rpi, sighting) in found {
+            let metadata = try crypto.decryptMetadata(sighting.aem, key: aemk, rpi: rpi)
+            guard Self.plausibleTransmitPower.contains(metadata.transmitPower) else {
+                implausibleSightings += 1
+                continue
+            }
+            let attenuation = sighting.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + rssiCorrection)) }
+            matched.append(MatchedSighting(time: sighting.time, rssi: sighting.rssi, metadata: metadata, attenuation: attenuation))
+        }
+        guard !matched.isEmpty else { return nil }
+        matched.sort { $0.time < $1.time }
+        return KeyMatch(key: key, sightings: matched)
+    }
+}

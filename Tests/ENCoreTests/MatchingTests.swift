@@ -1,0 +1,96 @@
+import ENCore
+import Testing
+
+/// Builds sightings of real derived RPIs, as another device would have recorded them.
+struct Broadcaster {
+    let key: DiagnosisKey
+    let crypto: ExposureCrypto
+    let metadata: Metadata
+
+    init(start: UInt32 = 2_700_000, period: UInt32 = 144, reportType: ReportType = .confirmedTest,
+         daysSinceOnset: Int? = nil, risk: Int = 0, metadata: Metadata = Metadata(transmitPower: -10)) throws {
+        key = DiagnosisKey(key: TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
+                                                     rollingStartIntervalNumber: ENIntervalNumber(start), rollingPeriod: period,
+                                                     transmissionRiskLevel: risk),
+                           reportType: reportType, daysSinceOnsetOfSymptoms: daysSinceOnset)
+        crypto = try ExposureCrypto()
+        self.metadata = metadata
+    }
+
+    /// A sighting at `time` of the RPI of `time`'s interval (or of `interval` when given).
+    func sighting(at time: Int64, rssi: Int8? = -60, interval: ENIntervalNumber? = nil) throws -> Sighting {
+        let interval = interval ?? ENIntervalNumber(unixSeconds: time)!
+        let rpi = try crypto.rollingProximityIdentifier(key: try crypto.rollingProximityIdentifierKey(for: key.key.keyData), interval: interval)
+        let aem = try crypto.encryptMetadata(metadata, key: try crypto.associatedEncryptedMetadataKey(for: key.key.keyData), rpi: rpi)
+        return Sighting(rpi: rpi, aem: aem, rssi: rssi, time: time, adapter: "hci0")
+    }
+
+    var start: Int64 { key.key.rollingStartIntervalNumber.unixSeconds }
+}
+
+@Suite struct MatchingTests {
+    /// A spread-out, deterministic RPI for group `n`.
+    func rpi(_ n: Int) -> RollingProximityIdentifier {
+        let seed = UInt64(n)
+        return Bytes16(high: seed &* 0x9e37_79b9_7f4a_7c15, low: seed &* 0xc2b2_ae3d_27d4_eb4f)
+    }
+
+    @Test func indexFindsEverySightingOfAnRPIAndNothingElse() {
+        let sightings = (0..<5_000).map { index in
+            Sighting(rpi: rpi(index % 2_500), aem: AssociatedEncryptedMetadata(rawValue: 0), rssi: nil,
+                     time: Int64(5_000 - index), adapter: "hci0")
+        }
+        let index = SightingIndex(sightings)
+        #expect(index.distinctRPICount == 2_500)
+        for group in [0, 1, 777, 2_499] {
+            let found = index.sightings(of: rpi(group))
+            let times = found.map { $0.time }
+            #expect(found.count == 2)
+            #expect(found.allSatisfy { $0.rpi == rpi(group) })
+            #expect(times == times.sorted())
+        }
+        #expect(index.sightings(of: Bytes16(high: 1, low: 2)).isEmpty)
+        #expect(SightingIndex([]).sightings(of: .zero).isEmpty)
+    }
+
+    @Test func matchesOwnRPIsAndComputesAttenuation() throws {
+        let device = try Broadcaster(metadata: Metadata(transmitPower: -10))
+        let stranger = try Broadcaster()
+        let sightings = [
+            try device.sighting(at: device.start + 600, rssi: -70),
+            try device.sighting(at: device.start + 1_200, rssi: nil),
+            try device.sighting(at: device.start + 1_800, rssi: 5),
+            try stranger.sighting(at: stranger.start + 600),
+        ]
+        let matcher = try KeyMatcher(index: SightingIndex(sightings), rssiCorrection: 3)
+        let match = try #require(try matcher.match(device.key))
+        #expect(match.key == device.key)
+        // -10 - (-70 + 3) = 57; unknown RSSI stays unknown; -10 - (5 + 3) < 0 floors at 0.
+        #expect(match.sightings.map(\.attenuation) == [57, nil, 0])
+        #expect(match.sightings.allSatisfy { $0.metadata == device.metadata })
+        #expect(try matcher.match(try Broadcaster().key) == nil)
+    }
+
+    @Test func acceptsSightingsWithinTwoHoursOfTheKeysValidityOnly() throws {
+        let device = try Broadcaster(period: 10)
+        let firstInterval = device.key.key.rollingStartIntervalNumber
+        let end = device.start + 10 * 600
+        let times: [Int64] = [device.start - 7_201, device.start - 7_200, end + 7_199, end + 7_200]
+        let sightings = try times.map { try device.sighting(at: $0, interval: firstInterval) }
+        let match = try #require(try KeyMatcher(index: SightingIndex(sightings)).match(device.key))
+        #expect(match.sightings.map(\.time) == [device.start - 7_200, end + 7_199])
+    }
+
+    @Test func onlyIntervalsOfTheRollingPeriodAreDerived() throws {
+        let device = try Broadcaster(period: 2)
+        let outside = try device.sighting(at: device.start + 1_300)  // third interval: not in a 2-interval key
+        #expect(try KeyMatcher(index: SightingIndex([outside])).match(device.key) == nil)
+    }
+
+    @Test func implausibleTransmitPowerIsDropped() throws {
+        let loud = try Broadcaster(metadata: Metadata(transmitPower: 21))
+        let matcher = try KeyMatcher(index: SightingIndex([try loud.sighting(at: loud.start)]))
+        #expect(try matcher.match(loud.key) == nil)
+        #expect(matcher.implausibleSightings == 1)
+    }
+}

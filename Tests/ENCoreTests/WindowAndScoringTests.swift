@@ -1,0 +1,148 @@
+@testable import ENCore
+import Foundation
+import Testing
+
+@Suite struct ExposureWindowTests {
+    func windows(_ times: [(Int64, Int?)], key: DiagnosisKey? = nil, configuration: ExposureConfigurationV2 = .init()) throws -> [ExposureWindow] {
+        let key = try key ?? Broadcaster().key
+        let sightings = times.map { MatchedSighting(time: $0.0, rssi: nil, metadata: Metadata(transmitPower: 0), attenuation: $0.1) }
+        return ExposureWindowing.windows(for: KeyMatch(key: key, sightings: sightings), configuration: configuration)
+    }
+
+    @Test func closeSightingsFormOneScanAndThirtyMinutesOneWindow() throws {
+        let day: Int64 = 1_700_006_400  // a UTC midnight
+        let result = try windows([
+            (day + 100, 40), (day + 110, 50), (day + 124, 61),   // one scan: gaps under 25 s
+            (day + 200, 70),                                      // next scan, 100 s after the last one started
+            (day + 800, nil),                                     // 600 s later: capped at 300 s
+            (day + 1_900, 30),                                    // 30 min after the window start: a new window
+        ])
+        #expect(result.count == 2)
+        #expect(result.allSatisfy { $0.date == day })
+        #expect(result[0].scanInstances == [
+            ScanInstance(minAttenuation: 40, typicalAttenuation: 50, secondsSinceLastScan: 120),
+            ScanInstance(minAttenuation: 70, typicalAttenuation: 70, secondsSinceLastScan: 100),
+            ScanInstance(minAttenuation: nil, typicalAttenuation: nil, secondsSinceLastScan: 300),
+        ])
+        #expect(result[1].scanInstances == [ScanInstance(minAttenuation: 30, typicalAttenuation: 30, secondsSinceLastScan: 300)])
+    }
+
+    @Test func reportTypeAndInfectiousnessFollowTheConfiguration() throws {
+        var configuration = ExposureConfigurationV2()
+        configuration.reportTypeNoneMap = .selfReport
+        configuration.infectiousnessForDaysSinceOnsetOfSymptoms = [0: .high, 5: .none]
+        let unknownType = try Broadcaster(reportType: .unknown, daysSinceOnset: 0).key
+        let window = try #require(try windows([(100, 50)], key: unknownType, configuration: configuration).first)
+        #expect(window.reportType == .selfReport)
+        #expect(window.infectiousness == .high)
+        #expect(try windows([(100, 50)], key: Broadcaster(daysSinceOnset: 5).key, configuration: configuration).isEmpty)
+        #expect(try windows([(100, 50)], key: Broadcaster(reportType: .revoked).key).isEmpty)
+        #expect(try windows([(100, 50)], key: Broadcaster(daysSinceOnset: nil).key).first?.infectiousness == .standard)
+    }
+}
+
+@Suite struct ScoringTests {
+    let day: Int64 = 1_700_006_400
+
+    func window(_ instances: [ScanInstance], reportType: ReportType = .confirmedTest, infectiousness: Infectiousness = .standard,
+                day offset: Int64 = 0, risk: Int = 0) throws -> ExposureWindow {
+        var key = try Broadcaster(risk: risk).key
+        key.reportType = reportType
+        return ExposureWindow(date: day + offset * 86_400, reportType: reportType, infectiousness: infectiousness,
+                              calibrationConfidence: 0, scanInstances: instances, diagnosisKey: key)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, _ json: String) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(json.utf8))
+    }
+
+    @Test func v2WeightsAttenuationReportTypeAndInfectiousness() throws {
+        let configuration = try decode(ExposureConfigurationV2.self, """
+            {"attenuationDurationThresholds":[50,70,90],"immediateDurationWeight":200,"nearDurationWeight":100,
+             "mediumDurationWeight":50,"otherDurationWeight":0,"reportTypeSelfReportedWeight":50,
+             "infectiousnessHighWeight":200,"minimumWindowScore":60}
+            """)
+        let scans = [ScanInstance(minAttenuation: 40, typicalAttenuation: 50, secondsSinceLastScan: 60),   // immediate: 120
+                     ScanInstance(minAttenuation: 60, typicalAttenuation: 70, secondsSinceLastScan: 60),   // near: 60
+                     ScanInstance(minAttenuation: 80, typicalAttenuation: 90, secondsSinceLastScan: 60),   // medium: 30
+                     ScanInstance(minAttenuation: 95, typicalAttenuation: 95, secondsSinceLastScan: 60),   // other: 0
+                     ScanInstance(minAttenuation: nil, typicalAttenuation: nil, secondsSinceLastScan: 60)] // unknown: other
+        let confirmed = try window(scans)
+        #expect(configuration.weightedDuration(of: confirmed) == 210)
+        #expect(configuration.score(of: confirmed) == 210)
+        let selfReportedHigh = try window(scans, reportType: .selfReport, infectiousness: .high)
+        #expect(configuration.score(of: selfReportedHigh) == 210)
+        let weak = try window([ScanInstance(minAttenuation: 80, typicalAttenuation: 80, secondsSinceLastScan: 100)])  // 50 < 60
+        let nextDay = try window(scans, day: 1)
+        let summaries = configuration.dailySummaries(of: [confirmed, selfReportedHigh, weak, nextDay], now: day + 3 * 86_400)
+        #expect(summaries == [
+            DailySummary(date: day, maximumScore: 210, scoreSum: 420, weightedDurationSum: 420),
+            DailySummary(date: day + 86_400, maximumScore: 210, scoreSum: 210, weightedDurationSum: 210),
+        ])
+    }
+
+    @Test func v2DaysSinceLastExposureThresholdDropsOldDays() throws {
+        var configuration = ExposureConfigurationV2()
+        configuration.daysSinceLastExposureThreshold = 2
+        let scans = [ScanInstance(minAttenuation: 40, typicalAttenuation: 40, secondsSinceLastScan: 60)]
+        let summaries = configuration.dailySummaries(of: [try window(scans), try window(scans, day: 2)], now: day + 3 * 86_400 + 5)
+        #expect(summaries.map(\.date) == [day + 2 * 86_400])
+    }
+
+    @Test func v1MultipliesLevelValuesAsApplesSampleConfigurationSays() throws {
+        let configuration = try decode(ExposureConfigurationV1.self, """
+            {"minimumRiskScore":0,"attenuationLevelValues":[1,2,3,4,5,6,7,8],"attenuationWeight":50,
+             "daysSinceLastExposureLevelValues":[1,2,3,4,5,6,7,8],"daysSinceLastExposureWeight":50,
+             "durationLevelValues":[1,2,3,4,5,6,7,8],"durationWeight":50,
+             "transmissionRiskLevelValues":[1,2,3,4,5,6,7,8],"transmissionRiskWeight":50,
+             "attenuationDurationThresholds":[50,74]}
+            """)
+        // 12 minutes at typical attenuation 60 dB, 3 days ago, transmission risk 4.
+        let scans = Array(repeating: ScanInstance(minAttenuation: 55, typicalAttenuation: 60, secondsSinceLastScan: 240), count: 3)
+        let window = try window(scans, risk: 4)
+        let info = try #require(configuration.exposureInfos(of: [window], now: day + 3 * 86_400 + 600).first)
+        // attenuation 60: >51 → level 3; 3 days: >=2 → level 7; 12 min: <=15 → level 4; risk 4 → 4.
+        #expect(info.totalRiskScore == 3 * 7 * 4 * 4)
+        #expect(info.durationMinutes == 10)
+        #expect(info.attenuationValue == 60)
+        #expect(info.attenuationDurationsMinutes == [0, 10, 0])
+        #expect(info.daysSinceExposure == 3)
+
+        var strict = configuration
+        strict.minimumRiskScore = 400
+        let summary = strict.summary(of: [window], now: day + 3 * 86_400)
+        #expect(summary.maximumRiskScore == 0 && summary.matchedKeyCount == 1 && summary.daysSinceLastExposure == 3)
+    }
+
+    @Test func v1LevelBucketsFollowTheSpec() {
+        #expect([74, 73, 64, 63, 52, 51, 34, 33, 28, 27, 16, 15, 11, 10, 0].map(ExposureConfigurationV1.attenuationLevel)
+                == [1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8])
+        #expect(ExposureConfigurationV1.attenuationLevel(nil) == 1)
+        #expect([14, 13, 12, 11, 10, 8, 6, 4, 2, 1, 0].map(ExposureConfigurationV1.daysSinceExposureLevel)
+                == [1, 2, 2, 3, 3, 4, 5, 6, 7, 8, 8])
+        #expect([0, 1, 5, 6, 10, 15, 20, 25, 30, 31].map { ExposureConfigurationV1.durationLevel(minutes: $0) }
+                == [1, 2, 2, 3, 3, 4, 5, 6, 7, 8])
+    }
+
+    @Test(arguments: [
+        (#"{"attenuationLevelValues":[1,2,3]}"#, "attenuationLevelValues"),
+        (#"{"attenuationLevelValues":[1,2,3,4,5,6,7,9]}"#, "attenuationLevelValues"),
+        (#"{"immediateDurationWeight":251}"#, "immediateDurationWeight"),
+        (#"{"attenuationDurationThresholds":[70,50,90]}"#, "attenuationDurationThresholds"),
+        (#"{"attenuationDurationThresholds":"50"}"#, "attenuationDurationThresholds"),
+        (#"{"reportTypeNoneMap":5}"#, "reportTypeNoneMap"),
+        (#"{"infectiousnessForDaysSinceOnsetOfSymptoms":{"15":1}}"#, "infectiousnessForDaysSinceOnsetOfSymptoms"),
+        (#"{"minimumRiskscore":3}"#, "minimumRiskscore"),
+    ])
+    func invalidConfigurationsNameTheKey(json: String, key: String) throws {
+        #expect { try self.decode(ExposureConfiguration.self, json) } throws: { error in
+            (error as? ConfigurationError)?.key == key
+        }
+    }
+
+    @Test func aConfigurationWithoutV1KeysHasNoV1Part() throws {
+        #expect(try decode(ExposureConfiguration.self, #"{"nearDurationWeight":80}"#).v1 == nil)
+        #expect(try decode(ExposureConfiguration.self, #"{"minimumRiskScore":1}"#).v1?.minimumRiskScore == 1)
+        #expect(try decode(ExposureConfiguration.self, #"{"attenuationDurationThresholds":[40,60]}"#).v2.attenuationThresholds == [50, 70, 90])
+    }
+}
