@@ -1,0 +1,74 @@
+import ENCore
+import ENKeyFiles
+import Foundation
+import Testing
+
+@Suite struct ExposureDetectorTests {
+    let crypto: ExposureCrypto
+    init() throws { crypto = try ExposureCrypto() }
+
+    /// What a device near the owner of `key` recorded at `time`.
+    func sighting(of key: DiagnosisKey, at time: Int64) throws -> Sighting {
+        let tek = key.key.keyData
+        let rpi = try crypto.rollingProximityIdentifier(key: try crypto.rollingProximityIdentifierKey(for: tek),
+                                                        interval: ENIntervalNumber(unixSeconds: time)!)
+        let aem = try crypto.encryptMetadata(Metadata(transmitPower: -8), key: try crypto.associatedEncryptedMetadataKey(for: tek), rpi: rpi)
+        return Sighting(rpi: rpi, aem: aem, rssi: -65, time: time, adapter: "hci0")
+    }
+
+    func export(_ keys: [DiagnosisKey], revised: [DiagnosisKey] = []) throws -> KeyExport {
+        let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1)
+        var bin = try writer.exportBin(keys: keys)
+        // Revised keys are field 8: the same encoding as keys (field 7) under another tag.
+        for key in revised {
+            let single = try writer.exportBin(keys: [key]).dropFirst(KeyExport.header.count)
+            let keyField = single[single.firstIndex(of: 0x3a)!...]
+            bin.append(0x42)
+            bin.append(contentsOf: keyField.dropFirst())
+        }
+        return try KeyExport(exportBin: bin, signatureList: nil)
+    }
+
+    @Test func everyThreadCountFindsTheSameMatches() throws {
+        let keys = try KeyExportWriterTests.randomKeys(5_000).map { key -> DiagnosisKey in
+            var key = key
+            key.reportType = .confirmedTest
+            return key
+        }
+        let exposed = [keys[3], keys[2_222], keys[4_999]]
+        var sightings = try exposed.map { try sighting(of: $0, at: $0.key.rollingStartIntervalNumber.unixSeconds + 60) }
+        sightings += (0..<20_000).map { _ in Sighting(rpi: Bytes16(high: .random(in: 0 ... .max), low: .random(in: 0 ... .max)),
+                                                   aem: AssociatedEncryptedMetadata(rawValue: 1), rssi: -50, time: 1, adapter: "hci1") }
+        let index = SightingIndex(sightings)
+        let files = [try export(Array(keys[..<2_500])), try export(Array(keys[2_500...]))]
+        let single = try ExposureDetector(index: index, threads: 1).detect(files)
+        let parallel = try ExposureDetector(index: index, threads: 3).detect(files)
+        #expect(single.keysChecked == 5_000 && parallel.keysChecked == 5_000)
+        #expect(Set(single.matches.map(\.key)) == Set(exposed))
+        #expect(Set(parallel.matches) == Set(single.matches))
+        #expect(single.matches.allSatisfy { $0.sightings.first?.attenuation == -8 - -65 })
+    }
+
+    @Test func revisionsApplyAndRevokedKeysDoNotCount() throws {
+        var keys = try KeyExportWriterTests.randomKeys(3).map { key -> DiagnosisKey in
+            var key = key
+            key.reportType = .selfReport
+            return key
+        }
+        let sightings = try keys.map { try sighting(of: $0, at: $0.key.rollingStartIntervalNumber.unixSeconds + 60) }
+        var upgraded = keys[0], revoked = keys[1]
+        upgraded.reportType = .confirmedTest
+        revoked.reportType = .revoked
+        keys[2].reportType = .revoked
+        let result = try ExposureDetector(index: SightingIndex(sightings)).detect([try export(keys, revised: [upgraded, revoked])])
+        #expect(result.matches.map(\.key) == [upgraded])
+    }
+
+    @Test func aKeyPublishedInTwoFilesCountsOnce() throws {
+        let key = try KeyExportWriterTests.randomKeys(1)[0]
+        let sightings = [try sighting(of: key, at: key.key.rollingStartIntervalNumber.unixSeconds)]
+        let result = try ExposureDetector(index: SightingIndex(sightings)).detect([try export([key]), try export([key])])
+        #expect(result.keysChecked == 2)
+        #expect(result.matches.count == (key.reportType == .revoked ? 0 : 1))
+    }
+}
