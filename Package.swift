@@ -62,7 +62,7 @@ let package = Package(
             "ENCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore"]),
+        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
 
         .testTarget(name: "CModuleTests", dependencies: [
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",

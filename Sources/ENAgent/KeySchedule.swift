@@ -68,7 +68,7 @@ public final class KeySchedule {
             ?? store.insertTemporaryExposureKeyIfAbsent(
                 TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(), rollingStartIntervalNumber: start),
                 createdAt: time)
-        let derived = (key, try crypto.rollingProximityIdentifierKey(for: key.keyData), try crypto.associatedEncryptedMetadataKey(for: key.keyData))
+        let derived = (key, crypto.rollingProximityIdentifierKey(for: key.keyData), crypto.associatedEncryptedMetadataKey(for: key.keyData))
         current = derived
         return derived
     }

@@ -52,7 +52,7 @@ public final class KeyMatcher {
         let earliest = tek.rollingStartIntervalNumber.unixSeconds - Self.validityTolerance
         let latest = Int64(tek.rollingEndIntervalNumber) * ENIntervalNumber.secondsPerInterval + Self.validityTolerance
         let count = Int(tek.rollingPeriod)
-        let rpik = try crypto.rollingProximityIdentifierKey(for: tek.keyData)
+        let rpik = crypto.rollingProximityIdentifierKey(for: tek.keyData)
         let found: [(RollingProximityIdentifier, Sighting)] = try crypto.withRollingProximityIdentifiers(
             key: rpik, from: tek.rollingStartIntervalNumber, count: count
         ) { blocks in
@@ -66,7 +66,7 @@ public final class KeyMatcher {
             return found
         }
         guard !found.isEmpty else { return nil }
-        let aemk = try crypto.associatedEncryptedMetadataKey(for: tek.keyData)
+        let aemk = crypto.associatedEncryptedMetadataKey(for: tek.keyData)
         var matched = [MatchedSighting]()
         for (rpi, sighting) in found {
             let metadata = try crypto.decryptMetadata(sighting.aem, key: aemk, rpi: rpi)

@@ -31,16 +31,16 @@ public struct ExposureDetector: Sendable {
     public func detect(_ exports: [KeyExport]) throws -> DetectionResult {
         let workers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrection: rssiCorrection) }
         var matches = [KeyMatch](), revisions = [TemporaryExposureKeyData: DiagnosisKey]()
-        var batch = [DiagnosisKey](), checked = 0
+        var batch = [KeyExport.EncodedKey](), checked = 0
         batch.reserveCapacity(Self.batchSize)
         for export in exports {
-            try export.forEachKey { key, isRevision in
-                if isRevision {
-                    revisions[key.key.keyData] = key
+            try export.forEachEncodedKey { encoded in
+                if encoded.isRevision {
+                    let revision = encoded.decode()
+                    revisions[revision.key.keyData] = revision
                     return
                 }
-                guard key.reportType != .revoked else { return }
-                batch.append(key)
+                batch.append(encoded)
                 if batch.count == Self.batchSize {
                     matches += try match(batch, with: workers)
                     checked += batch.count
@@ -61,8 +61,9 @@ public struct ExposureDetector: Sendable {
                                implausibleSightings: workers.reduce(0) { $0 + $1.implausibleSightings })
     }
 
-    /// Splits `keys` into one contiguous share per worker and matches the shares in parallel.
-    private func match(_ keys: [DiagnosisKey], with workers: [KeyMatcher]) throws -> [KeyMatch] {
+    /// Splits `keys` into one contiguous share per worker, which decodes and matches it
+    /// (revoked keys are skipped).
+    private func match(_ keys: [KeyExport.EncodedKey], with workers: [KeyMatcher]) throws -> [KeyMatch] {
         guard !keys.isEmpty else { return [] }
         let count = workers.count
         // Each worker initialises only its own slot; the matchers are one per worker.
@@ -71,7 +72,12 @@ public struct ExposureDetector: Sendable {
         nonisolated(unsafe) let slots = shares, matchers = workers
         DispatchQueue.concurrentPerform(iterations: count) { worker in
             let range = keys.count * worker / count..<keys.count * (worker + 1) / count
-            (slots.baseAddress! + worker).initialize(to: Result { try keys[range].compactMap { try matchers[worker].match($0) } })
+            (slots.baseAddress! + worker).initialize(to: Result {
+                try keys[range].compactMap { encoded in
+                    let key = encoded.decode()
+                    return key.reportType == .revoked ? nil : try matchers[worker].match(key)
+                }
+            })
         }
         return try shares.flatMap { try $0.get() }
     }

@@ -110,15 +110,33 @@ public struct KeyExport: Sendable {
         revisedKeyCount = revised
     }
 
-    /// Calls `body` with each key, then with each revised key (`isRevision` true).
-    public func forEachKey(_ body: (_ key: DiagnosisKey, _ isRevision: Bool) throws -> Void) rethrows {
-        var index = 0
-        // The keys were all checked in init: decoding them again cannot fail.
-        try! Self.walk(exportBin) { field, value in
-            guard field == 7 || field == 8, case .bytes(let range) = value else { return }
-            try body(try Self.diagnosisKey(exportBin[range], index: index), field == 8)
-            index += 1
+    /// A key still in its protobuf encoding: walking a file hands these out cheaply, and
+    /// `decode()` can then run on any thread.
+    public struct EncodedKey: Sendable {
+        /// The whole export.bin (shared, not copied) and where in it the key is.
+        let exportBin: Data
+        let range: Range<Int>
+        /// From the revised_keys field: a change to a key published earlier.
+        public let isRevision: Bool
+
+        /// The key; it was checked when the file was read, so decoding cannot fail.
+        public func decode() -> DiagnosisKey {
+            try! KeyExport.diagnosisKey(ExportProtoTemporaryExposureKey(serializedBytes: exportBin.bytes.extracting(range)), index: 0)
         }
+    }
+
+    /// Calls `body` with each key, in file order, still encoded; rethrows what `body` throws
+    /// (the file itself was checked when it was read).
+    public func forEachEncodedKey(_ body: (EncodedKey) throws -> Void) throws {
+        try Self.walk(exportBin) { field, value in
+            guard field == 7 || field == 8, case .bytes(let range) = value else { return }
+            try body(EncodedKey(exportBin: exportBin, range: range, isRevision: field == 8))
+        }
+    }
+
+    /// Calls `body` with each key and whether it is a revision of an earlier one.
+    public func forEachKey(_ body: (_ key: DiagnosisKey, _ isRevision: Bool) throws -> Void) throws {
+        try forEachEncodedKey { try body($0.decode(), $0.isRevision) }
     }
 
     private static func walk(_ exportBin: Data, _ visit: (Int, ProtobufWire.Value) throws -> Void) throws {
@@ -140,10 +158,16 @@ public struct KeyExport: Sendable {
     }
 
     private static func diagnosisKey(_ bytes: Data, index: Int) throws -> DiagnosisKey {
-        let message: ExportProtoTemporaryExposureKey
-        do { message = try ExportProtoTemporaryExposureKey(serializedBytes: bytes) } catch {
+        do {
+            return try diagnosisKey(try ExportProtoTemporaryExposureKey(serializedBytes: bytes), index: index)
+        } catch let error as KeyFileError {
+            throw error
+        } catch {
             throw KeyFileError.invalidKey(index: index, reason: "not a TemporaryExposureKey message (\(error))")
         }
+    }
+
+    private static func diagnosisKey(_ message: ExportProtoTemporaryExposureKey, index: Int) throws -> DiagnosisKey {
         guard let keyData = Bytes16(bytes: message.keyData) else {
             throw KeyFileError.invalidKey(index: index, reason: "key data is \(message.keyData.count) bytes, not 16")
         }

@@ -55,8 +55,8 @@ struct Derive: ParsableCommand {
 
     func run() throws {
         let crypto = try ExposureCrypto()
-        let rpis = try crypto.rollingProximityIdentifiers(key: try crypto.rollingProximityIdentifierKey(for: tek), from: interval, count: count)
-        let aemk = try metadata.map { _ in try crypto.associatedEncryptedMetadataKey(for: tek) }
+        let rpis = try crypto.rollingProximityIdentifiers(key: crypto.rollingProximityIdentifierKey(for: tek), from: interval, count: count)
+        let aemk = metadata.map { _ in crypto.associatedEncryptedMetadataKey(for: tek) }
         let rows = try rpis.enumerated().map { offset, rpi in
             Row(interval: interval.rawValue + UInt32(offset), rpi: rpi.hex,
                 aem: try metadata.map { try crypto.encryptMetadata($0, key: aemk!, rpi: rpi).hex })

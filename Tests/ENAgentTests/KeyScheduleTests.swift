@@ -39,8 +39,8 @@ import Testing
         let schedule = try KeySchedule(store: try openStore(), clock: clock)
         let crypto = try ExposureCrypto()
         let key = try schedule.key()
-        let rpik = try crypto.rollingProximityIdentifierKey(for: key.keyData)
-        let aemk = try crypto.associatedEncryptedMetadataKey(for: key.keyData)
+        let rpik = crypto.rollingProximityIdentifierKey(for: key.keyData)
+        let aemk = crypto.associatedEncryptedMetadataKey(for: key.keyData)
         let expected = try crypto.rollingProximityIdentifiers(key: rpik, from: key.rollingStartIntervalNumber, count: 144)
         var seen = [RollingProximityIdentifier]()
         for step in 0..<144 {

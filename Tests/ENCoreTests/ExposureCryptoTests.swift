@@ -18,20 +18,20 @@ import Testing
     }
 
     @Test func derivesTheOfficialKeys() throws {
-        #expect(try crypto.rollingProximityIdentifierKey(for: tek).hex == vectors.rpik)
-        #expect(try crypto.associatedEncryptedMetadataKey(for: tek).hex == vectors.aemk)
+        #expect(crypto.rollingProximityIdentifierKey(for: tek).hex == vectors.rpik)
+        #expect(crypto.associatedEncryptedMetadataKey(for: tek).hex == vectors.aemk)
     }
 
     @Test func derivesAllOfficialRPIsInOnePass() throws {
-        let rpik = try crypto.rollingProximityIdentifierKey(for: tek)
+        let rpik = crypto.rollingProximityIdentifierKey(for: tek)
         let start = ENIntervalNumber(vectors.rolling_start_interval_number)
         let rpis = try crypto.rollingProximityIdentifiers(key: rpik, from: start, count: 144)
         #expect(rpis.map(\.hex) == vectors.intervals.map(\.rpi))
     }
 
     @Test func derivesEachOfficialRPIAndAEMAlone() throws {
-        let rpik = try crypto.rollingProximityIdentifierKey(for: tek)
-        let aemk = try crypto.associatedEncryptedMetadataKey(for: tek)
+        let rpik = crypto.rollingProximityIdentifierKey(for: tek)
+        let aemk = crypto.associatedEncryptedMetadataKey(for: tek)
         let metadata = try #require(Metadata(bytes: try [UInt8](hex: vectors.metadata)))
         for interval in vectors.intervals {
             let rpi = try crypto.rollingProximityIdentifier(key: rpik, interval: ENIntervalNumber(interval.en_interval_number))
@@ -48,7 +48,7 @@ import Testing
     }
 
     @Test func aBigEndianIntervalWouldNotMatch() throws {
-        let rpik = try crypto.rollingProximityIdentifierKey(for: tek)
+        let rpik = crypto.rollingProximityIdentifierKey(for: tek)
         let swapped = ENIntervalNumber(vectors.rolling_start_interval_number.byteSwapped)
         #expect(try crypto.rollingProximityIdentifier(key: rpik, interval: swapped).hex != vectors.intervals[0].rpi)
     }
@@ -58,8 +58,8 @@ import Testing
         #expect(Set(keys).count == keys.count)
         let metadata = Metadata(majorVersion: 1, minorVersion: 1, transmitPower: -12, calibrationConfidence: 2)
         for key in keys {
-            let rpik = try crypto.rollingProximityIdentifierKey(for: key)
-            let aemk = try crypto.associatedEncryptedMetadataKey(for: key)
+            let rpik = crypto.rollingProximityIdentifierKey(for: key)
+            let aemk = crypto.associatedEncryptedMetadataKey(for: key)
             #expect(rpik != aemk)
             let rpis = try crypto.rollingProximityIdentifiers(key: rpik, from: ENIntervalNumber(2_700_000), count: 144)
             #expect(Set(rpis).count == 144)
@@ -72,7 +72,7 @@ import Testing
     }
 
     @Test func intervalsWrapAtTheEndOfTheUInt32Range() throws {
-        let rpik = try crypto.rollingProximityIdentifierKey(for: tek)
+        let rpik = crypto.rollingProximityIdentifierKey(for: tek)
         let rpis = try crypto.rollingProximityIdentifiers(key: rpik, from: ENIntervalNumber(UInt32.max), count: 2)
         #expect(rpis[1] == (try crypto.rollingProximityIdentifier(key: rpik, interval: ENIntervalNumber(0))))
     }

@@ -20,8 +20,8 @@ struct Broadcaster {
     /// A sighting at `time` of the RPI of `time`'s interval (or of `interval` when given).
     func sighting(at time: Int64, rssi: Int8? = -60, interval: ENIntervalNumber? = nil) throws -> Sighting {
         let interval = interval ?? ENIntervalNumber(unixSeconds: time)!
-        let rpi = try crypto.rollingProximityIdentifier(key: try crypto.rollingProximityIdentifierKey(for: key.key.keyData), interval: interval)
-        let aem = try crypto.encryptMetadata(metadata, key: try crypto.associatedEncryptedMetadataKey(for: key.key.keyData), rpi: rpi)
+        let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: key.key.keyData), interval: interval)
+        let aem = try crypto.encryptMetadata(metadata, key: crypto.associatedEncryptedMetadataKey(for: key.key.keyData), rpi: rpi)
         return Sighting(rpi: rpi, aem: aem, rssi: rssi, time: time, adapter: "hci0")
     }
 

@@ -10,9 +10,9 @@ import Testing
     /// What a device near the owner of `key` recorded at `time`.
     func sighting(of key: DiagnosisKey, at time: Int64) throws -> Sighting {
         let tek = key.key.keyData
-        let rpi = try crypto.rollingProximityIdentifier(key: try crypto.rollingProximityIdentifierKey(for: tek),
+        let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: tek),
                                                         interval: ENIntervalNumber(unixSeconds: time)!)
-        let aem = try crypto.encryptMetadata(Metadata(transmitPower: -8), key: try crypto.associatedEncryptedMetadataKey(for: tek), rpi: rpi)
+        let aem = try crypto.encryptMetadata(Metadata(transmitPower: -8), key: crypto.associatedEncryptedMetadataKey(for: tek), rpi: rpi)
         return Sighting(rpi: rpi, aem: aem, rssi: -65, time: time, adapter: "hci0")
     }
 

@@ -22,7 +22,7 @@ import Testing
         #expect(export.region == "DE" && export.startTimestamp == 100 && export.endTimestamp == 200)
         #expect(export.keyCount == 300)
         var read = [DiagnosisKey]()
-        export.forEachKey { key, _ in read.append(key) }
+        try export.forEachKey { key, _ in read.append(key) }
         #expect(read == keys)
         let trusted = [TrustedKey(keyId: "262", keyVersion: "v2", publicKey: try P256PublicKey(pem: signingKey.publicKey.pem))]
         #expect(export.signatureStatus(trustedKeys: trusted) == .verified)

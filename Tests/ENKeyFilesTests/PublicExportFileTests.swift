@@ -17,7 +17,7 @@ import Testing
         }
         let listed = try JSONDecoder().decode(Listed.self, from: try Fixture.data("en-server-example.keys.json"))
         var keys = [DiagnosisKey]()
-        export.forEachKey { key, isRevision in
+        try export.forEachKey { key, isRevision in
             #expect(!isRevision)
             keys.append(key)
         }
@@ -41,7 +41,7 @@ import Testing
         #expect(export.keyCount == 140)
         #expect(export.startTimestamp < export.endTimestamp)
         var count = 0
-        export.forEachKey { key, _ in
+        try export.forEachKey { key, _ in
             count += 1
             #expect((1...144).contains(key.key.rollingPeriod))
         }
