@@ -59,7 +59,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore",
+            "ENCore", "ENKeyFiles", "ENStore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
@@ -71,7 +71,7 @@ let package = Package(
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent"]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore"]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,5 +9,5 @@ struct ENCtl: ParsableCommand {
             enctl is the command-line companion of enagentd, the Exposure Notification service. \
             Its offline commands work on the protocol itself and need no running daemon.
             """,
-        subcommands: [Derive.self])
+        subcommands: [Derive.self, Detect.self, Keys.self])
 }

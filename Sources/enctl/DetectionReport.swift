@@ -1,0 +1,100 @@
+import ENCore
+import ENKeyFiles
+
+/// What `enctl detect` found, as JSON or as text for a person.
+struct DetectionReport: Encodable {
+    struct File: Encodable {
+        let path: String
+        let region: String
+        let keyCount: Int
+        let signature: SignatureStatus
+    }
+
+    struct Window: Encodable {
+        let date: String
+        let reportType: String
+        let infectiousness: String
+        let calibrationConfidence: Int
+        let scanInstances: [ScanInstance]
+        let tek: String
+        let rollingStartIntervalNumber: UInt32
+        let rollingPeriod: UInt32
+        let transmissionRiskLevel: Int
+        let daysSinceOnsetOfSymptoms: Int?
+    }
+
+    struct Day: Encodable {
+        let date: String
+        let maximumScore: Double
+        let scoreSum: Double
+        let weightedDurationSum: Double
+    }
+
+    struct V1: Encodable {
+        let summary: ExposureSummaryV1
+        let infos: [ExposureInfo]
+
+        enum CodingKeys: String, CodingKey { case summary, exposureInfos }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(summary, forKey: .summary)
+            try container.encode(infos, forKey: .exposureInfos)
+        }
+    }
+
+    let files: [File]
+    let sightingCount: Int
+    let keysChecked: Int
+    let matchedKeyCount: Int
+    let exposureWindows: [Window]
+    let dailySummaries: [Day]
+    let v1: V1?
+
+    init(files: [File], sightingCount: Int, keysChecked: Int, matchedKeyCount: Int, windows: [ExposureWindow],
+         dailySummaries: [DailySummary], v1: V1?) {
+        self.files = files
+        self.sightingCount = sightingCount
+        self.keysChecked = keysChecked
+        self.matchedKeyCount = matchedKeyCount
+        exposureWindows = windows.map { window in
+            let key = window.diagnosisKey
+            return Window(date: utcDay(window.date), reportType: "\(window.reportType)", infectiousness: "\(window.infectiousness)",
+                          calibrationConfidence: window.calibrationConfidence, scanInstances: window.scanInstances,
+                          tek: key.key.keyData.hex, rollingStartIntervalNumber: key.key.rollingStartIntervalNumber.rawValue,
+                          rollingPeriod: key.key.rollingPeriod, transmissionRiskLevel: key.key.transmissionRiskLevel,
+                          daysSinceOnsetOfSymptoms: key.daysSinceOnsetOfSymptoms)
+        }
+        self.dailySummaries = dailySummaries.map {
+            Day(date: utcDay($0.date), maximumScore: $0.maximumScore, scoreSum: $0.scoreSum, weightedDurationSum: $0.weightedDurationSum)
+        }
+        self.v1 = v1
+    }
+
+    func printText() {
+        let fileWord = files.count == 1 ? "file" : "files"
+        print("Checked \(keysChecked) keys from \(files.count) \(fileWord) against \(sightingCount) sightings.")
+        printColumns(files.map { ["  \($0.path)", "region \($0.region)", "\($0.keyCount) keys", "signature \($0.signature.rawValue)"] })
+        print("")
+        guard matchedKeyCount > 0 else {
+            print("No exposure found.")
+            return
+        }
+        print("\(matchedKeyCount) \(matchedKeyCount == 1 ? "key" : "keys") matched, \(exposureWindows.count) exposure \(exposureWindows.count == 1 ? "window" : "windows").")
+        print("\nEXPOSURE WINDOWS (UTC days)")
+        printColumns([["DATE", "REPORT TYPE", "INFECTIOUSNESS", "SCANS", "MINUTES", "MIN ATTENUATION"]] + exposureWindows.map { window in
+            let seconds = window.scanInstances.reduce(0) { $0 + $1.secondsSinceLastScan }
+            let attenuation = window.scanInstances.compactMap(\.minAttenuation).min().map { "\($0) dB" } ?? "unknown"
+            return [window.date, window.reportType, window.infectiousness, "\(window.scanInstances.count)",
+                    String(format: "%.1f", Double(seconds) / 60), attenuation]
+        })
+        print("\nDAILY SUMMARIES (v2)")
+        printColumns([["DATE", "MAX SCORE", "SCORE SUM", "WEIGHTED MINUTES"]] + dailySummaries.map { day in
+            [day.date, String(format: "%.0f", day.maximumScore), String(format: "%.0f", day.scoreSum),
+             String(format: "%.1f", day.weightedDurationSum / 60)]
+        })
+        if let v1 {
+            print("\nV1 SUMMARY: maximum risk score \(v1.summary.maximumRiskScore), sum \(v1.summary.summationRiskScore), "
+                  + "attenuation durations \(v1.summary.attenuationDurationsMinutes.map(String.init).joined(separator: "/")) min")
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import ENKeyFiles
+import Foundation
+
+/// Key files and trusted keys named on the command line.
+enum KeyFileInput {
+    /// Reads `path` as a key file, refusing one over the size limit before reading it.
+    static func load(_ path: String, limits: KeyFileLimits) throws -> KeyExport {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
+        guard status.st_size <= limits.maximumFileSize else {
+            throw CommandError("\(path): \(KeyFileError.tooLarge(bytes: Int(status.st_size), limit: limits.maximumFileSize))")
+        }
+        do {
+            return try KeyExport(contentsOf: try Data(contentsOf: URL(fileURLWithPath: path)), limits: limits)
+        } catch let error as KeyFileError {
+            throw CommandError("\(path): \(error)")
+        }
+    }
+
+    /// A public key from a file (PEM or base64) or, when no such file exists, the base64 text itself.
+    static func trustedKey(_ argument: String) throws -> TrustedKey {
+        var text = argument
+        if FileManager.default.fileExists(atPath: argument) {
+            guard let contents = try? String(contentsOfFile: argument, encoding: .utf8) else {
+                throw CommandError("--public-key \(argument): cannot read the file as text (PEM or base64)")
+            }
+            text = contents
+        }
+        do {
+            return TrustedKey(publicKey: try TrustedKey.publicKey(from: text))
+        } catch {
+            throw CommandError("--public-key \(argument): \(error)")
+        }
+    }
+
+    static let maximumFileSizeRange = 1...1024
+
+    static func validate(maximumFileSizeMiB: Int) throws {
+        guard maximumFileSizeRange.contains(maximumFileSizeMiB) else {
+            throw ValidationError("--max-file-size must be between \(maximumFileSizeRange.lowerBound) and \(maximumFileSizeRange.upperBound) MiB.")
+        }
+    }
+
+    static func limits(maximumFileSizeMiB: Int) -> KeyFileLimits {
+        var limits = KeyFileLimits.standard
+        limits.maximumFileSize = maximumFileSizeMiB << 20
+        limits.maximumEntrySize = maximumFileSizeMiB << 20
+        return limits
+    }
+}

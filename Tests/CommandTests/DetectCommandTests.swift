@@ -1,0 +1,148 @@
+import ENCore
+import ENKeyFiles
+import ENStore
+import Foundation
+import Testing
+
+@Suite struct DetectCommandTests {
+    let directory = TemporaryDirectory()
+    let crypto: ExposureCrypto
+    init() throws { crypto = try ExposureCrypto() }
+
+    /// A JSON Lines sighting of `key`'s RPI at `time`, broadcast with `transmitPower`.
+    func sightingLine(of key: TemporaryExposureKey, at time: Int64, rssi: Int = -70, transmitPower: Int8 = -10) throws -> String {
+        let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: key.keyData),
+                                                        interval: ENIntervalNumber(unixSeconds: time)!)
+        let aem = try crypto.encryptMetadata(Metadata(transmitPower: transmitPower), key: crypto.associatedEncryptedMetadataKey(for: key.keyData), rpi: rpi)
+        return #"{"rpi":"\#(rpi.hex)","aem":"\#(aem.hex)","rssi":\#(rssi),"time":\#(time)}"#
+    }
+
+    func write(_ text: String, to name: String) throws -> String {
+        try text.write(toFile: directory.file(name), atomically: true, encoding: .utf8)
+        return directory.file(name)
+    }
+
+    func json(_ result: Command.Result) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any], "stderr: \(result.standardError)")
+    }
+
+    @Test func findsTheServerExamplesKeyInItsRealSignedFile() throws {
+        // The second key of en-server-example.zip: K2MFOsSDI43hdhaehh89zQ==, start 2649866, period 114.
+        let key = TemporaryExposureKey(keyData: Bytes16(bytes: Data(base64Encoded: "K2MFOsSDI43hdhaehh89zQ==")!)!,
+                                       rollingStartIntervalNumber: ENIntervalNumber(2_649_866), rollingPeriod: 114)
+        let met = Int64(2_649_900) * 600
+        let lines = try [0, 60, 120, 180].map { try sightingLine(of: key, at: met + $0) }
+        let sightings = try write(lines.joined(separator: "\n") + "\n", to: "sightings.jsonl")
+        let fixtures = KeysInspectCommandTests.fixtures
+        let result = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", "\(fixtures)/en-server-example.zip",
+                                       "--public-key", "\(fixtures)/en-server-example.public.pem", "--now", "\(met + 86_400)", "--json")
+        #expect(result.status == 0)
+        let report = try json(result)
+        #expect(report["matchedKeyCount"] as? Int == 1)
+        #expect(report["keysChecked"] as? Int == 2)
+        let windows = try #require(report["exposureWindows"] as? [[String: Any]])
+        #expect(windows.count == 1)
+        #expect(windows.first?["tek"] as? String == key.keyData.hex)
+        #expect(windows.first?["rollingStartIntervalNumber"] as? Int == 2_649_866)
+        #expect(windows.first?["date"] as? String == "2020-05-20")
+        let scans = try #require(windows.first?["scanInstances"] as? [[String: Any]])
+        #expect(scans.map { $0["typicalAttenuation"] as? Int } == [60, 60, 60, 60])
+        #expect(scans.map { $0["secondsSinceLastScan"] as? Int } == [120, 60, 60, 60])
+        let days = try #require(report["dailySummaries"] as? [[String: Any]])
+        #expect(days.map { $0["date"] as? String } == ["2020-05-20"])
+        #expect(days.first?["scoreSum"] as? Double == 300)
+    }
+
+    @Test func scoresV1FromADatabaseAndOwnSignedFiles() throws {
+        let signer = try P256PrivateKey()
+        let publicKey = try write(signer.publicKey.pem, to: "authority.pem")
+        let start = ENIntervalNumber(2_900_016)
+        let exposed = DiagnosisKey(key: TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
+                                                             rollingStartIntervalNumber: start, transmissionRiskLevel: 5))
+        let others = try (0..<50).map { _ in DiagnosisKey(key: TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(), rollingStartIntervalNumber: start)) }
+        let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+        let first = directory.file("a.zip"), second = directory.file("b.zip")
+        try writer.zip(keys: others).write(to: URL(fileURLWithPath: first))
+        try writer.zip(keys: [exposed]).write(to: URL(fileURLWithPath: second))
+
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let met = start.unixSeconds + 3_600
+        let recorded = try (0..<5).map { index in
+            try JSONDecoder().decode(LineSighting.self, from: Data(try sightingLine(of: exposed.key, at: met + Int64(index) * 60).utf8)).sighting
+        }
+        try store.record(recorded)
+        let config = try write(#"{"minimumRiskScore":1,"attenuationLevelValues":[1,2,3,4,5,6,7,8],"durationLevelValues":[1,2,3,4,5,6,7,8],"daysSinceLastExposureLevelValues":[1,2,3,4,5,6,7,8],"transmissionRiskLevelValues":[1,2,3,4,5,6,7,8],"attenuationDurationThresholds":[50,74]}"#, to: "config.json")
+        let result = try Command.enctl("detect", "--offline", "--db", directory.file("enagent.db"), "--keys", first, "--keys", second,
+                                       "--public-key", publicKey, "--config", config, "--now", "\(met + 2 * 86_400)", "--json")
+        let report = try json(result)
+        #expect(report["keysChecked"] as? Int == 51 && report["matchedKeyCount"] as? Int == 1)
+        let v1 = try #require(report["v1"] as? [String: Any])
+        let info = try #require((v1["exposureInfos"] as? [[String: Any]])?.first)
+        // 60 dB → level 3; 2 days → 7; 6 minutes (120 + 4 × 60 s) → 3; risk 5 → 5.
+        #expect(info["totalRiskScore"] as? Int == 3 * 7 * 3 * 5)
+        #expect(info["durationMinutes"] as? Int == 5)
+        #expect((v1["summary"] as? [String: Any])?["matchedKeyCount"] as? Int == 1)
+
+        let text = try Command.enctl("detect", "--offline", "--db", directory.file("enagent.db"), "--keys", second, "--public-key", publicKey)
+        #expect(text.status == 0)
+        #expect(text.standardOutput.contains("1 key matched, 1 exposure window."))
+        #expect(text.standardOutput.contains("EXPOSURE WINDOWS"))
+    }
+
+    @Test func aFileThatDoesNotVerifyStopsTheCommandAndIsNamed() throws {
+        let signer = try P256PrivateKey(), stranger = try P256PrivateKey()
+        let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "1", keyVersion: "1")))
+        let good = directory.file("good.zip"), unsigned = directory.file("unsigned.zip")
+        try writer.zip(keys: []).write(to: URL(fileURLWithPath: good))
+        try KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1).zip(keys: []).write(to: URL(fileURLWithPath: unsigned))
+        let sightings = try write("", to: "empty.jsonl")
+        let strangerKey = try write(stranger.publicKey.pem, to: "stranger.pem"), signerKey = try write(signer.publicKey.pem, to: "signer.pem")
+
+        let wrongKey = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", good, "--public-key", strangerKey)
+        #expect(wrongKey.status == 1 && wrongKey.standardError.contains("\(good): the signature is invalid"))
+        let mixed = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", good, "--keys", unsigned, "--public-key", signerKey)
+        #expect(mixed.status == 1 && mixed.standardError.contains("\(unsigned): the signature is unsigned"))
+        let noKey = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", unsigned)
+        #expect(noKey.status == 64 && noKey.standardError.contains("--public-key"))
+        let insecure = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", unsigned, "--insecure-skip-verify", "--json")
+        #expect(insecure.status == 0)
+        #expect(try (json(insecure)["files"] as? [[String: Any]])?.first?["signature"] as? String == "unsigned")
+        #expect(try json(insecure)["matchedKeyCount"] as? Int == 0)
+    }
+
+    @Test(arguments: [
+        (#"{"rpi":"00","aem":"00000000","rssi":-60,"time":1}"#, "sightings.jsonl:2: expected 16 bytes"),
+        (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"00000000","rssi":-600,"time":1}"#, "sightings.jsonl:2: rssi -600 is outside"),
+        (#"not json"#, "sightings.jsonl:2: expected {"),
+    ])
+    func badSightingLinesAreNamedByLine(line: String, message: String) throws {
+        let sightings = try write(#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"00000000","rssi":127,"time":1}"# + "\n" + line, to: "sightings.jsonl")
+        let keys = directory.file("k.zip")
+        try KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1).zip(keys: []).write(to: URL(fileURLWithPath: keys))
+        let result = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", keys, "--insecure-skip-verify")
+        #expect(result.status == 1)
+        #expect(result.standardError.contains(message), "stderr: \(result.standardError)")
+    }
+
+    @Test func invalidConfigurationAndMissingDatabaseAreClearErrors() throws {
+        let keys = directory.file("k.zip")
+        try KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1).zip(keys: []).write(to: URL(fileURLWithPath: keys))
+        let config = try write(#"{"attenuationLevelValues":[1,2]}"#, to: "bad.json")
+        let sightings = try write("", to: "s.jsonl")
+        let badConfig = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", keys, "--insecure-skip-verify", "--config", config)
+        #expect(badConfig.status == 1 && badConfig.standardError.contains("\"attenuationLevelValues\" must be a list of 8"))
+        let noDatabase = try Command.enctl("detect", "--offline", "--db", directory.file("none.db"), "--keys", keys, "--insecure-skip-verify")
+        #expect(noDatabase.status == 1 && noDatabase.standardError.contains("no such database"))
+        #expect(!FileManager.default.fileExists(atPath: directory.file("none.db")), "a missing database is not created")
+        let daemon = try Command.enctl("detect", "--keys", keys)
+        #expect(daemon.status == 64 && daemon.standardError.contains("--offline"))
+    }
+}
+
+/// Decodes the JSON Lines form back into a sighting, to store it in a database.
+struct LineSighting: Decodable {
+    let rpi: String, aem: String, rssi: Int, time: Int64
+    var sighting: Sighting {
+        Sighting(rpi: try! Bytes16(hex: rpi), aem: try! AssociatedEncryptedMetadata(hex: aem), rssi: Int8(rssi), time: time, adapter: "hci0")
+    }
+}
