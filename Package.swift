@@ -64,14 +64,15 @@ let package = Package(
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
 
+        .target(name: "TestSupport", dependencies: ["ENCore"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",
         ]),
-        .testTarget(name: "ENCoreTests", dependencies: ["ENCore"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENStoreTests", dependencies: ["ENStore"]),
-        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent"]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles"]),
+        .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
+        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport"]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,19 +2,16 @@ import ENCore
 import ENKeyFiles
 import ENStore
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct DetectCommandTests {
     let directory = TemporaryDirectory()
-    let crypto: ExposureCrypto
-    init() throws { crypto = try ExposureCrypto() }
 
-    /// A JSON Lines sighting of `key`'s RPI at `time`, broadcast with `transmitPower`.
-    func sightingLine(of key: TemporaryExposureKey, at time: Int64, rssi: Int = -70, transmitPower: Int8 = -10) throws -> String {
-        let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: key.keyData),
-                                                        interval: ENIntervalNumber(unixSeconds: time)!)
-        let aem = try crypto.encryptMetadata(Metadata(transmitPower: transmitPower), key: crypto.associatedEncryptedMetadataKey(for: key.keyData), rpi: rpi)
-        return #"{"rpi":"\#(rpi.hex)","aem":"\#(aem.hex)","rssi":\#(rssi),"time":\#(time)}"#
+    /// A JSON Lines sighting of `key`'s RPI at `time`, broadcast at -10 dBm and received at -70.
+    func sightingLine(of key: TemporaryExposureKey, at time: Int64) throws -> String {
+        let sighting = try Broadcaster(key: DiagnosisKey(key: key)).sighting(at: time, rssi: -70)
+        return #"{"rpi":"\#(sighting.rpi.hex)","aem":"\#(sighting.aem.hex)","rssi":-70,"time":\#(time)}"#
     }
 
     func write(_ text: String, to name: String) throws -> String {
@@ -67,9 +64,7 @@ import Testing
 
         let store = try AgentStore(path: directory.file("enagent.db"))
         let met = start.unixSeconds + 3_600
-        let recorded = try (0..<5).map { index in
-            try JSONDecoder().decode(LineSighting.self, from: Data(try sightingLine(of: exposed.key, at: met + Int64(index) * 60).utf8)).sighting
-        }
+        let recorded = try (0..<5).map { try Broadcaster(key: exposed).sighting(at: met + Int64($0) * 60, rssi: -70) }
         try store.record(recorded)
         let config = try write(#"{"minimumRiskScore":1,"attenuationLevelValues":[1,2,3,4,5,6,7,8],"durationLevelValues":[1,2,3,4,5,6,7,8],"daysSinceLastExposureLevelValues":[1,2,3,4,5,6,7,8],"transmissionRiskLevelValues":[1,2,3,4,5,6,7,8],"attenuationDurationThresholds":[50,74]}"#, to: "config.json")
         let result = try Command.enctl("detect", "--offline", "--db", directory.file("enagent.db"), "--keys", first, "--keys", second,
@@ -136,13 +131,5 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory.file("none.db")), "a missing database is not created")
         let daemon = try Command.enctl("detect", "--keys", keys)
         #expect(daemon.status == 64 && daemon.standardError.contains("--offline"))
-    }
-}
-
-/// Decodes the JSON Lines form back into a sighting, to store it in a database.
-struct LineSighting: Decodable {
-    let rpi: String, aem: String, rssi: Int, time: Int64
-    var sighting: Sighting {
-        Sighting(rpi: try! Bytes16(hex: rpi), aem: try! AssociatedEncryptedMetadata(hex: aem), rssi: Int8(rssi), time: time, adapter: "hci0")
     }
 }

@@ -1,6 +1,7 @@
 import ENCore
 import ENStore
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct EnagentdTests {

@@ -1,6 +1,7 @@
 import ENAgent
 import ENCore
 import ENStore
+import TestSupport
 import Testing
 
 @Suite struct KeyScheduleTests {

@@ -1,32 +1,6 @@
 import ENCore
+import TestSupport
 import Testing
-
-/// Builds sightings of real derived RPIs, as another device would have recorded them.
-struct Broadcaster {
-    let key: DiagnosisKey
-    let crypto: ExposureCrypto
-    let metadata: Metadata
-
-    init(start: UInt32 = 2_700_000, period: UInt32 = 144, reportType: ReportType = .confirmedTest,
-         daysSinceOnset: Int? = nil, risk: Int = 0, metadata: Metadata = Metadata(transmitPower: -10)) throws {
-        key = DiagnosisKey(key: TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
-                                                     rollingStartIntervalNumber: ENIntervalNumber(start), rollingPeriod: period,
-                                                     transmissionRiskLevel: risk),
-                           reportType: reportType, daysSinceOnsetOfSymptoms: daysSinceOnset)
-        crypto = try ExposureCrypto()
-        self.metadata = metadata
-    }
-
-    /// A sighting at `time` of the RPI of `time`'s interval (or of `interval` when given).
-    func sighting(at time: Int64, rssi: Int8? = -60, interval: ENIntervalNumber? = nil) throws -> Sighting {
-        let interval = interval ?? ENIntervalNumber(unixSeconds: time)!
-        let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: key.key.keyData), interval: interval)
-        let aem = try crypto.encryptMetadata(metadata, key: crypto.associatedEncryptedMetadataKey(for: key.key.keyData), rpi: rpi)
-        return Sighting(rpi: rpi, aem: aem, rssi: rssi, time: time, adapter: "hci0")
-    }
-
-    var start: Int64 { key.key.rollingStartIntervalNumber.unixSeconds }
-}
 
 @Suite struct MatchingTests {
     /// A spread-out, deterministic RPI for group `n`.

@@ -1,5 +1,6 @@
 @testable import ENCore
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct ExposureWindowTests {

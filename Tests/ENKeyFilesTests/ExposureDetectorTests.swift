@@ -1,19 +1,13 @@
 import ENCore
 import ENKeyFiles
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct ExposureDetectorTests {
-    let crypto: ExposureCrypto
-    init() throws { crypto = try ExposureCrypto() }
-
     /// What a device near the owner of `key` recorded at `time`.
     func sighting(of key: DiagnosisKey, at time: Int64) throws -> Sighting {
-        let tek = key.key.keyData
-        let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: tek),
-                                                        interval: ENIntervalNumber(unixSeconds: time)!)
-        let aem = try crypto.encryptMetadata(Metadata(transmitPower: -8), key: crypto.associatedEncryptedMetadataKey(for: tek), rpi: rpi)
-        return Sighting(rpi: rpi, aem: aem, rssi: -65, time: time, adapter: "hci0")
+        try Broadcaster(key: key, metadata: Metadata(transmitPower: -8)).sighting(at: time, rssi: -65)
     }
 
     func export(_ keys: [DiagnosisKey], revised: [DiagnosisKey] = []) throws -> KeyExport {

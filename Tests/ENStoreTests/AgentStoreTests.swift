@@ -2,6 +2,7 @@ import ENCore
 import Foundation
 @testable import ENStore
 import GRDB
+import TestSupport
 import Testing
 
 @Suite struct AgentStoreTests {
