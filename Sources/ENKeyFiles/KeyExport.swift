@@ -67,6 +67,8 @@ public struct KeyExport: Sendable {
     /// Checks the header and every key of `exportBin`, and parses `signatureList` (export.sig).
     public init(exportBin: Data, signatureList: Data?) throws(KeyFileError) {
         guard exportBin.starts(with: Self.header) else { throw .badHeader }
+        // Key ranges are offsets from 0 (RawSpan counts so): a slice is rebased once here.
+        let exportBin = exportBin.startIndex == 0 ? exportBin : Data(exportBin)
         self.exportBin = exportBin
         signatures = try signatureList.map(Self.parseSignatures)
         var start: UInt64 = 0, end: UInt64 = 0, batchNumber = 0, batchSize = 0

@@ -28,6 +28,15 @@ import Testing
         #expect(export.signatureStatus(trustedKeys: trusted) == .verified)
     }
 
+    @Test func aSliceOfLargerDataReadsTheSameKeys() throws {
+        let keys = try Self.randomKeys(20)
+        let bin = try KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1).exportBin(keys: keys)
+        let slice = (Data([0xff, 0xff, 0xff]) + bin)[3...]
+        var read = [DiagnosisKey]()
+        try KeyExport(exportBin: slice, signatureList: nil).forEachEncodedKey { read.append($0.decode()) }
+        #expect(read == keys)
+    }
+
     @Test func anyChangedByteOfExportBinBreaksTheSignature() throws {
         let signingKey = try P256PrivateKey()
         let writer = KeyExportWriter(region: "US", startTimestamp: 1, endTimestamp: 2, signer: (signingKey, SignatureInfo(keyId: "a", keyVersion: "1")))
