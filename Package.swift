@@ -46,6 +46,9 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
         ]),
 
+        // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
+        .target(name: "ENBus", dependencies: ["CENDBus"]),
+
         // Layer 6: the agent's logic against injected clock and store.
         .target(name: "ENAgent", dependencies: [
             "ENCore", "ENStore",
@@ -70,6 +73,7 @@ let package = Package(
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport"]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "TestSupport"]),

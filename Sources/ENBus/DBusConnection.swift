@@ -1,0 +1,225 @@
+import CENDBus
+import Foundation
+import Synchronization
+
+/// libdbus's error struct; `DBusError` in this module is the Swift error.
+typealias CDBusError = CENDBus.DBusError
+
+/// A private connection to a message bus, with its own dispatcher thread.
+///
+/// Incoming method calls (to exported objects) and signals are handled on the dispatcher thread;
+/// their handlers must not block on a call through this connection, because the reply would wait
+/// behind them. Blocking calls are made from any other thread. This matters with BlueZ, which
+/// calls back into an advertisement object while RegisterAdvertisement is pending.
+public final class DBusConnection: @unchecked Sendable {
+    /// Handles a signal; runs on the dispatcher thread.
+    public typealias SignalHandler = @Sendable (DBusMessage) -> Void
+
+    let raw: OpaquePointer
+    private let state = Mutex(State())
+    private let loop = DBusMainLoop()
+    private var dispatcher: Thread?
+
+    private struct State {
+        var objects = [String: ExportedObject]()
+        var subscriptions = [Subscription]()
+        var nextSubscription = 0
+        var closed = false
+    }
+
+    struct Subscription {
+        let id: Int
+        let rule: MatchRule
+        let handler: SignalHandler
+    }
+
+    /// Connects to the system bus, or to `DBUS_SYSTEM_BUS_ADDRESS` when it is set.
+    public static func system() throws(DBusError) -> DBusConnection {
+        try DBusConnection(address: ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
+                           ?? "unix:path=/run/dbus/system_bus_socket")
+    }
+
+    /// Connects to the bus at `address` and registers with it.
+    public init(address: String) throws(DBusError) {
+        dbus_threads_init_default()
+        var error = CDBusError()
+        dbus_error_init(&error)
+        guard let connection = dbus_connection_open_private(address, &error) else { throw Self.take(&error) }
+        guard dbus_bus_register(connection, &error) != 0 else {
+            dbus_connection_close(connection)
+            dbus_connection_unref(connection)
+            throw Self.take(&error)
+        }
+        raw = connection
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        let unmanaged = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_add_filter(raw, { _, message, context in
+            let connection = Unmanaged<DBusConnection>.fromOpaque(context!).takeUnretainedValue()
+            return connection.filter(DBusMessage(borrowing: message!))
+        }, unmanaged, nil)
+        loop.attach(to: raw)
+        let thread = Thread { [unowned self] in self.loop.run(self.raw) }
+        thread.name = "dbus-dispatch"
+        dispatcher = thread
+        thread.start()
+    }
+
+    deinit {
+        close()
+        dbus_connection_unref(raw)
+    }
+
+    /// Disconnects; exported objects vanish from the bus and pending calls fail.
+    public func close() {
+        let wasOpen = state.withLock { state in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard wasOpen else { return }
+        loop.stop()
+        while dispatcher?.isFinished == false { usleep(1_000) }
+        dbus_connection_close(raw)
+    }
+
+    public var isConnected: Bool { dbus_connection_get_is_connected(raw) != 0 }
+
+    /// This connection's unique name, such as `:1.42`.
+    public var uniqueName: String { dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? "" }
+
+    // MARK: Calls
+
+    /// Sends `message` and waits at most `timeout` for the reply; an error reply is thrown.
+    public func call(_ message: DBusMessage, timeout: Duration = .seconds(25)) throws(DBusError) -> DBusMessage {
+        var error = CDBusError()
+        dbus_error_init(&error)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, milliseconds, &error) else {
+            throw Self.take(&error)
+        }
+        return DBusMessage(owning: reply)
+    }
+
+    /// Calls a method and returns the reply's arguments.
+    @discardableResult
+    public func call(destination: String, path: String, interface: String, member: String, _ arguments: [DBusValue] = [],
+                     timeout: Duration = .seconds(25)) throws(DBusError) -> [DBusValue] {
+        try call(DBusMessage.methodCall(destination: destination, path: path, interface: interface, member: member, arguments),
+                 timeout: timeout).arguments
+    }
+
+    /// Queues `message` (a signal or a reply) for sending.
+    public func send(_ message: DBusMessage) {
+        dbus_connection_send(raw, message.raw, nil)
+        dbus_connection_flush(raw)
+    }
+
+    /// Asks the bus for a well-known name; fails if another connection has it.
+    public func requestName(_ name: String) throws(DBusError) {
+        var error = CDBusError()
+        dbus_error_init(&error)
+        let result = dbus_bus_request_name(raw, name, UInt32(CENDBUS_NAME_FLAG_DO_NOT_QUEUE), &error)
+        if dbus_error_is_set(&error) != 0 { throw Self.take(&error) }
+        guard result == CENDBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.AddressInUse", message: "the bus name \(name) is already owned")
+        }
+    }
+
+    // MARK: Signals
+
+    /// Calls `handler` for every signal matching `rule` (on the dispatcher thread) until cancelled.
+    public func subscribe(_ rule: MatchRule, _ handler: @escaping SignalHandler) throws(DBusError) -> SignalSubscription {
+        var error = CDBusError()
+        dbus_error_init(&error)
+        dbus_bus_add_match(raw, rule.text, &error)
+        if dbus_error_is_set(&error) != 0 { throw Self.take(&error) }
+        let id = state.withLock { state in
+            state.nextSubscription += 1
+            state.subscriptions.append(Subscription(id: state.nextSubscription, rule: rule, handler: handler))
+            return state.nextSubscription
+        }
+        return SignalSubscription(connection: self, id: id)
+    }
+
+    func unsubscribe(_ id: Int) {
+        let rule = state.withLock { state -> MatchRule? in
+            guard let index = state.subscriptions.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.subscriptions.remove(at: index).rule
+        }
+        if let rule, isConnected { dbus_bus_remove_match(raw, rule.text, nil) }
+    }
+
+    /// Emits a signal.
+    public func emit(path: String, interface: String, member: String, _ arguments: [DBusValue]) throws(DBusError) {
+        send(try DBusMessage.signal(path: path, interface: interface, member: member, arguments))
+    }
+
+    // MARK: Objects
+
+    /// Serves `object` at its path until it is withdrawn or the connection closes.
+    public func export(_ object: ExportedObject) throws(DBusError) {
+        try state.withLock { (state) throws(DBusError) in
+            guard state.objects[object.path] == nil else {
+                throw DBusError(name: DBusError.failed, message: "an object is already exported at \(object.path)")
+            }
+            state.objects[object.path] = object
+        }
+        object.connection = self
+    }
+
+    public func withdraw(_ object: ExportedObject) {
+        state.withLock { state in
+            if state.objects[object.path] === object { state.objects[object.path] = nil }
+        }
+    }
+
+    // MARK: Dispatching
+
+    private func filter(_ message: DBusMessage) -> DBusHandlerResult {
+        switch message.kind {
+        case .signal:
+            let handlers = state.withLock { $0.subscriptions.filter { $0.rule.matches(message) }.map(\.handler) }
+            handlers.forEach { $0(message) }
+            // Others (libdbus's own Disconnected handling) may want the signal too.
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        case .methodCall:
+            let path = message.path ?? "/"
+            let target = state.withLock { state in state.objects[path] }
+            let children = state.withLock { state in Self.children(of: path, in: state.objects.keys) }
+            let reply = target.map { $0.handle(message) } ?? ExportedObject.handleUnknown(message, path: path, children: children)
+            send(reply)
+            return DBUS_HANDLER_RESULT_HANDLED
+        default:
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+    }
+
+    /// The names of the nodes directly below `path`, for introspection.
+    static func children(of path: String, in paths: some Sequence<String>) -> [String] {
+        let prefix = path == "/" ? "/" : path + "/"
+        return Set(paths.filter { $0.hasPrefix(prefix) && $0 != path }
+            .map { String($0.dropFirst(prefix.count).split(separator: "/").first ?? "") }).sorted()
+    }
+
+    func childNodes(of path: String) -> [String] {
+        state.withLock { Self.children(of: path, in: $0.objects.keys) }
+    }
+
+    private static func take(_ error: inout CDBusError) -> DBusError {
+        defer { dbus_error_free(&error) }
+        return DBusError(name: error.name.map { String(cString: $0) } ?? DBusError.failed,
+                         message: error.message.map { String(cString: $0) } ?? "")
+    }
+}
+
+/// Ends a signal subscription when cancelled.
+public final class SignalSubscription: Sendable {
+    private weak let connection: DBusConnection?
+    private let id: Int
+
+    init(connection: DBusConnection, id: Int) {
+        self.connection = connection
+        self.id = id
+    }
+
+    public func cancel() { connection?.unsubscribe(id) }
+}

@@ -1,0 +1,189 @@
+import ENBus
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// A thread-safe box the signal handlers write into, with a wait for the test.
+final class Received<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
+
+    /// The values so far, after waiting up to `seconds` for at least `count` of them.
+    func wait(for count: Int = 1, seconds: Double = 5) -> [Value] {
+        let deadline = Date().addingTimeInterval(seconds)
+        while values.withLock({ $0.count }) < count && Date() < deadline { usleep(5_000) }
+        return values.withLock { $0 }
+    }
+}
+
+/// A value shared with handlers on the dispatcher thread.
+final class Locked<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
+    init(_ value: Value) { self.value = Mutex(value) }
+    var current: Value {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
+
+@Suite struct DBusConnectionTests {
+    let bus: PrivateBus
+    let server: DBusConnection
+    let client: DBusConnection
+    let name = Locked(DBusValue.string("initial"))
+
+    init() throws {
+        bus = try PrivateBus()
+        server = try DBusConnection(address: bus.address)
+        client = try DBusConnection(address: bus.address)
+        try server.requestName("org.enagent.Test")
+        let name = self.name
+        let object = ExportedObject(path: "/org/enagent/Test", interfaces: [
+            DBusInterface("org.enagent.Test", methods: [
+                DBusMethod("Echo", in: [DBusArgument("value", "v")], out: [DBusArgument("value", "v")]) { call in call.arguments },
+                DBusMethod("Fail") { _ throws(DBusError) in throw DBusError(name: "org.enagent.Test.Error.Refused", message: "no, because") },
+                DBusMethod("Sleep", in: [DBusArgument("milliseconds", "u")]) { call in
+                    usleep(UInt32(call.arguments[0].integer ?? 0) * 1_000)
+                    return []
+                },
+                DBusMethod("ReadFD", in: [DBusArgument("fd", "h")], out: [DBusArgument("contents", "s")]) { call in
+                    guard case .unixFD(let descriptor) = call.arguments[0] else { return [] }
+                    let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+                    return [.string(String(decoding: handle.readDataToEndOfFile(), as: UTF8.self))]
+                },
+            ], properties: [
+                DBusProperty("Name", "s", get: { name.current }, set: { value in name.current = value }),
+                DBusProperty("Version", "s", get: { .string("1.0") }),
+            ], signals: [DBusSignal("Happened", [DBusArgument("what", "s")])]),
+        ])
+        try server.export(object)
+    }
+
+    func echo(_ value: DBusValue) throws -> DBusValue? {
+        try client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Echo", [.variant(value)]).first
+    }
+
+    @Test(arguments: [
+        DBusValue.byte(7), .boolean(true), .boolean(false), .int16(-2), .uint16(65_000), .int32(-70_000), .uint32(4_000_000_000),
+        .int64(-1 << 40), .uint64(1 << 63), .double(-0.25), .string("grüße ✓"), .objectPath("/org/bluez/hci0"), .signature("a{sv}"),
+        .bytes([]), .bytes([1, 2, 3, 255]), .strings(["a", "", "c"]),
+        .properties(["ServiceData": .properties(["fd6f": .bytes(Array(0..<20))]), "RSSI": .int16(-60), "UUIDs": .strings(["fd6f"])]),
+        .structure([.string("x"), .array(elementSignature: "(ii)", [.structure([.int32(1), .int32(2)])])]),
+        .dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", []),
+        .variant(.variant(.uint32(3))),
+    ])
+    func everyTypeRoundTrips(value: DBusValue) throws {
+        #expect(try echo(value) == .variant(value))
+    }
+
+    @Test func invalidStringsAreErrorsNotCrashes() throws {
+        #expect(throws: DBusError.self) { try echo(.objectPath("not a path")) }
+        #expect(throws: DBusError.self) { try echo(.signature("a{")) }
+        #expect(throws: DBusError.self) { try echo(.array(elementSignature: "s", [.int32(1)])) }
+    }
+
+    @Test func aFileDescriptorCrossesTheBus() throws {
+        let pipe = Pipe()
+        pipe.fileHandleForWriting.write(Data("through a pipe".utf8))
+        try pipe.fileHandleForWriting.close()
+        let reply = try client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test",
+                                    member: "ReadFD", [.unixFD(pipe.fileHandleForReading.fileDescriptor)])
+        #expect(reply == [.string("through a pipe")])
+    }
+
+    @Test func errorsArriveByName() throws {
+        let call = { (member: String, arguments: [DBusValue]) throws in
+            try self.client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test", member: member, arguments)
+        }
+        #expect(throws: DBusError(name: "org.enagent.Test.Error.Refused", message: "no, because")) { try call("Fail", []) }
+        #expect { try call("Missing", []) } throws: { ($0 as? DBusError)?.name == DBusError.unknownMethod }
+        #expect { try call("Echo", [.string("not a variant")]) } throws: { error in
+            (error as? DBusError)?.name == DBusError.invalidArgs && "\(error)".contains("Echo takes (v), not (s)")
+        }
+        #expect { try self.client.call(destination: "org.enagent.Test", path: "/nowhere", interface: "org.enagent.Test", member: "Echo") } throws: {
+            ($0 as? DBusError)?.name == DBusError.unknownObject
+        }
+        #expect { try self.client.call(destination: "org.enagent.Nobody", path: "/", interface: "x.y", member: "Z") } throws: {
+            ($0 as? DBusError)?.name == "org.freedesktop.DBus.Error.ServiceUnknown"
+        }
+    }
+
+    @Test func aCallTimesOut() throws {
+        let start = Date()
+        #expect { try self.client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test",
+                                       member: "Sleep", [.uint32(1_500)], timeout: .milliseconds(200)) } throws: {
+            ($0 as? DBusError)?.name == DBusError.noReply
+        }
+        #expect(Date().timeIntervalSince(start) < 1.4)
+    }
+
+    @Test func propertiesGetSetGetAllAndChangeSignals() throws {
+        let changes = Received<[DBusValue]>()
+        let subscription = try client.subscribe(MatchRule(path: "/org/enagent/Test", interface: ExportedObject.propertiesInterface,
+                                                          member: "PropertiesChanged", arg0: "org.enagent.Test")) { changes.append($0.arguments) }
+        defer { subscription.cancel() }
+        let properties = { (member: String, arguments: [DBusValue]) throws in
+            try self.client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: ExportedObject.propertiesInterface,
+                                 member: member, arguments)
+        }
+        #expect(try properties("Get", [.string("org.enagent.Test"), .string("Name")]) == [.variant(.string("initial"))])
+        try properties("Set", [.string("org.enagent.Test"), .string("Name"), .variant(.string("changed"))])
+        #expect(try properties("GetAll", [.string("org.enagent.Test")]).first?.stringKeyed?["Name"]?.string == "changed")
+        let signal = try #require(changes.wait().first)
+        #expect(signal[0] == .string("org.enagent.Test"))
+        #expect(signal[1].stringKeyed?["Name"]?.string == "changed")
+        #expect { try properties("Set", [.string("org.enagent.Test"), .string("Version"), .variant(.string("2"))]) } throws: {
+            ($0 as? DBusError)?.name == DBusError.propertyReadOnly
+        }
+        #expect { try properties("Set", [.string("org.enagent.Test"), .string("Name"), .variant(.int32(2))]) } throws: {
+            ($0 as? DBusError)?.name == DBusError.invalidArgs
+        }
+        #expect { try properties("Get", [.string("org.enagent.Test"), .string("Nope")]) } throws: {
+            ($0 as? DBusError)?.name == DBusError.unknownProperty
+        }
+    }
+
+    @Test func introspectionDescribesInterfacesAndChildren() throws {
+        let xml = try client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: ExportedObject.introspectableInterface,
+                                  member: "Introspect").first?.string ?? ""
+        #expect(xml.contains(#"<interface name="org.enagent.Test">"#))
+        #expect(xml.contains(#"<property name="Name" type="s" access="readwrite"/>"#))
+        #expect(xml.contains(#"<arg name="value" type="v" direction="in"/>"#))
+        let root = try client.call(destination: "org.enagent.Test", path: "/org/enagent", interface: ExportedObject.introspectableInterface,
+                                   member: "Introspect").first?.string ?? ""
+        #expect(root.contains(#"<node name="Test"/>"#))
+    }
+
+    @Test func signalsReachSubscribersByRuleAndStopOnCancel() throws {
+        let happened = Received<String>()
+        let subscription = try client.subscribe(MatchRule(interface: "org.enagent.Test", member: "Happened", arg0: "wanted")) { message in
+            happened.append(message.arguments.first?.string ?? "")
+        }
+        try server.emit(path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Happened", [.string("unwanted")])
+        try server.emit(path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Happened", [.string("wanted")])
+        #expect(happened.wait() == ["wanted"])
+        subscription.cancel()
+        try server.emit(path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Happened", [.string("wanted")])
+        #expect(happened.wait(for: 2, seconds: 0.5) == ["wanted"])
+    }
+
+    @Test func nameOwnerChangesAreFollowed() throws {
+        let owners = Received<[String]>()
+        let subscription = try client.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                                          member: "NameOwnerChanged", arg0: "org.enagent.Other")) { message in
+            owners.append(message.arguments.compactMap(\.string))
+        }
+        defer { subscription.cancel() }
+        let other = try DBusConnection(address: bus.address)
+        try other.requestName("org.enagent.Other")
+        #expect { try DBusConnection(address: bus.address).requestName("org.enagent.Other") } throws: { "\($0)".contains("already owned") }
+        let unique = other.uniqueName
+        other.close()
+        let changes = owners.wait(for: 2)
+        #expect(changes.count == 2)
+        #expect(changes.first == ["org.enagent.Other", "", unique])
+        #expect(changes.last == ["org.enagent.Other", unique, ""])
+    }
+}
