@@ -8,7 +8,7 @@ SBINDIR ?= $(PREFIX)/sbin
 SWIFT ?= swift
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: all deps build release test bench run install uninstall clean proto
+.PHONY: all deps build release test bench run lab lab-test install uninstall clean proto
 
 all: build
 
@@ -30,10 +30,26 @@ bench: deps
 	$(SWIFT) build -c release --product enbench
 	$$($(SWIFT) build -c release --show-bin-path)/enbench
 
-# The main job on this machine: the agent in the foreground with its state under ./run.
+# The agent in the foreground with its state under ./run, without the radio (a machine
+# without Bluetooth has none; the lab below gives it one).
 run: deps
 	$(SWIFT) build --product enagentd
-	$$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state
+	$$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state --no-radio
+
+# The lab: two agents on emulated radios in a qemu guest with a real bluetoothd (lab/).
+LAB ?= /tmp/enagent-lab
+LAB_SECONDS ?= 60
+lab: deps
+	$(SWIFT) build --product enagentd
+	$(SWIFT) build --product enctl
+	LAB=$(LAB) lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $$($(SWIFT) build --show-bin-path) $(LAB)/out $(LAB_SECONDS)"
+	python3 lab/report.py $(LAB)/out $$($(SWIFT) build --show-bin-path)/enctl
+
+lab-test: deps
+	$(SWIFT) build --product enagentd
+	$(SWIFT) build --product enctl
+	LAB=$(LAB) lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $$($(SWIFT) build --show-bin-path) $(LAB)/out $(LAB_SECONDS)"
+	python3 lab/report.py $(LAB)/out $$($(SWIFT) build --show-bin-path)/enctl --check
 
 # Regenerates the committed Swift for the key export protobuf (only after editing the .proto).
 PROTO_DIR = Sources/ENKeyFiles/Proto

@@ -48,6 +48,7 @@ let package = Package(
 
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
         .target(name: "ENBus", dependencies: ["CENDBus"]),
+        .target(name: "ENBlueZ", dependencies: ["ENBus"]),
 
         // Layer 6: the agent's logic against injected clock and store.
         .target(name: "ENAgent", dependencies: [
@@ -57,7 +58,7 @@ let package = Package(
 
         // Layer 7: executables.
         .executableTarget(name: "enagentd", dependencies: [
-            "ENCore", "ENStore", "ENAgent", "CENSystemd",
+            "ENCore", "ENStore", "ENAgent", "ENBus", "ENBlueZ", "CENSystemd",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,5 +1,6 @@
 import CENDBus
 import Foundation
+import Dispatch
 import Synchronization
 
 /// libdbus's error struct; `DBusError` in this module is the Swift error.
@@ -89,12 +90,44 @@ public final class DBusConnection: @unchecked Sendable {
     // MARK: Calls
 
     /// Sends `message` and waits at most `timeout` for the reply; an error reply is thrown.
+    ///
+    /// Off the dispatcher thread the call is asynchronous underneath and the dispatcher does all
+    /// the I/O: libdbus's blocking call only reads while it waits, so a reply this process owes
+    /// the peer meanwhile (BlueZ asks for the advertisement's properties during
+    /// RegisterAdvertisement) would stay unsent until the call timed out.
     public func call(_ message: DBusMessage, timeout: Duration = .seconds(25)) throws(DBusError) -> DBusMessage {
-        var error = CDBusError()
-        dbus_error_init(&error)
         let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, milliseconds, &error) else {
-            throw Self.take(&error)
+        let reply: DBusMessage
+        if Thread.current == dispatcher {
+            var error = CDBusError()
+            dbus_error_init(&error)
+            guard let raw = dbus_connection_send_with_reply_and_block(raw, message.raw, milliseconds, &error) else { throw Self.take(&error) }
+            reply = DBusMessage(owning: raw)
+        } else {
+            reply = try awaitReply(message, milliseconds: milliseconds)
+        }
+        if let error = reply.error { throw error }
+        return reply
+    }
+
+    private func awaitReply(_ message: DBusMessage, milliseconds: Int32) throws(DBusError) -> DBusMessage {
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(raw, message.raw, &pending, milliseconds) != 0, let pending else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "not connected to the bus")
+        }
+        defer { dbus_pending_call_unref(pending) }
+        let done = DispatchSemaphore(value: 0)
+        let context = Unmanaged.passRetained(done).toOpaque()
+        dbus_pending_call_set_notify(pending, { _, context in
+            Unmanaged<DispatchSemaphore>.fromOpaque(context!).takeUnretainedValue().signal()
+        }, context, { context in
+            Unmanaged<DispatchSemaphore>.fromOpaque(context!).release()
+        })
+        loop.wake()
+        // The reply may have come before the notify function was set.
+        if dbus_pending_call_get_completed(pending) == 0 { done.wait() }
+        guard let reply = dbus_pending_call_steal_reply(pending) else {
+            throw DBusError(name: DBusError.noReply, message: "no reply")
         }
         return DBusMessage(owning: reply)
     }

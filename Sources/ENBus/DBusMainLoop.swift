@@ -122,7 +122,7 @@ final class DBusMainLoop: @unchecked Sendable {
         wake()
     }
 
-    private func wake() {
+    func wake() {
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Dispatch
 import ENAgent
+import ENBlueZ
+import ENBus
+import ENCore
 import ENStore
 import Foundation
 import Logging
@@ -11,9 +14,10 @@ struct Enagentd: ParsableCommand {
         commandName: "enagentd",
         abstract: "The enagent Exposure Notification service.",
         discussion: """
-            Keeps the device's Temporary Exposure Keys (a new one every UTC day, persisted before \
-            use) and its database of sightings, and deletes both after the retention period. \
-            Usually started by systemd; stops cleanly on SIGTERM or SIGINT.
+            Advertises the device's rotating Exposure Notification identifier through BlueZ, scans \
+            for other devices and records every sighting. Keeps the device's Temporary Exposure \
+            Keys (a new one every UTC day, stored before use) and deletes keys and sightings after \
+            the retention period. Usually started by systemd; stops cleanly on SIGTERM or SIGINT.
             """)
 
     @Option(help: ArgumentHelp("Directory for the database (created with mode 0700).", valueName: "dir"))
@@ -25,8 +29,16 @@ struct Enagentd: ParsableCommand {
     @Flag(help: "Log debug messages.")
     var verbose = false
 
+    @Option(help: ArgumentHelp("Lab only: run the agent's clock this many times faster than real time.", valueName: "factor",
+                               visibility: .hidden))
+    var timeScale = 1
+
+    @OptionGroup(title: "Radio")
+    var radio: RadioOptions
+
     func validate() throws {
         guard (1...365).contains(retentionDays) else { throw ValidationError("--retention-days must be between 1 and 365.") }
+        guard (1...3_600).contains(timeScale) else { throw ValidationError("--time-scale must be between 1 and 3600.") }
     }
 
     func run() throws {
@@ -44,13 +56,17 @@ struct Enagentd: ParsableCommand {
             throw ExitCode.failure
         }
         // Signal handling is in place before READY=1: systemd may stop us right after it.
+        let clock: any AgentClock = timeScale > 1 ? ScaledClock(scale: Double(timeScale)) : SystemClock()
+        let retention = RetentionPolicy(days: retentionDays)
+        let radioAgent = radio.noRadio ? nil : try startRadio(store: store, clock: clock, retention: retention, logger: logger)
         let termination = TerminationSignals.handle(on: .main) {
             Systemd.notify("STOPPING=1")
             logger.info("stopping")
+            radioAgent?.stop()
             do { try store.close() } catch { logger.error("\(error)") }
             Foundation.exit(0)
         }
-        let upkeep = try Upkeep(store: store, clock: SystemClock(), retention: RetentionPolicy(days: retentionDays), logger: logger)
+        let upkeep = try Upkeep(store: store, clock: clock, retention: retention, logger: logger)
         try upkeep.run()
         let timer = DispatchSource.makeTimerSource(queue: .main)
         timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
@@ -58,8 +74,34 @@ struct Enagentd: ParsableCommand {
             do { try upkeep.run() } catch { logger.error("upkeep failed: \(error)") }
         }
         timer.resume()
-        Systemd.notify("READY=1\nSTATUS=Keeping keys; no radio support in this build")
+        Systemd.notify("READY=1\nSTATUS=" + (radioAgent == nil ? "Keeping keys; radio off" : "Advertising and scanning"))
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
         withExtendedLifetime((timer, termination)) { dispatchMain() }
     }
+
+    /// Connects to BlueZ on the system bus and starts advertising and scanning; follows bluetoothd
+    /// and the adapter so that the radio comes back by itself after either goes away.
+    private func startRadio(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, logger: Logger) throws -> RadioAgent {
+        let connection: DBusConnection
+        do { connection = try DBusConnection.system() } catch {
+            logger.critical("cannot connect to the system bus: \(error)")
+            throw ExitCode.failure
+        }
+        let client = BlueZClient(connection: connection)
+        let bluez = BlueZRadio(client: client, adapterName: radio.adapter, mayPowerOn: radio.powerOn)
+        let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
+                               clock: clock, schedule: radio.schedule, metadata: Metadata(transmitPower: radio.txPower), logger: logger)
+        let subscriptions = try client.followDevices { report in
+            guard let data = report.serviceData, report.adapter == bluez.adapterInUse else { return }
+            agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter))
+        } + [try client.followService { present in
+            if present { agent.radioReturned() } else { logger.warning("bluetoothd left the bus; waiting for it to return") }
+        }] + client.followAdapters { agent.radioReturned() }
+        Self.keepAlive = (connection, subscriptions)
+        agent.start()
+        return agent
+    }
+
+    /// The bus connection and signal subscriptions live as long as the process.
+    nonisolated(unsafe) private static var keepAlive: (DBusConnection, [SignalSubscription])?
 }

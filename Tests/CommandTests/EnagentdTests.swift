@@ -15,7 +15,7 @@ import Testing
     @Test func reportsReadyKeepsTheDaysKeyAndStopsCleanlyOnSIGTERM() throws {
         let notify = try NotifySocket(path: directory.file("notify"))
         let state = directory.file("state")
-        let daemon = try start(["--state-dir", state], notifySocket: notify)
+        let daemon = try start(["--state-dir", state, "--no-radio"], notifySocket: notify)
         let ready = try #require(notify.receive(timeout: 20))
         #expect(ready.contains("READY=1"))
         #expect(ready.contains("STATUS="))
@@ -38,7 +38,7 @@ import Testing
         let notify = try NotifySocket(path: directory.file("notify"))
         let blocker = directory.file("not-a-directory")
         #expect(FileManager.default.createFile(atPath: blocker, contents: Data()))
-        let daemon = try start(["--state-dir", blocker + "/state"], notifySocket: notify)
+        let daemon = try start(["--state-dir", blocker + "/state", "--no-radio"], notifySocket: notify)
         #expect(daemon.waitForExit() == 1)
         let log = daemon.standardError()
         #expect(log.contains("cannot create the directory \(blocker)"), "log: \(log)")

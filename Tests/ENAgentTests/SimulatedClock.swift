@@ -9,5 +9,7 @@ final class SimulatedClock: AgentClock {
 
     var now: Int64 { time.withLock { $0 } }
 
+    func realSeconds(until time: Int64) -> Double { Double(time - now) }
+
     func advance(by seconds: Int64) { time.withLock { $0 += seconds } }
 }

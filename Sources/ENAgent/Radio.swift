@@ -1,0 +1,44 @@
+/// What the agent needs from a Bluetooth LE radio (BlueZ in the daemon).
+public protocol Radio: AnyObject, Sendable {
+    /// Broadcasts `serviceData` (RPI ‖ AEM) as a fresh advertisement, replacing the previous one,
+    /// so that the address changes together with the RPI.
+    func advertise(_ serviceData: [UInt8]) throws
+    func stopAdvertising()
+    /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
+    func startScanning() throws
+    /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
+    func stopScanning()
+}
+
+/// One reception of EN service data, as the radio passes it on.
+public struct RadioReport: Sendable, Equatable {
+    public var serviceData: [UInt8]
+    /// dBm as reported; 127 means not available.
+    public var rssi: Int16?
+    public var adapter: String
+
+    public init(serviceData: [UInt8], rssi: Int16?, adapter: String) {
+        self.serviceData = serviceData
+        self.rssi = rssi
+        self.adapter = adapter
+    }
+}
+
+/// When the agent rotates its identifier and scans.
+public struct RadioSchedule: Sendable, Equatable {
+    /// A rotation happens at a random moment in this range after the previous one (and at each new TEK).
+    public var rotationSeconds: ClosedRange<Int>
+    /// A scan lasts this long...
+    public var scanSeconds: Int
+    /// ...and starts this long after the previous one started; equal to `scanSeconds` scans without pause.
+    public var scanIntervalSeconds: Int
+
+    /// Google's schedule: rotation every 10–20 minutes, a 4-second scan every ≤ 5 minutes.
+    public static let standard = RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 4, scanIntervalSeconds: 300)
+
+    public init(rotationSeconds: ClosedRange<Int>, scanSeconds: Int, scanIntervalSeconds: Int) {
+        self.rotationSeconds = rotationSeconds
+        self.scanSeconds = scanSeconds
+        self.scanIntervalSeconds = scanIntervalSeconds
+    }
+}

@@ -1,0 +1,162 @@
+import Dispatch
+import ENCore
+import ENStore
+import Logging
+
+/// Advertises the device's rotating identifier, scans on a schedule and records what it hears.
+///
+/// Runs on its own serial queue; `report(_:)` may be called from any thread.
+public final class RadioAgent: @unchecked Sendable {
+    // Mutable state is touched only on `queue`.
+    private let queue = DispatchQueue(label: "enagent.radio")
+    private let radio: any Radio
+    private let keys: KeySchedule
+    private let store: AgentStore
+    private let clock: any AgentClock
+    private let schedule: RadioSchedule
+    private let metadata: Metadata
+    private let logger: Logger
+    private var pending = [Sighting]()
+    private var ownIdentifiers = [RollingProximityIdentifier]()
+    private var rotationTimer: (any DispatchSourceTimer)?
+    private var scanTimer: (any DispatchSourceTimer)?
+    private var running = false
+    public private(set) var advertising = false
+    public private(set) var scanning = false
+
+    /// Sightings are written to the store when a scan ends, or sooner when this many wait.
+    static let flushThreshold = 1_000
+    /// Own RPIs remembered, so that the device never records itself even just after a rotation.
+    static let ownIdentifierMemory = 4
+
+    public init(radio: any Radio, keys: KeySchedule, store: AgentStore, clock: any AgentClock,
+                schedule: RadioSchedule, metadata: Metadata, logger: Logger) {
+        self.radio = radio
+        self.keys = keys
+        self.store = store
+        self.clock = clock
+        self.schedule = schedule
+        self.metadata = metadata
+        self.logger = logger
+    }
+
+    /// Starts advertising and scanning.
+    public func start() {
+        queue.sync {
+            running = true
+            rotate()
+            scanCycle()
+        }
+    }
+
+    /// Stops the radio at once and writes the sightings still pending.
+    public func stop() {
+        queue.sync {
+            running = false
+            rotationTimer?.cancel()
+            scanTimer?.cancel()
+            if advertising { radio.stopAdvertising() }
+            if scanning { radio.stopScanning() }
+            advertising = false
+            scanning = false
+            flush()
+        }
+    }
+
+    /// Advertises afresh now (the radio came back, e.g. after bluetoothd restarted).
+    public func radioReturned() {
+        queue.async { [self] in
+            guard running else { return }
+            logger.info("radio available again: advertising and scanning anew")
+            rotate()
+            scanCycle()
+        }
+    }
+
+    /// Takes one reception from the radio.
+    public func report(_ report: RadioReport) {
+        let time = clock.now
+        queue.async { [self] in
+            guard report.serviceData.count == 20 else {
+                logger.debug("ignoring FD6F service data of \(report.serviceData.count) bytes (expected 20)", metadata: ["adapter": "\(report.adapter)"])
+                return
+            }
+            let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
+            guard !ownIdentifiers.contains(rpi) else { return }
+            pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
+                                    rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter))
+            if pending.count >= Self.flushThreshold { flush() }
+        }
+    }
+
+    // MARK: On the queue
+
+    private func rotate() {
+        var nextIn = Double(Int.random(in: schedule.rotationSeconds))
+        do {
+            let now = clock.now
+            let broadcast = try keys.broadcast(metadata: metadata, at: now)
+            if advertising, broadcast.rpi == ownIdentifiers.last {
+                // A new registration means a new address: it must bring a new RPI, so wait for the next interval.
+                nextIn = clock.realSeconds(until: broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval)
+            } else {
+                try radio.advertise(broadcast.serviceData)
+                advertising = true
+                ownIdentifiers.append(broadcast.rpi)
+                ownIdentifiers = Array(ownIdentifiers.suffix(Self.ownIdentifierMemory))
+                logger.info("advertising a new identifier", metadata: ["interval": "\(broadcast.interval)"])
+            }
+        } catch {
+            advertising = false
+            logger.error("cannot advertise: \(error)")
+        }
+        // No later than the start of the next TEK, which brings a new identifier at once.
+        let nextKey = (ENIntervalNumber(unixSeconds: clock.now)?.rollingPeriodStart.unixSeconds ?? clock.now) + 86_400
+        nextIn = max(0.05, min(nextIn, clock.realSeconds(until: nextKey)))
+        rotationTimer?.cancel()
+        rotationTimer = timer(after: nextIn) { [self] in rotate() }
+    }
+
+    private func scanCycle() {
+        scanTimer?.cancel()
+        do {
+            if !scanning { try radio.startScanning() }
+            scanning = true
+        } catch {
+            scanning = false
+            logger.error("cannot scan: \(error)")
+        }
+        let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
+        scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
+            if !continuous {
+                if scanning { radio.stopScanning() }
+                scanning = false
+            }
+            flush()
+            let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds
+            scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
+        }
+    }
+
+    private func flush() {
+        guard !pending.isEmpty else { return }
+        do {
+            try store.record(pending)
+            logger.debug("stored \(pending.count) sightings")
+            pending.removeAll()
+        } catch {
+            logger.error("cannot store \(pending.count) sightings, keeping them for the next try: \(error)")
+        }
+    }
+
+    private func timer(after seconds: Double, _ action: @escaping () -> Void) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + seconds)
+        timer.setEventHandler { [weak self] in
+            guard self?.running == true else { return }
+            action()
+        }
+        timer.resume()
+        return timer
+    }
+}

@@ -1,0 +1,40 @@
+import ENBus
+
+/// Names BlueZ uses on the bus (bluez doc/org.bluez.*.rst).
+public enum BlueZ {
+    public static let service = "org.bluez"
+    public static let adapterInterface = "org.bluez.Adapter1"
+    public static let deviceInterface = "org.bluez.Device1"
+    public static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
+    public static let advertisementInterface = "org.bluez.LEAdvertisement1"
+    public static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
+    /// The Exposure Notification service, as BlueZ spells 16-bit UUIDs in full.
+    public static let exposureNotificationUUID = "0000fd6f-0000-1000-8000-00805f9b34fb"
+    static let callTimeout = Duration.seconds(10)
+}
+
+/// A Bluetooth adapter as BlueZ describes it.
+public struct Adapter: Equatable, Sendable {
+    /// Such as `/org/bluez/hci0`.
+    public var path: String
+    public var address: String
+    public var powered: Bool
+    /// Whether it can advertise (it has LEAdvertisingManager1).
+    public var canAdvertise: Bool
+    /// Advertising features BlueZ reports (e.g. `CanSetTxPower`).
+    public var advertisingFeatures: [String]
+
+    /// The adapter's name, such as `hci0`.
+    public var name: String { String(path.split(separator: "/").last ?? "") }
+}
+
+/// What a Device1 object said about an advertiser: its EN service data and signal strength.
+public struct DeviceReport: Equatable, Sendable {
+    public var devicePath: String
+    /// The adapter that received it, such as `hci0`.
+    public var adapter: String
+    /// The 0xFD6F service data; nil when the report carried none.
+    public var serviceData: [UInt8]?
+    /// RSSI in dBm as BlueZ reports it (127: not available); nil when not reported.
+    public var rssi: Int16?
+}

@@ -1,0 +1,144 @@
+import ENBus
+import Synchronization
+
+/// Calls BlueZ over D-Bus and follows what it announces. Blocking calls must not be made
+/// from a signal handler (they run on the connection's dispatcher thread).
+public final class BlueZClient: Sendable {
+    public let connection: DBusConnection
+    /// The last FD6F service data of each device, for RSSI-only updates.
+    private let serviceData = Mutex<[String: [UInt8]]>([:])
+
+    public init(connection: DBusConnection) {
+        self.connection = connection
+    }
+
+    // MARK: Adapters
+
+    /// The adapters BlueZ manages, by name.
+    public func adapters() throws(DBusError) -> [Adapter] {
+        let reply = try connection.call(destination: BlueZ.service, path: "/", interface: BlueZ.objectManagerInterface,
+                                        member: "GetManagedObjects", timeout: BlueZ.callTimeout)
+        guard let objects = reply.first?.stringKeyed else { return [] }
+        return objects.compactMap { path, interfaces -> Adapter? in
+            guard let interfaces = interfaces.stringKeyed, let adapter = interfaces[BlueZ.adapterInterface]?.stringKeyed else { return nil }
+            let manager = interfaces[BlueZ.advertisingManagerInterface]?.stringKeyed
+            return Adapter(path: path, address: adapter["Address"]?.string ?? "", powered: adapter["Powered"]?.bool ?? false,
+                           canAdvertise: manager != nil,
+                           advertisingFeatures: manager?["SupportedFeatures"]?.elements?.compactMap(\.string) ?? [])
+        }.sorted { $0.name < $1.name }
+    }
+
+    public func setPowered(_ adapter: Adapter, _ powered: Bool) throws(DBusError) {
+        try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "Set",
+                            [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(powered))], timeout: BlueZ.callTimeout)
+    }
+
+    // MARK: Advertising
+
+    public func register(_ advertisement: Advertisement, on adapter: Adapter) throws(DBusError) {
+        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
+                            member: "RegisterAdvertisement", [.objectPath(advertisement.path), .properties([:])], timeout: BlueZ.callTimeout)
+    }
+
+    public func unregister(_ advertisement: Advertisement, on adapter: Adapter) throws(DBusError) {
+        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
+                            member: "UnregisterAdvertisement", [.objectPath(advertisement.path)], timeout: BlueZ.callTimeout)
+    }
+
+    // MARK: Discovery
+
+    /// Discovery of LE advertisers of the EN service, with every report passed on: without a
+    /// filter bluetoothd drops advertisers that carry no Flags, as broadcast EN beacons do.
+    public func startDiscovery(on adapter: Adapter) throws(DBusError) {
+        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface, member: "SetDiscoveryFilter",
+                            [.properties(["Transport": .string("le"), "DuplicateData": .boolean(true),
+                                          "UUIDs": .strings([BlueZ.exposureNotificationUUID])])], timeout: BlueZ.callTimeout)
+        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
+                            member: "StartDiscovery", timeout: BlueZ.callTimeout)
+    }
+
+    public func stopDiscovery(on adapter: Adapter) throws(DBusError) {
+        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
+                            member: "StopDiscovery", timeout: BlueZ.callTimeout)
+    }
+
+    /// Makes BlueZ forget the advertisers seen, so the next scan reports them afresh (BlueZ only
+    /// reports a device again when something about it changes).
+    public func forgetDevices(on adapter: Adapter) throws(DBusError) {
+        let prefix = adapter.path + "/dev_"
+        let paths = serviceData.withLock { Array($0.keys.filter { $0.hasPrefix(prefix) }) }
+        for path in paths {
+            serviceData.withLock { $0[path] = nil }
+            do {
+                try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
+                                    member: "RemoveDevice", [.objectPath(path)], timeout: BlueZ.callTimeout)
+            } catch where error.name == "org.bluez.Error.DoesNotExist" {
+                continue
+            }
+        }
+    }
+
+    // MARK: Following BlueZ
+
+    /// Reports every Device1 appearance or change that carries EN service data or an RSSI.
+    public func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws(DBusError) -> [SignalSubscription] {
+        let added = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded")) {
+            [weak self] message in
+            let arguments = message.arguments
+            guard let self, let path = arguments.first?.string,
+                  let device = arguments.dropFirst().first?.stringKeyed?[BlueZ.deviceInterface]?.stringKeyed else { return }
+            if let report = self.report(path: path, properties: device) { handler(report) }
+        }
+        let changed = try connection.subscribe(MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez",
+                                                         interface: ExportedObject.propertiesInterface, member: "PropertiesChanged",
+                                                         arg0: BlueZ.deviceInterface)) { [weak self] message in
+            guard let self, let path = message.path, let properties = message.arguments.dropFirst().first?.stringKeyed else { return }
+            if let report = self.report(path: path, properties: properties) { handler(report) }
+        }
+        return [added, changed]
+    }
+
+    /// Calls `handler(true)` when `org.bluez` gets an owner (bluetoothd started or restarted)
+    /// and `handler(false)` when it loses it.
+    public func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws(DBusError) -> SignalSubscription {
+        try connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+                                           member: "NameOwnerChanged", arg0: BlueZ.service)) { message in
+            handler(!(message.arguments.dropFirst(2).first?.string ?? "").isEmpty)
+        }
+    }
+
+    /// Calls `handler` when an adapter appears, vanishes or changes (for example, is powered off).
+    public func followAdapters(_ handler: @escaping @Sendable () -> Void) throws(DBusError) -> [SignalSubscription] {
+        let rules = [
+            MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded"),
+            MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved"),
+            MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: ExportedObject.propertiesInterface,
+                      member: "PropertiesChanged", arg0: BlueZ.adapterInterface),
+        ]
+        var subscriptions = [SignalSubscription]()
+        for rule in rules {
+            subscriptions.append(try connection.subscribe(rule) { message in
+                let arguments = message.arguments
+                let interfaces = arguments.dropFirst().first
+                let concernsAdapter = message.member == "PropertiesChanged"
+                    || interfaces?.stringKeyed?[BlueZ.adapterInterface] != nil
+                    || interfaces?.elements?.contains(.string(BlueZ.adapterInterface)) == true
+                if concernsAdapter { handler() }
+            })
+        }
+        return subscriptions
+    }
+
+    private func report(path: String, properties: [String: DBusValue]) -> DeviceReport? {
+        let parts = path.split(separator: "/")
+        guard parts.count >= 4, parts[0] == "org", parts[1] == "bluez" else { return nil }
+        let received = properties["ServiceData"]?.stringKeyed?.first { $0.key.lowercased() == BlueZ.exposureNotificationUUID }?.value.byteArray
+        let data = serviceData.withLock { cache in
+            if let received { cache[path] = received }
+            return cache[path]
+        }
+        let rssi = properties["RSSI"]?.integer.flatMap { Int16(exactly: $0) }
+        guard received != nil || (rssi != nil && data != nil) else { return nil }
+        return DeviceReport(devicePath: path, adapter: String(parts[2]), serviceData: data, rssi: rssi)
+    }
+}

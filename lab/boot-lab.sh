@@ -1,0 +1,174 @@
+#!/bin/bash
+# boot-lab.sh: boots a qemu guest (Debian's own kernel, TCG) whose root is the host's root
+# read-only over 9p, with two emulated LE controllers (hci_vhci + btvirt) and a real bluetoothd,
+# then runs a command in it. enagent's lab (make lab) runs its agents this way.
+#
+# Adapted from the team's lab recipe (shared/lab/run-bt-lab.sh); see its notes on the gotchas:
+# AF_ALG modules before btvirt, no KVM on these hosts, RSSI always 127, reports only sent when
+# advertising or scanning is (re)enabled.
+#
+# Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
+# Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL RW_DIRS SKIP_APT
+set -euo pipefail
+LAB=${LAB:-/tmp/enagent-lab}
+ORIG_PWD=$PWD
+mkdir -p "$LAB"; cd "$LAB"
+T_START=$(date +%s)
+log() { echo "[boot-lab +$(( $(date +%s) - T_START ))s] $*"; }
+
+# ---------------------------------------------------------------- 1. packages (Debian 12 bookworm)
+if [ -z "${SKIP_APT:-}" ]; then
+  [ -n "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ] || apt-get update
+  log "apt-get install"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    qemu-system-x86 bluez bluez-test-tools dbus python3 python3-dbus python3-gi busybox-static kmod cpio > "$LAB/apt.log" 2>&1 \
+    || { tail -20 "$LAB/apt.log"; exit 1; }
+fi
+
+# ---------------------------------------------------------------- 2. guest kernel: Debian's linux-image-amd64, extracted (not installed)
+if ! ls "$LAB"/kernel/boot/vmlinuz-* >/dev/null 2>&1; then
+  log "downloading + extracting linux-image-amd64"
+  PKG=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
+  mkdir -p "$LAB/debs" && (cd "$LAB/debs" && apt-get download "$PKG" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  rm -rf "$LAB/kernel" && mkdir -p "$LAB/kernel"
+  dpkg-deb -x "$LAB"/debs/"$PKG"_*.deb "$LAB/kernel"
+  KV=$(ls "$LAB/kernel/lib/modules" | head -1)
+  depmod -b "$LAB/kernel" "$KV"
+  # uncompressed ELF vmlinux (PVH entry): qemu boots it directly, skipping SeaBIOS + in-guest decompression (~4 s under TCG)
+  python3 - "$LAB/kernel/boot/vmlinuz-$KV" "$LAB/kernel/vmlinux" <<'PY' || rm -f "$LAB/kernel/vmlinux"
+import lzma, sys
+d = open(sys.argv[1], 'rb').read(); i = d.find(b'\xfd7zXZ\x00')
+assert i > 0, "bzImage payload is not xz"
+open(sys.argv[2], 'wb').write(lzma.LZMADecompressor().decompress(d[i:]))
+PY
+fi
+KVER=$(ls "$LAB/kernel/lib/modules" | head -1)
+KIMG=$LAB/kernel/vmlinux; [ -s "$KIMG" ] || KIMG=$LAB/kernel/boot/vmlinuz-$KVER
+
+# ---------------------------------------------------------------- 3. initramfs: busybox + virtio/9p modules, switch_root into host /
+if [ ! -f "$LAB/initrd.cpio.gz" ]; then
+  log "building initramfs"
+  W=$(mktemp -d)
+  mkdir -p $W/bin $W/dev $W/proc $W/sys $W/newroot $W/lower $W/upper $W/mods
+  cp /bin/busybox $W/bin/busybox
+  for a in sh mount umount insmod switch_root echo cat sed mkdir sleep poweroff; do ln -s busybox $W/bin/$a; done
+  M=$LAB/kernel/lib/modules/$KVER/kernel
+  for m in drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_pci_legacy_dev.ko \
+           drivers/virtio/virtio_pci_modern_dev.ko drivers/virtio/virtio_pci.ko \
+           fs/netfs/netfs.ko fs/fscache/fscache.ko net/9p/9pnet.ko net/9p/9pnet_virtio.ko fs/9p/9p.ko fs/overlayfs/overlay.ko; do
+    cp $M/$m $W/mods/
+  done
+  cat > $W/init <<'INIT'
+#!/bin/sh
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p overlay; do
+  insmod /mods/$m.ko || echo "initrd: insmod $m failed"
+done
+i=0; until mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /lower; do
+  i=$((i+1)); [ $i -gt 50 ] && { echo "initrd: cannot mount 9p root"; poweroff -f; }; sleep 0.1; done
+# writable root: overlay of the read-only host / (9p) and a tmpfs (guest writes are thrown away at power-off)
+mount -t tmpfs -o mode=755 tmpfs /upper && mkdir -p /upper/u /upper/w
+mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w /newroot \
+  || { echo "initrd: overlay failed, using read-only 9p root"; mount --move /lower /newroot; }
+GINIT=$(sed -n 's/.*btlab.init=\([^ ]*\).*/\1/p' /proc/cmdline)
+umount /proc /sys /dev 2>/dev/null
+exec switch_root /newroot ${GINIT:-/bin/sh}
+INIT
+  chmod +x $W/init
+  (cd $W && find . | cpio -o -H newc --quiet | gzip -1) > "$LAB/initrd.cpio.gz"
+  rm -rf $W
+fi
+
+# ---------------------------------------------------------------- 4. guest-side files
+# kernel module helper: the guest's modules live in $LAB/kernel, not in /lib/modules of the (read-only) host root
+cat > "$LAB/modprobe.sh" <<EOF
+#!/bin/sh
+exec /sbin/modprobe -d $LAB/kernel "\$@"
+EOF
+chmod +x "$LAB/modprobe.sh"
+
+cat > "$LAB/guest-init.sh" <<'EOF'
+#!/bin/sh
+# PID 1 inside the guest. / = overlay(host / read-only via 9p tag "hostroot", tmpfs); $LAB (this script's dir) is
+# the read-write 9p share "lab"; RW_DIRS are "rw0", "rw1", ... mounted at their host paths.
+LAB=$(dirname "$0")
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+up() { cut -d' ' -f1 /proc/uptime; }
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm
+# fresh /run and BlueZ state; /tmp etc. only need a tmpfs if the root is not the writable overlay
+for d in /run /var/lib/bluetooth; do mount -t tmpfs tmpfs $d; done
+touch /.btlab-rw 2>/dev/null || for d in /tmp /var/tmp /root; do mount -t tmpfs tmpfs $d; done
+chmod 700 /var/lib/bluetooth
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mkdir -p $LAB 2>/dev/null; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 lab $LAB || { echo "GUEST: cannot mount lab share"; busybox poweroff -f; }
+i=0; for d in $(echo "$BTLAB_RW" | tr ':' ' '); do
+  mkdir -p $d 2>/dev/null; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 rw$i $d || echo "GUEST: cannot mount $d"; i=$((i+1)); done
+OUT=$LAB/out; mkdir -p $OUT
+echo "GUEST: kernel $(uname -r) up at $(up)s"
+busybox ifconfig lo 127.0.0.1 up; busybox hostname btlab-guest
+
+echo $LAB/modprobe.sh > /proc/sys/kernel/modprobe      # kernel auto-loading (crypto-stdrng, net-pf-31, ...)
+$LAB/modprobe.sh -a drbg jitterentropy_rng af_alg algif_hash algif_skcipher cmac ecb bluetooth hci_vhci || echo "GUEST: modprobe failed"
+# btvirt needs AF_ALG ecb(aes)/cmac(aes); instantiate them first so btvirt does not stall in request_module() while the
+# kernel is already waiting (2 s) for HCI_Reset on its first controller ("hci0: Opcode 0x0c03 failed: -110").
+python3 -c '
+import socket
+for t, n in (("skcipher", "ecb(aes)"), ("hash", "cmac(aes)")):
+    s = socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET); s.bind((t, n)); s.close()' || echo "GUEST: AF_ALG warm-up failed"
+echo "GUEST: modules loaded at $(up)s"
+
+mkdir -p /run/dbus
+dbus-daemon --system --fork --nopidfile || echo "GUEST: dbus-daemon failed"
+btmon -t > $OUT/btmon.txt 2>&1 & BTMON=$!
+BTCONF=/etc/bluetooth/main.conf; [ -f $LAB/main.conf ] && BTCONF=$LAB/main.conf
+/usr/libexec/bluetooth/bluetoothd -n -d -f $BTCONF ${BLUETOOTHD_EXTRA} > $OUT/bluetoothd.log 2>&1 &
+objs() { dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null; }
+n_adapters() { objs | grep -cE 'object path "/org/bluez/hci[0-9]+"$'; }
+for i in $(seq 50); do objs >/dev/null && break; sleep 0.2; done
+echo "GUEST: dbus-daemon + bluetoothd up at $(up)s"
+NCTRL=${NCTRL:-2}
+for attempt in 1 2 3; do
+  btvirt ${BTVIRT_OPTS:--l2} > $OUT/btvirt.log 2>&1 & BTVIRT=$!
+  for i in $(seq 75); do [ "$(n_adapters)" -ge $NCTRL ] && break; sleep 0.2; done
+  [ "$(n_adapters)" -ge $NCTRL ] && break
+  echo "GUEST: btvirt attempt $attempt: only $(n_adapters)/$NCTRL adapters reached bluetoothd, restarting btvirt"
+  kill $BTVIRT; wait $BTVIRT; sleep 1
+done
+echo "GUEST: $(n_adapters) adapters on D-Bus ($(ls /sys/class/bluetooth | tr '\n' ' ')) at $(up)s"
+
+$LAB/guest-payload.sh; RC=$?
+echo "GUEST: payload rc=$RC at $(up)s"
+echo $RC > $OUT/rc
+kill $BTMON 2>/dev/null; sleep 0.3; sync
+busybox poweroff -f
+EOF
+chmod +x "$LAB/guest-init.sh"
+
+# optional user payload
+[ $# -gt 0 ] || { echo "usage: $0 'command to run in the guest'" >&2; exit 64; }
+printf '#!/bin/sh\ncd %q\n%s\n' "$ORIG_PWD" "$*" > "$LAB/guest-payload.sh"; chmod +x "$LAB/guest-payload.sh"
+
+# ---------------------------------------------------------------- 5. boot
+RWARGS=(); RWLIST=""; i=0
+for d in ${RW_DIRS:-}; do
+  RWARGS+=(-fsdev "local,id=rw$i,path=$d,security_model=none,multidevs=remap" -device "virtio-9p-pci,fsdev=rw$i,mount_tag=rw$i")
+  RWLIST="${RWLIST:+$RWLIST:}$d"; i=$((i+1))
+done
+CMDLINE="console=ttyS0 quiet panic=-1 btlab.init=$LAB/guest-init.sh BTVIRT_OPTS=${BTVIRT_OPTS:--l2} NCTRL=${NCTRL:-2}"
+[ -n "${BLUETOOTHD_EXTRA:-}" ] && CMDLINE="$CMDLINE BLUETOOTHD_EXTRA=$BLUETOOTHD_EXTRA"
+[ -n "$RWLIST" ] && CMDLINE="$CMDLINE BTLAB_RW=$RWLIST"
+rm -rf "$LAB/out"; mkdir -p "$LAB/out"
+log "booting $KVER ($(basename $KIMG)) under qemu (${ACCEL:-tcg})"
+set +e
+timeout "${QEMU_TIMEOUT:-600}" qemu-system-x86_64 -accel "${ACCEL:-tcg}" -m "${MEM:-1024}" -smp "${SMP:-2}" \
+  -kernel "$KIMG" -initrd "$LAB/initrd.cpio.gz" -append "$CMDLINE" \
+  -nographic -no-reboot -nic none \
+  -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+  -fsdev "local,id=lab,path=$LAB,security_model=none,multidevs=remap" -device virtio-9p-pci,fsdev=lab,mount_tag=lab \
+  "${RWARGS[@]}" < /dev/null 2>&1 | tee "$LAB/out/console.log" | tr -d '\r' | sed -u 's/^.*Booting from ROM\.*//' | grep -v -e '^\s*$' -e 'SeaBIOS'
+QRC=${PIPESTATUS[0]}
+set -e
+RC=$(cat "$LAB/out/rc" 2>/dev/null || echo 99)
+log "qemu exit $QRC, guest payload rc=$RC (logs: $LAB/out: console.log bluetoothd.log btmon.txt btvirt.log)"
+exit "$RC"

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""report.py OUT ENCTL [--check]: what happened in the lab, readable in ten seconds.
+
+Reads each agent's database (OUT/a, OUT/b) and btmon's trace (OUT/btmon.txt). For each agent it
+derives the other's RPIs from the other's stored TEKs with `enctl derive`, and counts the sightings
+that carry them. From btmon it pairs every advertiser address with the RPIs it carried.
+With --check it exits 1 unless: each agent recorded the other's RPIs; no sighting is of the
+agent's own RPIs; every RPI came from exactly one address and every address carried one RPI;
+at least four RPIs went on the air; both agents stopped cleanly (exit 0) on SIGTERM."""
+import json, re, sqlite3, subprocess, sys
+
+out, enctl = sys.argv[1], sys.argv[2]
+check = "--check" in sys.argv
+failures = []
+
+def rows(agent, sql):
+    db = sqlite3.connect(f"file:{out}/{agent}/enagent.db?mode=ro", uri=True)
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+def derived_rpis(agent):
+    rpis = set()
+    for key, start, period in rows(agent, "SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key"):
+        result = subprocess.run([enctl, "derive", "--tek", key.hex(), "--interval", str(start), "--count", str(period), "--json"],
+                                check=True, capture_output=True, text=True)
+        rpis |= {row["rpi"] for row in json.loads(result.stdout)}
+    return rpis
+
+agents = {"a": "hci0", "b": "hci1"}
+for agent in agents:
+    status = open(f"{out}/{agent}/exit-status").read().strip()
+    if status != "0":
+        failures.append(f"agent {agent} exited with status {status} on SIGTERM, not 0")
+own = {agent: derived_rpis(agent) for agent in agents}
+print("WHO SAW WHOM")
+for agent, other in (("a", "b"), ("b", "a")):
+    sightings = rows(agent, "SELECT rpi, rssi FROM sighting")
+    seen = [rpi.hex() for rpi, _ in sightings]
+    of_other = [rpi for rpi in seen if rpi in own[other]]
+    of_self = [rpi for rpi in seen if rpi in own[agent]]
+    unknown_rssi = sum(1 for _, rssi in sightings if rssi is None)
+    print(f"  {agent} ({agents[agent]}) saw {other} ({agents[other]}): {len(of_other)} sightings of {len(set(of_other))} "
+          f"distinct RPIs, all derived from {other}'s TEK by enctl derive" if of_other and len(of_other) == len(seen)
+          else f"  {agent} ({agents[agent]}): {len(seen)} sightings, {len(of_other)} of {other}'s RPIs, {len(of_self)} of its own")
+    print(f"      RSSI unknown in {unknown_rssi} of {len(sightings)} (the emulated controllers report none)")
+    if not of_other:
+        failures.append(f"{agent} recorded none of {other}'s RPIs")
+    if of_self:
+        failures.append(f"{agent} recorded {len(of_self)} of its own RPIs")
+    if len(of_other) != len(seen):
+        failures.append(f"{agent} recorded {len(seen) - len(of_other)} sightings that derive from no agent's key")
+
+print("ADDRESS ↔ RPI (from btmon's advertising reports)")
+# Pair each address with the service data in the same advertising report event only.
+pairs, address, in_report = set(), None, False
+for line in open(f"{out}/btmon.txt", errors="replace"):
+    if line[:1] in "<>@=":
+        in_report, address = False, None
+    if "Advertising Report" in line and line.startswith("      LE"):
+        in_report = True
+    if not in_report:
+        continue
+    found = re.search(r"^\s+Address: ([0-9A-F:]{17})", line)
+    if found:
+        address = found.group(1)
+    data = re.search(r"^\s+Data: ([0-9a-f]{40})$", line)
+    if data and address:
+        pairs.add((address, data.group(1)[:32]))
+by_rpi, by_address = {}, {}
+for address, rpi in pairs:
+    by_rpi.setdefault(rpi, set()).add(address)
+    by_address.setdefault(address, set()).add(rpi)
+for address, rpis in sorted(by_address.items()):
+    owner = next((agent for agent, keys in own.items() if rpis & keys), "?")
+    print(f"  {address}  {' '.join(sorted(rpis))}  ({owner})")
+bad_rpis = {rpi: addresses for rpi, addresses in by_rpi.items() if len(addresses) != 1}
+bad_addresses = {address: rpis for address, rpis in by_address.items() if len(rpis) != 1}
+print(f"  {len(by_rpi)} RPIs from {len(by_address)} addresses: "
+      + ("each RPI from one address, each address with one RPI" if not bad_rpis and not bad_addresses else "PAIRING BROKEN"))
+if bad_rpis or bad_addresses:
+    failures.append(f"RPIs on several addresses: {bad_rpis}; addresses with several RPIs: {bad_addresses}")
+if len(by_rpi) < 4:
+    failures.append(f"only {len(by_rpi)} RPIs went on the air: too few rotations")
+
+if failures:
+    print("FAILED:\n  " + "\n  ".join(failures))
+print("lab-test: " + ("FAIL" if failures else "PASS"))
+sys.exit(1 if failures and check else 0)
