@@ -38,7 +38,7 @@ run: deps
 
 # The lab: two agents on emulated radios in a qemu guest with a real bluetoothd (lab/).
 LAB ?= /tmp/enagent-lab
-LAB_SECONDS ?= 60
+LAB_SECONDS ?= 40
 lab: deps
 	$(SWIFT) build --product enagentd
 	$(SWIFT) build --product enctl

@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
-        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport"]),
+        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

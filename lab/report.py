@@ -6,7 +6,9 @@ derives the other's RPIs from the other's stored TEKs with `enctl derive`, and c
 that carry them. From btmon it pairs every advertiser address with the RPIs it carried.
 With --check it exits 1 unless: each agent recorded the other's RPIs; no sighting is of the
 agent's own RPIs; every RPI came from exactly one address and every address carried one RPI;
-at least four RPIs went on the air; both agents stopped cleanly (exit 0) on SIGTERM."""
+at least four RPIs went on the air; both agents stopped cleanly (exit 0) on SIGTERM; after
+bluetoothd's restart each agent advertised and scanned again within 10 s; across agent a's SIGKILL
+and restart its database stayed intact, its TEKs the same and no committed sighting was lost."""
 import json, re, sqlite3, subprocess, sys
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -83,6 +85,24 @@ if bad_rpis or bad_addresses:
     failures.append(f"RPIs on several addresses: {bad_rpis}; addresses with several RPIs: {bad_addresses}")
 if len(by_rpi) < 4:
     failures.append(f"only {len(by_rpi)} RPIs went on the air: too few rotations")
+
+print("RECOVERY")
+for line in open(f"{out}/phases/bluetoothd-restart"):
+    adapter, took = line.split()
+    print(f"  bluetoothd killed and restarted: {adapter} advertising and scanning again after {took} s")
+    if took == "timeout" or float(took) > 10:
+        failures.append(f"{adapter} did not advertise and scan within 10 s of bluetoothd's restart ({took})")
+snapshots = {name: json.load(open(f"{out}/phases/{name}.json")) for name in ("before-kill", "after-kill", "end")}
+before, after, end = snapshots["before-kill"], snapshots["after-kill"], snapshots["end"]
+kept = all(end["keys"].get(start) == key for start, key in before["keys"].items())
+print(f"  agent a killed with SIGKILL: {before['sightings']} sightings committed before, {after['sightings']} after, "
+      f"{end['sightings']} at the end; database {after['integrity']}; TEKs {'kept' if kept else 'CHANGED'} after the restart")
+if after["integrity"] != "ok":
+    failures.append(f"agent a's database after SIGKILL: {after['integrity']}")
+if after["sightings"] < before["sightings"] or end["sightings"] < after["sightings"]:
+    failures.append("committed sightings were lost across SIGKILL and restart")
+if not kept:
+    failures.append("agent a's TEKs changed across SIGKILL and restart")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))

@@ -15,15 +15,17 @@ public struct SystemClock: AgentClock {
     public func realSeconds(until time: Int64) -> Double { Double(time) - Date().timeIntervalSince1970 }
 }
 
-/// The wall clock run `scale` times faster from the moment it is made: the lab uses it to see
-/// many EN intervals (and days) in minutes. Never for real use: keys would not match anyone's.
+/// The wall clock run `scale` times faster from `origin` (unix seconds) on: the lab uses it to
+/// see many EN intervals (and days) in minutes; processes given the same origin agree on the
+/// time. Never for real use: keys would not match anyone's.
 public struct ScaledClock: AgentClock {
     public let scale: Double
-    private let origin = Date().timeIntervalSince1970
+    private let origin: Double
 
-    public init(scale: Double) {
+    public init(scale: Double, origin: Int64) {
         precondition(scale >= 1, "a scaled clock runs faster, not slower")
         self.scale = scale
+        self.origin = Double(origin)
     }
 
     public var now: Int64 { Int64(origin + (Date().timeIntervalSince1970 - origin) * scale) }

@@ -18,6 +18,8 @@ public final class RadioAgent: @unchecked Sendable {
     private let logger: Logger
     private var pending = [Sighting]()
     private var ownIdentifiers = [RollingProximityIdentifier]()
+    /// The interval whose RPI was last put on the air, kept in the store across restarts.
+    private var advertisedInterval: ENIntervalNumber?
     private var rotationTimer: (any DispatchSourceTimer)?
     private var scanTimer: (any DispatchSourceTimer)?
     private var running = false
@@ -28,6 +30,8 @@ public final class RadioAgent: @unchecked Sendable {
     static let flushThreshold = 1_000
     /// Own RPIs remembered, so that the device never records itself even just after a rotation.
     static let ownIdentifierMemory = 4
+    /// After the radio refused, try again this soon (bluetoothd may be restarting).
+    static let retrySeconds = 1.0
 
     public init(radio: any Radio, keys: KeySchedule, store: AgentStore, clock: any AgentClock,
                 schedule: RadioSchedule, metadata: Metadata, logger: Logger) {
@@ -40,9 +44,13 @@ public final class RadioAgent: @unchecked Sendable {
         self.logger = logger
     }
 
+    /// The setting that remembers `advertisedInterval`.
+    static let advertisedIntervalSetting = "advertised-interval"
+
     /// Starts advertising and scanning.
     public func start() {
         queue.sync {
+            advertisedInterval = (try? store.setting(Self.advertisedIntervalSetting)).flatMap { $0.flatMap(UInt32.init) }.map { ENIntervalNumber($0) }
             running = true
             rotate()
             scanCycle()
@@ -96,10 +104,14 @@ public final class RadioAgent: @unchecked Sendable {
         do {
             let now = clock.now
             let broadcast = try keys.broadcast(metadata: metadata, at: now)
-            if advertising, broadcast.rpi == ownIdentifiers.last {
-                // A new registration means a new address: it must bring a new RPI, so wait for the next interval.
+            if broadcast.interval == advertisedInterval {
+                // Every registration gets a new address, which must come with a new RPI: an RPI
+                // already on the air (before a restart of bluetoothd or of this agent, too) is never
+                // registered again. The next interval brings a new one.
                 nextIn = clock.realSeconds(until: broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval)
             } else {
+                try store.setSetting(Self.advertisedIntervalSetting, to: String(broadcast.interval.rawValue))
+                advertisedInterval = broadcast.interval
                 try radio.advertise(broadcast.serviceData)
                 advertising = true
                 ownIdentifiers.append(broadcast.rpi)
@@ -109,6 +121,7 @@ public final class RadioAgent: @unchecked Sendable {
         } catch {
             advertising = false
             logger.error("cannot advertise: \(error)")
+            nextIn = Self.retrySeconds
         }
         // No later than the start of the next TEK, which brings a new identifier at once.
         let nextKey = (ENIntervalNumber(unixSeconds: clock.now)?.rollingPeriodStart.unixSeconds ?? clock.now) + 86_400
@@ -125,11 +138,13 @@ public final class RadioAgent: @unchecked Sendable {
         } catch {
             scanning = false
             logger.error("cannot scan: \(error)")
+            scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
+            return
         }
         let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
         scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
             if !continuous {
-                if scanning { radio.stopScanning() }
+                radio.stopScanning()
                 scanning = false
             }
             flush()

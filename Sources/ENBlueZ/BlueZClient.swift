@@ -107,26 +107,20 @@ public final class BlueZClient: Sendable {
         }
     }
 
-    /// Calls `handler` when an adapter appears, vanishes or changes (for example, is powered off).
+    /// Calls `handler` when an adapter appears or vanishes, or is powered on or off (not for the
+    /// property changes that discovery itself causes).
     public func followAdapters(_ handler: @escaping @Sendable () -> Void) throws(DBusError) -> [SignalSubscription] {
-        let rules = [
-            MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded"),
-            MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved"),
-            MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: ExportedObject.propertiesInterface,
-                      member: "PropertiesChanged", arg0: BlueZ.adapterInterface),
-        ]
-        var subscriptions = [SignalSubscription]()
-        for rule in rules {
-            subscriptions.append(try connection.subscribe(rule) { message in
-                let arguments = message.arguments
-                let interfaces = arguments.dropFirst().first
-                let concernsAdapter = message.member == "PropertiesChanged"
-                    || interfaces?.stringKeyed?[BlueZ.adapterInterface] != nil
-                    || interfaces?.elements?.contains(.string(BlueZ.adapterInterface)) == true
-                if concernsAdapter { handler() }
-            })
+        let appeared = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded")) { message in
+            if message.arguments.dropFirst().first?.stringKeyed?[BlueZ.adapterInterface] != nil { handler() }
         }
-        return subscriptions
+        let vanished = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved")) { message in
+            if message.arguments.dropFirst().first?.elements?.contains(.string(BlueZ.adapterInterface)) == true { handler() }
+        }
+        let powered = try connection.subscribe(MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: ExportedObject.propertiesInterface,
+                                                         member: "PropertiesChanged", arg0: BlueZ.adapterInterface)) { message in
+            if message.arguments.dropFirst().first?.stringKeyed?["Powered"] != nil { handler() }
+        }
+        return [appeared, vanished, powered]
     }
 
     private func report(path: String, properties: [String: DBusValue]) -> DeviceReport? {

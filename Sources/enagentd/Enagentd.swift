@@ -33,6 +33,10 @@ struct Enagentd: ParsableCommand {
                                visibility: .hidden))
     var timeScale = 1
 
+    @Option(help: ArgumentHelp("Lab only: the unix time from which the faster clock runs (default: start-up).", valueName: "seconds",
+                               visibility: .hidden))
+    var timeOrigin: Int64?
+
     @OptionGroup(title: "Radio")
     var radio: RadioOptions
 
@@ -56,7 +60,8 @@ struct Enagentd: ParsableCommand {
             throw ExitCode.failure
         }
         // Signal handling is in place before READY=1: systemd may stop us right after it.
-        let clock: any AgentClock = timeScale > 1 ? ScaledClock(scale: Double(timeScale)) : SystemClock()
+        let clock: any AgentClock = timeScale > 1
+            ? ScaledClock(scale: Double(timeScale), origin: timeOrigin ?? Int64(Date().timeIntervalSince1970)) : SystemClock()
         let retention = RetentionPolicy(days: retentionDays)
         let radioAgent = radio.noRadio ? nil : try startRadio(store: store, clock: clock, retention: retention, logger: logger)
         let termination = TerminationSignals.handle(on: .main) {

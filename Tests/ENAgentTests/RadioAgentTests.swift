@@ -1,0 +1,89 @@
+import ENAgent
+import ENCore
+import ENStore
+import Logging
+import Synchronization
+import TestSupport
+import Testing
+
+/// A radio that records what the agent asks of it.
+final class RecordingRadio: Radio {
+    private let calls = Mutex<[String]>([])
+    private let advertised = Mutex<[[UInt8]]>([])
+
+    func advertise(_ serviceData: [UInt8]) throws {
+        calls.withLock { $0.append("advertise") }
+        advertised.withLock { $0.append(serviceData) }
+    }
+    func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
+    func startScanning() throws { calls.withLock { $0.append("startScanning") } }
+    func stopScanning() { calls.withLock { $0.append("stopScanning") } }
+
+    var log: [String] { calls.withLock { $0 } }
+    var serviceData: [[UInt8]] { advertised.withLock { $0 } }
+}
+
+@Suite struct RadioAgentTests {
+    let directory = TemporaryDirectory()
+    let clock = SimulatedClock(1_700_006_400 + 120)  // two minutes into an interval
+    let metadata = Metadata(transmitPower: -4)
+
+    func agent(_ radio: RecordingRadio, store: AgentStore) throws -> RadioAgent {
+        RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                   schedule: .standard, metadata: metadata, logger: Logger(label: "test"))
+    }
+
+    @Test func advertisesTheCurrentIdentifierAndScansAtOnce() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        agent.stop()
+        #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"])
+        let expected = try KeySchedule(store: store, clock: clock).broadcast(metadata: metadata)
+        #expect(radio.serviceData == [expected.serviceData])
+    }
+
+    @Test func neverRegistersTheSameIdentifierTwiceEvenAfterARestart() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let first = try agent(radio, store: store)
+        first.start()
+        first.radioReturned()  // bluetoothd came back within the same interval
+        first.stop()
+        #expect(radio.log.filter { $0 == "advertise" }.count == 1)
+
+        let restarted = RecordingRadio()
+        let second = try agent(restarted, store: store)
+        second.start()
+        second.stop()
+        #expect(!restarted.log.contains("advertise"), "the interval's RPI was on the air before the restart")
+
+        clock.advance(by: 600)
+        let nextInterval = RecordingRadio()
+        let third = try agent(nextInterval, store: store)
+        third.start()
+        third.stop()
+        #expect(nextInterval.log.filter { $0 == "advertise" }.count == 1)
+        #expect(nextInterval.serviceData.first?.prefix(16) != radio.serviceData.first?.prefix(16))
+    }
+
+    @Test func recordsOthersNeverItselfAndDropsMalformedData() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        let own = try #require(radio.serviceData.first)
+        let other = Array(0..<20).map(UInt8.init)
+        agent.report(RadioReport(serviceData: own, rssi: -50, adapter: "hci0"))
+        agent.report(RadioReport(serviceData: other, rssi: 127, adapter: "hci0"))
+        agent.report(RadioReport(serviceData: other, rssi: -61, adapter: "hci0"))
+        agent.report(RadioReport(serviceData: Array(other.prefix(19)), rssi: -61, adapter: "hci0"))
+        agent.stop()
+        let stored = try store.sightings()
+        #expect(stored.count == 2)
+        #expect(stored.allSatisfy { $0.rpi.bytes == Array(other.prefix(16)) && $0.aem.bytes == Array(other.suffix(4)) })
+        #expect(stored.map(\.rssi) == [nil, -61], "RSSI 127 is unknown")
+        #expect(stored.allSatisfy { $0.time == clock.now && $0.adapter == "hci0" })
+    }
+}

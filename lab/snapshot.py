@@ -1,0 +1,10 @@
+#!/usr/bin/env python3
+"""snapshot.py DB: an agent database's keys, sighting count and integrity, as JSON (read-only)."""
+import json, sqlite3, sys
+
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+print(json.dumps({
+    "keys": {str(start): key.hex() for start, key in db.execute("SELECT rolling_start_interval_number, key_data FROM temporary_exposure_key")},
+    "sightings": db.execute("SELECT count(*) FROM sighting").fetchone()[0],
+    "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
+}))
