@@ -5,6 +5,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
+SYSCONFDIR ?= /etc
 SWIFT ?= swift
 RUN_DIR ?= $(CURDIR)/run
 
@@ -54,10 +55,12 @@ proto:
 	protoc --plugin=protoc-gen-swift=$$($(SWIFT) build -c release --show-bin-path)/protoc-gen-swift \
 		--swift_opt=Visibility=Internal --swift_out=Sources/ENKeyFiles/Generated -I $(PROTO_DIR) $(PROTO_DIR)/export.proto
 
+# The configuration file is the administrator's: installed only where there is none.
 install: release
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
 	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enagentd $(DESTDIR)$(SBINDIR)/enagentd
 	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enctl $(DESTDIR)$(BINDIR)/enctl
+	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/enagentd $(DESTDIR)$(BINDIR)/enctl

@@ -11,7 +11,7 @@ set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")
 STATE=/run/enagent-lab
-LAB_OPTIONS="--power-on --verbose --tx-power -4 --time-scale 120 --time-origin $(date +%s) --rotation-seconds 6-8 --scan-seconds 3 --scan-interval-seconds 4"
+LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $(date +%s)"
 rm -rf "$OUT/a" "$OUT/b" "$OUT/phases" "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$OUT/phases"
 agent() { exec "$BIN/enagentd" --state-dir "$STATE/$1" --adapter "$2" $LAB_OPTIONS >> "$STATE/$1/enagentd.log" 2>&1; }
 

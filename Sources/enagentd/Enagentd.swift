@@ -20,11 +20,14 @@ struct Enagentd: ParsableCommand {
             the retention period. Usually started by systemd; stops cleanly on SIGTERM or SIGINT.
             """)
 
-    @Option(help: ArgumentHelp("Directory for the database (created with mode 0700).", valueName: "dir"))
-    var stateDir = "/var/lib/enagent"
+    @Option(help: ArgumentHelp("The configuration file (default: \(AgentConfiguration.defaultPath), if present).", valueName: "path"))
+    var config: String?
 
-    @Option(help: ArgumentHelp("Days to keep keys and sightings.", valueName: "days"))
-    var retentionDays = RetentionPolicy.protocolDefault.days
+    @Option(help: ArgumentHelp("Directory for the database, created with mode 0700 (default: /var/lib/enagent).", valueName: "dir"))
+    var stateDir: String?
+
+    @Option(help: ArgumentHelp("Days to keep keys and sightings, 1...365 (default: 14).", valueName: "days"))
+    var retentionDays: Int?
 
     @Flag(help: "Log debug messages.")
     var verbose = false
@@ -41,8 +44,22 @@ struct Enagentd: ParsableCommand {
     var radio: RadioOptions
 
     func validate() throws {
-        guard (1...365).contains(retentionDays) else { throw ValidationError("--retention-days must be between 1 and 365.") }
+        if let retentionDays, !(1...365).contains(retentionDays) { throw ValidationError("--retention-days must be between 1 and 365.") }
         guard (1...3_600).contains(timeScale) else { throw ValidationError("--time-scale must be between 1 and 3600.") }
+    }
+
+    /// The configuration file: the one named, else the default one if it exists.
+    private func loadConfiguration() throws -> AgentConfiguration {
+        let path = config ?? AgentConfiguration.defaultPath
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if config == nil { return AgentConfiguration() }
+            throw ValidationError("cannot read the configuration file \(path)")
+        }
+        do {
+            return try AgentConfiguration(text: String(decoding: data, as: UTF8.self), path: path)
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
     func run() throws {
@@ -52,9 +69,12 @@ struct Enagentd: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "enagentd")
+        let file = try loadConfiguration()
+        let radioSettings = try RadioSettings(options: radio, file: file)
+        let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"
         let store: AgentStore
         do {
-            store = try AgentStore(path: stateDir + "/enagent.db")
+            store = try AgentStore(path: stateDirectory + "/enagent.db")
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure
@@ -62,8 +82,9 @@ struct Enagentd: ParsableCommand {
         // Signal handling is in place before READY=1: systemd may stop us right after it.
         let clock: any AgentClock = timeScale > 1
             ? ScaledClock(scale: Double(timeScale), origin: timeOrigin ?? Int64(Date().timeIntervalSince1970)) : SystemClock()
-        let retention = RetentionPolicy(days: retentionDays)
-        let radioAgent = radio.noRadio ? nil : try startRadio(store: store, clock: clock, retention: retention, logger: logger)
+        let retention = RetentionPolicy(days: retentionDays ?? file.retentionDays ?? RetentionPolicy.protocolDefault.days)
+        let radioAgent = radioSettings.enabled
+            ? try startRadio(radioSettings, store: store, clock: clock, retention: retention, logger: logger) : nil
         let termination = TerminationSignals.handle(on: .main) {
             Systemd.notify("STOPPING=1")
             logger.info("stopping")
@@ -86,16 +107,17 @@ struct Enagentd: ParsableCommand {
 
     /// Connects to BlueZ on the system bus and starts advertising and scanning; follows bluetoothd
     /// and the adapter so that the radio comes back by itself after either goes away.
-    private func startRadio(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, logger: Logger) throws -> RadioAgent {
+    private func startRadio(_ settings: RadioSettings, store: AgentStore, clock: any AgentClock, retention: RetentionPolicy,
+                            logger: Logger) throws -> RadioAgent {
         let connection: DBusConnection
         do { connection = try DBusConnection.system() } catch {
             logger.critical("cannot connect to the system bus: \(error)")
             throw ExitCode.failure
         }
         let client = BlueZClient(connection: connection)
-        let bluez = BlueZRadio(client: client, adapterName: radio.adapter, mayPowerOn: radio.powerOn)
+        let bluez = BlueZRadio(client: client, adapterName: settings.adapter, mayPowerOn: settings.powerOn)
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                               clock: clock, schedule: radio.schedule, metadata: Metadata(transmitPower: radio.txPower), logger: logger)
+                               clock: clock, schedule: settings.schedule, metadata: Metadata(transmitPower: settings.txPower), logger: logger)
         let subscriptions = try client.followDevices { report in
             guard let data = report.serviceData, report.adapter == bluez.adapterInUse else { return }
             agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter))

@@ -1,45 +1,58 @@
 import ArgumentParser
 import ENAgent
 
-/// enagentd's radio settings.
+/// enagentd's radio settings; each overrides the configuration file's key of the same name.
 struct RadioOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The Bluetooth adapter to use, such as hci1 (default: the first LE adapter).", valueName: "name"))
     var adapter: String?
 
-    @Flag(help: "Switch the adapter on when it is off.")
-    var powerOn = false
+    @Flag(inversion: .prefixedNo, help: "Switch the adapter on when it is off (default: no).")
+    var powerOn: Bool?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm, written into the metadata.", valueName: "dBm"))
-    var txPower: Int8 = 0
+    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm, written into the metadata (default: 0).", valueName: "dBm"))
+    var txPower: Int8?
 
-    @Option(help: ArgumentHelp("Seconds between identifier rotations, as MIN-MAX (random in between).", valueName: "min-max"),
+    @Option(help: ArgumentHelp("Seconds between identifier rotations, as MIN-MAX, random in between (default: 600-1200).", valueName: "min-max"),
             transform: RadioOptions.range)
-    var rotationSeconds: ClosedRange<Int> = RadioSchedule.standard.rotationSeconds
+    var rotationSeconds: ClosedRange<Int>?
 
-    @Option(help: ArgumentHelp("Length of a scan in seconds.", valueName: "seconds"))
-    var scanSeconds = RadioSchedule.standard.scanSeconds
+    @Option(help: ArgumentHelp("Length of a scan in seconds (default: 4).", valueName: "seconds"))
+    var scanSeconds: Int?
 
-    @Option(help: ArgumentHelp("Seconds from the start of one scan to the next (equal to --scan-seconds: continuous).", valueName: "seconds"))
-    var scanIntervalSeconds = RadioSchedule.standard.scanIntervalSeconds
+    @Option(help: ArgumentHelp("Seconds from the start of one scan to the next, at most 300; equal to --scan-seconds scans continuously (default: 300).",
+                               valueName: "seconds"))
+    var scanIntervalSeconds: Int?
 
-    @Flag(help: "Run without the radio: only keep keys and the database.")
-    var noRadio = false
-
-    var schedule: RadioSchedule {
-        RadioSchedule(rotationSeconds: rotationSeconds, scanSeconds: scanSeconds, scanIntervalSeconds: scanIntervalSeconds)
-    }
-
-    func validate() throws {
-        guard rotationSeconds.lowerBound >= 1 else { throw ValidationError("--rotation-seconds must start at 1 or more.") }
-        guard scanSeconds >= 1, scanIntervalSeconds >= scanSeconds else {
-            throw ValidationError("--scan-seconds must be at least 1 and at most --scan-interval-seconds.")
-        }
-        guard scanIntervalSeconds <= 300 else { throw ValidationError("--scan-interval-seconds must be at most 300 (see every device within 5 minutes).") }
-    }
+    @Flag(inversion: .prefixedNo, help: "Use the radio; --no-radio only keeps keys and the database (default: use it).")
+    var radio: Bool?
 
     static func range(_ text: String) throws -> ClosedRange<Int> {
         let bounds = text.split(separator: "-").compactMap { Int($0) }
         guard bounds.count == 2, bounds[0] <= bounds[1] else { throw ValidationError("expected MIN-MAX, e.g. 600-1200") }
         return bounds[0]...bounds[1]
+    }
+}
+
+/// The radio settings in force: the command line over the configuration file over the defaults.
+struct RadioSettings {
+    var enabled: Bool
+    var adapter: String?
+    var powerOn: Bool
+    var txPower: Int8
+    var schedule: RadioSchedule
+
+    init(options: RadioOptions, file: AgentConfiguration) throws {
+        let standard = RadioSchedule.standard
+        enabled = options.radio ?? file.radio ?? true
+        adapter = options.adapter ?? file.adapter
+        powerOn = options.powerOn ?? file.powerOn ?? false
+        txPower = options.txPower ?? file.txPower ?? 0
+        schedule = RadioSchedule(rotationSeconds: options.rotationSeconds ?? file.rotationSeconds ?? standard.rotationSeconds,
+                                 scanSeconds: options.scanSeconds ?? file.scanSeconds ?? standard.scanSeconds,
+                                 scanIntervalSeconds: options.scanIntervalSeconds ?? file.scanIntervalSeconds ?? standard.scanIntervalSeconds)
+        guard schedule.rotationSeconds.lowerBound >= 1 else { throw ValidationError("rotation-seconds must start at 1 or more.") }
+        guard schedule.scanSeconds >= 1, schedule.scanSeconds <= schedule.scanIntervalSeconds, schedule.scanIntervalSeconds <= 300 else {
+            throw ValidationError("scan-seconds must be at least 1 and at most scan-interval-seconds, which is at most 300.")
+        }
     }
 }

@@ -44,4 +44,36 @@ import Testing
         #expect(log.contains("cannot create the directory \(blocker)"), "log: \(log)")
         #expect(log.contains("Not a directory"))
     }
+
+    @Test func theConfigurationFileSetsWhatTheCommandLineLeavesUnset() throws {
+        let notify = try NotifySocket(path: directory.file("notify"))
+        let configured = directory.file("configured")
+        let configuration = directory.file("enagent.conf")
+        try "# a test configuration\nstate-directory = \(configured)\nradio = no\nretention-days = 3\n"
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        let daemon = try start(["--config", configuration], notifySocket: notify)
+        #expect(notify.await("READY=1"))
+        daemon.terminate()
+        #expect(daemon.waitForExit() == 0)
+        #expect(FileManager.default.fileExists(atPath: configured + "/enagent.db"))
+
+        let overridden = directory.file("overridden")
+        let second = try start(["--config", configuration, "--state-dir", overridden], notifySocket: notify)
+        #expect(notify.await("READY=1"))
+        second.terminate()
+        #expect(second.waitForExit() == 0)
+        #expect(FileManager.default.fileExists(atPath: overridden + "/enagent.db"), "the command line wins")
+    }
+
+    @Test func aBadConfigurationFileIsAUsageErrorNamingTheLine() throws {
+        let notify = try NotifySocket(path: directory.file("notify"))
+        let configuration = directory.file("enagent.conf")
+        try "radio = no\nscan-seconds = 900\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let daemon = try start(["--config", configuration], notifySocket: notify)
+        #expect(daemon.waitForExit() == 64)
+        #expect(daemon.standardError().contains("\(configuration):2: scan-seconds must be a whole number from 1 to 300"))
+        let missing = try start(["--config", directory.file("absent.conf")], notifySocket: notify)
+        #expect(missing.waitForExit() == 64)
+        #expect(missing.standardError().contains("cannot read the configuration file"))
+    }
 }

@@ -30,4 +30,13 @@ final class NotifySocket {
         let count = recv(descriptor, &buffer, buffer.count, 0)
         return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
     }
+
+    /// Whether a message containing `text` arrives within `timeout` seconds (earlier ones are skipped).
+    func await(_ text: String, timeout: Int = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(Double(timeout))
+        while Date() < deadline {
+            if let message = receive(timeout: max(1, Int(deadline.timeIntervalSinceNow))), message.contains(text) { return true }
+        }
+        return false
+    }
 }

@@ -1,0 +1,78 @@
+import Foundation
+
+/// enagentd's configuration file: `key = value` lines, `#` comments, blank lines ignored.
+/// Every key is optional; the command line overrides the file.
+public struct AgentConfiguration: Equatable, Sendable {
+    public var stateDirectory: String?
+    public var retentionDays: Int?
+    public var radio: Bool?
+    public var adapter: String?
+    public var powerOn: Bool?
+    public var txPower: Int8?
+    public var rotationSeconds: ClosedRange<Int>?
+    public var scanSeconds: Int?
+    public var scanIntervalSeconds: Int?
+
+    public static let defaultPath = "/etc/enagent/enagent.conf"
+
+    /// The keys, in the order the documentation lists them.
+    public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
+                              "rotation-seconds", "scan-seconds", "scan-interval-seconds"]
+
+    public init() {}
+
+    /// Why a configuration file was refused: the file, the line and what is wrong.
+    public struct Error: Swift.Error, Equatable, CustomStringConvertible {
+        public let path: String
+        public let line: Int
+        public let reason: String
+        public var description: String { "\(path):\(line): \(reason)" }
+    }
+
+    /// Reads the text of the file at `path` (named in errors).
+    public init(text: String, path: String) throws(Error) {
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            guard !line.allSatisfy(\.isWhitespace) else { continue }
+            let fail = { (reason: String) in Error(path: path, line: index + 1, reason: reason) }
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw fail("expected key = value") }
+            let (key, value) = (parts[0], parts[1])
+            switch key {
+            case "state-directory":
+                guard value.hasPrefix("/") else { throw fail("state-directory must be an absolute path") }
+                stateDirectory = value
+            case "retention-days": retentionDays = try Self.integer(value, in: 1...365, key: key, fail)
+            case "radio": radio = try Self.boolean(value, key: key, fail)
+            case "adapter":
+                guard value.hasPrefix("hci"), Int(value.dropFirst(3)) != nil else { throw fail("adapter must be a name such as hci0") }
+                adapter = value
+            case "power-on": powerOn = try Self.boolean(value, key: key, fail)
+            case "tx-power": txPower = Int8(try Self.integer(value, in: -127...20, key: key, fail))
+            case "rotation-seconds":
+                let bounds = value.split(separator: "-").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                guard bounds.count == 2, bounds[0] >= 1, bounds[0] <= bounds[1] else { throw fail("rotation-seconds must be MIN-MAX, such as 600-1200") }
+                rotationSeconds = bounds[0]...bounds[1]
+            case "scan-seconds": scanSeconds = try Self.integer(value, in: 1...300, key: key, fail)
+            case "scan-interval-seconds": scanIntervalSeconds = try Self.integer(value, in: 1...300, key: key, fail)
+            default:
+                throw fail("unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
+            }
+        }
+    }
+
+    private static func integer(_ value: String, in range: ClosedRange<Int>, key: String, _ fail: (String) -> Error) throws(Error) -> Int {
+        guard let number = Int(value), range.contains(number) else {
+            throw fail("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    private static func boolean(_ value: String, key: String, _ fail: (String) -> Error) throws(Error) -> Bool {
+        switch value.lowercased() {
+        case "yes", "true", "on", "1": return true
+        case "no", "false", "off", "0": return false
+        default: throw fail("\(key) must be yes or no")
+        }
+    }
+}
