@@ -49,7 +49,7 @@ func benchmarkDerivation() throws {
             checksum ^= try crypto.rollingProximityIdentifier(key: rpik, interval: ENIntervalNumber(2_700_000)).low
         }
     }
-    print("RPI derivation (one core, OpenSSL EVP)")
+    print("RPI derivation (one core; HKDF on SHA256_Transform, AES-ECB through EVP)")
     print("  keys/s, RPIK + 144 RPIs each:   \(rate(keys.count, seconds))")
     print("  RPIs/s within those keys:       \(rate(keys.count * 144, seconds))")
     print("  RPIs/s, RPIK + 1 RPI each:      \(rate(20_000, singleSeconds))\(checksum == 42 ? " " : "")")
