@@ -11,18 +11,16 @@ public final class Advertisement: Sendable {
     /// Advertising interval bounds in milliseconds (protocol.md §2: 200–270 ms).
     public static let interval = (minimum: UInt32(200), maximum: UInt32(270))
 
-    /// - Parameter includeInterval: offer MinInterval/MaxInterval (BlueZ ignores them where it cannot set them).
-    public init(path: String, serviceData: [UInt8], includeInterval: Bool = true) {
+    /// MinInterval/MaxInterval are offered always: BlueZ ignores them where it cannot set them.
+    public init(path: String, serviceData: [UInt8]) {
         self.path = path
-        var properties = [
+        let properties = [
             DBusProperty("Type", "s", get: { .string("broadcast") }),
             DBusProperty("ServiceUUIDs", "as", get: { .strings(["FD6F"]) }),
             DBusProperty("ServiceData", "a{sv}", get: { .properties(["FD6F": .bytes(serviceData)]) }),
+            DBusProperty("MinInterval", "u", get: { .uint32(Advertisement.interval.minimum) }),
+            DBusProperty("MaxInterval", "u", get: { .uint32(Advertisement.interval.maximum) }),
         ]
-        if includeInterval {
-            properties += [DBusProperty("MinInterval", "u", get: { .uint32(Advertisement.interval.minimum) }),
-                           DBusProperty("MaxInterval", "u", get: { .uint32(Advertisement.interval.maximum) })]
-        }
         let released = released
         object = ExportedObject(path: path, interfaces: [
             DBusInterface(BlueZ.advertisementInterface, methods: [

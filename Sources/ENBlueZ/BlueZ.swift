@@ -21,8 +21,6 @@ public struct Adapter: Equatable, Sendable {
     public var powered: Bool
     /// Whether it can advertise (it has LEAdvertisingManager1).
     public var canAdvertise: Bool
-    /// Advertising features BlueZ reports (e.g. `CanSetTxPower`).
-    public var advertisingFeatures: [String]
 
     /// The adapter's name, such as `hci0`.
     public var name: String { String(path.split(separator: "/").last ?? "") }

@@ -21,10 +21,8 @@ public final class BlueZClient: Sendable {
         guard let objects = reply.first?.stringKeyed else { return [] }
         return objects.compactMap { path, interfaces -> Adapter? in
             guard let interfaces = interfaces.stringKeyed, let adapter = interfaces[BlueZ.adapterInterface]?.stringKeyed else { return nil }
-            let manager = interfaces[BlueZ.advertisingManagerInterface]?.stringKeyed
             return Adapter(path: path, address: adapter["Address"]?.string ?? "", powered: adapter["Powered"]?.bool ?? false,
-                           canAdvertise: manager != nil,
-                           advertisingFeatures: manager?["SupportedFeatures"]?.elements?.compactMap(\.string) ?? [])
+                           canAdvertise: interfaces[BlueZ.advertisingManagerInterface] != nil)
         }.sorted { $0.name < $1.name }
     }
 

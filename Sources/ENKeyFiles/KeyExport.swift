@@ -86,10 +86,10 @@ public struct KeyExport: Sendable {
                 case (6, .bytes(let range)):
                     infos.append(SignatureInfo(try ExportProtoSignatureInfo(serializedBytes: exportBin[range])))
                 case (7, .bytes(let range)):
-                    _ = try Self.diagnosisKey(exportBin[range], index: keys)
+                    _ = try Self.decodeKey(in: exportBin, range, index: keys)
                     keys += 1
                 case (8, .bytes(let range)):
-                    _ = try Self.diagnosisKey(exportBin[range], index: keys + revised)
+                    _ = try Self.decodeKey(in: exportBin, range, index: keys + revised)
                     revised += 1
                 case (1...8, _):
                     throw KeyFileError.malformedExport("field \(field) has the wrong wire type")
@@ -123,7 +123,7 @@ public struct KeyExport: Sendable {
 
         /// The key; it was checked when the file was read, so decoding cannot fail.
         public func decode() -> DiagnosisKey {
-            try! KeyExport.diagnosisKey(ExportProtoTemporaryExposureKey(serializedBytes: exportBin.bytes.extracting(range)), index: 0)
+            try! KeyExport.decodeKey(in: exportBin, range, index: 0)
         }
     }
 
@@ -159,14 +159,13 @@ public struct KeyExport: Sendable {
         }
     }
 
-    private static func diagnosisKey(_ bytes: Data, index: Int) throws -> DiagnosisKey {
-        do {
-            return try diagnosisKey(try ExportProtoTemporaryExposureKey(serializedBytes: bytes), index: index)
-        } catch let error as KeyFileError {
-            throw error
-        } catch {
+    /// Decodes and checks the key at `range` of `exportBin`, read in place (no copy of the bytes).
+    private static func decodeKey(in exportBin: Data, _ range: Range<Int>, index: Int) throws -> DiagnosisKey {
+        let message: ExportProtoTemporaryExposureKey
+        do { message = try ExportProtoTemporaryExposureKey(serializedBytes: exportBin.bytes.extracting(range)) } catch {
             throw KeyFileError.invalidKey(index: index, reason: "not a TemporaryExposureKey message (\(error))")
         }
+        return try diagnosisKey(message, index: index)
     }
 
     private static func diagnosisKey(_ message: ExportProtoTemporaryExposureKey, index: Int) throws -> DiagnosisKey {

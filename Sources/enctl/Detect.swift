@@ -90,7 +90,7 @@ struct Detect: ParsableCommand {
             files: files, sightingCount: recorded.count, keysChecked: result.keysChecked,
             matchedKeyCount: result.matches.count, windows: windows,
             dailySummaries: configuration.v2.dailySummaries(of: windows, now: time),
-            v1: configuration.v1.map { DetectionReport.V1(summary: $0.summary(of: windows, now: time), infos: $0.exposureInfos(of: windows, now: time)) })
+            v1: configuration.v1.map { DetectionReport.V1(summary: $0.summary(of: windows, now: time), exposureInfos: $0.exposureInfos(of: windows, now: time)) })
         if json {
             try printJSON(report)
         } else {

@@ -32,14 +32,7 @@ struct DetectionReport: Encodable {
 
     struct V1: Encodable {
         let summary: ExposureSummaryV1
-        let infos: [ExposureInfo]
-
-        enum CodingKeys: String, CodingKey { case summary, exposureInfos }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(summary, forKey: .summary)
-            try container.encode(infos, forKey: .exposureInfos)
-        }
+        let exposureInfos: [ExposureInfo]
     }
 
     let files: [File]
