@@ -59,7 +59,10 @@ public final class DBusConnection: @unchecked Sendable {
             return connection.filter(DBusMessage(borrowing: message!))
         }, unmanaged, nil)
         loop.attach(to: raw)
-        let thread = Thread { [unowned self] in self.loop.run(self.raw) }
+        // The thread holds the loop and the connection, never self: deinit waits for it to end.
+        let loop = loop
+        nonisolated(unsafe) let dispatched = raw  // unref'd only after the thread has ended
+        let thread = Thread { loop.run(dispatched) }
         thread.name = "dbus-dispatch"
         dispatcher = thread
         thread.start()
@@ -217,8 +220,7 @@ public final class DBusConnection: @unchecked Sendable {
         case .methodCall:
             let path = message.path ?? "/"
             let target = state.withLock { state in state.objects[path] }
-            let children = state.withLock { state in Self.children(of: path, in: state.objects.keys) }
-            let reply = target.map { $0.handle(message) } ?? ExportedObject.handleUnknown(message, path: path, children: children)
+            let reply = target.map { $0.handle(message) } ?? ExportedObject.handleUnknown(message, path: path, children: childNodes(of: path))
             send(reply)
             return DBUS_HANDLER_RESULT_HANDLED
         default:

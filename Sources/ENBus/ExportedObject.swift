@@ -75,11 +75,16 @@ public final class ExportedObject: @unchecked Sendable {
 
     public let path: String
     public let interfaces: [DBusInterface]
-    private let attachedConnection = Mutex<DBusConnection?>(nil)
+    /// Weak: the connection holds its exported objects, and a strong link back would keep both alive.
+    private let attachedConnection = Mutex(WeakConnection())
 
     var connection: DBusConnection? {
-        get { attachedConnection.withLock { $0 } }
-        set { attachedConnection.withLock { $0 = newValue } }
+        get { attachedConnection.withLock { $0.connection } }
+        set { attachedConnection.withLock { $0.connection = newValue } }
+    }
+
+    struct WeakConnection {
+        weak var connection: DBusConnection?
     }
 
     public init(path: String, interfaces: [DBusInterface]) {

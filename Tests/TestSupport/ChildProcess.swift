@@ -1,9 +1,12 @@
 import Foundation
 
-/// A child process started with an empty signal mask and default signal actions.
+/// A child process started with an empty signal mask and default signal actions, and with
+/// /dev/null for stdin, stdout and (unless captured) stderr.
 ///
 /// Foundation's Process passes on the spawning thread's signal mask, and a test runs on a
 /// worker thread that blocks nearly every signal: a daemon started that way ignores SIGTERM.
+/// A child that inherited the test runner's output pipe and outlived the test would keep
+/// `swift test` waiting for the end of that output forever.
 public final class ChildProcess {
     public let processIdentifier: pid_t
     private let errorOutput: FileHandle?
@@ -25,6 +28,9 @@ public final class ChildProcess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        for descriptor: Int32 in [0, 1, 2] {
+            posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
         var pipe: Pipe?
         if captureStandardError {
             pipe = Pipe()
