@@ -23,6 +23,7 @@ public final class RadioAgent: @unchecked Sendable {
     private var rotationTimer: (any DispatchSourceTimer)?
     private var scanTimer: (any DispatchSourceTimer)?
     private var running = false
+    private var recoveryPending = false
     public private(set) var advertising = false
     public private(set) var scanning = false
 
@@ -32,6 +33,8 @@ public final class RadioAgent: @unchecked Sendable {
     static let ownIdentifierMemory = 4
     /// After the radio refused, try again this soon (bluetoothd may be restarting).
     static let retrySeconds = 1.0
+    /// A recovery waits this long for the rest of the radio's return to arrive.
+    static let recoveryDelay = DispatchTimeInterval.milliseconds(300)
 
     public init(radio: any Radio, keys: KeySchedule, store: AgentStore, clock: any AgentClock,
                 schedule: RadioSchedule, metadata: Metadata, logger: Logger) {
@@ -71,15 +74,36 @@ public final class RadioAgent: @unchecked Sendable {
         }
     }
 
-    /// Advertises afresh now (the radio came back, e.g. after bluetoothd restarted).
-    public func radioReturned() {
+    /// The radio went away (bluetoothd stopped, the adapter vanished): it took the advertisement
+    /// and the scan with it.
+    public func radioLost() {
         queue.async { [self] in
-            guard running else { return }
-            logger.info("radio available again: advertising and scanning anew")
-            rotate()
-            scanCycle()
+            advertising = false
+            scanning = false
         }
     }
+
+    /// Advertises and scans afresh (the radio came back, e.g. after bluetoothd restarted). Calls
+    /// that arrive together (bluetoothd and its adapters appear within moments) make one recovery.
+    public func radioReturned() {
+        queue.async { [self] in
+            guard running, !recoveryPending else { return }
+            recoveryPending = true
+            queue.asyncAfter(deadline: .now() + Self.recoveryDelay) { [self] in
+                recoveryPending = false
+                guard running else { return }
+                logger.info("radio available again: advertising and scanning anew")
+                advertising = false
+                scanning = false
+                rotate()
+                scanCycle()
+            }
+        }
+    }
+
+    /// Answers once the agent's queue has run everything before: a wedged queue never answers,
+    /// which is what the watchdog is for.
+    public var isResponsive: Bool { queue.sync { true } }
 
     /// Takes one reception from the radio.
     public func report(_ report: RadioReport) {

@@ -11,6 +11,8 @@ public enum BlueZ {
     /// The Exposure Notification service, as BlueZ spells 16-bit UUIDs in full.
     public static let exposureNotificationUUID = "0000fd6f-0000-1000-8000-00805f9b34fb"
     static let callTimeout = Duration.seconds(10)
+    /// bluetoothd's "busy": a StartDiscovery from a client whose discovery runs already, or one the kernel refused.
+    static let inProgressError = "org.bluez.Error.InProgress"
 }
 
 /// A Bluetooth adapter as BlueZ describes it.
@@ -24,6 +26,8 @@ public struct Adapter: Equatable, Sendable {
 
     /// The adapter's name, such as `hci0`.
     public var name: String { String(path.split(separator: "/").last ?? "") }
+    /// The kernel's controller index (0 for hci0).
+    public var index: UInt16? { name.hasPrefix("hci") ? UInt16(name.dropFirst(3)) : nil }
 }
 
 /// What a Device1 object said about an advertiser: its EN service data and signal strength.

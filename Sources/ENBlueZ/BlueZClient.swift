@@ -1,3 +1,4 @@
+import CENBluetooth
 import ENBus
 import Synchronization
 
@@ -51,8 +52,28 @@ public final class BlueZClient: Sendable {
         try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface, member: "SetDiscoveryFilter",
                             [.properties(["Transport": .string("le"), "DuplicateData": .boolean(true),
                                           "UUIDs": .strings([BlueZ.exposureNotificationUUID])])], timeout: BlueZ.callTimeout)
-        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
-                            member: "StartDiscovery", timeout: BlueZ.callTimeout)
+        let start = { () throws(DBusError) -> Void in
+            _ = try self.connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
+                                     member: "StartDiscovery", timeout: BlueZ.callTimeout)
+        }
+        do {
+            try start()
+        } catch where error.name == BlueZ.inProgressError {
+            // InProgress means either that our discovery runs already, or that the kernel refused
+            // bluetoothd: it still runs the discovery of a bluetoothd that died (for up to 10.24 s).
+            if try isDiscovering(adapter) { return }
+            guard let index = adapter.index, cen_mgmt_stop_le_discovery(index) == 0 else {
+                throw DBusError(name: error.name, message: "\(error.message): the kernel still runs the discovery of a bluetoothd that stopped")
+            }
+            try start()
+        }
+    }
+
+    /// bluetoothd's own view: whether it runs a discovery on `adapter`.
+    public func isDiscovering(_ adapter: Adapter) throws(DBusError) -> Bool {
+        let reply = try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface,
+                                        member: "Get", [.string(BlueZ.adapterInterface), .string("Discovering")], timeout: BlueZ.callTimeout)
+        return reply.first?.bool ?? false
     }
 
     public func stopDiscovery(on adapter: Adapter) throws(DBusError) {

@@ -1,6 +1,7 @@
 import ENAgent
 import ENCore
 import ENStore
+import Foundation
 import Logging
 import Synchronization
 import TestSupport
@@ -49,9 +50,12 @@ final class RecordingRadio: Radio {
         let radio = RecordingRadio()
         let first = try agent(radio, store: store)
         first.start()
-        first.radioReturned()  // bluetoothd came back within the same interval
+        first.radioLost()
+        for _ in 1...3 { first.radioReturned() }  // bluetoothd and its adapters came back within the same interval
+        Thread.sleep(forTimeInterval: 0.6)
         first.stop()
         #expect(radio.log.filter { $0 == "advertise" }.count == 1)
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 2, "one recovery scans again, at once")
 
         let restarted = RecordingRadio()
         let second = try agent(restarted, store: store)
