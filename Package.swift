@@ -48,7 +48,7 @@ let package = Package(
 
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
         .target(name: "ENBus", dependencies: ["CENDBus"]),
-        .target(name: "ENBlueZ", dependencies: ["ENBus"]),
+        .target(name: "ENBlueZ", dependencies: ["ENBus", "CENBluetooth"]),
 
         // Layer 6: the agent's logic against injected clock and store.
         .target(name: "ENAgent", dependencies: [
@@ -77,7 +77,7 @@ let package = Package(
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "TestSupport"]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "TestSupport", "CENSystemd"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,4 +2,13 @@
 #define CENSYSTEMD_SHIM_H
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
+#include <sys/timex.h>
+
+/* adjtimex(2) read-only: 1 when an NTP client (systemd-timesyncd, chrony, ntpd) has set the
+   clock, 0 when the kernel marks it unsynchronised, -1 when the call is refused. */
+static inline int cen_kernel_clock_synchronised(void) {
+    struct timex state = {0};
+    int result = adjtimex(&state);
+    return result < 0 ? -1 : result != TIME_ERROR;
+}
 #endif

@@ -12,12 +12,13 @@ public struct AgentConfiguration: Equatable, Sendable {
     public var rotationSeconds: ClosedRange<Int>?
     public var scanSeconds: Int?
     public var scanIntervalSeconds: Int?
+    public var requireSynchronisedClock: Bool?
 
     public static let defaultPath = "/etc/enagent/enagent.conf"
 
     /// The keys, in the order the documentation lists them.
     public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
-                              "rotation-seconds", "scan-seconds", "scan-interval-seconds"]
+                              "rotation-seconds", "scan-seconds", "scan-interval-seconds", "require-synchronised-clock"]
 
     public init() {}
 
@@ -55,6 +56,7 @@ public struct AgentConfiguration: Equatable, Sendable {
                 rotationSeconds = bounds[0]...bounds[1]
             case "scan-seconds": scanSeconds = try Self.integer(value, in: 1...300, key: key, fail)
             case "scan-interval-seconds": scanIntervalSeconds = try Self.integer(value, in: 1...300, key: key, fail)
+            case "require-synchronised-clock": requireSynchronisedClock = try Self.boolean(value, key: key, fail)
             default:
                 throw fail("unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
             }

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Dispatch
 import ENAgent
-import ENBlueZ
 import ENBus
 import ENCore
 import ENStore
@@ -40,6 +39,10 @@ struct Enagentd: ParsableCommand {
                                visibility: .hidden))
     var timeOrigin: Int64?
 
+    @Flag(inversion: .prefixedNo,
+          help: "Wait until NTP has synchronised the system clock before making keys or recording sightings (default: yes).")
+    var requireSynchronisedClock: Bool?
+
     @OptionGroup(title: "Radio")
     var radio: RadioOptions
 
@@ -63,72 +66,56 @@ struct Enagentd: ParsableCommand {
     }
 
     func run() throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .debug : .info
-            return handler
+        LoggingSystem.bootstrap { [verbose] label in
+            let level: Logger.Level = verbose ? .debug : .info
+            guard JournalLogHandler.standardErrorIsJournal else {
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            return JournalLogHandler(label: label, logLevel: level)
         }
         let logger = Logger(label: "enagentd")
         let file = try loadConfiguration()
         let radioSettings = try RadioSettings(options: radio, file: file)
         let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"
         let store: AgentStore
+        let bus: DBusConnection?
         do {
             store = try AgentStore(path: stateDirectory + "/enagent.db")
+            bus = radioSettings.enabled ? try DBusConnection.system() : nil
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure
         }
-        // Signal handling is in place before READY=1: systemd may stop us right after it.
         let clock: any AgentClock = timeScale > 1
             ? ScaledClock(scale: Double(timeScale), origin: timeOrigin ?? Int64(Date().timeIntervalSince1970)) : SystemClock()
         let retention = RetentionPolicy(days: retentionDays ?? file.retentionDays ?? RetentionPolicy.protocolDefault.days)
-        let radioAgent = radioSettings.enabled
-            ? try startRadio(radioSettings, store: store, clock: clock, retention: retention, logger: logger) : nil
+        let daemon = Daemon(store: store, clock: clock, retention: retention, radioSettings: radioSettings, bus: bus, logger: logger)
+        // Signal handling is in place before READY=1: systemd may stop us right after it.
         let termination = TerminationSignals.handle(on: .main) {
             Systemd.notify("STOPPING=1")
             logger.info("stopping")
-            radioAgent?.stop()
-            do { try store.close() } catch { logger.error("\(error)") }
+            daemon.stop()
             Foundation.exit(0)
         }
-        let upkeep = try Upkeep(store: store, clock: clock, retention: retention, logger: logger)
-        try upkeep.run()
-        let timer = DispatchSource.makeTimerSource(queue: .main)
-        timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
-        timer.setEventHandler {
-            do { try upkeep.run() } catch { logger.error("upkeep failed: \(error)") }
-        }
-        timer.resume()
-        Systemd.notify("READY=1\nSTATUS=" + (radioAgent == nil ? "Keeping keys; radio off" : "Advertising and scanning"))
+        let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
+        let gate = ClockGate(synchronisation: requireSynchronisedClock ? KernelClockSynchronisation() : nil, clock: clock, queue: .main)
+        Systemd.notify("READY=1")
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
-        withExtendedLifetime((timer, termination)) { dispatchMain() }
-    }
-
-    /// Connects to BlueZ on the system bus and starts advertising and scanning; follows bluetoothd
-    /// and the adapter so that the radio comes back by itself after either goes away.
-    private func startRadio(_ settings: RadioSettings, store: AgentStore, clock: any AgentClock, retention: RetentionPolicy,
-                            logger: Logger) throws -> RadioAgent {
-        let connection: DBusConnection
-        do { connection = try DBusConnection.system() } catch {
-            logger.critical("cannot connect to the system bus: \(error)")
-            throw ExitCode.failure
+        if !gate.isOpen {
+            Systemd.notify("STATUS=clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys")
+            logger.warning("the system clock is not synchronised: no keys and no sightings until it is")
         }
-        let client = BlueZClient(connection: connection)
-        let bluez = BlueZRadio(client: client, adapterName: settings.adapter, mayPowerOn: settings.powerOn)
-        let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                               clock: clock, schedule: settings.schedule, metadata: Metadata(transmitPower: settings.txPower), logger: logger)
-        let subscriptions = try client.followDevices { report in
-            guard let data = report.serviceData, report.adapter == bluez.adapterInUse else { return }
-            agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter))
-        } + [try client.followService { present in
-            if present { agent.radioReturned() } else { logger.warning("bluetoothd left the bus; waiting for it to return") }
-        }] + client.followAdapters { agent.radioReturned() }
-        Self.keepAlive = (connection, subscriptions)
-        agent.start()
-        return agent
+        gate.whenOpen {
+            do {
+                try daemon.start()
+            } catch {
+                logger.critical("cannot start: \(error)")
+                Foundation.exit(1)
+            }
+        }
+        let watchdog = Watchdog.start(on: .main) { daemon.isHealthy }
+        withExtendedLifetime((termination, watchdog)) { dispatchMain() }
     }
-
-    /// The bus connection and signal subscriptions live as long as the process.
-    nonisolated(unsafe) private static var keepAlive: (DBusConnection, [SignalSubscription])?
 }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import ENAgent
+import ENBlueZ
+import Logging
 
 /// enagentd's radio settings; each overrides the configuration file's key of the same name.
 struct RadioOptions: ParsableArguments {
@@ -9,7 +11,7 @@ struct RadioOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Switch the adapter on when it is off (default: no).")
     var powerOn: Bool?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm, written into the metadata (default: 0).", valueName: "dBm"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm for the metadata, when the controller cannot be asked for it (default: 0).", valueName: "dBm"))
     var txPower: Int8?
 
     @Option(help: ArgumentHelp("Seconds between identifier rotations, as MIN-MAX, random in between (default: 600-1200).", valueName: "min-max"),
@@ -53,6 +55,22 @@ struct RadioSettings {
         guard schedule.rotationSeconds.lowerBound >= 1 else { throw ValidationError("rotation-seconds must start at 1 or more.") }
         guard schedule.scanSeconds >= 1, schedule.scanSeconds <= schedule.scanIntervalSeconds, schedule.scanIntervalSeconds <= 300 else {
             throw ValidationError("scan-seconds must be at least 1 and at most scan-interval-seconds, which is at most 300.")
+        }
+    }
+}
+
+extension RadioSettings {
+    /// The TX power to put in the metadata: the controller's own figure when it can be read,
+    /// else the configured one.
+    func txPower(adapter: String?, logger: Logger) -> Int8 {
+        guard let adapter else { return txPower }
+        do {
+            let level = try ControllerTransmitPower.advertising(adapter: adapter)
+            logger.info("advertising TX power \(level) dBm, read from \(adapter)")
+            return level
+        } catch {
+            logger.info("\(error); advertising TX power \(txPower) dBm as configured")
+            return txPower
         }
     }
 }

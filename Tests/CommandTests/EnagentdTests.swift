@@ -1,3 +1,4 @@
+import CENSystemd
 import ENCore
 import ENStore
 import Foundation
@@ -7,18 +8,20 @@ import Testing
 @Suite struct EnagentdTests {
     let directory = TemporaryDirectory()
 
-    func start(_ arguments: [String], notifySocket: NotifySocket) throws -> ChildProcess {
-        try ChildProcess(Command.executable("enagentd").path, arguments, environment: ["NOTIFY_SOCKET": notifySocket.path],
-                         captureStandardError: true)
+    func start(_ arguments: [String], notifySocket: NotifySocket, environment: [String: String] = [:]) throws -> ChildProcess {
+        try ChildProcess(Command.executable("enagentd").path, arguments,
+                         environment: environment.merging(["NOTIFY_SOCKET": notifySocket.path]) { $1 }, captureStandardError: true)
     }
+
+    /// This machine's clock may be unsynchronised (no NTP in a container): tests that need keys say so.
+    static let trustTheClock = "--no-require-synchronised-clock"
 
     @Test func reportsReadyKeepsTheDaysKeyAndStopsCleanlyOnSIGTERM() throws {
         let notify = try NotifySocket(path: directory.file("notify"))
         let state = directory.file("state")
-        let daemon = try start(["--state-dir", state, "--no-radio"], notifySocket: notify)
-        let ready = try #require(notify.receive(timeout: 20))
-        #expect(ready.contains("READY=1"))
-        #expect(ready.contains("STATUS="))
+        let daemon = try start(["--state-dir", state, "--no-radio", "--verbose", Self.trustTheClock], notifySocket: notify)
+        #expect(notify.await("READY=1"))
+        #expect(notify.await("STATUS=Keeping keys"))
 
         daemon.terminate()
         #expect(daemon.waitForExit() == 0, "enagentd stops cleanly on SIGTERM")
@@ -32,6 +35,34 @@ import Testing
         let log = daemon.standardError()
         #expect(log.contains("enagentd started"))
         #expect(!log.contains(key.keyData.hex), "the log never carries a key")
+    }
+
+    @Test func waitsForTheKernelToCallTheClockSynchronisedBeforeMakingKeys() throws {
+        let notify = try NotifySocket(path: directory.file("notify"))
+        let state = directory.file("state")
+        let daemon = try start(["--state-dir", state, "--no-radio"], notifySocket: notify)
+        #expect(notify.await("READY=1"))
+        let synchronised = cen_kernel_clock_synchronised() == 1
+        if synchronised {
+            #expect(notify.await("STATUS=Keeping keys"))
+        } else {
+            #expect(notify.await("STATUS=clock-unsynchronised"))
+        }
+        daemon.terminate()
+        #expect(daemon.waitForExit() == 0)
+        let store = try AgentStore(path: state + "/enagent.db")
+        #expect(try !store.temporaryExposureKeys(validAfter: 0).isEmpty == synchronised, "keys only from a synchronised clock")
+        if !synchronised { #expect(daemon.standardError().contains("the system clock is not synchronised")) }
+    }
+
+    @Test func pingsTheWatchdogAtHalfItsInterval() throws {
+        let notify = try NotifySocket(path: directory.file("notify"))
+        let daemon = try start(["--state-dir", directory.file("state"), "--no-radio", Self.trustTheClock], notifySocket: notify,
+                               environment: ["WATCHDOG_USEC": "200000"])
+        #expect(notify.await("WATCHDOG=1"))
+        #expect(notify.await("WATCHDOG=1"), "and again")
+        daemon.terminate()
+        #expect(daemon.waitForExit() == 0)
     }
 
     @Test func anUnusableStateDirectoryIsAClearErrorAndANonZeroExit() throws {

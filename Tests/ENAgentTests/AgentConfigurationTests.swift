@@ -17,6 +17,7 @@ import Testing
             rotation-seconds = 600 - 1200
             scan-seconds = 4
             scan-interval-seconds = 240
+            require-synchronised-clock = no
             """, path: "enagent.conf")
         var expected = AgentConfiguration()
         expected.stateDirectory = "/srv/enagent"
@@ -28,6 +29,7 @@ import Testing
         expected.rotationSeconds = 600...1200
         expected.scanSeconds = 4
         expected.scanIntervalSeconds = 240
+        expected.requireSynchronisedClock = false
         #expect(configuration == expected)
         #expect(try AgentConfiguration(text: "", path: "empty") == AgentConfiguration())
     }
@@ -64,5 +66,6 @@ import Testing
         #expect(configuration.rotationSeconds == RadioSchedule.standard.rotationSeconds)
         #expect(configuration.scanSeconds == RadioSchedule.standard.scanSeconds)
         #expect(configuration.scanIntervalSeconds == RadioSchedule.standard.scanIntervalSeconds)
+        #expect(configuration.requireSynchronisedClock == true)
     }
 }
