@@ -23,9 +23,11 @@ release: deps
 	$(SWIFT) build -c release --product enagentd
 	$(SWIFT) build -c release --product enctl
 
+# The unit and integration tests, then the lab's end-to-end test on emulated radios.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) lab-test
 
 bench: deps
 	$(SWIFT) build -c release --product enbench

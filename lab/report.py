@@ -8,7 +8,8 @@ With --check it exits 1 unless: each agent recorded the other's RPIs; no sightin
 agent's own RPIs; every RPI came from exactly one address and every address carried one RPI;
 at least four RPIs went on the air; both agents stopped cleanly (exit 0) on SIGTERM; after
 bluetoothd's restart each agent advertised and scanned again within 10 s; across agent a's SIGKILL
-and restart its database stayed intact, its TEKs the same and no committed sighting was lost."""
+and restart its database stayed intact, its TEKs the same and no committed sighting was lost;
+no agent's log carries a TEK or an RPI; each agent read its TX power from its controller."""
 import json, re, sqlite3, subprocess, sys
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -103,6 +104,19 @@ if after["sightings"] < before["sightings"] or end["sightings"] < after["sightin
     failures.append("committed sightings were lost across SIGKILL and restart")
 if not kept:
     failures.append("agent a's TEKs changed across SIGKILL and restart")
+
+print("LOGS")
+for agent, adapter in agents.items():
+    log = open(f"{out}/{agent}/enagentd.log").read().lower()
+    secrets = [key.hex() for (key,) in rows(agent, "SELECT key_data FROM temporary_exposure_key")] + sorted(own[agent])
+    leaked = [secret for secret in secrets if secret in log]
+    power = re.search(r"advertising tx power (-?\d+) dbm, (read from \w+|as configured)", log)
+    print(f"  {agent}: {len(log.splitlines())} lines, {len(leaked)} of its {len(secrets)} TEKs and RPIs in them; "
+          f"TX power {power.group(1) + ' dBm, ' + power.group(2) if power else 'not logged'}")
+    if leaked:
+        failures.append(f"agent {agent}'s log carries {len(leaked)} TEKs or RPIs")
+    if not power or power.group(2) != f"read from {adapter}":
+        failures.append(f"agent {agent} did not read its TX power from {adapter}")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
