@@ -77,6 +77,7 @@ let package = Package(
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "EnagentdTests", dependencies: ["enagentd"]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "TestSupport", "CENSystemd"]),
     ],
     swiftLanguageModes: [.v6]
