@@ -52,18 +52,18 @@ let package = Package(
 
         // Layer 6: the agent's logic against injected clock and store.
         .target(name: "ENAgent", dependencies: [
-            "ENCore", "ENStore",
+            "ENCore", "ENKeyFiles", "ENStore",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
         // Layer 7: executables.
         .executableTarget(name: "enagentd", dependencies: [
-            "ENCore", "ENStore", "ENAgent", "ENBus", "ENBlueZ", "CENSystemd",
+            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENBlueZ", "CENSystemd",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore",
+            "ENCore", "ENKeyFiles", "ENStore", "ENBus",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd"]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "TestSupport", "CENSystemd"]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENSystemd"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,12 +13,14 @@ public struct AgentConfiguration: Equatable, Sendable {
     public var scanSeconds: Int?
     public var scanIntervalSeconds: Int?
     public var requireSynchronisedClock: Bool?
+    public var trustedKeysDirectory: String?
 
     public static let defaultPath = "/etc/enagent/enagent.conf"
 
     /// The keys, in the order the documentation lists them.
     public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
-                              "rotation-seconds", "scan-seconds", "scan-interval-seconds", "require-synchronised-clock"]
+                              "rotation-seconds", "scan-seconds", "scan-interval-seconds", "require-synchronised-clock",
+                              "trusted-keys-directory"]
 
     public init() {}
 
@@ -57,6 +59,9 @@ public struct AgentConfiguration: Equatable, Sendable {
             case "scan-seconds": scanSeconds = try Self.integer(value, in: 1...300, key: key, fail)
             case "scan-interval-seconds": scanIntervalSeconds = try Self.integer(value, in: 1...300, key: key, fail)
             case "require-synchronised-clock": requireSynchronisedClock = try Self.boolean(value, key: key, fail)
+            case "trusted-keys-directory":
+                guard value.hasPrefix("/") else { throw fail("trusted-keys-directory must be an absolute path") }
+                trustedKeysDirectory = value
             default:
                 throw fail("unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
             }

@@ -42,3 +42,17 @@ public struct RadioSchedule: Sendable, Equatable {
         self.scanIntervalSeconds = scanIntervalSeconds
     }
 }
+
+/// What the radio is doing, for the agent's status and the D-Bus properties.
+public struct RadioState: Sendable, Equatable {
+    public var advertising = false
+    public var scanning = false
+    /// Why it cannot, when it cannot.
+    public var problem: RadioProblem?
+
+    public init(advertising: Bool = false, scanning: Bool = false, problem: RadioProblem? = nil) {
+        self.advertising = advertising
+        self.scanning = scanning
+        self.problem = problem
+    }
+}

@@ -24,8 +24,10 @@ public final class RadioAgent: @unchecked Sendable {
     private var scanTimer: (any DispatchSourceTimer)?
     private var running = false
     private var recoveryPending = false
-    public private(set) var advertising = false
-    public private(set) var scanning = false
+    private var state = RadioState() {
+        didSet { if state != oldValue { onChange?(state) } }
+    }
+    private let onChange: (@Sendable (RadioState) -> Void)?
 
     /// Sightings are written to the store when a scan ends, or sooner when this many wait.
     static let flushThreshold = 1_000
@@ -37,7 +39,8 @@ public final class RadioAgent: @unchecked Sendable {
     static let recoveryDelay = DispatchTimeInterval.milliseconds(300)
 
     public init(radio: any Radio, keys: KeySchedule, store: AgentStore, clock: any AgentClock,
-                schedule: RadioSchedule, metadata: Metadata, logger: Logger) {
+                schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
+        self.onChange = onChange
         self.radio = radio
         self.keys = keys
         self.store = store
@@ -66,10 +69,9 @@ public final class RadioAgent: @unchecked Sendable {
             running = false
             rotationTimer?.cancel()
             scanTimer?.cancel()
-            if advertising { radio.stopAdvertising() }
-            if scanning { radio.stopScanning() }
-            advertising = false
-            scanning = false
+            if state.advertising { radio.stopAdvertising() }
+            if state.scanning { radio.stopScanning() }
+            state = RadioState()
             flush()
         }
     }
@@ -78,8 +80,7 @@ public final class RadioAgent: @unchecked Sendable {
     /// and the scan with it.
     public func radioLost() {
         queue.async { [self] in
-            advertising = false
-            scanning = false
+            state = RadioState(problem: .bluetoothOff)
         }
     }
 
@@ -93,8 +94,8 @@ public final class RadioAgent: @unchecked Sendable {
                 recoveryPending = false
                 guard running else { return }
                 logger.info("radio available again: advertising and scanning anew")
-                advertising = false
-                scanning = false
+                state.advertising = false
+                state.scanning = false
                 rotate()
                 scanCycle()
             }
@@ -104,6 +105,15 @@ public final class RadioAgent: @unchecked Sendable {
     /// Answers once the agent's queue has run everything before: a wedged queue never answers,
     /// which is what the watchdog is for.
     public var isResponsive: Bool { queue.sync { true } }
+
+    /// Whether the radio advertises and scans, and what stops it.
+    public var currentState: RadioState { queue.sync { state } }
+
+    /// What a radio error means for the agent's status: anything but a known problem (bluetoothd
+    /// missing from the bus, say) counts as Bluetooth being off.
+    static func problem(of error: any Error) -> RadioProblem {
+        (error as? any RadioProblemError)?.problem ?? .bluetoothOff
+    }
 
     /// Takes one reception from the radio.
     public func report(_ report: RadioReport) {
@@ -137,13 +147,15 @@ public final class RadioAgent: @unchecked Sendable {
                 try store.setSetting(Self.advertisedIntervalSetting, to: String(broadcast.interval.rawValue))
                 advertisedInterval = broadcast.interval
                 try radio.advertise(broadcast.serviceData)
-                advertising = true
+                state.advertising = true
+                state.problem = nil
                 ownIdentifiers.append(broadcast.rpi)
                 ownIdentifiers = Array(ownIdentifiers.suffix(Self.ownIdentifierMemory))
                 logger.info("advertising a new identifier", metadata: ["interval": "\(broadcast.interval)"])
             }
         } catch {
-            advertising = false
+            state.advertising = false
+            state.problem = Self.problem(of: error)
             logger.error("cannot advertise: \(error)")
             nextIn = Self.retrySeconds
         }
@@ -157,10 +169,12 @@ public final class RadioAgent: @unchecked Sendable {
     private func scanCycle() {
         scanTimer?.cancel()
         do {
-            if !scanning { try radio.startScanning() }
-            scanning = true
+            if !state.scanning { try radio.startScanning() }
+            state.scanning = true
+            state.problem = nil
         } catch {
-            scanning = false
+            state.scanning = false
+            state.problem = Self.problem(of: error)
             logger.error("cannot scan: \(error)")
             scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return
@@ -169,7 +183,7 @@ public final class RadioAgent: @unchecked Sendable {
         scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
             if !continuous {
                 radio.stopScanning()
-                scanning = false
+                state.scanning = false
             }
             flush()
             let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds

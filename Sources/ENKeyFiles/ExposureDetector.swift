@@ -82,3 +82,15 @@ public struct ExposureDetector: Sendable {
         return try shares.flatMap { try $0.get() }
     }
 }
+
+extension ExposureDetector {
+    /// Matches `exports` and groups the matches into exposure windows under `configuration`,
+    /// ordered by day, then by key.
+    public func exposureWindows(of exports: [KeyExport], configuration: ExposureConfigurationV2) throws
+        -> (result: DetectionResult, windows: [ExposureWindow]) {
+        let result = try detect(exports)
+        let windows = result.matches.flatMap { ExposureWindowing.windows(for: $0, configuration: configuration) }
+            .sorted { ($0.date, $0.diagnosisKey.key.rollingStartIntervalNumber) < ($1.date, $1.diagnosisKey.key.rollingStartIntervalNumber) }
+        return (result, windows)
+    }
+}

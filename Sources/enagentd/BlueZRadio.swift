@@ -5,7 +5,7 @@ import Synchronization
 
 /// The agent's radio on BlueZ: one adapter, one advertisement at a time, discovery on demand.
 final class BlueZRadio: Radio {
-    enum Failure: Error, CustomStringConvertible {
+    enum Failure: RadioProblemError, CustomStringConvertible {
         case noAdapter(String?)
         case poweredOff(String)
 
@@ -14,6 +14,13 @@ final class BlueZRadio: Radio {
             case .noAdapter(let name?): return "BlueZ has no adapter \(name)"
             case .noAdapter(nil): return "BlueZ has no LE adapter"
             case .poweredOff(let name): return "the adapter \(name) is powered off (set power-on to let enagentd switch it on)"
+            }
+        }
+
+        var problem: RadioProblem {
+            switch self {
+            case .noAdapter: return .noAdapter
+            case .poweredOff: return .bluetoothOff
             }
         }
     }

@@ -3,35 +3,155 @@ import ENAgent
 import ENBlueZ
 import ENBus
 import ENCore
+import ENKeyFiles
 import ENStore
 import Foundation
 import Logging
 
-/// The daemon's running parts, started once the clock can be trusted: the day's key and
-/// retention (Upkeep), and the radio. Touched only on the main queue.
+/// The daemon's state and its running parts: the key schedule's upkeep and the radio run while
+/// the status allows (consent given, not paused, clock trusted). Every mutable member is
+/// touched on the main queue only; the D-Bus service calls in with `DispatchQueue.main.sync`.
 final class Daemon: @unchecked Sendable {
-    private let store: AgentStore
-    private let clock: any AgentClock
+    let store: AgentStore
+    let clock: any AgentClock
     private let retention: RetentionPolicy
     private let radioSettings: RadioSettings
     private let bus: DBusConnection?
     private let logger: Logger
+    let detection: ExposureDetection
     private var upkeepTimer: (any DispatchSourceTimer)?
+    private var pauseTimer: (any DispatchSourceTimer)?
     private var radioAgent: RadioAgent?
     private var subscriptions = [SignalSubscription]()
+    private var clockTrusted = false
+    private(set) var radioState = RadioState()
+    private(set) var adapterName = ""
+    /// Called on the main queue with the names of the D-Bus properties that changed.
+    var onChange: (([String]) -> Void)?
+    /// The exported API object, for its signals.
+    weak var serviceObject: ExportedObject?
+
+    static let pausedUntilSetting = "paused-until"
 
     /// `bus` is the system bus when the radio is in use.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, radioSettings: RadioSettings, bus: DBusConnection?,
-         logger: Logger) {
+         trustedKeys: [TrustedKey], logger: Logger) {
         self.store = store
         self.clock = clock
         self.retention = retention
         self.radioSettings = radioSettings
         self.bus = bus
         self.logger = logger
+        detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys)
     }
 
-    func start() throws {
+    // MARK: State
+
+    var consent: ConsentEvent? { try? store.currentConsent() }
+    var enabled: Bool { consent?.granted == true }
+    var pausedUntil: Int64 {
+        guard let until = (try? store.setting(Self.pausedUntilSetting)).flatMap({ $0.flatMap(Int64.init) }), until > clock.now else { return 0 }
+        return until
+    }
+
+    var status: AgentStatus {
+        AgentStatus.of(consent: consent, pausedUntil: pausedUntil, now: clock.now, clockTrusted: clockTrusted,
+                       radioProblem: radioAgent == nil ? nil : radioState.problem)
+    }
+
+    /// The clock can be trusted from now on.
+    func clockBecameTrusted() {
+        clockTrusted = true
+        apply()
+    }
+
+    /// Starts or stops the running parts to match the status, and tells systemd and the bus.
+    func apply(changed: [String] = []) {
+        let status = status
+        if status.runsAgent && upkeepTimer == nil {
+            do { try startRunning() } catch {
+                logger.critical("cannot start: \(error)")
+                Foundation.exit(1)
+            }
+        } else if !status.runsAgent && upkeepTimer != nil {
+            stopRunning()
+        }
+        Systemd.notify("STATUS=" + statusText(self.status))
+        onChange?(changed + ["Status", "Enabled", "PausedUntil", "Advertising", "Scanning", "Adapter"])
+    }
+
+    private func statusText(_ status: AgentStatus) -> String {
+        switch status {
+        case .active: return bus == nil ? "active: keeping keys; radio off" : "active: advertising and scanning"
+        case .paused: return "paused until \(pausedUntil) (unix time)"
+        case .disabled: return "disabled: enable with 'enctl enable'"
+        case .consentRequired: return "consent-required: nothing runs until 'enctl enable'"
+        case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
+        case .bluetoothOff: return "bluetooth-off: waiting for bluetoothd and a powered adapter"
+        case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter ?? "an LE adapter")"
+        }
+    }
+
+    // MARK: Control
+
+    /// Enabling records consent (the first time, and after every withdrawal); disabling stops the radio at once.
+    func setEnabled(_ on: Bool) throws {
+        guard on != enabled else { return }
+        try store.recordConsent(ConsentEvent(granted: on, recordedAt: clock.now))
+        if on { try store.setSetting(Self.pausedUntilSetting, to: nil) }
+        logger.info(on ? "enabled: consent recorded" : "disabled: consent withdrawn")
+        apply()
+    }
+
+    func pause(seconds: UInt64) throws {
+        let until = clock.now + Int64(min(seconds, 366 * 86_400))
+        try store.setSetting(Self.pausedUntilSetting, to: String(until))
+        pauseTimer?.cancel()
+        let timer = DispatchSource.makeTimerSource(queue: .main)
+        timer.schedule(deadline: .now() + max(0, clock.realSeconds(until: until)))
+        timer.setEventHandler { [weak self] in self?.apply() }
+        timer.resume()
+        pauseTimer = timer
+        logger.info("paused for \(seconds) s")
+        apply()
+    }
+
+    func resume() throws {
+        try store.setSetting(Self.pausedUntilSetting, to: nil)
+        pauseTimer?.cancel()
+        logger.info("resumed")
+        apply()
+    }
+
+    /// Keys whose validity has ended, within the retention window: today's key is released only
+    /// once it has rolled, because it is still on the air.
+    func releasableKeys() throws -> [TemporaryExposureKey] {
+        guard let now = ENIntervalNumber(unixSeconds: clock.now) else { return [] }
+        return try store.temporaryExposureKeys(validAfter: retention.cutoff(now: clock.now))
+            .filter { $0.rollingEndIntervalNumber <= UInt64(now.rawValue) }
+    }
+
+    /// Erases keys, sightings and results; a running agent starts again with a fresh key.
+    func resetData() throws {
+        let wasRunning = upkeepTimer != nil
+        if wasRunning { stopRunning() }
+        try store.eraseAllData()
+        logger.info("all keys, sightings and exposure results erased")
+        apply(changed: ["SightingsStored", "LastDetection", "LastDetectionError"])
+    }
+
+    /// Stops the radio (writing pending sightings) and closes the database.
+    func stop() {
+        stopRunning()
+        do { try store.close() } catch { logger.error("\(error)") }
+    }
+
+    /// Whether the radio's queue still answers (for the watchdog).
+    var isHealthy: Bool { radioAgent?.isResponsive ?? true }
+
+    // MARK: Running parts
+
+    private func startRunning() throws {
         let upkeep = try Upkeep(store: store, clock: clock, retention: retention, logger: logger)
         try upkeep.run()
         let timer = DispatchSource.makeTimerSource(queue: .main)
@@ -42,27 +162,34 @@ final class Daemon: @unchecked Sendable {
         timer.resume()
         upkeepTimer = timer
         if let bus { radioAgent = try startRadio(on: bus) }
-        Systemd.notify("STATUS=" + (radioAgent == nil ? "Keeping keys; radio off" : "Advertising and scanning"))
     }
 
-    /// Stops the radio (writing pending sightings) and closes the database.
-    func stop() {
+    private func stopRunning() {
         upkeepTimer?.cancel()
+        upkeepTimer = nil
+        subscriptions.forEach { $0.cancel() }
+        subscriptions = []
         radioAgent?.stop()
-        do { try store.close() } catch { logger.error("\(error)") }
+        radioAgent = nil
+        radioState = RadioState()
     }
-
-    /// Whether the radio's queue still answers (for the watchdog).
-    var isHealthy: Bool { radioAgent?.isResponsive ?? true }
 
     /// Starts advertising and scanning through BlueZ; follows bluetoothd and the adapter so that
     /// the radio comes back by itself after either goes away.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         let client = BlueZClient(connection: bus)
         let bluez = BlueZRadio(client: client, adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn)
-        let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: try? bluez.adapter().name, logger: logger))
+        adapterName = (try? bluez.adapter().name) ?? radioSettings.adapter ?? ""
+        let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                               clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger)
+                               clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self] state in
+            DispatchQueue.main.async {
+                guard let self else { return }
+                self.radioState = state
+                if let name = bluez.adapterInUse { self.adapterName = name }
+                self.apply()
+            }
+        }
         subscriptions = try client.followDevices { report in
             guard let data = report.serviceData, report.adapter == bluez.adapterInUse else { return }
             agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter))

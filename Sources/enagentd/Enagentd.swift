@@ -3,6 +3,7 @@ import Dispatch
 import ENAgent
 import ENBus
 import ENCore
+import ENKeyFiles
 import ENStore
 import Foundation
 import Logging
@@ -80,10 +81,14 @@ struct Enagentd: ParsableCommand {
         let radioSettings = try RadioSettings(options: radio, file: file)
         let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"
         let store: AgentStore
-        let bus: DBusConnection?
+        let serviceBus: DBusConnection, radioBus: DBusConnection?
+        let trustedKeys: [TrustedKey]
         do {
+            trustedKeys = try TrustedKeysDirectory.load(file.trustedKeysDirectory ?? TrustedKeysDirectory.defaultPath)
             store = try AgentStore(path: stateDirectory + "/enagent.db")
-            bus = radioSettings.enabled ? try DBusConnection.system() : nil
+            // The API has a connection of its own, so that a long detection never holds up BlueZ's signals.
+            serviceBus = try DBusConnection.system()
+            radioBus = radioSettings.enabled ? try DBusConnection.system() : nil
         } catch {
             logger.critical("\(error)")
             throw ExitCode.failure
@@ -91,7 +96,18 @@ struct Enagentd: ParsableCommand {
         let clock: any AgentClock = timeScale > 1
             ? ScaledClock(scale: Double(timeScale), origin: timeOrigin ?? Int64(Date().timeIntervalSince1970)) : SystemClock()
         let retention = RetentionPolicy(days: retentionDays ?? file.retentionDays ?? RetentionPolicy.protocolDefault.days)
-        let daemon = Daemon(store: store, clock: clock, retention: retention, radioSettings: radioSettings, bus: bus, logger: logger)
+        let daemon = Daemon(store: store, clock: clock, retention: retention, radioSettings: radioSettings, bus: radioBus,
+                            trustedKeys: trustedKeys, logger: logger)
+        let object = ExposureNotificationService.object(daemon: daemon, bus: serviceBus)
+        daemon.serviceObject = object
+        daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationService.interfaceName, names) }
+        do {
+            try serviceBus.export(object)
+            try serviceBus.requestName(ExposureNotificationService.busName)
+        } catch {
+            logger.critical("cannot offer \(ExposureNotificationService.busName) on the system bus: \(error) (is the bus policy installed? see dbus/)")
+            throw ExitCode.failure
+        }
         // Signal handling is in place before READY=1: systemd may stop us right after it.
         let termination = TerminationSignals.handle(on: .main) {
             Systemd.notify("STOPPING=1")
@@ -103,18 +119,9 @@ struct Enagentd: ParsableCommand {
         let gate = ClockGate(synchronisation: requireSynchronisedClock ? KernelClockSynchronisation() : nil, clock: clock, queue: .main)
         Systemd.notify("READY=1")
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
-        if !gate.isOpen {
-            Systemd.notify("STATUS=clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys")
-            logger.warning("the system clock is not synchronised: no keys and no sightings until it is")
-        }
-        gate.whenOpen {
-            do {
-                try daemon.start()
-            } catch {
-                logger.critical("cannot start: \(error)")
-                Foundation.exit(1)
-            }
-        }
+        DispatchQueue.main.async { daemon.apply() }
+        if !gate.isOpen { logger.warning("the system clock is not synchronised: no keys and no sightings until it is") }
+        gate.whenOpen { daemon.clockBecameTrusted() }
         let watchdog = Watchdog.start(on: .main) { daemon.isHealthy }
         withExtendedLifetime((termination, watchdog)) { dispatchMain() }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ENBus
 import ENCore
 import ENKeyFiles
 import Foundation
@@ -7,6 +8,12 @@ struct Detect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Match diagnosis key files against recorded sightings and score the exposures.",
         discussion: """
+            Without --offline, enctl hands the key files to enagentd (as open file descriptors: the \
+            daemon never opens your paths), which verifies them against its trusted keys \
+            (trusted-keys-directory), matches them against its sightings, stores the exposure \
+            windows and skips files it processed before. Needs root or the group enagent; \
+            'enctl windows', 'enctl summary' and 'enctl exposures' show the results.
+
             With --offline, enctl does the whole detection itself: it reads the sightings from a \
             JSON Lines file (--sightings) or an agent database (--db), checks every key file's \
             signature, matches the keys on all cores, groups the matches into exposure windows \
@@ -19,6 +26,9 @@ struct Detect: ParsableCommand {
             Exit status: 0 when detection ran (whether or not it found an exposure), 1 when an \
             input was unusable or a signature did not verify, 64 for a usage error.
             """)
+
+    @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
+    var files: [String] = []
 
     @Flag(help: "Detect without the daemon, from --sightings or --db.")
     var offline = false
@@ -56,23 +66,50 @@ struct Detect: ParsableCommand {
     var json = false
 
     func validate() throws {
+        guard !(keyFiles + files).isEmpty else { throw ValidationError("Give at least one key file.") }
         guard offline else {
-            throw ValidationError("Detection through enagentd is not available in this build; use --offline with --sightings or --db.")
+            guard sightings == nil, db == nil, publicKeys.isEmpty, !insecureSkipVerify else {
+                throw ValidationError("--sightings, --db, --public-key and --insecure-skip-verify go with --offline; enagentd uses its own.")
+            }
+            return
         }
         guard (sightings == nil) != (db == nil) else { throw ValidationError("Give exactly one of --sightings and --db.") }
-        guard !keyFiles.isEmpty else { throw ValidationError("Give at least one key file with --keys.") }
         guard !publicKeys.isEmpty || insecureSkipVerify else {
             throw ValidationError("Give the health authority's --public-key to verify the key files (or --insecure-skip-verify).")
         }
         try KeyFileInput.validate(maximumFileSizeMiB: maxFileSize)
     }
 
+    /// Hands the files to enagentd and prints its summary.
+    private func runThroughDaemon() throws {
+        let paths = keyFiles + files
+        let descriptors = try paths.map { path in
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
+            return descriptor
+        }
+        defer { descriptors.forEach { close($0) } }
+        let configuration = try config.map { try String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+        let reply = try DaemonClient().call("DetectExposures", [.array(elementSignature: "h", descriptors.map(DBusValue.unixFD)), .string(configuration)],
+                                            timeout: .seconds(600))
+        let summary = (reply.first?.stringKeyed ?? [:]).mapValues { $0.integer ?? 0 }
+        if json { return try printJSON(summary) }
+        printColumns([
+            ["Key files processed", String(summary["KeyFilesProcessed"] ?? 0)],
+            ["Key files seen before", String(summary["KeyFilesSkipped"] ?? 0)],
+            ["Keys checked", String(summary["KeysChecked"] ?? 0)],
+            ["Keys matched", String(summary["MatchedKeys"] ?? 0)],
+            ["New exposure windows", String(summary["NewExposureWindows"] ?? 0)],
+        ])
+    }
+
     func run() throws {
+        guard offline else { return try runThroughDaemon() }
         let configuration = try loadConfiguration()
         let trusted = try publicKeys.map(KeyFileInput.trustedKey)
         let limits = KeyFileInput.limits(maximumFileSizeMiB: maxFileSize)
         var exports = [KeyExport](), files = [DetectionReport.File]()
-        for path in keyFiles {
+        for path in keyFiles + self.files {
             let export = try KeyFileInput.load(path, limits: limits)
             let status = export.signatureStatus(trustedKeys: trusted)
             guard status == .verified || insecureSkipVerify else {
@@ -82,10 +119,9 @@ struct Detect: ParsableCommand {
             files.append(DetectionReport.File(path: path, region: export.region, keyCount: export.keyCount, signature: status))
         }
         let recorded = try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!)
-        let result = try ExposureDetector(index: SightingIndex(recorded), rssiCorrection: rssiCorrection).detect(exports)
+        let (result, windows) = try ExposureDetector(index: SightingIndex(recorded), rssiCorrection: rssiCorrection)
+            .exposureWindows(of: exports, configuration: configuration.v2)
         let time = now ?? Int64(Date().timeIntervalSince1970)
-        let windows = result.matches.flatMap { ExposureWindowing.windows(for: $0, configuration: configuration.v2) }
-            .sorted { ($0.date, $0.diagnosisKey.key.rollingStartIntervalNumber) < ($1.date, $1.diagnosisKey.key.rollingStartIntervalNumber) }
         let report = DetectionReport(
             files: files, sightingCount: recorded.count, keysChecked: result.keysChecked,
             matchedKeyCount: result.matches.count, windows: windows,

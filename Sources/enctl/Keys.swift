@@ -4,8 +4,8 @@ import Foundation
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Work with diagnosis key export files.",
-        subcommands: [Inspect.self])
+        abstract: "Export this device's keys, or inspect diagnosis key files.",
+        subcommands: [Export.self, Inspect.self])
 }
 
 extension Keys {

@@ -15,10 +15,16 @@ enum Command {
 
     static func enctl(_ arguments: String...) throws -> Result { try enctl(arguments) }
 
-    static func enctl(_ arguments: [String]) throws -> Result {
+    static func enctl(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        try run(executable("enctl").path, arguments, environment: environment)
+    }
+
+    /// Runs `executable` to its end, with `environment` added to this process's.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         let process = Process()
-        process.executableURL = executable("enctl")
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = Pipe(), error = Pipe()
         process.standardOutput = output
         process.standardError = error

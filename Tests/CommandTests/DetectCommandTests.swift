@@ -129,7 +129,7 @@ import Testing
         let noDatabase = try Command.enctl("detect", "--offline", "--db", directory.file("none.db"), "--keys", keys, "--insecure-skip-verify")
         #expect(noDatabase.status == 1 && noDatabase.standardError.contains("no such database"))
         #expect(!FileManager.default.fileExists(atPath: directory.file("none.db")), "a missing database is not created")
-        let daemon = try Command.enctl("detect", "--keys", keys)
-        #expect(daemon.status == 64 && daemon.standardError.contains("--offline"))
+        let daemon = try Command.enctl("detect", "--sightings", sightings, keys)
+        #expect(daemon.status == 64 && daemon.standardError.contains("go with --offline"), "the daemon uses its own sightings")
     }
 }

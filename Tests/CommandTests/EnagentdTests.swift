@@ -7,10 +7,14 @@ import Testing
 
 @Suite struct EnagentdTests {
     let directory = TemporaryDirectory()
+    let bus: PrivateBus
+
+    init() throws { bus = try PrivateBus() }
 
     func start(_ arguments: [String], notifySocket: NotifySocket, environment: [String: String] = [:]) throws -> ChildProcess {
         try ChildProcess(Command.executable("enagentd").path, arguments,
-                         environment: environment.merging(["NOTIFY_SOCKET": notifySocket.path]) { $1 }, captureStandardError: true)
+                         environment: environment.merging(["NOTIFY_SOCKET": notifySocket.path, "DBUS_SYSTEM_BUS_ADDRESS": bus.address]) { $1 },
+                         captureStandardError: true)
     }
 
     /// This machine's clock may be unsynchronised (no NTP in a container): tests that need keys say so.
@@ -21,7 +25,9 @@ import Testing
         let state = directory.file("state")
         let daemon = try start(["--state-dir", state, "--no-radio", "--verbose", Self.trustTheClock], notifySocket: notify)
         #expect(notify.await("READY=1"))
-        #expect(notify.await("STATUS=Keeping keys"))
+        #expect(notify.await("STATUS=consent-required"))
+        #expect(try Command.enctl(["enable"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]).status == 0)
+        #expect(notify.await("STATUS=active"))
 
         daemon.terminate()
         #expect(daemon.waitForExit() == 0, "enagentd stops cleanly on SIGTERM")
@@ -42,9 +48,10 @@ import Testing
         let state = directory.file("state")
         let daemon = try start(["--state-dir", state, "--no-radio"], notifySocket: notify)
         #expect(notify.await("READY=1"))
+        #expect(try Command.enctl(["enable"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]).status == 0)
         let synchronised = cen_kernel_clock_synchronised() == 1
         if synchronised {
-            #expect(notify.await("STATUS=Keeping keys"))
+            #expect(notify.await("STATUS=active"))
         } else {
             #expect(notify.await("STATUS=clock-unsynchronised"))
         }

@@ -67,5 +67,6 @@ import Testing
         #expect(configuration.scanSeconds == RadioSchedule.standard.scanSeconds)
         #expect(configuration.scanIntervalSeconds == RadioSchedule.standard.scanIntervalSeconds)
         #expect(configuration.requireSynchronisedClock == true)
+        #expect(configuration.trustedKeysDirectory == "/etc/enagent/trusted-keys")
     }
 }

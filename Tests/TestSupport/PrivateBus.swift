@@ -17,6 +17,8 @@ public final class PrivateBus {
         """
 
     public init(policy: String = PrivateBus.permissivePolicy) throws {
+        // Reachable by other users, so that tests can call as an unprivileged uid.
+        chmod(directory.path, 0o755)
         let socket = directory.file("bus")
         let configuration = directory.file("bus.conf")
         try """

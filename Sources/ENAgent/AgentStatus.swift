@@ -1,0 +1,52 @@
+import ENStore
+
+/// What the agent is doing, as `enctl status` and the D-Bus `Status` property tell it.
+public enum AgentStatus: String, Sendable, CaseIterable {
+    /// Advertising and scanning (or, without a radio, keeping keys).
+    case active
+    /// Paused by the person until `PausedUntil`.
+    case paused
+    /// Consent was given once and then withdrawn (SetEnabled false).
+    case disabled
+    /// Never enabled: nothing runs until someone enables it and so gives consent.
+    case consentRequired = "consent-required"
+    /// Waiting for NTP to set the clock before making keys.
+    case clockUnsynchronised = "clock-unsynchronised"
+    /// bluetoothd is not running, or the adapter is off and may not be switched on.
+    case bluetoothOff = "bluetooth-off"
+    /// The configured adapter (or any LE adapter) is missing.
+    case noAdapter = "no-adapter"
+
+    /// The status from what is known, the most fundamental reason first.
+    public static func of(consent: ConsentEvent?, pausedUntil: Int64?, now: Int64, clockTrusted: Bool,
+                          radioProblem: RadioProblem?) -> AgentStatus {
+        guard let consent else { return .consentRequired }
+        guard consent.granted else { return .disabled }
+        guard clockTrusted else { return .clockUnsynchronised }
+        if let pausedUntil, pausedUntil > now { return .paused }
+        switch radioProblem {
+        case .noAdapter?: return .noAdapter
+        case .bluetoothOff?: return .bluetoothOff
+        case nil: return .active
+        }
+    }
+
+    /// Whether the radio and the key schedule run in this status (they keep trying through radio problems).
+    public var runsAgent: Bool {
+        switch self {
+        case .active, .bluetoothOff, .noAdapter: return true
+        case .paused, .disabled, .consentRequired, .clockUnsynchronised: return false
+        }
+    }
+}
+
+/// Why the radio cannot work right now.
+public enum RadioProblem: Sendable, Equatable {
+    case noAdapter
+    case bluetoothOff
+}
+
+/// An error a radio throws when it knows what is wrong in terms the agent's status can use.
+public protocol RadioProblemError: Error {
+    var problem: RadioProblem { get }
+}

@@ -1,0 +1,22 @@
+import ENKeyFiles
+import Foundation
+
+/// The health authorities' public keys: every `*.pem` file in a directory. A file that is not a
+/// P-256 public key stops the daemon with its name, rather than silently trusting less.
+enum TrustedKeysDirectory {
+    static let defaultPath = "/etc/enagent/trusted-keys"
+
+    static func load(_ path: String) throws -> [TrustedKey] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [] }
+        return try names.filter { $0.hasSuffix(".pem") }.sorted().map { name in
+            let file = path + "/" + name
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw LoadError("cannot read \(file)") }
+            do { return TrustedKey(publicKey: try TrustedKey.publicKey(from: text)) } catch { throw LoadError("\(file): \(error)") }
+        }
+    }
+
+    struct LoadError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import ENBus
+import Foundation
+
+/// `enctl status`: what the agent is doing.
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show what enagentd is doing.", discussion: """
+        Reads enagentd's properties over D-Bus; anyone may. The status is one of active, paused, \
+        disabled, consent-required, clock-unsynchronised, bluetooth-off and no-adapter. \
+        Exit status: 0, or 1 when enagentd is not running.
+        """)
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func run() throws {
+        let properties = try DaemonClient().properties()
+        let text = { (name: String) in properties[name]?.string ?? "" }
+        let number = { (name: String) in properties[name]?.integer ?? 0 }
+        let flag = { (name: String) in properties[name]?.bool ?? false }
+        if json {
+            try printJSON(StatusReport(status: text("Status"), enabled: flag("Enabled"), pausedUntil: number("PausedUntil"),
+                                       adapter: text("Adapter"), advertising: flag("Advertising"), scanning: flag("Scanning"),
+                                       lastDetection: number("LastDetection"), lastDetectionError: text("LastDetectionError"),
+                                       sightingsStored: number("SightingsStored"), version: text("Version")))
+            return
+        }
+        let paused = number("PausedUntil")
+        let last = number("LastDetection")
+        printColumns([
+            ["Status", text("Status")],
+            ["Enabled", flag("Enabled") ? "yes" : "no"],
+            ["Paused until", paused > 0 ? localTime(paused) : "-"],
+            ["Adapter", text("Adapter").isEmpty ? "-" : text("Adapter")],
+            ["Advertising", flag("Advertising") ? "yes" : "no"],
+            ["Scanning", flag("Scanning") ? "yes" : "no"],
+            ["Sightings stored", String(number("SightingsStored"))],
+            ["Last detection", last > 0 ? localTime(last) : "never"],
+            ["Last detection error", text("LastDetectionError").isEmpty ? "-" : text("LastDetectionError")],
+            ["Version", text("Version")],
+        ])
+    }
+
+    struct StatusReport: Encodable {
+        var status: String, enabled: Bool, pausedUntil: Int64, adapter: String, advertising: Bool, scanning: Bool
+        var lastDetection: Int64, lastDetectionError: String, sightingsStored: Int64, version: String
+    }
+}
+
+/// `enctl enable`: consent and start.
+struct Enable: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Turn Exposure Notification on (records your consent).", discussion: """
+        The first enable records consent in enagentd's database; from then on the device \
+        advertises its rotating identifier and records the identifiers around it.
+        """)
+
+    func run() throws {
+        try DaemonClient().call("SetEnabled", [.boolean(true)])
+        print("Exposure Notification is on.")
+    }
+}
+
+/// `enctl disable`: withdraw consent and stop the radio.
+struct Disable: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Turn Exposure Notification off at once (withdraws consent).", discussion: """
+        Advertising and scanning stop immediately. Keys and sightings stay until they expire or \
+        'enctl reset' erases them.
+        """)
+
+    func run() throws {
+        try DaemonClient().call("SetEnabled", [.boolean(false)])
+        print("Exposure Notification is off.")
+    }
+}
+
+/// `enctl pause [DURATION]`.
+struct Pause: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Pause advertising and scanning for a while.", discussion: """
+        DURATION is a number with a unit: 90s, 30m, 2h or 1d (default: 1h). enagentd resumes \
+        by itself when it ends; 'enctl resume' ends it early.
+        """)
+
+    @Argument(help: ArgumentHelp("How long, such as 30m or 2h.", valueName: "duration"), transform: PauseDuration.seconds)
+    var seconds: UInt64 = 3_600
+
+    func run() throws {
+        try DaemonClient().call("Pause", [.uint64(seconds)])
+        print("Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
+    }
+}
+
+/// `enctl resume`.
+struct Resume: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "End a pause now.")
+
+    func run() throws {
+        try DaemonClient().call("Resume")
+        print("Resumed.")
+    }
+}
+
+/// `enctl reset`.
+struct Reset: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Erase all keys, sightings and exposure results.", discussion: """
+        This cannot be undone. enctl asks first unless --yes is given; consent stays as it is.
+        """)
+
+    @Flag(help: "Do not ask.")
+    var yes = false
+
+    func run() throws {
+        guard yes || Confirmation.ask("Erase every key, sighting and exposure result on this device?") else {
+            throw CommandError("nothing erased")
+        }
+        try DaemonClient().call("ResetData")
+        print("All keys, sightings and exposure results were erased.")
+    }
+}
+
+enum PauseDuration {
+    static func seconds(_ text: String) throws -> UInt64 {
+        let units: [Character: UInt64] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        guard let unit = text.last.flatMap({ units[$0] }), let number = UInt64(text.dropLast()), number > 0 else {
+            throw ValidationError("expected a duration such as 90s, 30m, 2h or 1d, not \(text)")
+        }
+        return number * unit
+    }
+}
+
+/// Asks a yes/no question on the terminal; anything but y or yes is no.
+enum Confirmation {
+    static func ask(_ question: String) -> Bool {
+        FileHandle.standardError.write(Data((question + " [y/N] ").utf8))
+        guard let answer = readLine()?.lowercased() else { return false }
+        return answer == "y" || answer == "yes"
+    }
+}
+
+/// A local date and time, as people read it.
+func localTime(_ unixSeconds: Int64) -> String {
+    Date(timeIntervalSince1970: TimeInterval(unixSeconds)).formatted(date: .abbreviated, time: .shortened)
+}

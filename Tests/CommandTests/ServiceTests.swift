@@ -1,0 +1,222 @@
+import ENBus
+import ENCore
+import ENKeyFiles
+import ENStore
+import Foundation
+import TestSupport
+import Testing
+
+/// enagentd's D-Bus API through enctl and a raw bus connection, on a private dbus-daemon.
+@Suite struct ServiceTests {
+    let directory = TemporaryDirectory()
+
+    /// A running enagentd without a radio, on its own bus, with `configuration` as its file.
+    final class Service {
+        let bus: PrivateBus
+        let daemon: ChildProcess
+        let notify: NotifySocket
+        let state: String
+
+        init(in directory: TemporaryDirectory, policy: String = PrivateBus.permissivePolicy, configuration: String = "") throws {
+            bus = try PrivateBus(policy: policy)
+            notify = try NotifySocket(path: directory.file("notify"))
+            state = directory.file("state")
+            let file = directory.file("enagent.conf")
+            try "radio = no\nrequire-synchronised-clock = no\nstate-directory = \(state)\n\(configuration)"
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            daemon = try ChildProcess(Command.executable("enagentd").path, ["--config", file],
+                                      environment: ["NOTIFY_SOCKET": notify.path, "DBUS_SYSTEM_BUS_ADDRESS": bus.address], captureStandardError: true)
+            guard notify.await("READY=1") else { throw POSIXError(.ETIMEDOUT) }
+        }
+
+        deinit {
+            daemon.terminate()
+            daemon.waitForExit()
+        }
+
+        func enctl(_ arguments: String...) throws -> Command.Result {
+            try Command.enctl(arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        }
+
+        func status() throws -> [String: Any] {
+            let result = try enctl("status", "--json")
+            return try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any], "\(result.standardError)")
+        }
+
+        func call(_ method: String, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
+            let connection = try DBusConnection(address: bus.address)
+            return try connection.call(destination: "org.enagent.ExposureNotification1", path: "/org/enagent/ExposureNotification1",
+                                       interface: "org.enagent.ExposureNotification1", member: method, arguments)
+        }
+    }
+
+    @Test func consentPauseResumeAndDisableDriveTheStatus() throws {
+        let service = try Service(in: directory)
+        #expect(try service.status()["status"] as? String == "consent-required")
+        #expect(try service.enctl("enable").status == 0)
+        #expect(try service.status()["status"] as? String == "active")
+        #expect(try service.status()["enabled"] as? Bool == true)
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        #expect(try store.currentConsent()?.granted == true, "enabling recorded consent")
+
+        #expect(try service.enctl("pause", "30m").status == 0)
+        let paused = try service.status()
+        #expect(paused["status"] as? String == "paused")
+        let until = try #require(paused["pausedUntil"] as? Int)
+        #expect(abs(until - Int(Date().timeIntervalSince1970) - 1_800) < 30)
+        #expect(try service.enctl("resume").status == 0)
+        #expect(try service.status()["status"] as? String == "active")
+
+        #expect(try service.enctl("disable").status == 0)
+        #expect(try service.status()["status"] as? String == "disabled")
+        #expect(try store.currentConsent()?.granted == false)
+        #expect(try service.enctl("pause", "soon").status == 64, "a bad duration is a usage error")
+    }
+
+    @Test func keysAreReleasedWithConfirmationAndNeverTodays() throws {
+        let service = try Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart
+        let yesterday = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
+                                             rollingStartIntervalNumber: ENIntervalNumber(today.rawValue - 144))
+        _ = try store.insertTemporaryExposureKeyIfAbsent(yesterday, createdAt: yesterday.rollingStartIntervalNumber.unixSeconds)
+        #expect(try store.temporaryExposureKey(startingAt: today) != nil, "the daemon made today's key")
+
+        #expect(throws: DBusError.self) { try service.call("GetTemporaryExposureKeyHistory", [.boolean(false)]) }
+        do {
+            _ = try service.call("GetTemporaryExposureKeyHistory", [.boolean(false)])
+        } catch {
+            #expect(error.name == "org.enagent.ExposureNotification1.Error.ConfirmationRequired")
+        }
+        let result = try service.enctl("keys", "export", "--yes")
+        #expect(result.status == 0)
+        let upload = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        let keys = try #require(upload["temporaryExposureKeys"] as? [[String: Any]])
+        #expect(keys.count == 1)
+        #expect(keys.first?["keyData"] as? String == Data(yesterday.keyData.bytes).base64EncodedString())
+        #expect(keys.first?["rollingStartNumber"] as? Int == Int(yesterday.rollingStartIntervalNumber.rawValue))
+
+        let zip = directory.file("keys.zip")
+        #expect(try service.enctl("keys", "export", "--yes", "--format", "zip", "--out", zip).status == 0)
+        let export = try KeyExport(contentsOf: Data(contentsOf: URL(fileURLWithPath: zip)))
+        var exported = [TemporaryExposureKey]()
+        try export.forEachKey { key, _ in exported.append(key.key) }
+        #expect(exported.map(\.keyData) == [yesterday.keyData])
+
+        #expect(try service.enctl("reset", "--yes").status == 0)
+        #expect(try store.temporaryExposureKeys(validAfter: 0).allSatisfy { $0.rollingStartIntervalNumber == today },
+                "reset erased the old key; the running agent made a fresh one for today")
+        #expect(try store.temporaryExposureKey(startingAt: today)?.keyData != nil)
+    }
+
+    @Test func detectionTakesDescriptorsVerifiesAndStoresWindows() throws {
+        let signer = try P256PrivateKey()
+        let keys = directory.file("trusted-keys")
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try signer.publicKey.pem.write(toFile: keys + "/authority.pem", atomically: true, encoding: .utf8)
+        let service = try Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+        #expect(try service.enctl("enable").status == 0)
+
+        let now = Int64(Date().timeIntervalSince1970)
+        let start = ENIntervalNumber(ENIntervalNumber(unixSeconds: now)!.rollingPeriodStart.rawValue - 2 * 144)
+        let met = try Broadcaster(start: start.rawValue, risk: 4)
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        try store.record(try (0..<10).map { try met.sighting(at: met.start + 7_200 + Int64($0) * 60, rssi: -60) })
+        let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+        let file = directory.file("export.zip")
+        try writer.zip(keys: [met.key, try Broadcaster(start: start.rawValue).key]).write(to: URL(fileURLWithPath: file))
+
+        let result = try service.enctl("detect", file, "--json")
+        #expect(result.status == 0, "\(result.standardError)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Int])
+        #expect(summary["KeyFilesProcessed"] == 1 && summary["KeysChecked"] == 2 && summary["MatchedKeys"] == 1)
+        #expect(summary["NewExposureWindows"] == 1)
+        let again = try service.enctl("detect", file, "--json")
+        #expect(again.standardOutput.contains("\"KeyFilesSkipped\" : 1"), "a file processed before is skipped")
+
+        let windows = try service.enctl("windows", "--json")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(windows.standardOutput.utf8)) as? [[String: Any]])
+        #expect(rows.count == 1)
+        #expect(rows.first?["scanInstances"] as? Int == 10)
+        let day = Date(timeIntervalSince1970: TimeInterval(start.unixSeconds)).formatted(.iso8601.year().month().day())
+        #expect(rows.first?["date"] as? String == day)
+        let summaries = try service.enctl("summary", "--json")
+        #expect(summaries.standardOutput.contains("scoreSum"))
+        #expect(try service.status()["lastDetection"] as? Int ?? 0 >= Int(now))
+
+        let unsigned = directory.file("unsigned.zip")
+        try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1).zip(keys: [met.key]).write(to: URL(fileURLWithPath: unsigned))
+        let refused = try service.enctl("detect", unsigned)
+        #expect(refused.status == 1)
+        #expect(refused.standardError.contains("the signature is unsigned") && refused.standardError.contains("[KeyFileRejected]"))
+        #expect(try service.status()["lastDetectionError"] as? String != "")
+        let garbage = directory.file("garbage.zip")
+        try Data("not a zip".utf8).write(to: URL(fileURLWithPath: garbage))
+        #expect(try service.enctl("detect", garbage).standardError.contains("[KeyFileRejected]"))
+        #expect(try service.enctl("detect", file, "--config", garbage).standardError.contains("[ConfigurationInvalid]"))
+    }
+
+    @Test func servesExactlyTheDocumentedInterface() throws {
+        let service = try Service(in: directory)
+        let connection = try DBusConnection(address: service.bus.address)
+        let served = try connection.call(destination: "org.enagent.ExposureNotification1", path: "/org/enagent/ExposureNotification1",
+                                         interface: "org.freedesktop.DBus.Introspectable", member: "Introspect").first?.string
+        let documented = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("dbus/org.enagent.ExposureNotification1.xml")
+        let text = try String(contentsOf: documented, encoding: .utf8)
+        #expect(served?.trimmingCharacters(in: .whitespacesAndNewlines) == text.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(throws: DBusError.self, "wrong argument types") { try service.call("Pause", [.string("soon")]) }
+        do { _ = try service.call("Pause", [.uint64(0)]) } catch {
+            #expect(error.name == "org.enagent.ExposureNotification1.Error.InvalidArguments")
+        }
+    }
+
+    @Test func withTheShippedPolicyOthersMayReadButNotChange() throws {
+        let policyFile = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("dbus/org.enagent.ExposureNotification1.conf").path
+        // The system bus's own default policy (as in Debian's system.conf), then ours.
+        let policy = """
+            <policy context="default">
+              <allow user="*"/>
+              <deny own="*"/>
+              <deny send_type="method_call"/>
+              <allow send_type="signal"/>
+              <allow send_requested_reply="true" send_type="method_return"/>
+              <allow send_requested_reply="true" send_type="error"/>
+              <allow receive_type="*"/>
+              <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+              <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+            </policy>
+            <include>\(policyFile)</include>
+            """
+        let service = try Service(in: directory, policy: policy)
+        let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups", Command.executable("enctl").path]
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address]
+        let read = try Command.run("/usr/bin/setpriv", nobody + ["status", "--json"], environment: environment)
+        #expect(read.status == 0, "anyone may read the status: \(read.standardError)")
+        #expect(read.standardOutput.contains("consent-required"))
+        let change = try Command.run("/usr/bin/setpriv", nobody + ["enable"], environment: environment)
+        #expect(change.status == 1)
+        #expect(change.standardError.contains("not allowed"), "\(change.standardError)")
+        let keys = try Command.run("/usr/bin/setpriv", nobody + ["keys", "export", "--yes"], environment: environment)
+        #expect(keys.status == 1 && keys.standardError.contains("not allowed"))
+        #expect(try service.enctl("enable").status == 0, "root may")
+    }
+
+    @Test func theDaemonItselfRefusesUnprivilegedCallers() throws {
+        let service = try Service(in: directory)  // a bus that lets anyone call: only the daemon's check stands
+        let result = try Command.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", Command.executable("enctl").path, "enable"],
+                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("only root and members of the group enagent"), "\(result.standardError)")
+        #expect(try service.status()["enabled"] as? Bool == false)
+    }
+
+    @Test func enctlSaysWhenTheDaemonIsNotRunning() throws {
+        let bus = try PrivateBus()
+        let result = try Command.enctl(["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("enagentd is not running"))
+    }
+}
