@@ -6,10 +6,15 @@ DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+# dbus-daemon reads policies and service files from /usr/share only, whatever the prefix.
+DBUSDIR ?= /usr/share/dbus-1
 SWIFT ?= swift
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: all deps build release test bench run lab lab-test install uninstall clean proto
+.PHONY: all deps build release test bench run lab lab-test install install-files verify-units uninstall clean proto
 
 all: build
 
@@ -27,6 +32,7 @@ release: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) verify-units
 	$(MAKE) lab-test
 
 bench: deps
@@ -57,15 +63,42 @@ proto:
 	protoc --plugin=protoc-gen-swift=$$($(SWIFT) build -c release --show-bin-path)/protoc-gen-swift \
 		--swift_opt=Visibility=Internal --swift_out=Sources/ENKeyFiles/Generated -I $(PROTO_DIR) $(PROTO_DIR)/export.proto
 
-# The configuration file is the administrator's: installed only where there is none.
-install: release
+# Everything but the binaries: units, bus policy, users, configuration. The configuration file
+# is the administrator's: installed only where there is none.
+install-files:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+		$(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
+	for unit in enagentd.service enagent-detect.service enagent-detect.timer; do \
+		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit; \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit; done
+	install -m 0644 systemd/enagent.sysusers $(DESTDIR)$(SYSUSERSDIR)/enagent.conf
+	install -m 0644 systemd/enagent.tmpfiles $(DESTDIR)$(TMPFILESDIR)/enagent.conf
+	install -m 0644 dbus/org.enagent.ExposureNotification1.conf $(DESTDIR)$(DBUSDIR)/system.d/
+	install -m 0644 dbus/org.enagent.ExposureNotification1.service $(DESTDIR)$(DBUSDIR)/system-services/
+	install -m 0644 dbus/org.enagent.ExposureNotification1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-keys
+
+# On the live system (no DESTDIR) it also creates the user and tells systemd and dbus.
+install: release install-files
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
 	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enagentd $(DESTDIR)$(SBINDIR)/enagentd
 	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enctl $(DESTDIR)$(BINDIR)/enctl
-	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
+	if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemd-sysusers $(SYSUSERSDIR)/enagent.conf && systemd-tmpfiles --create $(TMPFILESDIR)/enagent.conf && \
+		systemctl daemon-reload && systemctl reload dbus; fi
+
+# systemd-analyze verify on the installed units (with the debug binaries), as `make test` does.
+verify-units:
+	scripts/verify-units.sh $$($(SWIFT) build --show-bin-path)
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/enagentd $(DESTDIR)$(BINDIR)/enctl
+	rm -f $(DESTDIR)$(UNITDIR)/enagentd.service $(DESTDIR)$(UNITDIR)/enagent-detect.service $(DESTDIR)$(UNITDIR)/enagent-detect.timer
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/enagent.conf $(DESTDIR)$(TMPFILESDIR)/enagent.conf
+	rm -f $(DESTDIR)$(DBUSDIR)/system.d/org.enagent.ExposureNotification1.conf \
+		$(DESTDIR)$(DBUSDIR)/system-services/org.enagent.ExposureNotification1.service \
+		$(DESTDIR)$(DBUSDIR)/interfaces/org.enagent.ExposureNotification1.xml
 
 clean:
 	$(SWIFT) package clean

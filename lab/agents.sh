@@ -13,10 +13,46 @@ LAB=$(dirname "$0")
 STATE=/run/enagent-lab
 LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $(date +%s)"
 rm -rf "$OUT/a" "$OUT/b" "$OUT/phases" "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$OUT/phases"
-agent() { exec "$BIN/enagentd" --state-dir "$STATE/$1" --adapter "$2" $LAB_OPTIONS >> "$STATE/$1/enagentd.log" 2>&1; }
+# Both agents share the guest's system bus for BlueZ, but one bus name can have one owner: each
+# offers its API on a bus of its own, under the system bus's default policy plus enagentd's.
+api_bus() {
+    cat > "$STATE/$1.bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$STATE/$1.bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="*"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+  </policy>
+  <include>$LAB/../dbus/org.enagent.ExposureNotification1.conf</include>
+</busconfig>
+EOF
+    dbus-daemon --config-file="$STATE/$1.bus.conf" --fork --nopidfile
+}
+enctl() { agent_name=$1; shift; DBUS_SYSTEM_BUS_ADDRESS="unix:path=$STATE/$agent_name.bus" "$BIN/enctl" "$@"; }
+agent() {
+    exec "$BIN/enagentd" --state-dir "$STATE/$1" --adapter "$2" --api-bus "unix:path=$STATE/$1.bus" $LAB_OPTIONS \
+        >> "$STATE/$1/enagentd.log" 2>&1
+}
+# Consent: enabling through the API, as a person would with 'enctl enable'.
+enable() {
+    for _ in $(seq 50); do enctl "$1" enable > /dev/null 2>&1 && { echo "agent $1 enabled"; return; }; sleep 0.2; done
+    echo "agent $1: enctl enable failed"
+}
 
+api_bus a; api_bus b
 agent a hci0 & A=$!
 agent b hci1 & B=$!
+enable a; enable b
 echo "agents: a (hci0) pid $A, b (hci1) pid $B; running ${SECONDS_TO_RUN}s"
 sleep "$SECONDS_TO_RUN"
 
@@ -37,6 +73,7 @@ python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/after-kill.json"
 agent a hci0 & A=$!
 sleep 20
 
+for agent in a b; do enctl $agent status --json > "$OUT/phases/status-$agent.json"; done
 kill -TERM "$A" "$B"
 wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"
 wait "$B"; echo $? > "$STATE/b/exit-status"; echo "agent b stopped: exit $(cat "$STATE/b/exit-status")"

@@ -9,7 +9,8 @@ agent's own RPIs; every RPI came from exactly one address and every address carr
 at least four RPIs went on the air; both agents stopped cleanly (exit 0) on SIGTERM; after
 bluetoothd's restart each agent advertised and scanned again within 10 s; across agent a's SIGKILL
 and restart its database stayed intact, its TEKs the same and no committed sighting was lost;
-no agent's log carries a TEK or an RPI; each agent read its TX power from its controller."""
+no agent's log carries a TEK or an RPI; each agent read its TX power from its controller; at the
+end (agent a after its restart, without being enabled again) each agent's API says active."""
 import json, re, sqlite3, subprocess, sys
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -117,6 +118,14 @@ for agent, adapter in agents.items():
         failures.append(f"agent {agent}'s log carries {len(leaked)} TEKs or RPIs")
     if not power or power.group(2) != f"read from {adapter}":
         failures.append(f"agent {agent} did not read its TX power from {adapter}")
+
+print("API (enctl status at the end)")
+for agent in agents:
+    status = json.load(open(f"{out}/phases/status-{agent}.json"))
+    print(f"  {agent}: {status['status']}, advertising {'yes' if status['advertising'] else 'no'}, "
+          f"{status['sightingsStored']} sightings stored, adapter {status['adapter']}")
+    if status["status"] != "active" or status["adapter"] != agents[agent]:
+        failures.append(f"agent {agent}'s API says {status['status']} on {status['adapter'] or 'no adapter'}, not active on {agents[agent]}")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))

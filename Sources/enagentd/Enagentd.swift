@@ -44,6 +44,10 @@ struct Enagentd: ParsableCommand {
           help: "Wait until NTP has synchronised the system clock before making keys or recording sightings (default: yes).")
     var requireSynchronisedClock: Bool?
 
+    @Option(help: ArgumentHelp("Lab only: offer the D-Bus API on this bus instead of the system bus.", valueName: "address",
+                               visibility: .hidden))
+    var apiBus: String?
+
     @OptionGroup(title: "Radio")
     var radio: RadioOptions
 
@@ -87,7 +91,7 @@ struct Enagentd: ParsableCommand {
             trustedKeys = try TrustedKeysDirectory.load(file.trustedKeysDirectory ?? TrustedKeysDirectory.defaultPath)
             store = try AgentStore(path: stateDirectory + "/enagent.db")
             // The API has a connection of its own, so that a long detection never holds up BlueZ's signals.
-            serviceBus = try DBusConnection.system()
+            serviceBus = try apiBus.map { address throws(DBusError) in try DBusConnection(address: address) } ?? DBusConnection.system()
             radioBus = radioSettings.enabled ? try DBusConnection.system() : nil
         } catch {
             logger.critical("\(error)")
