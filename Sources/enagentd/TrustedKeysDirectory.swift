@@ -1,8 +1,10 @@
 import ENKeyFiles
 import Foundation
 
-/// The health authorities' public keys: every `*.pem` file in a directory. A file that is not a
-/// P-256 public key stops the daemon with its name, rather than silently trusting less.
+/// The health authorities' public keys: every `*.pem` file in a directory. `KEYID_VERSION.pem`
+/// (such as `310_v1.pem`) is trusted for that key id and version only, any other name for any.
+/// A file that is not a P-256 public key stops the daemon with its name, rather than silently
+/// trusting less.
 enum TrustedKeysDirectory {
     static let defaultPath = "/etc/enagent/trusted-keys"
 
@@ -11,7 +13,13 @@ enum TrustedKeysDirectory {
         return try names.filter { $0.hasSuffix(".pem") }.sorted().map { name in
             let file = path + "/" + name
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw LoadError("cannot read \(file)") }
-            do { return TrustedKey(publicKey: try TrustedKey.publicKey(from: text)) } catch { throw LoadError("\(file): \(error)") }
+            let scope = name.dropLast(4).split(separator: "_", maxSplits: 1).map(String.init)
+            do {
+                return TrustedKey(keyId: scope.count == 2 ? scope[0] : nil, keyVersion: scope.count == 2 ? scope[1] : nil,
+                                  publicKey: try TrustedKey.publicKey(from: text))
+            } catch {
+                throw LoadError("\(file): \(error)")
+            }
         }
     }
 

@@ -30,6 +30,16 @@ struct Detect: ParsableCommand {
     @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
     var files: [String] = []
 
+    @Flag(help: "Download the key files not processed before from the key server (see --server-config) and detect with them.")
+    var fromServer = false
+
+    @Option(help: ArgumentHelp("The key server configuration (default: \(KeyServerConfiguration.defaultPath)).", valueName: "file"))
+    var serverConfig = KeyServerConfiguration.defaultPath
+
+    @Option(help: ArgumentHelp("Where downloads and the list of processed files are kept (default: $CACHE_DIRECTORY, else ~/.cache/enagent).",
+                               valueName: "dir"))
+    var cacheDir: String?
+
     @Flag(help: "Detect without the daemon, from --sightings or --db.")
     var offline = false
 
@@ -66,7 +76,11 @@ struct Detect: ParsableCommand {
     var json = false
 
     func validate() throws {
-        guard !(keyFiles + files).isEmpty else { throw ValidationError("Give at least one key file.") }
+        if fromServer {
+            guard !offline, (keyFiles + files).isEmpty else { throw ValidationError("--from-server takes no key files and no --offline.") }
+            return
+        }
+        guard !(keyFiles + files).isEmpty else { throw ValidationError("Give at least one key file, or --from-server.") }
         guard offline else {
             guard sightings == nil, db == nil, publicKeys.isEmpty, !insecureSkipVerify else {
                 throw ValidationError("--sightings, --db, --public-key and --insecure-skip-verify go with --offline; enagentd uses its own.")
@@ -80,9 +94,34 @@ struct Detect: ParsableCommand {
         try KeyFileInput.validate(maximumFileSizeMiB: maxFileSize)
     }
 
-    /// Hands the files to enagentd and prints its summary.
-    private func runThroughDaemon() throws {
-        let paths = keyFiles + files
+    /// Fetches what the key server lists and this machine has not processed, then detects with
+    /// it. Downloads survive a failure, so the next run fetches only what is still missing.
+    private func runFromServer() throws {
+        let server = try KeyServerConfiguration.load(serverConfig)
+        let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
+        let index = String(decoding: try Download.data(from: URL(string: server.index, relativeTo: server.url)!), as: UTF8.self)
+        let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        let processed = cache.processed()
+        let pending = entries.filter { !processed.contains($0) }
+        guard !pending.isEmpty else {
+            if json { return try printJSON(["KeyFilesProcessed": 0]) }
+            return print("No new key files on \(server.url.absoluteString) (\(entries.count) listed, all processed before).")
+        }
+        let progress = Progress(total: pending.count)
+        for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
+            progress.show(number + 1, "downloading \(entry)")
+            guard let url = URL(string: entry, relativeTo: server.url) else { throw CommandError("\(entry): not a path on the key server") }
+            try cache.store(try Download.data(from: url), for: entry)
+        }
+        progress.show(pending.count, "matching \(pending.count) files")
+        progress.finish()
+        try runThroughDaemon(paths: pending.map(cache.file(for:)), names: pending)
+        try cache.markProcessed(pending)
+    }
+
+    /// Hands the files to enagentd and prints its summary; `names` replace the daemon's "key file N" in errors.
+    private func runThroughDaemon(paths: [String], names: [String]) throws {
         let descriptors = try paths.map { path in
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
@@ -90,8 +129,15 @@ struct Detect: ParsableCommand {
         }
         defer { descriptors.forEach { close($0) } }
         let configuration = try config.map { try String(contentsOfFile: $0, encoding: .utf8) } ?? ""
-        let reply = try DaemonClient().call("DetectExposures", [.array(elementSignature: "h", descriptors.map(DBusValue.unixFD)), .string(configuration)],
+        let reply: [DBusValue]
+        do {
+            reply = try DaemonClient().call("DetectExposures", [.array(elementSignature: "h", descriptors.map(DBusValue.unixFD)), .string(configuration)],
                                             timeout: .seconds(600))
+        } catch let error as CommandError {
+            throw CommandError(names.enumerated().reversed().reduce(error.description) { text, named in
+                text.replacingOccurrences(of: "key file \(named.offset + 1)", with: named.element)
+            })
+        }
         let summary = (reply.first?.stringKeyed ?? [:]).mapValues { $0.integer ?? 0 }
         if json { return try printJSON(summary) }
         printColumns([
@@ -104,7 +150,8 @@ struct Detect: ParsableCommand {
     }
 
     func run() throws {
-        guard offline else { return try runThroughDaemon() }
+        if fromServer { return try runFromServer() }
+        guard offline else { return try runThroughDaemon(paths: keyFiles + files, names: keyFiles + files) }
         let configuration = try loadConfiguration()
         let trusted = try publicKeys.map(KeyFileInput.trustedKey)
         let limits = KeyFileInput.limits(maximumFileSizeMiB: maxFileSize)

@@ -5,7 +5,7 @@ import Foundation
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export this device's keys, or inspect diagnosis key files.",
-        subcommands: [Export.self, Inspect.self])
+        subcommands: [Export.self, Inspect.self, Sign.self])
 }
 
 extension Keys {

@@ -1,0 +1,118 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The diagnosis key server of `/etc/enagent/key-server.conf`: `key = value` lines for
+/// `url` (the base URL), `index` (a file listing export paths one per line, relative to the
+/// base URL; default index.txt) and `region` (informational).
+struct KeyServerConfiguration: Equatable {
+    var url: URL
+    var index = "index.txt"
+    var region: String?
+
+    static let defaultPath = "/etc/enagent/key-server.conf"
+
+    init(url: URL, index: String = "index.txt", region: String? = nil) {
+        self.url = url
+        self.index = index
+        self.region = region
+    }
+
+    init(text: String, path: String) throws {
+        var url: URL?
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            guard !line.allSatisfy(\.isWhitespace) else { continue }
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[1].isEmpty else { throw CommandError("\(path):\(number + 1): expected key = value") }
+            switch parts[0] {
+            case "url":
+                guard let parsed = URL(string: parts[1].hasSuffix("/") ? parts[1] : parts[1] + "/"),
+                      ["http", "https"].contains(parsed.scheme ?? "") else {
+                    throw CommandError("\(path):\(number + 1): url must be an http or https URL")
+                }
+                url = parsed
+            case "index": index = parts[1]
+            case "region": region = parts[1]
+            default: throw CommandError("\(path):\(number + 1): unknown key \"\(parts[0])\" (known: url, index, region)")
+            }
+        }
+        guard let url else { throw CommandError("\(path): no url = line: which key server?") }
+        self.url = url
+    }
+
+    static func load(_ path: String) throws -> KeyServerConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandError("cannot read the key server configuration \(path) (see README: Key server)")
+        }
+        return try KeyServerConfiguration(text: String(decoding: data, as: UTF8.self), path: path)
+    }
+}
+
+/// Downloads over HTTP(S), one request at a time, with a clear error for any status but 200.
+enum Download {
+    static let timeout: TimeInterval = 60
+
+    static func data(from url: URL) throws -> Data {
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        final class Box: @unchecked Sendable { var result: Result<Data, any Error>? }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        URLSession.shared.dataTask(with: request) { data, response, error in
+            if let error {
+                box.result = .failure(CommandError("\(url.absoluteString): \(error.localizedDescription)"))
+            } else if let status = (response as? HTTPURLResponse)?.statusCode, status != 200 {
+                box.result = .failure(CommandError("\(url.absoluteString): the server answered HTTP \(status)"))
+            } else {
+                box.result = .success(data ?? Data())
+            }
+            done.signal()
+        }.resume()
+        done.wait()
+        return try box.result!.get()
+    }
+}
+
+/// Where `enctl detect --from-server` keeps what it downloaded and what the daemon processed, so
+/// that a run after a failure fetches only what is missing and never hands a file over twice.
+struct DownloadCache {
+    let directory: String
+
+    /// systemd's CacheDirectory= when run by the timer's unit, else the user's cache.
+    static var defaultDirectory: String {
+        if let cache = ProcessInfo.processInfo.environment["CACHE_DIRECTORY"] { return cache }
+        let home = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (NSHomeDirectory() + "/.cache")
+        return home + "/enagent"
+    }
+
+    init(directory: String) throws {
+        self.directory = directory
+        try FileManager.default.createDirectory(atPath: directory + "/files", withIntermediateDirectories: true)
+    }
+
+    /// The local file for an index entry (its path with "/" replaced, so entries cannot escape).
+    func file(for entry: String) -> String {
+        directory + "/files/" + entry.replacingOccurrences(of: "/", with: "_")
+    }
+
+    private var processedList: String { directory + "/processed" }
+
+    /// Index entries handed to the daemon successfully.
+    func processed() -> Set<String> {
+        guard let text = try? String(contentsOfFile: processedList, encoding: .utf8) else { return [] }
+        return Set(text.split(separator: "\n").map(String.init))
+    }
+
+    func markProcessed(_ entries: [String]) throws {
+        let all = processed().union(entries).sorted().joined(separator: "\n") + "\n"
+        try all.write(toFile: processedList, atomically: true, encoding: .utf8)
+        for entry in entries { try? FileManager.default.removeItem(atPath: file(for: entry)) }
+    }
+
+    /// Stores a download atomically: a file in the cache is always complete.
+    func store(_ data: Data, for entry: String) throws {
+        try data.write(to: URL(fileURLWithPath: file(for: entry)), options: .atomic)
+    }
+}

@@ -1,0 +1,122 @@
+import ENCore
+import ENKeyFiles
+import ENStore
+import Foundation
+import TestSupport
+import Testing
+
+/// `enctl detect --from-server` against a real HTTP server on loopback.
+@Suite struct KeyServerTests {
+    let directory = TemporaryDirectory()
+
+    /// python3's http.server serving `root` on a free loopback port; its log of requests is kept.
+    final class HTTPServer {
+        let process: ChildProcess
+        let url: String
+
+        init(root: String) throws {
+            let port = try Self.freePort()
+            process = try ChildProcess("/usr/bin/python3", ["-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", root],
+                                       captureStandardError: true)
+            url = "http://127.0.0.1:\(port)/"
+            let deadline = Date().addingTimeInterval(10)
+            while !Self.accepts(port) {
+                guard Date() < deadline, process.isRunning else { throw POSIXError(.ETIMEDOUT) }
+                usleep(20_000)
+            }
+        }
+
+        /// The requests served (the server stops).
+        func stop() -> String {
+            process.terminate()
+            process.waitForExit()
+            return process.standardError()
+        }
+
+        static func freePort() throws -> UInt16 {
+            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(socket) }
+            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            try withUnsafeMutablePointer(to: &address) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    guard bind(socket, $0, length) == 0, getsockname(socket, $0, &length) == 0 else { throw POSIXError(.EADDRINUSE) }
+                }
+            }
+            return UInt16(bigEndian: address.sin_port)
+        }
+
+        static func accepts(_ port: UInt16) -> Bool {
+            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(socket) }
+            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+        }
+    }
+
+    @Test func downloadsOnlyWhatIsNewResumesAfterAFailureAndFindsTheExposure() throws {
+        let signer = try P256PrivateKey()
+        let keys = directory.file("trusted-keys")
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try signer.publicKey.pem.write(toFile: keys + "/228_v1.pem", atomically: true, encoding: .utf8)
+        let service = try ServiceTests.Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+        #expect(try service.enctl("enable").status == 0)
+
+        let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue
+        let met = try Broadcaster(start: today - 3 * 144)
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        try store.record(try (0..<6).map { try met.sighting(at: met.start + 3_600 + Int64($0) * 60, rssi: -65) })
+
+        let root = directory.file("server")
+        try FileManager.default.createDirectory(atPath: root + "/exports", withIntermediateDirectories: true)
+        func publish(_ name: String, _ keys: [DiagnosisKey], keyId: String = "228") throws {
+            let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: keyId, keyVersion: "v1")))
+            try writer.zip(keys: keys).write(to: URL(fileURLWithPath: root + "/exports/" + name))
+        }
+        try publish("1.zip", [met.key, try Broadcaster(start: today - 3 * 144).key])
+        try publish("2.zip", [try Broadcaster(start: today - 2 * 144).key])
+        try "# exports, oldest first\nexports/1.zip\nexports/2.zip\nexports/3.zip\n".write(toFile: root + "/index.txt", atomically: true, encoding: .utf8)
+        let server = try HTTPServer(root: root)
+        let configuration = directory.file("key-server.conf")
+        try "url = \(server.url)\nindex = index.txt\nregion = CH\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let cache = directory.file("cache")
+        let detect = { try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", cache, "--json") }
+
+        let failed = try detect()
+        #expect(failed.status == 1)
+        #expect(failed.standardError.contains("exports/3.zip: the server answered HTTP 404"), "\(failed.standardError)")
+        #expect(FileManager.default.fileExists(atPath: cache + "/files/exports_1.zip"), "what was downloaded is kept")
+
+        try publish("3.zip", [try Broadcaster(start: today - 144).key])
+        let done = try detect()
+        #expect(done.status == 0, "\(done.standardError)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(done.standardOutput.utf8)) as? [String: Int])
+        #expect(summary["KeyFilesProcessed"] == 3 && summary["MatchedKeys"] == 1 && summary["NewExposureWindows"] == 1)
+
+        let nothingNew = try detect()
+        #expect(nothingNew.status == 0 && nothingNew.standardOutput.contains("\"KeyFilesProcessed\" : 0"))
+        let requests = server.stop()
+        #expect(requests.components(separatedBy: "GET /exports/1.zip").count - 1 == 1, "each file is downloaded once: \(requests)")
+        #expect(requests.components(separatedBy: "GET /exports/3.zip").count - 1 == 2, "the missing one was asked for again")
+        #expect(requests.components(separatedBy: "GET /index.txt").count - 1 == 3)
+
+        let windows = try service.enctl("windows", "--json")
+        let day = Date(timeIntervalSince1970: TimeInterval(met.start)).formatted(.iso8601.year().month().day())
+        #expect(windows.standardOutput.contains("\"date\" : \"\(day)\""))
+    }
+
+    @Test func aKeyTrustedForOneKeyIdDoesNotVerifyAnother() throws {
+        let signer = try P256PrivateKey()
+        let keys = directory.file("trusted-keys")
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try signer.publicKey.pem.write(toFile: keys + "/228_v1.pem", atomically: true, encoding: .utf8)
+        let service = try ServiceTests.Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+        let file = directory.file("other.zip")
+        let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "310", keyVersion: "v1")))
+        try writer.zip(keys: [try Broadcaster().key]).write(to: URL(fileURLWithPath: file))
+        let result = try service.enctl("detect", file)
+        #expect(result.status == 1 && result.standardError.contains("the signature is unknown-key"), "\(result.standardError)")
+    }
+}
