@@ -40,10 +40,15 @@ bench: deps
 	$$($(SWIFT) build -c release --show-bin-path)/enbench
 
 # The agent in the foreground with its state under ./run, without the radio (a machine
-# without Bluetooth has none; the lab below gives it one).
+# without Bluetooth has none; the lab below gives it one), its API on a private bus there:
+#   DBUS_SYSTEM_BUS_ADDRESS=unix:path=run/bus enctl status
 run: deps
 	$(SWIFT) build --product enagentd
-	$$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state --no-radio
+	mkdir -p $(RUN_DIR)
+	rm -f $(RUN_DIR)/bus
+	dbus-daemon --session --address=unix:path=$(RUN_DIR)/bus --fork --print-pid > $(RUN_DIR)/bus.pid
+	DBUS_SYSTEM_BUS_ADDRESS=unix:path=$(RUN_DIR)/bus $$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state \
+		--no-radio --no-require-synchronised-clock; kill $$(cat $(RUN_DIR)/bus.pid)
 
 # The lab: two agents on emulated radios in a qemu guest with a real bluetoothd (lab/).
 LAB ?= /tmp/enagent-lab
@@ -84,6 +89,9 @@ install: release install-files
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
 	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enagentd $(DESTDIR)$(SBINDIR)/enagentd
 	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enctl $(DESTDIR)$(BINDIR)/enctl
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	$(DESTDIR)$(BINDIR)/enctl --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/enctl
+	$(DESTDIR)$(BINDIR)/enctl --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_enctl
 	if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemd-sysusers $(SYSUSERSDIR)/enagent.conf && systemd-tmpfiles --create $(TMPFILESDIR)/enagent.conf && \
 		systemctl daemon-reload && systemctl reload dbus; fi
@@ -94,6 +102,7 @@ verify-units:
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/enagentd $(DESTDIR)$(BINDIR)/enctl
+	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/enctl $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_enctl
 	rm -f $(DESTDIR)$(UNITDIR)/enagentd.service $(DESTDIR)$(UNITDIR)/enagent-detect.service $(DESTDIR)$(UNITDIR)/enagent-detect.timer
 	rm -f $(DESTDIR)$(SYSUSERSDIR)/enagent.conf $(DESTDIR)$(TMPFILESDIR)/enagent.conf
 	rm -f $(DESTDIR)$(DBUSDIR)/system.d/org.enagent.ExposureNotification1.conf \

@@ -2,17 +2,25 @@
 # agents.sh BIN OUT SECONDS: the lab's run, in the guest. Two agents, a on hci0 and b on hci1,
 # run for SECONDS; then bluetoothd is killed and restarted, and each agent must advertise and
 # scan again within 10 s; then agent a is killed with SIGKILL and restarted, and must keep the
-# day's TEK and every committed sighting; finally both stop with SIGTERM.
+# day's TEK and every committed sighting; then a shares its keys after a positive test, a key
+# server on loopback publishes them signed, and b detects its exposure from that server; finally
+# both stop with SIGTERM.
 # The agents' clocks run 120 times faster from one shared origin, so an EN interval lasts 5 s and
-# every rotation (6-8 s apart) brings a new RPI, as in real use. Each agent keeps its state on the guest's
+# every rotation (6-8 s apart) brings a new RPI, as in real use. They start two agent hours (one
+# real minute) before a UTC midnight, so a's first key has rolled, and may be shared, by the end. Each agent keeps its state on the guest's
 # tmpfs (SQLite's WAL needs shared memory, which the 9p share lacks); at the end its database,
 # log and exit status are copied to OUT/a and OUT/b, and the phases' results to OUT/phases.
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")
 STATE=/run/enagent-lab
-LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $(date +%s)"
-rm -rf "$OUT/a" "$OUT/b" "$OUT/phases" "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$OUT/phases"
+NOW=$(date +%s)
+START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
+LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $(( (120 * NOW - START) / 119 ))"
+rm -rf "$OUT/a" "$OUT/b" "$OUT/phases" "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exports" "$STATE/trusted-keys" "$OUT/phases"
+# The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$STATE/authority.pem"
+openssl ec -in "$STATE/authority.pem" -pubout -out "$STATE/trusted-keys/228_v1.pem" 2>/dev/null
 # Both agents share the guest's system bus for BlueZ, but one bus name can have one owner: each
 # offers its API on a bus of its own, under the system bus's default policy plus enagentd's.
 api_bus() {
@@ -72,6 +80,19 @@ kill -KILL "$A"; wait "$A"
 python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/after-kill.json"
 agent a hci0 & A=$!
 sleep 20
+
+echo "phase: a shares its keys, a key server publishes them, b detects"
+enctl a keys export --yes --format zip --out "$STATE/a-keys.zip"
+"$BIN/enctl" keys sign "$STATE/a-keys.zip" --private-key "$STATE/authority.pem" --key-id 228 --region LAB --out "$STATE/server/exports/1.zip"
+cp "$STATE/server/exports/1.zip" "$STATE/trusted-keys/228_v1.pem" "$OUT/phases/"
+echo "exports/1.zip" > "$STATE/server/index.txt"
+python3 -m http.server 8000 --bind 127.0.0.1 --directory "$STATE/server" 2> "$OUT/phases/key-server.log" & SERVER=$!
+for _ in $(seq 50); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2>/dev/null && break; sleep 0.1; done
+echo "url = http://127.0.0.1:8000/" > "$STATE/key-server.conf"
+enctl b detect --from-server --server-config "$STATE/key-server.conf" --cache-dir "$STATE/b-cache" --json > "$OUT/phases/detect-b.json"
+echo "detect: exit $?"
+enctl b windows --json > "$OUT/phases/windows-b.json"
+kill "$SERVER"
 
 for agent in a b; do enctl $agent status --json > "$OUT/phases/status-$agent.json"; done
 kill -TERM "$A" "$B"

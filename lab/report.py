@@ -10,7 +10,9 @@ at least four RPIs went on the air; both agents stopped cleanly (exit 0) on SIGT
 bluetoothd's restart each agent advertised and scanned again within 10 s; across agent a's SIGKILL
 and restart its database stayed intact, its TEKs the same and no committed sighting was lost;
 no agent's log carries a TEK or an RPI; each agent read its TX power from its controller; at the
-end (agent a after its restart, without being enabled again) each agent's API says active."""
+end (agent a after its restart, without being enabled again) each agent's API says active; b's
+detection from the key server that published a's shared keys found exposure windows on the days
+of a's shared keys, as many as `enctl detect --offline` finds in b's database."""
 import json, re, sqlite3, subprocess, sys
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -126,6 +128,22 @@ for agent in agents:
           f"{status['sightingsStored']} sightings stored, adapter {status['adapter']}")
     if status["status"] != "active" or status["adapter"] != agents[agent]:
         failures.append(f"agent {agent}'s API says {status['status']} on {status['adapter'] or 'no adapter'}, not active on {agents[agent]}")
+
+print("EXPOSURE (a shared its keys; b detected from the key server)")
+detected = json.load(open(f"{out}/phases/detect-b.json"))
+windows = json.load(open(f"{out}/phases/windows-b.json"))
+offline = json.loads(subprocess.run([enctl, "detect", "--offline", "--db", f"{out}/b/enagent.db", "--keys", f"{out}/phases/1.zip",
+                                     "--public-key", f"{out}/phases/228_v1.pem", "--json"], check=True, capture_output=True, text=True).stdout)
+shared = subprocess.run([enctl, "keys", "inspect", f"{out}/phases/1.zip", "--public-key", f"{out}/phases/228_v1.pem", "--json"],
+                        check=True, capture_output=True, text=True).stdout
+days = sorted({w["date"] for w in windows})
+key_days = sorted({row[0] for row in rows("a", "SELECT date(rolling_start_interval_number * 600, 'unixepoch') FROM temporary_exposure_key")})
+print(f"  a shared {json.loads(shared)['keyCount']} keys; b: {detected.get('MatchedKeys', 0)} matched, "
+      f"{len(windows)} exposure windows on {', '.join(days) or 'no day'} (offline detection finds {len(offline['exposureWindows'])})")
+if not windows or len(windows) != len(offline["exposureWindows"]):
+    failures.append(f"b's detection through the key server found {len(windows)} windows, offline detection {len(offline['exposureWindows'])}")
+if not set(days) <= set(key_days):
+    failures.append(f"exposure days {days} are not days of a's keys {key_days}")
 
 if failures:
     print("FAILED:\n  " + "\n  ".join(failures))
