@@ -82,6 +82,7 @@ install-files:
 	install -m 0644 dbus/org.enagent.ExposureNotification1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/org.enagent.ExposureNotification1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
+	install -D -m 0644 etc/key-server.conf.example $(DESTDIR)$(SYSCONFDIR)/enagent/key-server.conf.example
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-keys
 
 # On the live system (no DESTDIR) it also creates the user and tells systemd and dbus.
