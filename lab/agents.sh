@@ -31,16 +31,7 @@ api_bus() {
   <type>system</type>
   <listen>unix:path=$STATE/$1.bus</listen>
   <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <deny own="*"/>
-    <deny send_type="method_call"/>
-    <allow send_type="signal"/>
-    <allow send_requested_reply="true" send_type="method_return"/>
-    <allow send_requested_reply="true" send_type="error"/>
-    <allow receive_type="*"/>
-    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-  </policy>
+  <include>$LAB/system-bus-default.conf</include>
   <include>$LAB/../dbus/org.enagent.ExposureNotification1.conf</include>
 </busconfig>
 EOF
