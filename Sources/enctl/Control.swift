@@ -14,36 +14,48 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        let properties = try DaemonClient().properties()
-        let text = { (name: String) in properties[name]?.string ?? "" }
-        let number = { (name: String) in properties[name]?.integer ?? 0 }
-        let flag = { (name: String) in properties[name]?.bool ?? false }
-        if json {
-            try printJSON(StatusReport(status: text("Status"), enabled: flag("Enabled"), pausedUntil: number("PausedUntil"),
-                                       adapter: text("Adapter"), advertising: flag("Advertising"), scanning: flag("Scanning"),
-                                       lastDetection: number("LastDetection"), lastDetectionError: text("LastDetectionError"),
-                                       sightingsStored: number("SightingsStored"), version: text("Version")))
-            return
-        }
-        let paused = number("PausedUntil")
-        let last = number("LastDetection")
+        let report = try StatusReport(try DaemonClient().properties())
+        if json { return try printJSON(report) }
         printColumns([
-            ["Status", text("Status")],
-            ["Enabled", flag("Enabled") ? "yes" : "no"],
-            ["Paused until", paused > 0 ? localTime(paused) : "-"],
-            ["Adapter", text("Adapter").isEmpty ? "-" : text("Adapter")],
-            ["Advertising", flag("Advertising") ? "yes" : "no"],
-            ["Scanning", flag("Scanning") ? "yes" : "no"],
-            ["Sightings stored", String(number("SightingsStored"))],
-            ["Last detection", last > 0 ? localTime(last) : "never"],
-            ["Last detection error", text("LastDetectionError").isEmpty ? "-" : text("LastDetectionError")],
-            ["Version", text("Version")],
+            ["Status", report.status],
+            ["Enabled", report.enabled ? "yes" : "no"],
+            ["Paused until", report.pausedUntil > 0 ? localTime(report.pausedUntil) : "-"],
+            ["Adapter", report.adapter.isEmpty ? "-" : report.adapter],
+            ["Advertising", report.advertising ? "yes" : "no"],
+            ["Scanning", report.scanning ? "yes" : "no"],
+            ["Sightings stored", String(report.sightingsStored)],
+            ["Last detection", report.lastDetection > 0 ? localTime(report.lastDetection) : "never"],
+            ["Last detection error", report.lastDetectionError.isEmpty ? "-" : report.lastDetectionError],
+            ["Version", report.version],
         ])
     }
 
-    struct StatusReport: Encodable {
-        var status: String, enabled: Bool, pausedUntil: Int64, adapter: String, advertising: Bool, scanning: Bool
-        var lastDetection: Int64, lastDetectionError: String, sightingsStored: Int64, version: String
+}
+
+/// The daemon's properties as `--json` prints them.
+struct StatusReport: Encodable {
+    var status: String, enabled: Bool, pausedUntil: Int64, adapter: String, advertising: Bool, scanning: Bool
+    var lastDetection: Int64, lastDetectionError: String, sightingsStored: Int64, version: String
+
+    init(_ properties: [String: DBusValue]) {
+        let text = { (name: String) in properties[name]?.string ?? "" }
+        let number = { (name: String) in properties[name]?.integer ?? 0 }
+        let flag = { (name: String) in properties[name]?.bool ?? false }
+        (status, enabled, pausedUntil, adapter) = (text("Status"), flag("Enabled"), number("PausedUntil"), text("Adapter"))
+        (advertising, scanning, lastDetection) = (flag("Advertising"), flag("Scanning"), number("LastDetection"))
+        (lastDetectionError, sightingsStored, version) = (text("LastDetectionError"), number("SightingsStored"), text("Version"))
+    }
+}
+
+/// `--json` for the commands that change state: the status after the change.
+struct ChangeOutput: ParsableArguments {
+    @Flag(help: "Print the status after the change as JSON.")
+    var json = false
+
+    /// Prints `message`, or with --json the daemon's status.
+    func report(_ message: String, client: DaemonClient) throws {
+        if json { return try printJSON(StatusReport(try client.properties())) }
+        print(message)
     }
 }
 
@@ -54,9 +66,12 @@ struct Enable: ParsableCommand {
         advertises its rotating identifier and records the identifiers around it.
         """)
 
+    @OptionGroup var output: ChangeOutput
+
     func run() throws {
-        try DaemonClient().call("SetEnabled", [.boolean(true)])
-        print("Exposure Notification is on.")
+        let client = try DaemonClient()
+        try client.call("SetEnabled", [.boolean(true)])
+        try output.report("Exposure Notification is on.", client: client)
     }
 }
 
@@ -67,9 +82,12 @@ struct Disable: ParsableCommand {
         'enctl reset' erases them.
         """)
 
+    @OptionGroup var output: ChangeOutput
+
     func run() throws {
-        try DaemonClient().call("SetEnabled", [.boolean(false)])
-        print("Exposure Notification is off.")
+        let client = try DaemonClient()
+        try client.call("SetEnabled", [.boolean(false)])
+        try output.report("Exposure Notification is off.", client: client)
     }
 }
 
@@ -83,9 +101,12 @@ struct Pause: ParsableCommand {
     @Argument(help: ArgumentHelp("How long, such as 30m or 2h.", valueName: "duration"), transform: PauseDuration.seconds)
     var seconds: UInt64 = 3_600
 
+    @OptionGroup var output: ChangeOutput
+
     func run() throws {
-        try DaemonClient().call("Pause", [.uint64(seconds)])
-        print("Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
+        let client = try DaemonClient()
+        try client.call("Pause", [.uint64(seconds)])
+        try output.report("Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).", client: client)
     }
 }
 
@@ -93,9 +114,12 @@ struct Pause: ParsableCommand {
 struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "End a pause now.")
 
+    @OptionGroup var output: ChangeOutput
+
     func run() throws {
-        try DaemonClient().call("Resume")
-        print("Resumed.")
+        let client = try DaemonClient()
+        try client.call("Resume")
+        try output.report("Resumed.", client: client)
     }
 }
 
@@ -108,12 +132,15 @@ struct Reset: ParsableCommand {
     @Flag(help: "Do not ask.")
     var yes = false
 
+    @OptionGroup var output: ChangeOutput
+
     func run() throws {
         guard yes || Confirmation.ask("Erase every key, sighting and exposure result on this device?") else {
             throw CommandError("nothing erased")
         }
-        try DaemonClient().call("ResetData")
-        print("All keys, sightings and exposure results were erased.")
+        let client = try DaemonClient()
+        try client.call("ResetData")
+        try output.report("All keys, sightings and exposure results were erased.", client: client)
     }
 }
 

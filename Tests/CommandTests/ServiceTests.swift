@@ -64,8 +64,8 @@ import Testing
         #expect(paused["status"] as? String == "paused")
         let until = try #require(paused["pausedUntil"] as? Int)
         #expect(abs(until - Int(Date().timeIntervalSince1970) - 1_800) < 30)
-        #expect(try service.enctl("resume").status == 0)
-        #expect(try service.status()["status"] as? String == "active")
+        let resumed = try service.enctl("resume", "--json")
+        #expect(resumed.status == 0 && resumed.standardOutput.contains("\"status\" : \"active\""), "--json prints the status after the change")
 
         #expect(try service.enctl("disable").status == 0)
         #expect(try service.status()["status"] as? String == "disabled")
