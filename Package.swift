@@ -32,6 +32,8 @@ let package = Package(
         // Layer 2: protocol core (time, keys, crypto, metadata). No I/O.
         .target(name: "ENCore", dependencies: ["CENOpenSSL"]),
 
+        // Layer 3: proofs of a positive diagnosis (SMART Health Cards).
+        .target(name: "ENDiagnosis", dependencies: ["ENCore", "CENZlib"]),
         // Layer 3: diagnosis key export files. The .proto is in Proto/, its Swift in Generated/
         // (`make proto`), so no build plugin compiles protoc.
         .target(name: "ENKeyFiles", dependencies: [
@@ -73,6 +75,7 @@ let package = Package(
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),

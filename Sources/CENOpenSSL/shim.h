@@ -7,6 +7,7 @@
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/params.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>

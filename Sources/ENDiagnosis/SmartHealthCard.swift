@@ -1,0 +1,143 @@
+import ENCore
+import Foundation
+
+/// What a verified SMART Health Card says, for the person to check.
+public struct HealthCard: Sendable, Equatable, Codable {
+    public var issuer: String
+    public var notBefore: Int64
+    public var expires: Int64?
+    public var patientName: String?
+    public var birthDate: String?
+    public var entries: [Entry]
+
+    /// One result or immunization of the card's FHIR bundle.
+    public struct Entry: Sendable, Equatable, Codable {
+        public var kind: String
+        public var what: String
+        public var date: String?
+        public var performer: String?
+    }
+}
+
+/// Verifies SMART Health Cards (protocol.md §5) against issuer keys configured locally: no
+/// network is needed, and an issuer nobody configured is refused.
+public struct HealthCardVerifier: Sendable {
+    /// Trusted keys by issuer (`iss`).
+    public var issuers: [String: [JSONWebKey]]
+    /// Keys trusted whatever the card's issuer (`enctl test-result verify --issuer-keys`).
+    public var anyIssuerKeys: [JSONWebKey] = []
+    /// The inflated payload may not exceed this.
+    public static let maximumPayloadSize = 1 << 20
+    /// Allowed clock difference for `nbf`.
+    public static let clockSkewSeconds: Int64 = 300
+
+    public init(issuers: [String: [JSONWebKey]], anyIssuerKeys: [JSONWebKey] = []) {
+        self.issuers = issuers
+        self.anyIssuerKeys = anyIssuerKeys
+    }
+
+    /// The trusted issuers of a directory: every `*.json` is a JWKS with an added `"iss"`.
+    public static func issuers(inDirectory path: String) throws(HealthCardError) -> [String: [JSONWebKey]] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [:] }
+        var issuers = [String: [JSONWebKey]]()
+        for name in names.sorted() where name.hasSuffix(".json") {
+            guard let data = FileManager.default.contents(atPath: path + "/" + name),
+                  let issuer = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["iss"] as? String else {
+                throw .badIssuerKeys("\(path)/\(name) needs an \"iss\" member naming the issuer")
+            }
+            issuers[issuer, default: []] += try JSONWebKey.keySet(data)
+        }
+        return issuers
+    }
+
+    /// The compact JWS of a `.smart-health-card` file, a bare JWS, or `shc:/` numeric QR text.
+    public static func jws(from input: String) throws(HealthCardError) -> String {
+        let text = input.trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.hasPrefix("{") {
+            guard let file = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                  let credentials = file["verifiableCredential"] as? [String], let first = credentials.first else {
+                throw .unreadable("a JSON file without a \"verifiableCredential\" list")
+            }
+            return first
+        }
+        if text.lowercased().hasPrefix("shc:/") {
+            let digits = Array(text.dropFirst(5))
+            guard !digits.contains("/") else { throw .unreadable("a QR code split into several chunks; scan them into one card file") }
+            guard digits.count % 2 == 0, digits.allSatisfy(\.isNumber) else { throw .unreadable("shc:/ must be followed by pairs of digits") }
+            var characters = ""
+            for index in stride(from: 0, to: digits.count, by: 2) {
+                guard let value = Int(String(digits[index...index + 1])), value + 45 <= 127 else { throw .unreadable("a digit pair out of range") }
+                characters.append(Character(Unicode.Scalar(UInt8(value + 45))))
+            }
+            return characters
+        }
+        return text
+    }
+
+    /// Verifies `input` (see `jws(from:)`) at `now` and returns what it says.
+    public func verify(_ input: String, now: Int64) throws(HealthCardError) -> HealthCard {
+        let jws = try Self.jws(from: input)
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .unreadable("a compact JWS has three parts separated by dots") }
+        guard let headerBytes = Base64URL.decode(parts[0]),
+              let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any] else {
+            throw .badHeader("not base64url JSON")
+        }
+        guard let algorithm = header["alg"] as? String else { throw .badHeader("no \"alg\"") }
+        guard algorithm == "ES256" else { throw .unsupportedAlgorithm(algorithm) }
+        guard let kid = header["kid"] as? String else { throw .badHeader("no \"kid\"") }
+        guard header["zip"] as? String == "DEF" else { throw .badHeader("the payload must be compressed (\"zip\": \"DEF\")") }
+        guard let compressed = Base64URL.decode(parts[1]) else { throw .badPayload("not base64url") }
+        let payloadBytes: [UInt8]
+        do { payloadBytes = try RawDeflate.inflate(compressed, limit: Self.maximumPayloadSize) } catch {
+            throw .badPayload(error == .corrupt ? "not raw DEFLATE" : "larger than \(Self.maximumPayloadSize >> 10) KiB inflated")
+        }
+        guard let payload = try? JSONSerialization.jsonObject(with: Data(payloadBytes)) as? [String: Any] else {
+            throw .badPayload("not a JSON object")
+        }
+        guard let issuer = payload["iss"] as? String else { throw .badPayload("no \"iss\"") }
+        let candidates = anyIssuerKeys + (issuers[issuer] ?? [])
+        guard !candidates.isEmpty else { throw .unknownIssuer(issuer) }
+        guard let key = candidates.first(where: { $0.kid == kid }) else { throw .unknownKey(issuer: issuer, kid: kid) }
+        guard let signature = Base64URL.decode(parts[2]) else { throw .badSignature }
+        let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
+        guard signingInput.withUnsafeBytes({ key.publicKey.isValidRawSignature(signature, for: $0) }) else { throw .badSignature }
+        guard let notBefore = (payload["nbf"] as? NSNumber)?.doubleValue else { throw .badPayload("no \"nbf\"") }
+        guard Int64(notBefore) <= now + Self.clockSkewSeconds else { throw .notYetValid(notBefore: Int64(notBefore)) }
+        let expires = (payload["exp"] as? NSNumber).map { Int64($0.doubleValue) }
+        if let expires, expires < now { throw .expired(expires: expires) }
+        return Self.card(issuer: issuer, notBefore: Int64(notBefore), expires: expires, payload: payload)
+    }
+
+    /// The person's name and the bundle's immunizations and observations.
+    static func card(issuer: String, notBefore: Int64, expires: Int64?, payload: [String: Any]) -> HealthCard {
+        let bundle = ((payload["vc"] as? [String: Any])?["credentialSubject"] as? [String: Any])?["fhirBundle"] as? [String: Any]
+        let resources = (bundle?["entry"] as? [[String: Any]] ?? []).compactMap { $0["resource"] as? [String: Any] }
+        var card = HealthCard(issuer: issuer, notBefore: notBefore, expires: expires, entries: [])
+        for resource in resources {
+            let performer = ((resource["performer"] as? [[String: Any]])?.first?["actor"] as? [String: Any])?["display"] as? String
+            switch resource["resourceType"] as? String {
+            case "Patient":
+                let name = (resource["name"] as? [[String: Any]])?.first
+                card.patientName = (((name?["given"] as? [String]) ?? []) + [name?["family"] as? String].compactMap { $0 }).joined(separator: " ")
+                card.birthDate = resource["birthDate"] as? String
+            case "Immunization":
+                card.entries.append(HealthCard.Entry(kind: "immunization", what: "vaccine " + coding(resource["vaccineCode"]),
+                                                     date: resource["occurrenceDateTime"] as? String, performer: performer))
+            case "Observation":
+                let value = resource["valueCodeableConcept"].map(coding) ?? (resource["valueString"] as? String ?? "")
+                card.entries.append(HealthCard.Entry(kind: "observation", what: coding(resource["code"]) + (value.isEmpty ? "" : ": " + value),
+                                                     date: resource["effectiveDateTime"] as? String, performer: performer))
+            default: continue
+            }
+        }
+        return card
+    }
+
+    /// A CodeableConcept as "display (system code)".
+    static func coding(_ concept: Any?) -> String {
+        guard let coding = ((concept as? [String: Any])?["coding"] as? [[String: Any]])?.first else { return "" }
+        let code = coding["code"] as? String ?? ""
+        return (coding["display"] as? String).map { "\($0) (\(code))" } ?? code
+    }
+}
