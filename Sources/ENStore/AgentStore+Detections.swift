@@ -88,11 +88,12 @@ extension AgentStore {
 
     // MARK: Erasing
 
-    /// Erases every key, sighting, processed key file and detection result ("erase local
-    /// storage"); consent and settings stay. secure_delete overwrites the freed pages.
+    /// Erases every key, sighting, processed key file, detection result and test result ("erase
+    /// local storage"); consent and settings stay. secure_delete overwrites the freed pages.
     public func eraseAllData() throws(StoreError) {
         try write { db in
-            for table in ["scan_instance", "exposure_window", "exposure_detection", "key_file", "sighting", "temporary_exposure_key"] {
+            for table in ["scan_instance", "exposure_window", "exposure_detection", "key_file", "sighting", "temporary_exposure_key",
+                          "pending_upload", "test_result"] {
                 try db.execute(sql: "DELETE FROM \(table)")
             }
         }

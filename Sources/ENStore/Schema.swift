@@ -89,6 +89,20 @@ enum Schema {
                 );
                 """)
         }
+        // v2: the verification server's token for a test result, and uploads waiting to be sent.
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: """
+                ALTER TABLE test_result ADD COLUMN verification_token TEXT;
+                CREATE TABLE pending_upload (
+                    test_result_id TEXT PRIMARY KEY REFERENCES test_result(id) ON DELETE CASCADE,
+                    url TEXT NOT NULL,
+                    body TEXT NOT NULL,
+                    queued_at INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT
+                );
+                """)
+        }
         return migrator
     }
 }

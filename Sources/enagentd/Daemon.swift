@@ -68,6 +68,7 @@ final class Daemon: @unchecked Sendable {
     /// Starts or stops the running parts to match the status, and tells systemd and the bus.
     func apply(changed: [String] = []) {
         let status = status
+        if status == .paused && pauseTimer == nil { armPauseTimer(until: pausedUntil) }
         if status.runsAgent && upkeepTimer == nil {
             do { try startRunning() } catch {
                 logger.critical("cannot start: \(error)")
@@ -106,19 +107,28 @@ final class Daemon: @unchecked Sendable {
     func pause(seconds: UInt64) throws {
         let until = clock.now + Int64(min(seconds, 366 * 86_400))
         try store.setSetting(Self.pausedUntilSetting, to: String(until))
+        armPauseTimer(until: until)
+        logger.info("paused for \(seconds) s")
+        apply()
+    }
+
+    /// Resumes by itself when the pause ends (the end is in the store, so a restart keeps it).
+    private func armPauseTimer(until: Int64) {
         pauseTimer?.cancel()
         let timer = DispatchSource.makeTimerSource(queue: .main)
         timer.schedule(deadline: .now() + max(0, clock.realSeconds(until: until)))
-        timer.setEventHandler { [weak self] in self?.apply() }
+        timer.setEventHandler { [weak self] in
+            self?.pauseTimer = nil
+            self?.apply()
+        }
         timer.resume()
         pauseTimer = timer
-        logger.info("paused for \(seconds) s")
-        apply()
     }
 
     func resume() throws {
         try store.setSetting(Self.pausedUntilSetting, to: nil)
         pauseTimer?.cancel()
+        pauseTimer = nil
         logger.info("resumed")
         apply()
     }

@@ -144,6 +144,54 @@ enum ExposureNotificationService {
                                 .uint32(UInt32(info.daysSinceExposure))])
                 })]
             },
+            DBusMethod("AddTestResult", in: [DBusArgument("test_date", "t"), DBusArgument("method", "s"), DBusArgument("detail", "s"),
+                                             DBusArgument("verification_token", "s")], out: [DBusArgument("id", "s")]) { call throws(DBusError) in
+                try privileged(call)
+                let arguments = call.arguments
+                guard let date = arguments[0].integer, let method = arguments[1].string, ["smart-health-card", "verification-code"].contains(method) else {
+                    throw Failure.invalidArguments.error("the method is smart-health-card or verification-code")
+                }
+                let detail = arguments[2].string ?? "", token = arguments[3].string ?? ""
+                let result = TestResult(id: UUID().uuidString.lowercased(), testDate: date, verificationMethod: method,
+                                        verificationDetail: detail.isEmpty ? nil : detail, recordedAt: daemon.clock.now,
+                                        verificationToken: token.isEmpty ? nil : token)
+                try onMain { try daemon.store.recordTestResult(result) }
+                return [.string(result.id)]
+            },
+            DBusMethod("GetTestResults", out: [DBusArgument("results", "a(stssttbs)")]) { call throws(DBusError) in
+                try privileged(call)
+                let results = try onMain { try daemon.store.testResults() }
+                return [.array(elementSignature: "(stssttbs)", results.map {
+                    .structure([.string($0.id), .uint64(UInt64($0.testDate)), .string($0.verificationMethod), .string($0.verificationDetail ?? ""),
+                                .uint64(UInt64($0.recordedAt)), .uint64(UInt64($0.sharedAt ?? 0)), .boolean($0.uploadPending),
+                                .string($0.verificationToken ?? "")])
+                })]
+            },
+            DBusMethod("QueueUpload", in: [DBusArgument("test_result_id", "s"), DBusArgument("url", "s"), DBusArgument("body", "s")]) {
+                call throws(DBusError) in
+                try privileged(call)
+                let arguments = call.arguments.map { $0.string ?? "" }
+                try onMain {
+                    guard try daemon.store.testResults().contains(where: { $0.id == arguments[0] }) else {
+                        throw Failure.invalidArguments.error("no test result \(arguments[0])")
+                    }
+                    try daemon.store.queueUpload(testResultId: arguments[0], url: arguments[1], body: arguments[2], at: daemon.clock.now)
+                }
+                return []
+            },
+            DBusMethod("GetPendingUploads", out: [DBusArgument("uploads", "a(sss)")]) { call throws(DBusError) in
+                try privileged(call)
+                let uploads = try onMain { try daemon.store.pendingUploads() }
+                return [.array(elementSignature: "(sss)", uploads.map { .structure([.string($0.testResultId), .string($0.url), .string($0.body)]) })]
+            },
+            DBusMethod("FinishUpload", in: [DBusArgument("test_result_id", "s"), DBusArgument("error", "s")]) { call throws(DBusError) in
+                try privileged(call)
+                let arguments = call.arguments.map { $0.string ?? "" }
+                try onMain {
+                    try daemon.store.finishUpload(testResultId: arguments[0], error: arguments[1].isEmpty ? nil : arguments[1], at: daemon.clock.now)
+                }
+                return []
+            },
             DBusMethod("ResetData") { call throws(DBusError) in
                 try privileged(call)
                 try onMain { try daemon.resetData() }

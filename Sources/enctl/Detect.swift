@@ -98,6 +98,10 @@ struct Detect: ParsableCommand {
     /// it. Downloads survive a failure, so the next run fetches only what is still missing.
     private func runFromServer() throws {
         let server = try KeyServerConfiguration.load(serverConfig)
+        // Uploads that failed before go first: the timer is what retries them.
+        let uploads = try PendingUploads.send(try DaemonClient())
+        for failure in uploads.failed { FileHandle.standardError.write(Data("enctl: a pending key upload failed again (\(failure)); it stays queued\n".utf8)) }
+        if !uploads.sent.isEmpty { FileHandle.standardError.write(Data("enctl: \(uploads.sent.count) pending key upload(s) sent\n".utf8)) }
         let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
         let index = String(decoding: try Download.data(from: URL(string: server.index, relativeTo: server.url)!), as: UTF8.self)
         let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }

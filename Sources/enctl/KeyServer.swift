@@ -3,13 +3,18 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The diagnosis key server of `/etc/enagent/key-server.conf`: `key = value` lines for
-/// `url` (the base URL), `index` (a file listing export paths one per line, relative to the
-/// base URL; default index.txt) and `region` (informational).
+/// The health authority's servers, from `/etc/enagent/key-server.conf`: `key = value` lines for
+/// `url` (the key server's base URL for downloads), `index` (a file listing export paths one per
+/// line, relative to the base URL; default index.txt), `region`, and for sharing keys
+/// `publish-url`, `health-authority`, `verification-url` and `verification-api-key`.
 struct KeyServerConfiguration: Equatable {
     var url: URL
     var index = "index.txt"
     var region: String?
+    var publishURL: URL?
+    var healthAuthority: String?
+    var verificationURL: URL?
+    var verificationAPIKey: String?
 
     static let defaultPath = "/etc/enagent/key-server.conf"
 
@@ -35,7 +40,16 @@ struct KeyServerConfiguration: Equatable {
                 url = parsed
             case "index": index = parts[1]
             case "region": region = parts[1]
-            default: throw CommandError("\(path):\(number + 1): unknown key \"\(parts[0])\" (known: url, index, region)")
+            case "publish-url", "verification-url":
+                guard let parsed = URL(string: parts[1]), ["http", "https"].contains(parsed.scheme ?? "") else {
+                    throw CommandError("\(path):\(number + 1): \(parts[0]) must be an http or https URL")
+                }
+                if parts[0] == "publish-url" { publishURL = parsed } else { verificationURL = parsed }
+            case "health-authority": healthAuthority = parts[1]
+            case "verification-api-key": verificationAPIKey = parts[1]
+            default:
+                throw CommandError("\(path):\(number + 1): unknown key \"\(parts[0])\" (known: url, index, region, publish-url, "
+                                   + "health-authority, verification-url, verification-api-key)")
             }
         }
         guard let url else { throw CommandError("\(path): no url = line: which key server?") }
@@ -50,23 +64,39 @@ struct KeyServerConfiguration: Equatable {
     }
 }
 
-/// Downloads over HTTP(S), one request at a time, with a clear error for any status but 200.
+/// HTTP(S), one request at a time.
 enum Download {
     static let timeout: TimeInterval = 60
 
+    /// A GET whose answer must be 200.
     static func data(from url: URL) throws -> Data {
+        let (status, data) = try exchange(URLRequest(url: url, timeoutInterval: timeout))
+        guard status == 200 else { throw CommandError("\(url.absoluteString): the server answered HTTP \(status)") }
+        return data
+    }
+
+    /// A POST of JSON; returns the status and body whatever the status.
+    static func post(_ body: Data, to url: URL, headers: [String: String] = [:]) throws -> (status: Int, body: Data) {
         var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return try exchange(request)
+    }
+
+    private static func exchange(_ request: URLRequest) throws -> (status: Int, body: Data) {
+        var request = request
         request.cachePolicy = .reloadIgnoringLocalCacheData
-        final class Box: @unchecked Sendable { var result: Result<Data, any Error>? }
+        final class Box: @unchecked Sendable { var result: Result<(Int, Data), any Error>? }
         let box = Box()
         let done = DispatchSemaphore(value: 0)
+        let url = request.url?.absoluteString ?? ""
         URLSession.shared.dataTask(with: request) { data, response, error in
             if let error {
-                box.result = .failure(CommandError("\(url.absoluteString): \(error.localizedDescription)"))
-            } else if let status = (response as? HTTPURLResponse)?.statusCode, status != 200 {
-                box.result = .failure(CommandError("\(url.absoluteString): the server answered HTTP \(status)"))
+                box.result = .failure(CommandError("\(url): \(error.localizedDescription)"))
             } else {
-                box.result = .success(data ?? Data())
+                box.result = .success(((response as? HTTPURLResponse)?.statusCode ?? 0, data ?? Data()))
             }
             done.signal()
         }.resume()

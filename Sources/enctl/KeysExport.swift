@@ -36,13 +36,7 @@ extension Keys {
             guard yes || Confirmation.ask("Share this device's exposure keys of the last 14 days?") else {
                 throw CommandError("no keys shared")
             }
-            let reply = try DaemonClient().call("GetTemporaryExposureKeyHistory", [.boolean(true)])
-            let keys = (reply.first?.elements ?? []).compactMap { value -> TemporaryExposureKey? in
-                guard let fields = value.fields, fields.count == 4, let bytes = fields[0].byteArray, bytes.count == 16,
-                      let start = fields[1].integer, let period = fields[2].integer, let risk = fields[3].integer else { return nil }
-                return TemporaryExposureKey(keyData: bytes.withUnsafeBytes { Bytes16($0) }, rollingStartIntervalNumber: ENIntervalNumber(UInt32(start)),
-                                            rollingPeriod: UInt32(period), transmissionRiskLevel: Int(risk))
-            }
+            let keys = try DaemonKeys.history(try DaemonClient())
             let data: Data
             switch format {
             case .json:

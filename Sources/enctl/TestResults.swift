@@ -1,0 +1,171 @@
+import ArgumentParser
+import ENBus
+import ENDiagnosis
+import Foundation
+
+/// `enctl test-result`: positive tests and their verification.
+struct TestResultCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "test-result",
+        abstract: "Record, list and verify positive test results.",
+        subcommands: [Add.self, List.self, Verify.self])
+
+    static let issuersDirectory = "/etc/enagent/trusted-issuers"
+
+    /// The trusted issuers: a directory of JWKS files with "iss", and an optional key set for any issuer.
+    static func verifier(directory: String, issuerKeys: String?) throws -> HealthCardVerifier {
+        do {
+            var verifier = HealthCardVerifier(issuers: try HealthCardVerifier.issuers(inDirectory: directory))
+            if let issuerKeys {
+                guard let data = FileManager.default.contents(atPath: issuerKeys) else { throw CommandError("cannot read \(issuerKeys)") }
+                verifier.anyIssuerKeys = try JSONWebKey.keySet(data)
+            }
+            return verifier
+        } catch let error as HealthCardError {
+            throw CommandError("\(error)")
+        }
+    }
+
+    static func verifiedCard(_ file: String, verifier: HealthCardVerifier) throws -> HealthCard {
+        guard let data = FileManager.default.contents(atPath: file), data.count <= 1 << 20 else {
+            throw CommandError("\(file): cannot read it (or larger than 1 MiB)")
+        }
+        do {
+            return try verifier.verify(String(decoding: data, as: UTF8.self), now: Int64(Date().timeIntervalSince1970))
+        } catch {
+            throw CommandError("\(file): \(error)")
+        }
+    }
+
+    static func printCard(_ card: HealthCard) {
+        printColumns([["Issuer", card.issuer], ["Name", card.patientName ?? "-"], ["Born", card.birthDate ?? "-"],
+                      ["Issued", utcTime(card.notBefore)]]
+                     + card.entries.map { [$0.kind.capitalized, "\($0.date ?? "")  \($0.what)\($0.performer.map { "  (\($0))" } ?? "")"] })
+    }
+
+    /// A YYYY-MM-DD day as the unix seconds of its UTC midnight.
+    static func day(_ text: String) throws -> Int64 {
+        guard let date = try? Date(text + "T00:00:00Z", strategy: .iso8601) else { throw ValidationError("expected a date such as 2026-11-19, not \(text)") }
+        return Int64(date.timeIntervalSince1970)
+    }
+}
+
+extension TestResultCommand {
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a SMART Health Card and show what it says, without recording anything.",
+            discussion: """
+                FILE is a .smart-health-card file, a bare JWS or the shc:/ text of its QR code. The \
+                card must be ES256-signed by a key of a trusted issuer: one JWKS file per issuer in \
+                --issuers-dir, each with an "iss" member naming the issuer; --issuer-keys names one \
+                key set directly, trusted whatever the issuer (to try a card before configuring \
+                its issuer). No network is used. Exit status 1 when the card does not verify.
+                """)
+
+        @Argument(help: ArgumentHelp("The card.", valueName: "file"))
+        var file: String
+
+        @Option(help: ArgumentHelp("A JWKS file trusted for this card's issuer.", valueName: "jwks.json"))
+        var issuerKeys: String?
+
+        @Option(help: ArgumentHelp("The trusted issuers (default: \(TestResultCommand.issuersDirectory)).", valueName: "dir"))
+        var issuersDir = TestResultCommand.issuersDirectory
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() throws {
+            let card = try TestResultCommand.verifiedCard(file, verifier: try TestResultCommand.verifier(directory: issuersDir, issuerKeys: issuerKeys))
+            if json { return try printJSON(card) }
+            print("The card verifies.")
+            TestResultCommand.printCard(card)
+        }
+    }
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Record a positive test, verified by a SMART Health Card or a verification code.",
+            discussion: """
+                With --card, the card is verified as 'enctl test-result verify' does and shown; \
+                enctl asks whether to record it (--yes answers). With --code, enctl trades the \
+                code from your health authority for a token at the verification server of \
+                key-server.conf; the token later certifies the keys 'enctl share' uploads. Needs \
+                root or the group enagent.
+                """)
+
+        @Option(help: ArgumentHelp("The day the test was administered (default: from the card or the server).", valueName: "YYYY-MM-DD"))
+        var date: String?
+
+        @Option(help: ArgumentHelp("A SMART Health Card proving the result.", valueName: "file"))
+        var card: String?
+
+        @Option(help: ArgumentHelp("A verification code from the health authority.", valueName: "code"))
+        var code: String?
+
+        @Option(help: ArgumentHelp("The trusted issuers (default: \(TestResultCommand.issuersDirectory)).", valueName: "dir"))
+        var issuersDir = TestResultCommand.issuersDirectory
+
+        @Option(help: ArgumentHelp("The servers' configuration (default: \(KeyServerConfiguration.defaultPath)).", valueName: "file"))
+        var serverConfig = KeyServerConfiguration.defaultPath
+
+        @Flag(help: "Record without asking.")
+        var yes = false
+
+        func validate() throws {
+            guard (card == nil) != (code == nil) else { throw ValidationError("Give exactly one of --card and --code.") }
+            if let date { _ = try TestResultCommand.day(date) }
+        }
+
+        func run() throws {
+            let client = try DaemonClient()
+            let (testDate, method, detail, token): (Int64, String, String, String)
+            if let card {
+                let verified = try TestResultCommand.verifiedCard(card, verifier: try TestResultCommand.verifier(directory: issuersDir, issuerKeys: nil))
+                TestResultCommand.printCard(verified)
+                guard let day = try date.map(TestResultCommand.day) ?? verified.entries.compactMap(\.date).last.map({ try TestResultCommand.day(String($0.prefix(10))) })
+                else { throw CommandError("the card gives no date: say when the test was administered with --date") }
+                guard yes || Confirmation.ask("Record this as your positive test of \(utcDay(day))?") else { throw CommandError("nothing recorded") }
+                (testDate, method, detail, token) = (day, "smart-health-card", "card issued by \(verified.issuer)", "")
+            } else {
+                let verification = try VerificationServer(try KeyServerConfiguration.load(serverConfig)).verify(code: code!)
+                let day = try date.map(TestResultCommand.day) ?? verification.testDate
+                (testDate, method, detail, token) = (day, "verification-code", "\(verification.testType) test, verified by the health authority", verification.token)
+            }
+            let id = try client.call("AddTestResult", [.uint64(UInt64(testDate)), .string(method), .string(detail), .string(token)]).first?.string ?? ""
+            print("Recorded test result \(id) of \(utcDay(testDate)). Share your keys with 'enctl share'.")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the recorded test results.")
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() throws {
+            let results = try StoredTestResult.all(try DaemonClient())
+            if json { return try printJSON(results) }
+            guard !results.isEmpty else { return print("No test results.") }
+            printColumns([["ID", "TEST DAY", "VERIFIED BY", "SHARED"]] + results.map {
+                [$0.id, utcDay($0.testDate), $0.method, $0.sharedAt > 0 ? localTime($0.sharedAt) : ($0.uploadPending ? "pending, will retry" : "no")]
+            })
+        }
+    }
+}
+
+/// A test result as the daemon keeps it.
+struct StoredTestResult: Encodable {
+    var id: String, testDate: Int64, method: String, detail: String, recordedAt: Int64, sharedAt: Int64, uploadPending: Bool
+    var token: String
+
+    private enum CodingKeys: String, CodingKey { case id, testDate, method, detail, recordedAt, sharedAt, uploadPending }
+
+    static func all(_ client: DaemonClient) throws -> [StoredTestResult] {
+        (try client.call("GetTestResults").first?.elements ?? []).compactMap { value in
+            guard let fields = value.fields, fields.count == 8 else { return nil }
+            return StoredTestResult(id: fields[0].string ?? "", testDate: fields[1].integer ?? 0, method: fields[2].string ?? "",
+                                    detail: fields[3].string ?? "", recordedAt: fields[4].integer ?? 0, sharedAt: fields[5].integer ?? 0,
+                                    uploadPending: fields[6].bool ?? false, token: fields[7].string ?? "")
+        }
+    }
+}

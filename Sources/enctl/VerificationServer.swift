@@ -1,0 +1,60 @@
+import ENCore
+import Foundation
+
+/// The verification server protocol (google/exposure-notifications-verification-server,
+/// protocol.md §5): a code for a token, a token and the keys' HMAC for a certificate.
+struct VerificationServer {
+    let url: URL
+    let apiKey: String
+
+    init(_ configuration: KeyServerConfiguration) throws {
+        guard let url = configuration.verificationURL, let apiKey = configuration.verificationAPIKey else {
+            throw CommandError("key-server.conf needs verification-url and verification-api-key to verify a code")
+        }
+        self.url = url
+        self.apiKey = apiKey
+    }
+
+    struct Verification {
+        var testType: String
+        var testDate: Int64
+        var token: String
+    }
+
+    func verify(code: String) throws -> Verification {
+        let answer = try call("api/verify", ["code": code, "accept": ["confirmed"], "padding": Padding.random()])
+        guard let token = answer["token"] as? String else { throw CommandError("the verification server sent no token") }
+        let day = (answer["testDate"] as? String).flatMap { try? TestResultCommand.day($0) } ?? Int64(Date().timeIntervalSince1970) / 86_400 * 86_400
+        return Verification(testType: answer["testtype"] as? String ?? "confirmed", testDate: day, token: token)
+    }
+
+    /// A certificate binding `hmac` (of the keys to share) to the verified test.
+    func certificate(token: String, hmac: [UInt8]) throws -> String {
+        let answer = try call("api/certificate", ["token": token, "ekeyhmac": Data(hmac).base64EncodedString()])
+        guard let certificate = answer["certificate"] as? String else { throw CommandError("the verification server sent no certificate") }
+        return certificate
+    }
+
+    private func call(_ path: String, _ body: [String: Any]) throws -> [String: Any] {
+        let target = url.appendingPathComponent(path)
+        let (status, data) = try Download.post(try JSONSerialization.data(withJSONObject: body), to: target, headers: ["X-API-Key": apiKey])
+        let answer = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        guard status == 200, (answer["error"] as? String ?? "").isEmpty else {
+            let reason = answer["errorCode"] as? String ?? answer["error"] as? String ?? "HTTP \(status)"
+            switch reason {
+            case "code_invalid", "code_not_found": throw CommandError("the verification code is not valid: check it with your health authority")
+            case "code_expired": throw CommandError("the verification code has expired: ask your health authority for a new one")
+            case "token_expired": throw CommandError("the verification has expired: record the test again with a new code")
+            default: throw CommandError("\(target.absoluteString): \(reason)")
+            }
+        }
+        return answer
+    }
+}
+
+/// Random padding, so that the size of a request does not tell what it carries.
+enum Padding {
+    static func random() -> String {
+        Data((0..<Int.random(in: 32...256)).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+    }
+}

@@ -1,0 +1,125 @@
+import ENCore
+import ENStore
+import Foundation
+import TestSupport
+import Testing
+
+/// Recording a positive test and sharing keys, against loopback servers speaking the
+/// verification and key server protocols (Servers/health_authority.py).
+@Suite struct DiagnosisTests {
+    let directory = TemporaryDirectory()
+    static let project = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The health authority's servers on a free loopback port; publishes fail `failures` times first.
+    final class HealthAuthority {
+        let process: ChildProcess
+        let base: String
+        let log: String
+
+        init(log: String, failures: Int) throws {
+            let port = try KeyServerTests.HTTPServer.freePort()
+            self.log = log
+            process = try ChildProcess("/usr/bin/python3", [DiagnosisTests.project.appendingPathComponent("Tests/CommandTests/Servers/health_authority.py").path,
+                                                            String(port), log, String(failures)])
+            base = "http://127.0.0.1:\(port)/"
+            let deadline = Date().addingTimeInterval(10)
+            while !KeyServerTests.HTTPServer.accepts(port) {
+                guard Date() < deadline, process.isRunning else { throw POSIXError(.ETIMEDOUT) }
+                usleep(20_000)
+            }
+        }
+
+        deinit {
+            process.terminate()
+            process.waitForExit()
+        }
+
+        func publishes() throws -> [[String: Any]] {
+            guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
+            return try text.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        }
+    }
+
+    func results(_ service: ServiceTests.Service) throws -> [[String: Any]] {
+        let result = try service.enctl("test-result", "list", "--json")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [[String: Any]], "\(result.standardError)")
+    }
+
+    @Test func aVerifiedCodeSharesExactlyTheRolledKeysOnceEvenAfterAFailedUpload() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart
+        let yesterday = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
+                                             rollingStartIntervalNumber: ENIntervalNumber(today.rawValue - 144))
+        _ = try store.insertTemporaryExposureKeyIfAbsent(yesterday, createdAt: yesterday.rollingStartIntervalNumber.unixSeconds)
+
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), failures: 1)
+        let configuration = directory.file("key-server.conf")
+        try """
+            url = \(authority.base)
+            publish-url = \(authority.base)v1/publish
+            health-authority = test-authority
+            verification-url = \(authority.base)
+            verification-api-key = test-api-key
+            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+
+        let wrong = try service.enctl("test-result", "add", "--code", "00000000", "--server-config", configuration)
+        #expect(wrong.status == 1 && wrong.standardError.contains("the verification code is not valid"), "\(wrong.standardError)")
+        let added = try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration)
+        #expect(added.status == 0, "\(added.standardError)")
+        let recorded = try results(service)
+        #expect(recorded.count == 1)
+        #expect(recorded.first?["method"] as? String == "verification-code")
+        #expect(recorded.first?["testDate"] as? Int == 1_794_960_000, "2026-11-18, from the verification server")
+
+        let failed = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(failed.status == 1 && failed.standardError.contains("it is kept and sent again"), "\(failed.standardError)")
+        #expect(try results(service).first?["uploadPending"] as? Bool == true)
+        #expect(try results(service).first?["sharedAt"] as? Int == 0)
+
+        let retried = try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", directory.file("cache"))
+        #expect(retried.status == 0, "\(retried.standardError)")
+        #expect(retried.standardError.contains("1 pending key upload(s) sent"))
+        let shared = try #require(try results(service).first)
+        #expect(shared["uploadPending"] as? Bool == false && (shared["sharedAt"] as? Int ?? 0) > 0)
+        #expect(try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", directory.file("cache")).status == 0)
+        let again = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(again.status == 1 && again.standardError.contains("no unshared test result"))
+
+        let publishes = try authority.publishes()
+        #expect(publishes.map { $0["accepted"] as? Bool } == [false, true], "one refused attempt, one accepted, nothing sent twice")
+        let keys = try #require(publishes.last?["keys"] as? [[String: Any]])
+        #expect(keys.map { $0["key"] as? String } == [Data(yesterday.keyData.bytes).base64EncodedString()], "today's key is not shared")
+        #expect(publishes.last?["authority"] as? String == "test-authority")
+    }
+
+    @Test func aSmartHealthCardIsVerifiedShownAndRecorded() throws {
+        let fixtures = Self.project.appendingPathComponent("Tests/ENDiagnosisTests/Fixtures")
+        let card = fixtures.appendingPathComponent("example-00-e-file.smart-health-card").path
+        let jwks = fixtures.appendingPathComponent("example-issuer-jwks.json").path
+        let service = try ServiceTests.Service(in: directory)
+
+        let unknown = try service.enctl("test-result", "verify", card, "--issuers-dir", directory.file("none"))
+        #expect(unknown.status == 1 && unknown.standardError.contains("is not trusted here"))
+        let checked = try service.enctl("test-result", "verify", card, "--issuer-keys", jwks)
+        #expect(checked.status == 0 && checked.standardOutput.contains("John B. Anyperson"), "\(checked.standardError)")
+        let tampered = directory.file("tampered.smart-health-card")
+        try String(contentsOfFile: card, encoding: .utf8).replacingOccurrences(of: "eyJ6aXAiOiJERUYi", with: "eyJ6aXAiOiJERUZi")
+            .write(toFile: tampered, atomically: true, encoding: .utf8)
+        #expect(try service.enctl("test-result", "verify", tampered, "--issuer-keys", jwks).status == 1)
+
+        // A trusted issuer: its JWKS with "iss", in the issuers directory.
+        let issuers = directory.file("issuers")
+        try FileManager.default.createDirectory(atPath: issuers, withIntermediateDirectories: true)
+        var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: jwks))) as? [String: Any])
+        document["iss"] = "https://spec.smarthealth.cards/examples/issuer"
+        try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: issuers + "/example.json"))
+        let added = try service.enctl("test-result", "add", "--card", card, "--issuers-dir", issuers, "--date", "2026-11-17", "--yes")
+        #expect(added.status == 0, "\(added.standardError)")
+        let recorded = try #require(try results(service).first)
+        #expect(recorded["method"] as? String == "smart-health-card")
+        #expect(recorded["testDate"] as? Int == 1_794_873_600, "2026-11-17")
+        #expect((recorded["detail"] as? String)?.contains("spec.smarthealth.cards") == true)
+    }
+}

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""health_authority.py PORT LOG FAILURES: a health authority's verification server and key
+server on 127.0.0.1:PORT, speaking the protocols of protocol.md §5, for the tests.
+
+POST /api/verify       X-API-Key "test-api-key"; code "12345678" gives a token, others code_invalid
+POST /api/certificate  the token and the HMAC of the keys give a certificate bound to that HMAC
+POST /v1/publish       refused with HTTP 500 the first FAILURES times; then accepted only if the
+                       HMAC of the published keys under hmacKey is the one the certificate binds
+GET  /index.txt        an empty list of export files
+Every publish request is appended to LOG as a JSON line: {"keys": [...], "accepted": bool}."""
+import base64, hashlib, hmac, http.server, json, sys
+
+PORT, LOG, FAILURES = int(sys.argv[1]), sys.argv[2], [int(sys.argv[3])]
+API_KEY, CODE, TOKEN = "test-api-key", "12345678", "token-1"
+CERTIFIED = {}
+
+
+def key_hmac(secret, keys):
+    parts = sorted(f'{k["key"]}.{k["rollingStartNumber"]}.{k["rollingPeriod"]}.{k.get("transmissionRisk", 0)}' for k in keys)
+    return base64.b64encode(hmac.new(secret, ",".join(parts).encode(), hashlib.sha256).digest()).decode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def answer(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/index.txt":
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self.answer(404, {"error": "not found"})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path in ("/api/verify", "/api/certificate") and self.headers.get("X-API-Key") != API_KEY:
+            return self.answer(401, {"error": "bad API key", "errorCode": "unauthorized"})
+        if self.path == "/api/verify":
+            if body.get("code") != CODE:
+                return self.answer(400, {"error": "no such code", "errorCode": "code_invalid"})
+            return self.answer(200, {"testtype": "confirmed", "testDate": "2026-11-18", "symptomDate": "", "token": TOKEN})
+        if self.path == "/api/certificate":
+            if body.get("token") != TOKEN:
+                return self.answer(400, {"error": "bad token", "errorCode": "token_invalid"})
+            certificate = "certificate-" + hashlib.sha256(body["ekeyhmac"].encode()).hexdigest()[:16]
+            CERTIFIED[certificate] = body["ekeyhmac"]
+            return self.answer(200, {"certificate": certificate})
+        if self.path == "/v1/publish":
+            keys = body.get("temporaryExposureKeys", [])
+            accepted = False
+            if FAILURES[0] > 0:
+                FAILURES[0] -= 1
+                status, answer = 500, {"error": "temporarily unavailable", "code": "internal"}
+            elif CERTIFIED.get(body.get("verificationPayload")) != key_hmac(base64.b64decode(body["hmacKey"]), keys):
+                status, answer = 400, {"error": "the certificate does not match the keys", "code": "hmac_mismatch"}
+            else:
+                accepted = True
+                status, answer = 200, {"insertedExposures": len(keys), "revisionToken": "revision-1"}
+            with open(LOG, "a") as log:
+                log.write(json.dumps({"keys": keys, "accepted": accepted, "authority": body.get("healthAuthorityID")}) + "\n")
+            return self.answer(status, answer)
+        self.answer(404, {"error": "not found"})
+
+
+http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
