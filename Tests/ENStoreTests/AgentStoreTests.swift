@@ -45,10 +45,25 @@ import Testing
         #expect(try reopened.sightingCount() == 1)
         let tables = try reopened.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") }
         for table in ["consent_event", "exposure_detection", "exposure_window", "key_file", "scan_instance",
-                      "setting", "sighting", "temporary_exposure_key", "test_result"] {
+                      "setting", "sighting", "temporary_exposure_key", "test_result", "pending_upload"] {
             #expect(tables.contains(table), "table \(table)")
         }
-        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1"])
+        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1", "v2"])
+    }
+
+    @Test func aVersion1DatabaseIsMigratedKeepingItsTestResults() throws {
+        let path = directory.file("v1.db")
+        let queue = try DatabaseQueue(path: path)
+        try Schema.migrator.migrate(queue, upTo: "v1")
+        try queue.write { try $0.execute(sql: "INSERT INTO test_result (id, test_date, verification_method, recorded_at) VALUES ('r1', 86400, 'verification-code', 90000)") }
+        try queue.close()
+        let store = try AgentStore(path: path)
+        #expect(try store.testResults().map(\.id) == ["r1"])
+        try store.queueUpload(testResultId: "r1", url: "http://127.0.0.1/v1/publish", body: "{}", at: 100)
+        #expect(try store.testResults().first?.uploadPending == true)
+        try store.finishUpload(testResultId: "r1", error: nil, at: 200)
+        #expect(try store.testResults().first?.sharedAt == 200)
+        #expect(try store.pendingUploads().isEmpty)
     }
 
     @Test func refusesADatabaseFromANewerVersion() throws {
