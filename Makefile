@@ -14,7 +14,7 @@ DBUSDIR ?= /usr/share/dbus-1
 SWIFT ?= swift
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: all deps build release test bench run lab lab-test install install-files verify-units uninstall clean proto
+.PHONY: all deps build release test bench run lab lab-test install install-files verify-units interface-xml uninstall clean proto
 
 all: build
 
@@ -96,6 +96,11 @@ install: release install-files
 	if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemd-sysusers $(SYSUSERSDIR)/enagent.conf && systemd-tmpfiles --create $(TMPFILESDIR)/enagent.conf && \
 		systemctl daemon-reload && systemctl reload dbus; fi
+
+# Rewrites dbus/org.enagent.ExposureNotification1.xml from what enagentd serves (after an API change).
+interface-xml:
+	$(SWIFT) build --product enagentd
+	scripts/interface-xml.sh $$($(SWIFT) build --show-bin-path)
 
 # systemd-analyze verify on the installed units (with the debug binaries), as `make test` does.
 verify-units:

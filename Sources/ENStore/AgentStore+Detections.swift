@@ -99,3 +99,15 @@ extension AgentStore {
         }
     }
 }
+
+extension AgentStore {
+    /// When the last detection that succeeded finished, or nil.
+    public func lastSuccessfulDetection() throws(StoreError) -> Int64? {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT max(finished_at) FROM exposure_detection WHERE error IS NULL") }
+    }
+
+    /// The most recent day with an exposure window (unix seconds of its UTC midnight), or nil.
+    public func latestExposureDay() throws(StoreError) -> Int64? {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT max(day) FROM exposure_window") }
+    }
+}

@@ -30,6 +30,9 @@ final class Daemon: @unchecked Sendable {
     var onChange: (([String]) -> Void)?
     /// The exported API object, for its signals.
     weak var serviceObject: ExportedObject?
+    private(set) var reminders = [Reminder]()
+    private var remindedAt = [Reminder: Int64]()
+    private var reminderTimer: (any DispatchSourceTimer)?
 
     static let pausedUntilSetting = "paused-until"
 
@@ -90,6 +93,36 @@ final class Daemon: @unchecked Sendable {
         case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
         case .bluetoothOff: return "bluetooth-off: waiting for bluetoothd and a powered adapter"
         case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter ?? "an LE adapter")"
+        }
+    }
+
+    // MARK: Reminders
+
+    var latestExposureDay: Int64? { (try? store.latestExposureDay()) ?? nil }
+
+    /// Checks now and every minute what to remind the person of; a reminder goes to the journal
+    /// when it arises and once a day while it lasts.
+    func startReminders() {
+        let timer = DispatchSource.makeTimerSource(queue: .main)
+        timer.schedule(deadline: .now(), repeating: .seconds(60))
+        timer.setEventHandler { [weak self] in self?.checkReminders() }
+        timer.resume()
+        reminderTimer = timer
+    }
+
+    func checkReminders() {
+        let now = clock.now
+        let exposureDay = latestExposureDay
+        let due = Reminder.due(now: now, enabledSince: enabled ? consent?.recordedAt : nil,
+                               lastSuccessfulDetection: (try? store.lastSuccessfulDetection()) ?? nil, latestExposureDay: exposureDay)
+        for reminder in due where now - (remindedAt[reminder] ?? .min / 2) >= 86_400 {
+            logger.warning("\(reminder.message(latestExposureDay: exposureDay))")
+            remindedAt[reminder] = now
+        }
+        remindedAt = remindedAt.filter { due.contains($0.key) }
+        if due != reminders {
+            reminders = due
+            onChange?(["Reminders", "LatestExposureDay"])
         }
     }
 

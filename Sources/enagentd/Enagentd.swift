@@ -123,7 +123,10 @@ struct Enagentd: ParsableCommand {
         let gate = ClockGate(synchronisation: requireSynchronisedClock ? KernelClockSynchronisation() : nil, clock: clock, queue: .main)
         Systemd.notify("READY=1")
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
-        DispatchQueue.main.async { daemon.apply() }
+        DispatchQueue.main.async {
+            daemon.apply()
+            daemon.startReminders()
+        }
         if !gate.isOpen { logger.warning("the system clock is not synchronised: no keys and no sightings until it is") }
         gate.whenOpen { daemon.clockBecameTrusted() }
         let watchdog = Watchdog.start(on: .main) { daemon.isHealthy }

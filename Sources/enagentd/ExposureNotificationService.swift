@@ -40,9 +40,11 @@ enum ExposureNotificationService {
             DBusProperty("Adapter", "s") { .string((try? onMain { daemon.adapterName }) ?? "") },
             DBusProperty("Advertising", "b") { .boolean((try? onMain { daemon.radioState.advertising }) ?? false) },
             DBusProperty("Scanning", "b") { .boolean((try? onMain { daemon.radioState.scanning }) ?? false) },
-            DBusProperty("LastDetection", "t") { .uint64(UInt64((try? daemon.store.lastDetection())??.finishedAt ?? 0)) },
+            DBusProperty("LastDetection", "t") { .uint64(UInt64((try? daemon.store.lastSuccessfulDetection()) ?? nil ?? 0)) },
             DBusProperty("LastDetectionError", "s") { .string((try? daemon.store.lastDetection())??.error ?? "") },
             DBusProperty("SightingsStored", "t") { .uint64(UInt64((try? daemon.store.sightingCount()) ?? 0)) },
+            DBusProperty("Reminders", "as") { .strings((try? onMain { daemon.reminders.map(\.rawValue) }) ?? []) },
+            DBusProperty("LatestExposureDay", "t") { .uint64(UInt64((try? onMain { daemon.latestExposureDay }) ?? 0)) },
             DBusProperty("Version", "s") { .string(version) },
         ]
         let methods: [DBusMethod] = [
@@ -98,7 +100,10 @@ enum ExposureNotificationService {
                     DispatchQueue.main.async { daemon.onChange?(["LastDetection", "LastDetectionError"]) }
                     throw dbusError(error as? DetectionError ?? .store("\(error)"))
                 }
-                DispatchQueue.main.async { daemon.onChange?(["LastDetection", "LastDetectionError"]) }
+                DispatchQueue.main.async {
+                    daemon.onChange?(["LastDetection", "LastDetectionError"])
+                    daemon.checkReminders()
+                }
                 if !outcome.newWindows.isEmpty, let object = daemon.serviceObject {
                     try? object.emit(interface: interfaceName, signal: "ExposureDetected", [.uint32(UInt32(outcome.newWindows.count))])
                 }

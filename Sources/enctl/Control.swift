@@ -26,8 +26,16 @@ struct Status: ParsableCommand {
             ["Sightings stored", String(report.sightingsStored)],
             ["Last detection", report.lastDetection > 0 ? localTime(report.lastDetection) : "never"],
             ["Last detection error", report.lastDetectionError.isEmpty ? "-" : report.lastDetectionError],
+            ["Latest exposure", report.latestExposureDay > 0 ? utcDay(report.latestExposureDay) + " (UTC day)" : "none"],
             ["Version", report.version],
         ])
+        for reminder in report.reminders {
+            switch reminder {
+            case "detection-overdue": print("\nWarning: no exposure detection has succeeded for more than 24 hours.")
+            case "recent-exposure": print("\nYou were exposed on \(utcDay(report.latestExposureDay)): see 'enctl windows' and follow your health authority's advice.")
+            default: print("\nReminder: \(reminder)")
+            }
+        }
     }
 
 }
@@ -36,6 +44,7 @@ struct Status: ParsableCommand {
 struct StatusReport: Encodable {
     var status: String, enabled: Bool, pausedUntil: Int64, adapter: String, advertising: Bool, scanning: Bool
     var lastDetection: Int64, lastDetectionError: String, sightingsStored: Int64, version: String
+    var reminders: [String], latestExposureDay: Int64
 
     init(_ properties: [String: DBusValue]) {
         let text = { (name: String) in properties[name]?.string ?? "" }
@@ -44,6 +53,8 @@ struct StatusReport: Encodable {
         (status, enabled, pausedUntil, adapter) = (text("Status"), flag("Enabled"), number("PausedUntil"), text("Adapter"))
         (advertising, scanning, lastDetection) = (flag("Advertising"), flag("Scanning"), number("LastDetection"))
         (lastDetectionError, sightingsStored, version) = (text("LastDetectionError"), number("SightingsStored"), text("Version"))
+        reminders = properties["Reminders"]?.elements?.compactMap(\.string) ?? []
+        latestExposureDay = number("LatestExposureDay")
     }
 }
 

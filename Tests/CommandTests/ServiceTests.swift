@@ -19,7 +19,7 @@ import Testing
 
         init(in directory: TemporaryDirectory, policy: String = PrivateBus.permissivePolicy, configuration: String = "") throws {
             bus = try PrivateBus(policy: policy)
-            notify = try NotifySocket(path: directory.file("notify"))
+            notify = try NotifySocket(path: directory.file("notify-\(UInt32.random(in: 0...UInt32.max))"))
             state = directory.file("state")
             let file = directory.file("enagent.conf")
             try "radio = no\nrequire-synchronised-clock = no\nstate-directory = \(state)\n\(configuration)"
@@ -69,8 +69,34 @@ import Testing
 
         #expect(try service.enctl("disable").status == 0)
         #expect(try service.status()["status"] as? String == "disabled")
+        #expect(try service.status()["reminders"] as? [String] == [], "no reminder while disabled")
         #expect(try store.currentConsent()?.granted == false)
         #expect(try service.enctl("pause", "soon").status == 64, "a bad duration is a usage error")
+    }
+
+    @Test func aPauseSurvivesARestartOfTheDaemon() throws {
+        var service: Service? = try Service(in: directory)
+        #expect(try service!.enctl("enable").status == 0)
+        #expect(try service!.enctl("pause", "8h").status == 0)
+        let until = try #require(try service!.status()["pausedUntil"] as? Int)
+        service = nil  // enagentd stops
+        let restarted = try Service(in: directory)
+        let status = try restarted.status()
+        #expect(status["status"] as? String == "paused")
+        #expect(status["pausedUntil"] as? Int == until)
+        #expect(try restarted.enctl("status").standardOutput.contains("Paused until"))
+    }
+
+    @Test func detectionOverdueIsRemindedADayAfterEnabling() throws {
+        let store = try AgentStore(path: directory.file("state") + "/enagent.db")
+        try store.recordConsent(ConsentEvent(granted: true, recordedAt: Int64(Date().timeIntervalSince1970) - 2 * 86_400))
+        try store.close()
+        let service = try Service(in: directory)
+        #expect(try service.status()["reminders"] as? [String] == ["detection-overdue"])
+        #expect(try service.enctl("status").standardOutput.contains("no exposure detection has succeeded for more than 24 hours"))
+        service.daemon.terminate()
+        service.daemon.waitForExit()
+        #expect(service.daemon.standardError().contains("no exposure detection has succeeded"), "and the journal says so")
     }
 
     @Test func keysAreReleasedWithConfirmationAndNeverTodays() throws {
@@ -144,6 +170,8 @@ import Testing
         let summaries = try service.enctl("summary", "--json")
         #expect(summaries.standardOutput.contains("scoreSum"))
         #expect(try service.status()["lastDetection"] as? Int ?? 0 >= Int(now))
+        #expect(try service.status()["reminders"] as? [String] == ["recent-exposure"])
+        #expect(try service.status()["latestExposureDay"] as? Int == Int(start.rollingPeriodStart.unixSeconds))
 
         let unsigned = directory.file("unsigned.zip")
         try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1).zip(keys: [met.key]).write(to: URL(fileURLWithPath: unsigned))
@@ -165,7 +193,8 @@ import Testing
         let documented = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("dbus/org.enagent.ExposureNotification1.xml")
         let text = try String(contentsOf: documented, encoding: .utf8)
-        #expect(served?.trimmingCharacters(in: .whitespacesAndNewlines) == text.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(served?.trimmingCharacters(in: .whitespacesAndNewlines) == text.trimmingCharacters(in: .whitespacesAndNewlines),
+                "after changing the API, run make interface-xml and document the change")
         #expect(throws: DBusError.self, "wrong argument types") { try service.call("Pause", [.string("soon")]) }
         do { _ = try service.call("Pause", [.uint64(0)]) } catch {
             #expect(error.name == "org.enagent.ExposureNotification1.Error.InvalidArguments")

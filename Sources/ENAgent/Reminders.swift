@@ -1,0 +1,28 @@
+/// What the agent reminds the person of, in `enctl status` and the journal.
+public enum Reminder: String, Sendable, CaseIterable {
+    /// No detection succeeded for a day: key files may be piling up unmatched.
+    case detectionOverdue = "detection-overdue"
+    /// An exposure within the last 14 days.
+    case recentExposure = "recent-exposure"
+
+    public static let detectionOverdueSeconds: Int64 = 86_400
+    public static let exposureReminderSeconds: Int64 = 14 * 86_400
+
+    /// The reminders due at `now`. The detection clock starts when the agent was enabled.
+    public static func due(now: Int64, enabledSince: Int64?, lastSuccessfulDetection: Int64?, latestExposureDay: Int64?) -> [Reminder] {
+        var due = [Reminder]()
+        if let enabledSince, now - max(enabledSince, lastSuccessfulDetection ?? 0) > detectionOverdueSeconds { due.append(.detectionOverdue) }
+        if let day = latestExposureDay, now - day < exposureReminderSeconds + 86_400 { due.append(.recentExposure) }
+        return due
+    }
+
+    /// The journal line for this reminder.
+    public func message(latestExposureDay: Int64?) -> String {
+        switch self {
+        case .detectionOverdue:
+            return "no exposure detection has succeeded for more than 24 hours: check 'systemctl status enagent-detect.timer' and 'enctl status'"
+        case .recentExposure:
+            return "you were exposed recently (latest day \(latestExposureDay.map(String.init) ?? "?"), unix time): see 'enctl windows' and follow your health authority's advice"
+        }
+    }
+}
