@@ -7,6 +7,7 @@ BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 # dbus-daemon reads policies and service files from /usr/share only, whatever the prefix.
@@ -71,11 +72,12 @@ proto:
 # Everything but the binaries: units, bus policy, users, configuration. The configuration file
 # is the administrator's: installed only where there is none.
 install-files:
-	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 		$(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
 	for unit in enagentd.service enagent-detect.service enagent-detect.timer; do \
 		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit; \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit; done
+	sed -e 's|@BINDIR@|$(BINDIR)|g' systemd/user/enagent-notify.service > $(DESTDIR)$(USERUNITDIR)/enagent-notify.service
 	install -m 0644 systemd/enagent.sysusers $(DESTDIR)$(SYSUSERSDIR)/enagent.conf
 	install -m 0644 systemd/enagent.tmpfiles $(DESTDIR)$(TMPFILESDIR)/enagent.conf
 	install -m 0644 dbus/org.enagent.ExposureNotification1.conf $(DESTDIR)$(DBUSDIR)/system.d/
@@ -110,7 +112,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/enagentd $(DESTDIR)$(BINDIR)/enctl
 	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/enctl $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_enctl
 	rm -f $(DESTDIR)$(UNITDIR)/enagentd.service $(DESTDIR)$(UNITDIR)/enagent-detect.service $(DESTDIR)$(UNITDIR)/enagent-detect.timer
-	rm -f $(DESTDIR)$(SYSUSERSDIR)/enagent.conf $(DESTDIR)$(TMPFILESDIR)/enagent.conf
+	rm -f $(DESTDIR)$(USERUNITDIR)/enagent-notify.service $(DESTDIR)$(SYSUSERSDIR)/enagent.conf $(DESTDIR)$(TMPFILESDIR)/enagent.conf
 	rm -f $(DESTDIR)$(DBUSDIR)/system.d/org.enagent.ExposureNotification1.conf \
 		$(DESTDIR)$(DBUSDIR)/system-services/org.enagent.ExposureNotification1.service \
 		$(DESTDIR)$(DBUSDIR)/interfaces/org.enagent.ExposureNotification1.xml

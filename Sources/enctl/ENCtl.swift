@@ -15,5 +15,5 @@ struct ENCtl: ParsableCommand {
             request not allowed), 64 for a usage error.
             """,
         subcommands: [Status.self, Enable.self, Disable.self, Pause.self, Resume.self, Keys.self, Detect.self,
-                      Windows.self, Summary.self, Exposures.self, TestResultCommand.self, Share.self, Reset.self, Derive.self])
+                      Windows.self, Summary.self, Exposures.self, TestResultCommand.self, Share.self, Watch.self, Reset.self, Derive.self])
 }

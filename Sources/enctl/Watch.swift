@@ -1,0 +1,61 @@
+import ArgumentParser
+import Dispatch
+import ENBus
+import Foundation
+
+/// `enctl watch`: desktop notifications of exposures, for a person's session.
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Notify the desktop when enagentd finds an exposure (runs until stopped).",
+        discussion: """
+            Listens for enagentd's ExposureDetected signal on the system bus and shows each as \
+            a desktop notification through org.freedesktop.Notifications on the session bus \
+            ($DBUS_SESSION_BUS_ADDRESS). Without a desktop session it only prints a line per \
+            exposure: notifications are best effort, and enagentd never depends on them. Run \
+            it in a desktop session, e.g. as the user unit enagent-notify.service.
+            """)
+
+    func run() throws {
+        let client = try DaemonClient()
+        let notifier = DesktopNotifier()
+        let subscription: SignalSubscription
+        do {
+            subscription = try client.connection.subscribe(MatchRule(sender: DaemonClient.busName, path: DaemonClient.path,
+                                                                      interface: DaemonClient.interface, member: "ExposureDetected")) { message in
+                let windows = message.arguments.first?.integer ?? 0
+                FileHandle.standardOutput.write(Data("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n".utf8))
+                notifier.notify(summary: "Possible exposure to COVID-19",
+                                body: "Someone you were near has reported a positive test. Run 'enctl windows' and follow your health authority's advice.")
+            }
+        } catch {
+            throw DaemonClient.explain(error)
+        }
+        FileHandle.standardError.write(Data("enctl: watching for exposures\(notifier.available ? "" : " (no desktop session: printing only)")\n".utf8))
+        withExtendedLifetime((client, subscription)) { dispatchMain() }
+    }
+}
+
+/// org.freedesktop.Notifications on the session bus, when there is one.
+final class DesktopNotifier: Sendable {
+    private let session: DBusConnection?
+
+    init() {
+        let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
+            ?? ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].map { "unix:path=\($0)/bus" }
+        session = address.flatMap { try? DBusConnection(address: $0) }
+    }
+
+    var available: Bool { session != nil }
+
+    func notify(summary: String, body: String) {
+        guard let session else { return }
+        do {
+            try session.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                             interface: "org.freedesktop.Notifications", member: "Notify",
+                             [.string("enagent"), .uint32(0), .string("dialog-warning"), .string(summary), .string(body), .strings([]),
+                              .properties(["urgency": .byte(2)]), .int32(-1)], timeout: .seconds(5))
+        } catch {
+            FileHandle.standardError.write(Data("enctl: no desktop notification (\(error.message))\n".utf8))
+        }
+    }
+}

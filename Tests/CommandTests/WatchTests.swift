@@ -1,0 +1,66 @@
+import ENBus
+import ENCore
+import ENKeyFiles
+import ENStore
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// `enctl watch` turns ExposureDetected into a desktop notification. The notification server is
+/// a stand-in exported by the test on a private session bus: a desktop cannot run here.
+@Suite struct WatchTests {
+    let directory = TemporaryDirectory()
+
+    @Test func anExposureBecomesADesktopNotification() throws {
+        let signer = try P256PrivateKey()
+        let keys = directory.file("trusted-keys")
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try signer.publicKey.pem.write(toFile: keys + "/any.pem", atomically: true, encoding: .utf8)
+        let service = try ServiceTests.Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+        #expect(try service.enctl("enable").status == 0)
+
+        let session = try PrivateBus()
+        let notifications = Mutex<[[DBusValue]]>([])
+        let received = DispatchSemaphore(value: 0)
+        let server = try DBusConnection(address: session.address)
+        try server.export(ExportedObject(path: "/org/freedesktop/Notifications", interfaces: [DBusInterface("org.freedesktop.Notifications", methods: [
+            DBusMethod("Notify", in: [DBusArgument("app_name", "s"), DBusArgument("replaces_id", "u"), DBusArgument("app_icon", "s"),
+                                      DBusArgument("summary", "s"), DBusArgument("body", "s"), DBusArgument("actions", "as"),
+                                      DBusArgument("hints", "a{sv}"), DBusArgument("expire_timeout", "i")],
+                       out: [DBusArgument("id", "u")]) { call in
+                notifications.withLock { $0.append(call.arguments) }
+                received.signal()
+                return [.uint32(1)]
+            },
+        ])]))
+        try server.requestName("org.freedesktop.Notifications")
+
+        let names = { try DBusConnection(address: service.bus.address).call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                                             interface: "org.freedesktop.DBus", member: "ListNames").first?.elements?.count ?? 0 }
+        let before = try names()
+        let watch = try ChildProcess(Command.executable("enctl").path, ["watch"],
+                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address, "DBUS_SESSION_BUS_ADDRESS": session.address],
+                                     captureStandardError: true)
+        let deadline = Date().addingTimeInterval(10)
+        while try names() <= before, Date() < deadline { usleep(20_000) }  // each probe sees itself: one more name is watch
+        usleep(300_000)  // and its match rule
+
+        let now = Int64(Date().timeIntervalSince1970)
+        let met = try Broadcaster(start: ENIntervalNumber(unixSeconds: now)!.rollingPeriodStart.rawValue - 144)
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        try store.record(try (0..<5).map { try met.sighting(at: met.start + 3_600 + Int64($0) * 60, rssi: -60) })
+        let file = directory.file("export.zip")
+        try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "1", keyVersion: "v1")))
+            .zip(keys: [met.key]).write(to: URL(fileURLWithPath: file))
+        #expect(try service.enctl("detect", file).status == 0)
+
+        #expect(received.wait(timeout: .now() + 10) == .success, "a notification arrived")
+        let notification = try #require(notifications.withLock { $0.first })
+        #expect(notification[0].string == "enagent")
+        #expect(notification[3].string?.contains("exposure") == true)
+        watch.terminate()
+        watch.waitForExit()
+        #expect(watch.standardError().contains("watching for exposures"))
+    }
+}
