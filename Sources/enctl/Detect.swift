@@ -33,8 +33,7 @@ struct Detect: ParsableCommand {
     @Flag(help: "Download the key files not processed before from the key server (see --server-config) and detect with them.")
     var fromServer = false
 
-    @Option(help: ArgumentHelp("The key server configuration (default: \(KeyServerConfiguration.defaultPath)).", valueName: "file"))
-    var serverConfig = KeyServerConfiguration.defaultPath
+    @OptionGroup var server: ServerConfigurationOption
 
     @Option(help: ArgumentHelp("Where downloads and the list of processed files are kept (default: $CACHE_DIRECTORY, else ~/.cache/enagent).",
                                valueName: "dir"))
@@ -97,25 +96,25 @@ struct Detect: ParsableCommand {
     /// Fetches what the key server lists and this machine has not processed, then detects with
     /// it. Downloads survive a failure, so the next run fetches only what is still missing.
     private func runFromServer() throws {
-        let server = try KeyServerConfiguration.load(serverConfig)
+        let keyServer = try server.load()
         // Uploads that failed before go first: the timer is what retries them.
         let uploads = try PendingUploads.send(try DaemonClient())
         for failure in uploads.failed { FileHandle.standardError.write(Data("enctl: a pending key upload failed again (\(failure)); it stays queued\n".utf8)) }
         if !uploads.sent.isEmpty { FileHandle.standardError.write(Data("enctl: \(uploads.sent.count) pending key upload(s) sent\n".utf8)) }
         let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
-        let index = String(decoding: try Download.data(from: URL(string: server.index, relativeTo: server.url)!), as: UTF8.self)
+        let index = String(decoding: try Download.data(from: URL(string: keyServer.index, relativeTo: keyServer.url)!), as: UTF8.self)
         let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         let processed = cache.processed()
         let pending = entries.filter { !processed.contains($0) }
         guard !pending.isEmpty else {
             if json { return try printJSON(["KeyFilesProcessed": 0]) }
-            return print("No new key files on \(server.url.absoluteString) (\(entries.count) listed, all processed before).")
+            return print("No new key files on \(keyServer.url.absoluteString) (\(entries.count) listed, all processed before).")
         }
         let progress = Progress(total: pending.count)
         for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
             progress.show(number + 1, "downloading \(entry)")
-            guard let url = URL(string: entry, relativeTo: server.url) else { throw CommandError("\(entry): not a path on the key server") }
+            guard let url = URL(string: entry, relativeTo: keyServer.url) else { throw CommandError("\(entry): not a path on the key server") }
             try cache.store(try Download.data(from: url), for: entry)
         }
         progress.show(pending.count, "matching \(pending.count) files")

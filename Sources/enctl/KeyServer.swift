@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -145,4 +146,12 @@ struct DownloadCache {
     func store(_ data: Data, for entry: String) throws {
         try data.write(to: URL(fileURLWithPath: file(for: entry)), options: .atomic)
     }
+}
+
+/// `--server-config`, shared by the commands that talk to the health authority's servers.
+struct ServerConfigurationOption: ParsableArguments {
+    @Option(help: ArgumentHelp("The servers' configuration (default: \(KeyServerConfiguration.defaultPath)).", valueName: "file"))
+    var serverConfig = KeyServerConfiguration.defaultPath
+
+    func load() throws -> KeyServerConfiguration { try KeyServerConfiguration.load(serverConfig) }
 }

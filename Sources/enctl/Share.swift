@@ -20,17 +20,16 @@ struct Share: ParsableCommand {
     @Option(help: ArgumentHelp("The test result to share (default: the most recent unshared one).", valueName: "id"))
     var testResult: String?
 
-    @Option(help: ArgumentHelp("The servers' configuration (default: \(KeyServerConfiguration.defaultPath)).", valueName: "file"))
-    var serverConfig = KeyServerConfiguration.defaultPath
+    @OptionGroup var server: ServerConfigurationOption
 
     @Flag(help: "Share without asking.")
     var yes = false
 
     func run() throws {
         let client = try DaemonClient()
-        let configuration = try KeyServerConfiguration.load(serverConfig)
+        let configuration = try server.load()
         guard let publishURL = configuration.publishURL, let authority = configuration.healthAuthority else {
-            throw CommandError("\(serverConfig) needs publish-url and health-authority to share keys")
+            throw CommandError("\(server.serverConfig) needs publish-url and health-authority to share keys")
         }
         let results = try StoredTestResult.all(client)
         let chosen: StoredTestResult? = if let testResult { results.first { $0.id == testResult } } else { results.first { $0.sharedAt == 0 } }

@@ -105,8 +105,7 @@ extension TestResultCommand {
         @Option(help: ArgumentHelp("The trusted issuers (default: \(TestResultCommand.issuersDirectory)).", valueName: "dir"))
         var issuersDir = TestResultCommand.issuersDirectory
 
-        @Option(help: ArgumentHelp("The servers' configuration (default: \(KeyServerConfiguration.defaultPath)).", valueName: "file"))
-        var serverConfig = KeyServerConfiguration.defaultPath
+        @OptionGroup var server: ServerConfigurationOption
 
         @Flag(help: "Record without asking.")
         var yes = false
@@ -127,7 +126,7 @@ extension TestResultCommand {
                 guard yes || Confirmation.ask("Record this as your positive test of \(utcDay(day))?") else { throw CommandError("nothing recorded") }
                 (testDate, method, detail, token) = (day, "smart-health-card", "card issued by \(verified.issuer)", "")
             } else {
-                let verification = try VerificationServer(try KeyServerConfiguration.load(serverConfig)).verify(code: code!)
+                let verification = try VerificationServer(try server.load()).verify(code: code!)
                 let day = try date.map(TestResultCommand.day) ?? verification.testDate
                 (testDate, method, detail, token) = (day, "verification-code", "\(verification.testType) test, verified by the health authority", verification.token)
             }

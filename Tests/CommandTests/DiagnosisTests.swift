@@ -48,11 +48,7 @@ import Testing
     @Test func aVerifiedCodeSharesExactlyTheRolledKeysOnceEvenAfterAFailedUpload() throws {
         let service = try ServiceTests.Service(in: directory)
         #expect(try service.enctl("enable").status == 0)
-        let store = try AgentStore(path: service.state + "/enagent.db")
-        let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart
-        let yesterday = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
-                                             rollingStartIntervalNumber: ENIntervalNumber(today.rawValue - 144))
-        _ = try store.insertTemporaryExposureKeyIfAbsent(yesterday, createdAt: yesterday.rollingStartIntervalNumber.unixSeconds)
+        let yesterday = try service.insertRolledKey()
 
         let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), failures: 1)
         let configuration = directory.file("key-server.conf")

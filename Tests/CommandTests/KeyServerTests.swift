@@ -58,11 +58,7 @@ import Testing
 
     @Test func downloadsOnlyWhatIsNewResumesAfterAFailureAndFindsTheExposure() throws {
         let signer = try P256PrivateKey()
-        let keys = directory.file("trusted-keys")
-        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
-        try signer.publicKey.pem.write(toFile: keys + "/228_v1.pem", atomically: true, encoding: .utf8)
-        let service = try ServiceTests.Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
-        #expect(try service.enctl("enable").status == 0)
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: signer, as: "228_v1.pem")
 
         let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue
         let met = try Broadcaster(start: today - 3 * 144)
@@ -109,10 +105,7 @@ import Testing
 
     @Test func aKeyTrustedForOneKeyIdDoesNotVerifyAnother() throws {
         let signer = try P256PrivateKey()
-        let keys = directory.file("trusted-keys")
-        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
-        try signer.publicKey.pem.write(toFile: keys + "/228_v1.pem", atomically: true, encoding: .utf8)
-        let service = try ServiceTests.Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: signer, as: "228_v1.pem")
         let file = directory.file("other.zip")
         let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "310", keyVersion: "v1")))
         try writer.zip(keys: [try Broadcaster().key]).write(to: URL(fileURLWithPath: file))

@@ -43,6 +43,25 @@ import Testing
             return try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any], "\(result.standardError)")
         }
 
+        /// An enabled service that trusts key files signed by `signer` (its key in `directory`/trusted-keys/`name`).
+        static func enabled(in directory: TemporaryDirectory, trusting signer: P256PrivateKey, as name: String = "authority.pem") throws -> Service {
+            let keys = directory.file("trusted-keys")
+            try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+            try signer.publicKey.pem.write(toFile: keys + "/" + name, atomically: true, encoding: .utf8)
+            let service = try Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+            guard try service.enctl("enable").status == 0 else { throw POSIXError(.EPERM) }
+            return service
+        }
+
+        /// Puts yesterday's key (rolled, so it may be shared) into the daemon's store.
+        func insertRolledKey() throws -> TemporaryExposureKey {
+            let store = try AgentStore(path: state + "/enagent.db")
+            let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart
+            let key = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
+                                           rollingStartIntervalNumber: ENIntervalNumber(today.rawValue - 144))
+            return try store.insertTemporaryExposureKeyIfAbsent(key, createdAt: key.rollingStartIntervalNumber.unixSeconds)
+        }
+
         func call(_ method: String, _ arguments: [DBusValue] = []) throws(DBusError) -> [DBusValue] {
             let connection = try DBusConnection(address: bus.address)
             return try connection.call(destination: "org.enagent.ExposureNotification1", path: "/org/enagent/ExposureNotification1",
@@ -102,11 +121,9 @@ import Testing
     @Test func keysAreReleasedWithConfirmationAndNeverTodays() throws {
         let service = try Service(in: directory)
         #expect(try service.enctl("enable").status == 0)
+        let yesterday = try service.insertRolledKey()
         let store = try AgentStore(path: service.state + "/enagent.db")
         let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart
-        let yesterday = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
-                                             rollingStartIntervalNumber: ENIntervalNumber(today.rawValue - 144))
-        _ = try store.insertTemporaryExposureKeyIfAbsent(yesterday, createdAt: yesterday.rollingStartIntervalNumber.unixSeconds)
         #expect(try store.temporaryExposureKey(startingAt: today) != nil, "the daemon made today's key")
 
         #expect(throws: DBusError.self) { try service.call("GetTemporaryExposureKeyHistory", [.boolean(false)]) }
@@ -138,11 +155,7 @@ import Testing
 
     @Test func detectionTakesDescriptorsVerifiesAndStoresWindows() throws {
         let signer = try P256PrivateKey()
-        let keys = directory.file("trusted-keys")
-        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
-        try signer.publicKey.pem.write(toFile: keys + "/authority.pem", atomically: true, encoding: .utf8)
-        let service = try Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
-        #expect(try service.enctl("enable").status == 0)
+        let service = try Service.enabled(in: directory, trusting: signer)
 
         let now = Int64(Date().timeIntervalSince1970)
         let start = ENIntervalNumber(ENIntervalNumber(unixSeconds: now)!.rollingPeriodStart.rawValue - 2 * 144)

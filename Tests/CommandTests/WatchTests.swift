@@ -14,11 +14,7 @@ import Testing
 
     @Test func anExposureBecomesADesktopNotification() throws {
         let signer = try P256PrivateKey()
-        let keys = directory.file("trusted-keys")
-        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
-        try signer.publicKey.pem.write(toFile: keys + "/any.pem", atomically: true, encoding: .utf8)
-        let service = try ServiceTests.Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
-        #expect(try service.enctl("enable").status == 0)
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: signer)
 
         let session = try PrivateBus()
         let notifications = Mutex<[[DBusValue]]>([])
