@@ -99,12 +99,9 @@ public struct ExposureDetection: Sendable {
         }
         let finished = clock.now
         try storeCall {
-            try store.recordDetection(startedAt: started, finishedAt: finished, keyFileCount: fresh.count,
+            try store.recordDetection(startedAt: started, finishedAt: finished,
+                                      keyFiles: fresh.map { ProcessedKeyFile(sha256: $0.digest, name: $0.name, region: $0.export.region, keyCount: $0.export.keyCount) },
                                       matchedKeyCount: found.result.matches.count, windows: found.windows)
-            for file in fresh {
-                try store.recordProcessedKeyFile(sha256: file.digest, name: file.name, region: file.export.region,
-                                                 keyCount: file.export.keyCount, at: finished)
-            }
             try store.setSetting(Self.configurationSetting, to: configurationJSON)
         }
         return DetectionOutcome(keyFilesProcessed: fresh.count, keyFilesSkipped: skipped, keysChecked: found.result.keysChecked,

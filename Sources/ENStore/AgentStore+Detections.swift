@@ -16,15 +16,17 @@ public struct DetectionRecord: Sendable, Equatable {
 extension AgentStore {
     // MARK: Exposure detection
 
-    /// Records a finished detection and its exposure windows in one transaction.
+    /// Records a finished detection, the key files it processed and its exposure windows in one
+    /// transaction: a crash leaves either all of it or none, so no file is ever matched twice.
     @discardableResult
-    public func recordDetection(startedAt: Int64, finishedAt: Int64, keyFileCount: Int, matchedKeyCount: Int,
+    public func recordDetection(startedAt: Int64, finishedAt: Int64, keyFiles: [ProcessedKeyFile], matchedKeyCount: Int,
                                 windows: [ExposureWindow]) throws(StoreError) -> Int64 {
         try write { db in
             try db.execute(sql: """
                 INSERT INTO exposure_detection (started_at, finished_at, key_file_count, matched_key_count) VALUES (?, ?, ?, ?)
-                """, arguments: [startedAt, finishedAt, keyFileCount, matchedKeyCount])
+                """, arguments: [startedAt, finishedAt, keyFiles.count, matchedKeyCount])
             let detection = db.lastInsertedRowID
+            for file in keyFiles { try Self.insert(file, at: finishedAt, in: db) }
             for window in windows {
                 let key = window.diagnosisKey
                 try db.execute(sql: """

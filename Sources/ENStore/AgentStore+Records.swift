@@ -46,13 +46,15 @@ extension AgentStore {
         }
     }
 
-    public func recordProcessedKeyFile(sha256: [UInt8], name: String, region: String?, keyCount: Int, at time: Int64) throws(StoreError) {
-        try write { db in
-            try db.execute(sql: """
-                INSERT INTO key_file (sha256, name, region, key_count, processed_at) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (sha256) DO NOTHING
-                """, arguments: [Data(sha256), name, region, keyCount, time])
-        }
+    public func recordProcessedKeyFile(_ file: ProcessedKeyFile, at time: Int64) throws(StoreError) {
+        try write { db in try Self.insert(file, at: time, in: db) }
+    }
+
+    static func insert(_ file: ProcessedKeyFile, at time: Int64, in db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO key_file (sha256, name, region, key_count, processed_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (sha256) DO NOTHING
+            """, arguments: [Data(file.sha256), file.name, file.region, file.keyCount, time])
     }
 
     // MARK: Retention
@@ -71,5 +73,20 @@ extension AgentStore {
             let windows = db.changesCount
             return RetentionReport(temporaryExposureKeys: keys, sightings: sightings, exposureWindows: windows)
         }
+    }
+}
+
+/// A diagnosis key file that was matched, remembered by its SHA-256 so it is never matched twice.
+public struct ProcessedKeyFile: Sendable, Equatable {
+    public var sha256: [UInt8]
+    public var name: String
+    public var region: String?
+    public var keyCount: Int
+
+    public init(sha256: [UInt8], name: String, region: String?, keyCount: Int) {
+        self.sha256 = sha256
+        self.name = name
+        self.region = region
+        self.keyCount = keyCount
     }
 }

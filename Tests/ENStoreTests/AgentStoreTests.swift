@@ -51,6 +51,29 @@ import Testing
         #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1", "v2"])
     }
 
+    @Test func aDetectionIsRecordedWithItsFilesAndWindowsAndErasedWithEverythingElse() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let key = DiagnosisKey(key: TemporaryExposureKey(keyData: Bytes16(bytes: Data(repeating: 3, count: 16))!, rollingStartIntervalNumber: ENIntervalNumber(2_900_016),
+                                                         transmissionRiskLevel: 4), reportType: .selfReport, daysSinceOnsetOfSymptoms: -2)
+        let window = ExposureWindow(date: 1_740_009_600, reportType: .selfReport, infectiousness: .high, calibrationConfidence: 2,
+                                    scanInstances: [ScanInstance(minAttenuation: 55, typicalAttenuation: 60, secondsSinceLastScan: 120),
+                                                    ScanInstance(minAttenuation: nil, typicalAttenuation: nil, secondsSinceLastScan: 60)],
+                                    diagnosisKey: key)
+        let digest = Array(repeating: UInt8(9), count: 32)
+        try store.recordDetection(startedAt: 10, finishedAt: 20,
+                                  keyFiles: [ProcessedKeyFile(sha256: digest, name: "1.zip", region: "CH", keyCount: 1),
+                                             ProcessedKeyFile(sha256: Array(repeating: 8, count: 32), name: "2.zip", region: "CH", keyCount: 5)],
+                                  matchedKeyCount: 1, windows: [window])
+        try store.recordFailedDetection(startedAt: 30, error: "bad file")
+        #expect(try store.exposureWindows() == [window], "windows round-trip, unknown attenuations included")
+        #expect(try store.hasProcessedKeyFile(sha256: digest))
+        #expect(try store.lastSuccessfulDetection() == 20)
+        #expect(try store.lastDetection()?.error == "bad file")
+        #expect(try store.latestExposureDay() == 1_740_009_600)
+        try store.eraseAllData()
+        #expect(try store.exposureWindows().isEmpty && !store.hasProcessedKeyFile(sha256: digest) && store.lastDetection() == nil)
+    }
+
     @Test func aVersion1DatabaseIsMigratedKeepingItsTestResults() throws {
         let path = directory.file("v1.db")
         let queue = try DatabaseQueue(path: path)
@@ -188,7 +211,7 @@ import Testing
             try store.setSetting("paused-until", to: "456")
             try store.setSetting("other", to: "x")
             try store.setSetting("other", to: nil)
-            try store.recordProcessedKeyFile(sha256: Array(repeating: 7, count: 32), name: "a.zip", region: "US", keyCount: 140, at: 5)
+            try store.recordProcessedKeyFile(ProcessedKeyFile(sha256: Array(repeating: 7, count: 32), name: "a.zip", region: "US", keyCount: 140), at: 5)
             try store.close()
         }
         let store = try AgentStore(path: path)
