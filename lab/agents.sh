@@ -72,6 +72,22 @@ python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/after-kill.json"
 agent a hci0 & A=$!
 sleep 20
 
+echo "phase: pausing b stops its radio at once"
+prop() {
+    dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.freedesktop.DBus.Properties.Get \
+        "string:$2" "string:$3" 2>/dev/null | awk '/variant/ {print $NF}'
+}
+enctl b pause 10m > /dev/null
+start=$(cut -d' ' -f1 /proc/uptime)
+while [ "$(prop hci1 org.bluez.LEAdvertisingManager1 ActiveInstances)" != 0 ] || [ "$(prop hci1 org.bluez.Adapter1 Discovering)" != false ]; do
+    [ "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{print ($1 - $2 > 10)}')" = 1 ] && break
+    sleep 0.1
+done
+echo "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{printf "%.1f", $1 - $2}') $(prop hci1 org.bluez.LEAdvertisingManager1 ActiveInstances) $(prop hci1 org.bluez.Adapter1 Discovering)" \
+    | tee "$OUT/phases/pause-b"
+enctl b status --json > "$OUT/phases/paused-status-b.json"
+enctl b resume > /dev/null
+
 echo "phase: a shares its keys, a key server publishes them, b detects"
 enctl a keys export --yes --format zip --out "$STATE/a-keys.zip"
 "$BIN/enctl" keys sign "$STATE/a-keys.zip" --private-key "$STATE/authority.pem" --key-id 228 --region LAB --out "$STATE/server/exports/1.zip"

@@ -12,7 +12,8 @@ and restart its database stayed intact, its TEKs the same and no committed sight
 no agent's log carries a TEK or an RPI; each agent read its TX power from its controller; at the
 end (agent a after its restart, without being enabled again) each agent's API says active; b's
 detection from the key server that published a's shared keys found exposure windows on the days
-of a's shared keys, as many as `enctl detect --offline` finds in b's database."""
+of a's shared keys, as many as `enctl detect --offline` finds in b's database; pausing b stopped
+its advertising and scanning (bluetoothd's own view) within 2 s of enctl pause returning."""
 import json, re, sqlite3, subprocess, sys
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -120,6 +121,12 @@ for agent, adapter in agents.items():
         failures.append(f"agent {agent}'s log carries {len(leaked)} TEKs or RPIs")
     if not power or power.group(2) != f"read from {adapter}":
         failures.append(f"agent {agent} did not read its TX power from {adapter}")
+
+took, instances, discovering = open(f"{out}/phases/pause-b").read().split()
+paused = json.load(open(f"{out}/phases/paused-status-b.json"))
+print(f"PAUSE\n  b paused: status {paused['status']}; bluetoothd shows {instances} advertisements and Discovering {discovering} after {took} s")
+if paused["status"] != "paused" or instances != "0" or discovering != "false" or float(took) > 2.0:
+    failures.append(f"pausing b left its radio on ({instances} advertisements, Discovering {discovering} after {took} s)")
 
 print("API (enctl status at the end)")
 for agent in agents:
