@@ -88,6 +88,11 @@ echo "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{printf "%.1f", $1 - 
 enctl b status --json > "$OUT/phases/paused-status-b.json"
 enctl b resume > /dev/null
 
+echo "phase: hci0 switched off under agent a"
+dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
+    string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null
+"$LAB/wait-radio.sh" hci0 30 | tee "$OUT/phases/power-off-a"
+
 echo "phase: a shares its keys, a key server publishes them, b detects"
 enctl a keys export --yes --format zip --out "$STATE/a-keys.zip"
 "$BIN/enctl" keys sign "$STATE/a-keys.zip" --private-key "$STATE/authority.pem" --key-id 228 --region LAB --out "$STATE/server/exports/1.zip"

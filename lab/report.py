@@ -13,7 +13,8 @@ no agent's log carries a TEK or an RPI; each agent read its TX power from its co
 end (agent a after its restart, without being enabled again) each agent's API says active; b's
 detection from the key server that published a's shared keys found exposure windows on the days
 of a's shared keys, as many as `enctl detect --offline` finds in b's database; pausing b stopped
-its advertising and scanning (bluetoothd's own view) within 2 s of enctl pause returning."""
+its advertising and scanning (bluetoothd's own view) within 2 s of enctl pause returning; after
+hci0 was switched off under agent a (power-on = yes), it advertised and scanned again within 10 s."""
 import json, re, sqlite3, subprocess, sys
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -127,6 +128,12 @@ paused = json.load(open(f"{out}/phases/paused-status-b.json"))
 print(f"PAUSE\n  b paused: status {paused['status']}; bluetoothd shows {instances} advertisements and Discovering {discovering} after {took} s")
 if paused["status"] != "paused" or instances != "0" or discovering != "false" or float(took) > 2.0:
     failures.append(f"pausing b left its radio on ({instances} advertisements, Discovering {discovering} after {took} s)")
+print("ADAPTER")
+
+took = open(f"{out}/phases/power-off-a").read().strip()
+print(f"  hci0 switched off under a: powered on, advertising and scanning again after {took} s")
+if took == "timeout" or float(took) > 10:
+    failures.append(f"agent a did not bring hci0 back within 10 s of it being switched off ({took})")
 
 print("API (enctl status at the end)")
 for agent in agents:
