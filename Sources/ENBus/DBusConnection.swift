@@ -220,8 +220,11 @@ public final class DBusConnection: @unchecked Sendable {
         case .methodCall:
             let path = message.path ?? "/"
             let target = state.withLock { state in state.objects[path] }
-            let reply = target.map { $0.handle(message) } ?? ExportedObject.handleUnknown(message, path: path, children: childNodes(of: path))
-            send(reply)
+            if let target {
+                if let reply = target.handle(message) { send(reply) }
+            } else {
+                send(ExportedObject.handleUnknown(message, path: path, children: childNodes(of: path)))
+            }
             return DBUS_HANDLER_RESULT_HANDLED
         default:
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED

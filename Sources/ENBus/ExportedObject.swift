@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// A named, typed argument, for checking calls and for introspection.
@@ -17,12 +18,16 @@ public struct DBusMethod: Sendable {
     public var outArguments: [DBusArgument]
     /// Answers the call with the out arguments; a thrown DBusError becomes the error reply.
     public var handler: @Sendable (DBusMessage) throws(DBusError) -> [DBusValue]
+    /// Where a slow handler runs: the reply is sent when it returns, and the connection answers
+    /// other calls meanwhile. Nil runs it on the connection's dispatcher thread.
+    public var queue: DispatchQueue?
 
-    public init(_ name: String, in inArguments: [DBusArgument] = [], out outArguments: [DBusArgument] = [],
+    public init(_ name: String, in inArguments: [DBusArgument] = [], out outArguments: [DBusArgument] = [], queue: DispatchQueue? = nil,
                 handler: @escaping @Sendable (DBusMessage) throws(DBusError) -> [DBusValue]) {
         self.name = name
         self.inArguments = inArguments
         self.outArguments = outArguments
+        self.queue = queue
         self.handler = handler
     }
 }
@@ -106,21 +111,38 @@ public final class ExportedObject: @unchecked Sendable {
         try connection.emit(path: path, interface: interface, member: signal, arguments)
     }
 
-    func handle(_ call: DBusMessage) -> DBusMessage {
+    /// The reply to `call`, or nil when a method with a queue will send it later.
+    func handle(_ call: DBusMessage) -> DBusMessage? {
         do {
-            return try call.methodReturn(try answer(call))
+            switch try resolve(call) {
+            case .answered(let values):
+                return try call.methodReturn(values)
+            case .method(let method):
+                guard let queue = method.queue else { return Self.reply(to: call, by: method) }
+                queue.async { [weak self] in self?.connection?.send(Self.reply(to: call, by: method)) }
+                return nil
+            }
         } catch {
             return call.errorReply(error)
         }
     }
 
-    private func answer(_ call: DBusMessage) throws(DBusError) -> [DBusValue] {
+    private static func reply(to call: DBusMessage, by method: DBusMethod) -> DBusMessage {
+        do { return try call.methodReturn(try method.handler(call)) } catch { return call.errorReply(error) }
+    }
+
+    private enum Resolution {
+        case answered([DBusValue])
+        case method(DBusMethod)
+    }
+
+    private func resolve(_ call: DBusMessage) throws(DBusError) -> Resolution {
         let member = call.member ?? ""
         switch call.interface {
         case Self.introspectableInterface? where member == "Introspect":
-            return [.string(introspectionXML(children: connection?.childNodes(of: path) ?? []))]
+            return .answered([.string(introspectionXML(children: connection?.childNodes(of: path) ?? []))])
         case Self.propertiesInterface?:
-            return try answerProperties(call, member: member)
+            return .answered(try answerProperties(call, member: member))
         default:
             let candidates = interfaces.filter { call.interface == nil || $0.name == call.interface }
             guard !candidates.isEmpty else { throw DBusError(name: DBusError.unknownInterface, message: "\(path) has no interface \(call.interface ?? "")") }
@@ -131,7 +153,7 @@ public final class ExportedObject: @unchecked Sendable {
             guard call.signature == expected else {
                 throw DBusError(name: DBusError.invalidArgs, message: "\(member) takes (\(expected)), not (\(call.signature))")
             }
-            return try method.handler(call)
+            return .method(method)
         }
     }
 

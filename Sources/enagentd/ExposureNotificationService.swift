@@ -29,6 +29,8 @@ enum ExposureNotificationService {
     }
 
     private static let mainQueueKey = DispatchSpecificKey<Bool>()
+    /// Detections run one at a time, off the bus: the properties stay readable meanwhile.
+    private static let detectionQueue = DispatchQueue(label: "enagent.detection")
 
     static func object(daemon: Daemon, bus: DBusConnection) -> ExportedObject {
         DispatchQueue.main.setSpecific(key: mainQueueKey, value: true)
@@ -80,7 +82,7 @@ enum ExposureNotificationService {
                 })]
             },
             DBusMethod("DetectExposures", in: [DBusArgument("key_files", "ah"), DBusArgument("configuration", "s")],
-                       out: [DBusArgument("summary", "a{sv}")]) { call throws(DBusError) in
+                       out: [DBusArgument("summary", "a{sv}")], queue: detectionQueue) { call throws(DBusError) in
                 let arguments = call.arguments
                 let descriptors = arguments.first?.elements?.compactMap { value -> Int32? in
                     if case .unixFD(let descriptor) = value { return descriptor }

@@ -33,13 +33,15 @@ final class Locked<Value: Sendable>: Sendable {
     let server: DBusConnection
     let client: DBusConnection
     let name = Locked(DBusValue.string("initial"))
+    /// Holds the queued method until the test lets it finish.
+    let gate = DispatchSemaphore(value: 0)
 
     init() throws {
         bus = try PrivateBus()
         server = try DBusConnection(address: bus.address)
         client = try DBusConnection(address: bus.address)
         try server.requestName("org.enagent.Test")
-        let name = self.name
+        let name = self.name, gate = self.gate
         let object = ExportedObject(path: "/org/enagent/Test", interfaces: [
             DBusInterface("org.enagent.Test", methods: [
                 DBusMethod("Echo", in: [DBusArgument("value", "v")], out: [DBusArgument("value", "v")]) { call in call.arguments },
@@ -47,6 +49,10 @@ final class Locked<Value: Sendable>: Sendable {
                 DBusMethod("Sleep", in: [DBusArgument("milliseconds", "u")]) { call in
                     usleep(UInt32(call.arguments[0].integer ?? 0) * 1_000)
                     return []
+                },
+                DBusMethod("Queued", out: [DBusArgument("done", "b")], queue: DispatchQueue(label: "queued-method")) { _ in
+                    gate.wait()
+                    return [.boolean(true)]
                 },
                 DBusMethod("ReadFD", in: [DBusArgument("fd", "h")], out: [DBusArgument("contents", "s")]) { call in
                     guard case .unixFD(let descriptor) = call.arguments[0] else { return [] }
@@ -63,6 +69,23 @@ final class Locked<Value: Sendable>: Sendable {
 
     func echo(_ value: DBusValue) throws -> DBusValue? {
         try client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Echo", [.variant(value)]).first
+    }
+
+    /// A method with a queue runs there and replies later; the connection answers meanwhile.
+    @Test func aQueuedMethodLeavesTheConnectionAnswering() throws {
+        let reply = Received<Bool>()
+        let other = try DBusConnection(address: bus.address)
+        Thread.detachNewThread {
+            let done = try? other.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Queued")
+            reply.append(done?.first?.bool ?? false)
+        }
+        usleep(100_000)
+        let version = try client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: ExportedObject.propertiesInterface,
+                                      member: "Get", [.string("org.enagent.Test"), .string("Version")], timeout: .seconds(5))
+        #expect(version.first?.string == "1.0", "answered while the queued method waits")
+        #expect(reply.wait(seconds: 0.1).isEmpty, "the queued method has not replied yet")
+        gate.signal()
+        #expect(reply.wait() == [true], "and its reply comes when it returns")
     }
 
     @Test(arguments: [
