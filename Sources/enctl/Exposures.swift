@@ -23,9 +23,27 @@ struct Windows: ParsableCommand {
         if json { return try printJSON(windows) }
         guard !windows.isEmpty else { return print("No exposure windows.") }
         printColumns([["DAY (UTC)", "REPORT TYPE", "INFECTIOUSNESS", "SCANS", "MIN ATTENUATION", "DURATION"]] + windows.map {
-            [$0.date, String($0.reportType), String($0.infectiousness), String($0.scanInstances),
+            [$0.date, Self.reportTypeName($0.reportType), Self.infectiousnessName($0.infectiousness), String($0.scanInstances),
              $0.minimumAttenuation.map { "\($0) dB" } ?? "unknown", "\($0.seconds / 60) min"]
         })
+    }
+
+    static func reportTypeName(_ value: Int) -> String {
+        switch ReportType(rawValue: value) {
+        case .confirmedTest?: return "confirmed test"
+        case .confirmedClinicalDiagnosis?: return "clinical diagnosis"
+        case .selfReport?: return "self-reported"
+        case .recursive?: return "recursive"
+        default: return "unknown (\(value))"
+        }
+    }
+
+    static func infectiousnessName(_ value: Int) -> String {
+        switch Infectiousness(rawValue: value) {
+        case .high?: return "high"
+        case .standard?: return "standard"
+        default: return "none"
+        }
     }
 
     struct WindowRow: Encodable {
