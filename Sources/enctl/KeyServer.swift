@@ -150,7 +150,7 @@ struct DownloadCache {
 
 /// `--server-config`, shared by the commands that talk to the health authority's servers.
 struct ServerConfigurationOption: ParsableArguments {
-    @Option(help: ArgumentHelp("The servers' configuration (default: \(KeyServerConfiguration.defaultPath)).", valueName: "file"))
+    @Option(help: ArgumentHelp("The servers' configuration.", valueName: "file"))
     var serverConfig = KeyServerConfiguration.defaultPath
 
     func load() throws -> KeyServerConfiguration { try KeyServerConfiguration.load(serverConfig) }

@@ -68,7 +68,7 @@ extension TestResultCommand {
         @Option(help: ArgumentHelp("A JWKS file trusted for this card's issuer.", valueName: "jwks.json"))
         var issuerKeys: String?
 
-        @Option(help: ArgumentHelp("The trusted issuers (default: \(TestResultCommand.issuersDirectory)).", valueName: "dir"))
+        @Option(help: ArgumentHelp("The trusted issuers: one JWKS file with \"iss\" per issuer.", valueName: "dir"))
         var issuersDir = TestResultCommand.issuersDirectory
 
         @Flag(help: "Print JSON.")
@@ -102,7 +102,7 @@ extension TestResultCommand {
         @Option(help: ArgumentHelp("A verification code from the health authority.", valueName: "code"))
         var code: String?
 
-        @Option(help: ArgumentHelp("The trusted issuers (default: \(TestResultCommand.issuersDirectory)).", valueName: "dir"))
+        @Option(help: ArgumentHelp("The trusted issuers: one JWKS file with \"iss\" per issuer.", valueName: "dir"))
         var issuersDir = TestResultCommand.issuersDirectory
 
         @OptionGroup var server: ServerConfigurationOption
