@@ -33,10 +33,24 @@ public final class PrivateBus {
             """.write(toFile: configuration, atomically: true, encoding: .utf8)
         daemon = try ChildProcess("/usr/bin/dbus-daemon", ["--config-file=\(configuration)", "--nofork", "--nopidfile"])
         address = "unix:path=\(socket)"
+        // The socket file appears at bind(), before listen(): only a connection that succeeds says the bus is up.
         let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: socket) {
+        while !Self.accepts(socket) {
             guard Date() < deadline, daemon.isRunning else { throw POSIXError(.ETIMEDOUT) }
             usleep(10_000)
+        }
+    }
+
+    private static func accepts(_ path: String) -> Bool {
+        let descriptor = Foundation.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.enumerated() where index < buffer.count - 1 { buffer[index] = byte }
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
         }
     }
 
