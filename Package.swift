@@ -65,7 +65,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore", "ENBus", "ENDiagnosis",
+            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENDiagnosis",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),

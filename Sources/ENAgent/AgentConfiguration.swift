@@ -24,23 +24,14 @@ public struct AgentConfiguration: Equatable, Sendable {
 
     public init() {}
 
-    /// Why a configuration file was refused: the file, the line and what is wrong.
-    public struct Error: Swift.Error, Equatable, CustomStringConvertible {
-        public let path: String
-        public let line: Int
-        public let reason: String
-        public var description: String { "\(path):\(line): \(reason)" }
-    }
+    public typealias Error = KeyValueFile.Error
 
     /// Reads the text of the file at `path` (named in errors).
     public init(text: String, path: String) throws(Error) {
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            guard !line.allSatisfy(\.isWhitespace) else { continue }
-            let fail = { (reason: String) in Error(path: path, line: index + 1, reason: reason) }
-            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { throw fail("expected key = value") }
-            let (key, value) = (parts[0], parts[1])
+        let file = try KeyValueFile(text: text, path: path)
+        for line in file.lines {
+            let fail = { (reason: String) in file.error(at: line, reason) }
+            let (key, value) = (line.key, line.value)
             switch key {
             case "state-directory":
                 guard value.hasPrefix("/") else { throw fail("state-directory must be an absolute path") }

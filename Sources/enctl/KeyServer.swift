@@ -1,4 +1,5 @@
 import ArgumentParser
+import ENAgent
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -19,38 +20,29 @@ struct KeyServerConfiguration: Equatable {
 
     static let defaultPath = "/etc/enagent/key-server.conf"
 
-    init(url: URL, index: String = "index.txt", region: String? = nil) {
-        self.url = url
-        self.index = index
-        self.region = region
-    }
-
     init(text: String, path: String) throws {
+        let file: KeyValueFile
+        do { file = try KeyValueFile(text: text, path: path) } catch { throw CommandError("\(error)") }
         var url: URL?
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            guard !line.allSatisfy(\.isWhitespace) else { continue }
-            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, !parts[1].isEmpty else { throw CommandError("\(path):\(number + 1): expected key = value") }
-            switch parts[0] {
-            case "url":
-                guard let parsed = URL(string: parts[1].hasSuffix("/") ? parts[1] : parts[1] + "/"),
-                      ["http", "https"].contains(parsed.scheme ?? "") else {
-                    throw CommandError("\(path):\(number + 1): url must be an http or https URL")
+        for line in file.lines {
+            let fail = { (reason: String) in CommandError("\(file.error(at: line, reason))") }
+            let webURL = { (text: String) throws -> URL in
+                guard let parsed = URL(string: text), ["http", "https"].contains(parsed.scheme ?? "") else {
+                    throw fail("\(line.key) must be an http or https URL")
                 }
-                url = parsed
-            case "index": index = parts[1]
-            case "region": region = parts[1]
-            case "publish-url", "verification-url":
-                guard let parsed = URL(string: parts[1]), ["http", "https"].contains(parsed.scheme ?? "") else {
-                    throw CommandError("\(path):\(number + 1): \(parts[0]) must be an http or https URL")
-                }
-                if parts[0] == "publish-url" { publishURL = parsed } else { verificationURL = parsed }
-            case "health-authority": healthAuthority = parts[1]
-            case "verification-api-key": verificationAPIKey = parts[1]
+                return parsed
+            }
+            switch line.key {
+            case "url": url = try webURL(line.value.hasSuffix("/") ? line.value : line.value + "/")
+            case "index": index = line.value
+            case "region": region = line.value
+            case "publish-url": publishURL = try webURL(line.value)
+            case "verification-url": verificationURL = try webURL(line.value)
+            case "health-authority": healthAuthority = line.value
+            case "verification-api-key": verificationAPIKey = line.value
             default:
-                throw CommandError("\(path):\(number + 1): unknown key \"\(parts[0])\" (known: url, index, region, publish-url, "
-                                   + "health-authority, verification-url, verification-api-key)")
+                throw fail("unknown key \"\(line.key)\" (known: url, index, region, publish-url, health-authority, verification-url, "
+                           + "verification-api-key)")
             }
         }
         guard let url else { throw CommandError("\(path): no url = line: which key server?") }

@@ -103,6 +103,16 @@ import Testing
         #expect(windows.standardOutput.contains("\"date\" : \"\(day)\""))
     }
 
+    @Test func aBadServerConfigurationNamesTheLine() throws {
+        let configuration = directory.file("key-server.conf")
+        try "# servers\nurl = ftp://keys.example.org/\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let badURL = try Command.enctl("detect", "--from-server", "--server-config", configuration)
+        #expect(badURL.status == 1 && badURL.standardError.contains("\(configuration):2: url must be an http or https URL"), "\(badURL.standardError)")
+        try "url = https://keys.example.org/\nmirror = yes\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let unknown = try Command.enctl("detect", "--from-server", "--server-config", configuration)
+        #expect(unknown.status == 1 && unknown.standardError.contains("\(configuration):2: unknown key \"mirror\""), "\(unknown.standardError)")
+    }
+
     @Test func aKeyTrustedForOneKeyIdDoesNotVerifyAnother() throws {
         let signer = try P256PrivateKey()
         let service = try ServiceTests.Service.enabled(in: directory, trusting: signer, as: "228_v1.pem")
