@@ -1,12 +1,18 @@
 import Foundation
 import GRDB
 
+/// How a positive test was verified.
+public enum VerificationMethod: String, Sendable, CaseIterable {
+    case smartHealthCard = "smart-health-card"
+    case verificationCode = "verification-code"
+}
+
 /// A positive test the person recorded, and how it was verified.
 public struct TestResult: Sendable, Equatable {
     public var id: String
     /// Unix seconds of the UTC day the test was administered.
     public var testDate: Int64
-    /// "smart-health-card" or "verification-code".
+    /// A `VerificationMethod` raw value.
     public var verificationMethod: String
     /// What the verification showed (issuer, test type), for the person.
     public var verificationDetail: String?

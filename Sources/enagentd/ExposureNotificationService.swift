@@ -155,8 +155,8 @@ enum ExposureNotificationService {
                                              DBusArgument("verification_token", "s")], out: [DBusArgument("id", "s")]) { call throws(DBusError) in
                 try privileged(call)
                 let arguments = call.arguments
-                guard let date = arguments[0].integer, let method = arguments[1].string, ["smart-health-card", "verification-code"].contains(method) else {
-                    throw Failure.invalidArguments.error("the method is smart-health-card or verification-code")
+                guard let date = arguments[0].integer, let method = arguments[1].string, VerificationMethod(rawValue: method) != nil else {
+                    throw Failure.invalidArguments.error("the method is one of \(VerificationMethod.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 let detail = arguments[2].string ?? "", token = arguments[3].string ?? ""
                 let result = TestResult(id: UUID().uuidString.lowercased(), testDate: date, verificationMethod: method,

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENBus
 import ENCore
+import ENStore
 import Foundation
 
 /// `enctl share`: upload the device's keys after a positive test.
@@ -46,7 +47,7 @@ struct Share: ParsableCommand {
             guard !keys.isEmpty else { throw CommandError("there are no keys to share yet (today's key is shared once it has rolled, tomorrow)") }
             let secret = (0..<16).map { _ in UInt8.random(in: 0...255) }
             var certificate = ""
-            if result.method == "verification-code" {
+            if result.method == VerificationMethod.verificationCode.rawValue {
                 certificate = try VerificationServer(configuration).certificate(token: result.token, hmac: ExposureKeyHMAC.code(secret: secret, keys: keys))
             }
             let body: [String: Any] = [

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENBus
 import ENDiagnosis
+import ENStore
 import Foundation
 
 /// `enctl test-result`: positive tests and their verification.
@@ -124,11 +125,11 @@ extension TestResultCommand {
                 guard let day = try date.map(TestResultCommand.day) ?? verified.entries.compactMap(\.date).last.map({ try TestResultCommand.day(String($0.prefix(10))) })
                 else { throw CommandError("the card gives no date: say when the test was administered with --date") }
                 guard yes || Confirmation.ask("Record this as your positive test of \(utcDay(day))?") else { throw CommandError("nothing recorded") }
-                (testDate, method, detail, token) = (day, "smart-health-card", "card issued by \(verified.issuer)", "")
+                (testDate, method, detail, token) = (day, VerificationMethod.smartHealthCard.rawValue, "card issued by \(verified.issuer)", "")
             } else {
                 let verification = try VerificationServer(try server.load()).verify(code: code!)
                 let day = try date.map(TestResultCommand.day) ?? verification.testDate
-                (testDate, method, detail, token) = (day, "verification-code", "\(verification.testType) test, verified by the health authority", verification.token)
+                (testDate, method, detail, token) = (day, VerificationMethod.verificationCode.rawValue, "\(verification.testType) test, verified by the health authority", verification.token)
             }
             let id = try client.call("AddTestResult", [.uint64(UInt64(testDate)), .string(method), .string(detail), .string(token)]).first?.string ?? ""
             print("Recorded test result \(id) of \(utcDay(testDate)). Share your keys with 'enctl share'.")
