@@ -69,6 +69,7 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// Starts or stops the running parts to match the status, and tells systemd and the bus.
+    /// Starting or stopping never changes the status: only statuses that run the agent depend on the radio.
     func apply(changed: [String] = []) {
         let status = status
         if status == .paused && pauseTimer == nil { armPauseTimer(until: pausedUntil) }
@@ -80,7 +81,7 @@ final class Daemon: @unchecked Sendable {
         } else if !status.runsAgent && upkeepTimer != nil {
             stopRunning()
         }
-        Systemd.notify("STATUS=" + statusText(self.status))
+        Systemd.notify("STATUS=" + statusText(status))
         onChange?(changed + ["Status", "Enabled", "PausedUntil", "Advertising", "Scanning", "Adapter"])
     }
 

@@ -71,9 +71,10 @@ struct Enagentd: ParsableCommand {
     }
 
     func run() throws {
+        let toJournal = JournalLogHandler.standardErrorIsJournal
         LoggingSystem.bootstrap { [verbose] label in
             let level: Logger.Level = verbose ? .debug : .info
-            guard JournalLogHandler.standardErrorIsJournal else {
+            guard toJournal else {
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = level
                 return handler
