@@ -12,26 +12,14 @@ import Testing
 
     /// The health authority's servers on a free loopback port; publishes fail `failures` times first.
     final class HealthAuthority {
-        let process: ChildProcess
-        let base: String
+        let server: LoopbackServer
         let log: String
+        var base: String { server.url }
 
         init(log: String, failures: Int) throws {
-            let port = try KeyServerTests.HTTPServer.freePort()
             self.log = log
-            process = try ChildProcess("/usr/bin/python3", [DiagnosisTests.project.appendingPathComponent("Tests/CommandTests/Servers/health_authority.py").path,
-                                                            String(port), log, String(failures)])
-            base = "http://127.0.0.1:\(port)/"
-            let deadline = Date().addingTimeInterval(10)
-            while !KeyServerTests.HTTPServer.accepts(port) {
-                guard Date() < deadline, process.isRunning else { throw POSIXError(.ETIMEDOUT) }
-                usleep(20_000)
-            }
-        }
-
-        deinit {
-            process.terminate()
-            process.waitForExit()
+            let script = DiagnosisTests.project.appendingPathComponent("Tests/CommandTests/Servers/health_authority.py").path
+            server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log, String(failures)] }
         }
 
         func publishes() throws -> [[String: Any]] {

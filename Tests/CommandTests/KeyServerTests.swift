@@ -9,53 +9,6 @@ import Testing
 @Suite struct KeyServerTests {
     let directory = TemporaryDirectory()
 
-    /// python3's http.server serving `root` on a free loopback port; its log of requests is kept.
-    final class HTTPServer {
-        let process: ChildProcess
-        let url: String
-
-        init(root: String) throws {
-            let port = try Self.freePort()
-            process = try ChildProcess("/usr/bin/python3", ["-m", "http.server", String(port), "--bind", "127.0.0.1", "--directory", root],
-                                       captureStandardError: true)
-            url = "http://127.0.0.1:\(port)/"
-            let deadline = Date().addingTimeInterval(10)
-            while !Self.accepts(port) {
-                guard Date() < deadline, process.isRunning else { throw POSIXError(.ETIMEDOUT) }
-                usleep(20_000)
-            }
-        }
-
-        /// The requests served (the server stops).
-        func stop() -> String {
-            process.terminate()
-            process.waitForExit()
-            return process.standardError()
-        }
-
-        static func freePort() throws -> UInt16 {
-            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(socket) }
-            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try withUnsafeMutablePointer(to: &address) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    guard bind(socket, $0, length) == 0, getsockname(socket, $0, &length) == 0 else { throw POSIXError(.EADDRINUSE) }
-                }
-            }
-            return UInt16(bigEndian: address.sin_port)
-        }
-
-        static func accepts(_ port: UInt16) -> Bool {
-            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(socket) }
-            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: port.bigEndian, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-        }
-    }
-
     @Test func downloadsOnlyWhatIsNewResumesAfterAFailureAndFindsTheExposure() throws {
         let signer = try P256PrivateKey()
         let service = try ServiceTests.Service.enabled(in: directory, trusting: signer, as: "228_v1.pem")
@@ -74,7 +27,7 @@ import Testing
         try publish("1.zip", [met.key, try Broadcaster(start: today - 3 * 144).key])
         try publish("2.zip", [try Broadcaster(start: today - 2 * 144).key])
         try "# exports, oldest first\nexports/1.zip\nexports/2.zip\nexports/3.zip\n".write(toFile: root + "/index.txt", atomically: true, encoding: .utf8)
-        let server = try HTTPServer(root: root)
+        let server = try LoopbackServer("/usr/bin/python3") { ["-m", "http.server", String($0), "--bind", "127.0.0.1", "--directory", root] }
         let configuration = directory.file("key-server.conf")
         try "url = \(server.url)\nindex = index.txt\nregion = CH\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         let cache = directory.file("cache")
