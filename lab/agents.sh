@@ -13,6 +13,7 @@
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")
+. "$LAB/bluez.sh"
 STATE=/run/enagent-lab
 NOW=$(date +%s)
 START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
@@ -73,10 +74,6 @@ agent a hci0 & A=$!
 sleep 20
 
 echo "phase: pausing b stops its radio at once"
-prop() {
-    dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.freedesktop.DBus.Properties.Get \
-        "string:$2" "string:$3" 2>/dev/null | awk '/variant/ {print $NF}'
-}
 enctl b pause 10m > /dev/null
 start=$(cut -d' ' -f1 /proc/uptime)
 while [ "$(prop hci1 org.bluez.LEAdvertisingManager1 ActiveInstances)" != 0 ] || [ "$(prop hci1 org.bluez.Adapter1 Discovering)" != false ]; do

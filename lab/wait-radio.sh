@@ -2,10 +2,7 @@
 # wait-radio.sh ADAPTER SECONDS: waits until bluetoothd shows ADAPTER advertising (an active
 # advertisement instance) and, at some moment, discovering; prints the seconds it took, or
 # "timeout". Polls bluetoothd's own D-Bus properties.
-prop() {
-    dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" org.freedesktop.DBus.Properties.Get \
-        "string:$2" "string:$3" 2>/dev/null | awk '/variant/ {print $NF}'
-}
+. "$(dirname "$0")/bluez.sh"
 start=$(cut -d' ' -f1 /proc/uptime)
 advertising= scanning=
 while :; do
