@@ -59,14 +59,16 @@ struct StatusReport: Encodable {
 }
 
 /// `--json` for the commands that change state: the status after the change.
-struct ChangeOutput: ParsableArguments {
+struct DaemonChange: ParsableArguments {
     @Flag(help: "Print the status after the change as JSON.")
     var json = false
 
-    /// Prints `message`, or with --json the daemon's status.
-    func report(_ message: String, client: DaemonClient) throws {
+    /// Calls `method` on enagentd, then prints `message`, or with --json the daemon's status.
+    func request(_ method: String, _ arguments: [DBusValue] = [], then message: @autoclosure () -> String) throws {
+        let client = try DaemonClient()
+        try client.call(method, arguments)
         if json { return try printJSON(StatusReport(try client.properties())) }
-        print(message)
+        print(message())
     }
 }
 
@@ -77,12 +79,10 @@ struct Enable: ParsableCommand {
         advertises its rotating identifier and records the identifiers around it.
         """)
 
-    @OptionGroup var output: ChangeOutput
+    @OptionGroup var change: DaemonChange
 
     func run() throws {
-        let client = try DaemonClient()
-        try client.call("SetEnabled", [.boolean(true)])
-        try output.report("Exposure Notification is on.", client: client)
+        try change.request("SetEnabled", [.boolean(true)], then: "Exposure Notification is on.")
     }
 }
 
@@ -93,12 +93,10 @@ struct Disable: ParsableCommand {
         'enctl reset' erases them.
         """)
 
-    @OptionGroup var output: ChangeOutput
+    @OptionGroup var change: DaemonChange
 
     func run() throws {
-        let client = try DaemonClient()
-        try client.call("SetEnabled", [.boolean(false)])
-        try output.report("Exposure Notification is off.", client: client)
+        try change.request("SetEnabled", [.boolean(false)], then: "Exposure Notification is off.")
     }
 }
 
@@ -112,12 +110,10 @@ struct Pause: ParsableCommand {
     @Argument(help: ArgumentHelp("How long, such as 30m or 2h.", valueName: "duration"), transform: PauseDuration.seconds)
     var seconds: UInt64 = 3_600
 
-    @OptionGroup var output: ChangeOutput
+    @OptionGroup var change: DaemonChange
 
     func run() throws {
-        let client = try DaemonClient()
-        try client.call("Pause", [.uint64(seconds)])
-        try output.report("Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).", client: client)
+        try change.request("Pause", [.uint64(seconds)], then: "Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
     }
 }
 
@@ -125,12 +121,10 @@ struct Pause: ParsableCommand {
 struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "End a pause now.")
 
-    @OptionGroup var output: ChangeOutput
+    @OptionGroup var change: DaemonChange
 
     func run() throws {
-        let client = try DaemonClient()
-        try client.call("Resume")
-        try output.report("Resumed.", client: client)
+        try change.request("Resume", then: "Resumed.")
     }
 }
 
@@ -143,15 +137,13 @@ struct Reset: ParsableCommand {
     @Flag(help: "Do not ask.")
     var yes = false
 
-    @OptionGroup var output: ChangeOutput
+    @OptionGroup var change: DaemonChange
 
     func run() throws {
         guard yes || Confirmation.ask("Erase every key, sighting and exposure result on this device?") else {
             throw CommandError("nothing erased")
         }
-        let client = try DaemonClient()
-        try client.call("ResetData")
-        try output.report("All keys, sightings and exposure results were erased.", client: client)
+        try change.request("ResetData", then: "All keys, sightings and exposure results were erased.")
     }
 }
 
