@@ -81,7 +81,8 @@ let package = Package(
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd"]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENSystemd"]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENSystemd"],
+                    exclude: ["Servers"]),
     ],
     swiftLanguageModes: [.v6]
 )
