@@ -86,9 +86,14 @@ enctl b status --json > "$OUT/phases/paused-status-b.json"
 enctl b resume > /dev/null
 
 echo "phase: hci0 switched off under agent a"
+recoveries=$(grep -c "radio available again" "$STATE/a/enagentd.log")
+switched_off=$(cut -d' ' -f1 /proc/uptime)
 dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
     string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null
-"$LAB/wait-radio.sh" hci0 30 | tee "$OUT/phases/power-off-a"
+echo "$(prop hci0 org.bluez.Adapter1 Powered) $("$LAB/wait-radio.sh" hci0 30 "$switched_off")" > "$OUT/phases/power-off-a"
+# The agent's own account: it noticed and recovered (powering the adapter on again).
+echo "$(( $(grep -c "radio available again" "$STATE/a/enagentd.log") - recoveries ))" >> "$OUT/phases/power-off-a"
+cat "$OUT/phases/power-off-a"
 
 echo "phase: a shares its keys, a key server publishes them, b detects"
 enctl a keys export --yes --format zip --out "$STATE/a-keys.zip"
