@@ -58,10 +58,12 @@ sleep "$SECONDS_TO_RUN"
 
 echo "phase: restarting bluetoothd"
 pkill -KILL -x bluetoothd; sleep 0.5
+# Both adapters are timed from the same moment, the restart (a script's own start can lag by a
+# second in the emulated guest).
+restarted=$(cut -d' ' -f1 /proc/uptime)
 /usr/libexec/bluetooth/bluetoothd -n -d > "$OUT/bluetoothd-restarted.log" 2>&1 &
-# Both adapters are timed from the same moment, the restart.
-"$LAB/wait-radio.sh" hci0 30 > "$STATE/recovery-hci0" & W0=$!
-"$LAB/wait-radio.sh" hci1 30 > "$STATE/recovery-hci1" & W1=$!
+"$LAB/wait-radio.sh" hci0 30 "$restarted" > "$STATE/recovery-hci0" & W0=$!
+"$LAB/wait-radio.sh" hci1 30 "$restarted" > "$STATE/recovery-hci1" & W1=$!
 wait "$W0" "$W1"
 for adapter in hci0 hci1; do echo "$adapter $(cat "$STATE/recovery-$adapter")"; done | tee "$OUT/phases/bluetoothd-restart"
 sleep 10
