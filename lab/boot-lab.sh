@@ -26,21 +26,28 @@ if [ -z "${SKIP_APT:-}" ]; then
 fi
 
 # ---------------------------------------------------------------- 2. guest kernel: Debian's linux-image-amd64, extracted (not installed)
-if ! ls "$LAB"/kernel/boot/vmlinuz-* >/dev/null 2>&1; then
+# The cache counts only once it is whole (kernel image, modules.dep, the marker written last): a run
+# stopped half-way (depmod missing, disk full) must not leave a kernel that boots with no Bluetooth.
+if [ ! -e "$LAB/kernel/.complete" ]; then
   log "downloading + extracting linux-image-amd64"
+  rm -rf "$LAB/kernel" "$LAB/kernel.partial" "$LAB/initrd.cpio.gz"
   PKG=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
+  [ -n "$PKG" ] || { echo "boot-lab: apt-cache names no linux-image package for linux-image-amd64 (run apt-get update)" >&2; exit 70; }
   mkdir -p "$LAB/debs" && (cd "$LAB/debs" && apt-get download "$PKG" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
-  rm -rf "$LAB/kernel" && mkdir -p "$LAB/kernel"
-  dpkg-deb -x "$LAB"/debs/"$PKG"_*.deb "$LAB/kernel"
-  KV=$(ls "$LAB/kernel/lib/modules" | head -1)
-  depmod -b "$LAB/kernel" "$KV"
+  mkdir -p "$LAB/kernel.partial"
+  dpkg-deb -x "$LAB"/debs/"$PKG"_*.deb "$LAB/kernel.partial" || { echo "boot-lab: cannot unpack $PKG" >&2; exit 70; }
+  KV=$(ls "$LAB/kernel.partial/lib/modules" | head -1)
+  depmod -b "$LAB/kernel.partial" "$KV" || { echo "boot-lab: depmod failed for the guest kernel $KV (is kmod installed?)" >&2; exit 70; }
+  [ -s "$LAB/kernel.partial/lib/modules/$KV/modules.dep" ] || { echo "boot-lab: depmod wrote no modules.dep for $KV" >&2; exit 70; }
   # uncompressed ELF vmlinux (PVH entry): qemu boots it directly, skipping SeaBIOS + in-guest decompression (~4 s under TCG)
-  python3 - "$LAB/kernel/boot/vmlinuz-$KV" "$LAB/kernel/vmlinux" <<'PY' || rm -f "$LAB/kernel/vmlinux"
+  python3 - "$LAB/kernel.partial/boot/vmlinuz-$KV" "$LAB/kernel.partial/vmlinux" <<'PY' || rm -f "$LAB/kernel.partial/vmlinux"
 import lzma, sys
 d = open(sys.argv[1], 'rb').read(); i = d.find(b'\xfd7zXZ\x00')
 assert i > 0, "bzImage payload is not xz"
 open(sys.argv[2], 'wb').write(lzma.LZMADecompressor().decompress(d[i:]))
 PY
+  touch "$LAB/kernel.partial/.complete"
+  mv "$LAB/kernel.partial" "$LAB/kernel"
 fi
 KVER=$(ls "$LAB/kernel/lib/modules" | head -1)
 KIMG=$LAB/kernel/vmlinux; [ -s "$KIMG" ] || KIMG=$LAB/kernel/boot/vmlinuz-$KVER
@@ -136,6 +143,11 @@ for attempt in 1 2 3; do
   kill $BTVIRT; wait $BTVIRT; sleep 1
 done
 echo "GUEST: $(n_adapters) adapters on D-Bus ($(ls /sys/class/bluetooth | tr '\n' ' ')) at $(up)s"
+if [ "$(n_adapters)" -lt $NCTRL ]; then
+  # A payload without its radios would only report that nothing was seen: stop with the reason.
+  echo "GUEST: FAILED: $(n_adapters) of $NCTRL emulated adapters came up (btvirt.log: $(tail -1 $OUT/btvirt.log)); not running the payload"
+  echo 69 > $OUT/rc; kill $BTMON 2>/dev/null; sync; busybox poweroff -f
+fi
 
 $LAB/guest-payload.sh; RC=$?
 echo "GUEST: payload rc=$RC at $(up)s"
@@ -171,4 +183,8 @@ QRC=${PIPESTATUS[0]}
 set -e
 RC=$(cat "$LAB/out/rc" 2>/dev/null || echo 99)
 log "qemu exit $QRC, guest payload rc=$RC (logs: $LAB/out: console.log bluetoothd.log btmon.txt btvirt.log)"
+case $RC in
+  69) log "FAILED: the guest's emulated Bluetooth adapters did not come up; the payload did not run" ;;
+  99) log "FAILED: the guest ended without a payload result (qemu exit $QRC; 124 means QEMU_TIMEOUT ran out)" ;;
+esac
 exit "$RC"
