@@ -32,13 +32,16 @@ let package = Package(
         // Layer 2: protocol core (time, keys, crypto, metadata). No I/O.
         .target(name: "ENCore", dependencies: ["CENOpenSSL"]),
 
+        // Layer 3: zip archives and raw DEFLATE from untrusted sources (key files, health cards).
+        .target(name: "ENArchive", dependencies: ["CENZlib"]),
         // Layer 3: proofs of a positive diagnosis (SMART Health Cards).
-        .target(name: "ENDiagnosis", dependencies: ["ENCore", "CENZlib"]),
+        .target(name: "ENDiagnosis", dependencies: ["ENCore", "ENArchive"]),
         // Layer 3: diagnosis key export files. The .proto is in Proto/, its Swift in Generated/
         // (`make proto`), so no build plugin compiles protoc.
         .target(name: "ENKeyFiles", dependencies: [
-            "ENCore",
+            "ENCore", "ENArchive",
             .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            // Writes the archives we make; reading untrusted ones is ENArchive's.
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], exclude: ["Proto"]),
 
@@ -75,8 +78,8 @@ let package = Package(
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENArchive", "TestSupport", .product(name: "ZIPFoundation", package: "ZIPFoundation")], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),

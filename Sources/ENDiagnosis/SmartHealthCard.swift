@@ -1,4 +1,5 @@
 import ENCore
+import ENArchive
 import Foundation
 
 /// What a verified SMART Health Card says, for the person to check.

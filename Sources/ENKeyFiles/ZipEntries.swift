@@ -1,16 +1,19 @@
+import ENArchive
 import Foundation
-import ZIPFoundation
 
 /// The entries of a key file's zip archive, inflated only within `KeyFileLimits`.
 struct ZipEntries {
-    private let archive: Archive
+    /// A key file has two entries (export.bin, export.sig); more than this is not a key file.
+    static let maximumEntries = 16
+
+    private let archive: ZipArchive
     private let limits: KeyFileLimits
 
     init(_ file: Data, limits: KeyFileLimits) throws(KeyFileError) {
         do {
-            archive = try Archive(data: file, accessMode: .read)
+            archive = try ZipArchive(file, maximumEntries: Self.maximumEntries)
         } catch {
-            throw .notAZipArchive("\(error)")
+            throw .notAZipArchive(error.description)
         }
         self.limits = limits
     }
@@ -35,21 +38,12 @@ struct ZipEntries {
             throw .oversizedEntry(name: name, declaredBytes: declared, compressedBytes: compressed,
                                   limit: "a compression ratio of \(limits.maximumCompressionRatio)")
         }
-        var data = Data()
-        data.reserveCapacity(Int(declared))
         do {
-            _ = try archive.extract(entry) { chunk in
-                guard UInt64(data.count + chunk.count) <= declared else { throw KeyFileError.corruptEntry(name: name, reason: "it inflates to more than the \(declared) bytes it declares") }
-                data.append(chunk)
-            }
-        } catch let error as KeyFileError {
-            throw error
+            return try archive.extract(entry, limit: limits.maximumEntrySize)
+        } catch .corruptEntry(let name, let reason) {
+            throw .corruptEntry(name: name, reason: reason)
         } catch {
-            throw .corruptEntry(name: name, reason: "\(error)")
+            throw .notAZipArchive(error.description)
         }
-        guard UInt64(data.count) == declared else {
-            throw .corruptEntry(name: name, reason: "it inflates to \(data.count) bytes, not the \(declared) it declares")
-        }
-        return data
     }
 }

@@ -1,4 +1,5 @@
 @testable import ENDiagnosis
+import ENArchive
 import ENCore
 import Foundation
 import Testing
