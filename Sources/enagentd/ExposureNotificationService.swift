@@ -58,10 +58,11 @@ enum ExposureNotificationService {
             },
             DBusMethod("Pause", in: [DBusArgument("seconds", "t")]) { call throws(DBusError) in
                 try privileged(call)
-                guard let seconds = call.arguments.first?.integer, seconds > 0 else {
+                // Longer than a year is a year (Daemon.pause): any uint64 above zero is a pause.
+                guard case .uint64(let seconds)? = call.arguments.first?.unwrapped, seconds > 0 else {
                     throw Failure.invalidArguments.error("pause for at least one second")
                 }
-                try onMain { try daemon.pause(seconds: UInt64(seconds)) }
+                try onMain { try daemon.pause(seconds: seconds) }
                 return []
             },
             DBusMethod("Resume") { call throws(DBusError) in

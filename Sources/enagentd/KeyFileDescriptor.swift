@@ -2,21 +2,43 @@ import ENBus
 import Foundation
 
 /// Reads a key file passed as a file descriptor, refusing more than `limit` bytes.
+///
+/// Only a regular file open for reading is read: a pipe, FIFO or socket can be held open by the
+/// caller forever, and a device can be endless, so those are refused before the first read.
 enum KeyFileDescriptor {
     static func read(_ descriptor: Int32, limit: Int, name: String) throws(DBusError) -> Data {
+        let refused = ExposureNotificationService.Failure.keyFileRejected
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw refused.error("\(name): \(String(cString: strerror(errno)))") }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw refused.error("\(name) is \(kind(status.st_mode)), not a regular file: pass an open key file") }
+        let access = fcntl(descriptor, F_GETFL) & O_ACCMODE
+        guard access == O_RDONLY || access == O_RDWR else { throw refused.error("\(name) is not open for reading") }
+        guard status.st_size <= limit else { throw refused.error("\(name): \(status.st_size) bytes, larger than the limit of \(limit >> 20) MiB") }
+
         var data = Data()
+        data.reserveCapacity(Int(status.st_size))
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = Foundation.read(descriptor, &buffer, buffer.count)
             if count == 0 { return data }
             guard count > 0 else {
                 if errno == EINTR { continue }
-                throw ExposureNotificationService.Failure.keyFileRejected.error("\(name): cannot read: \(String(cString: strerror(errno)))")
+                throw refused.error("\(name): cannot read: \(String(cString: strerror(errno)))")
             }
             data.append(buffer, count: count)
-            guard data.count <= limit else {
-                throw ExposureNotificationService.Failure.keyFileRejected.error("\(name): larger than the limit of \(limit >> 20) MiB")
-            }
+            // The file may grow while it is read.
+            guard data.count <= limit else { throw refused.error("\(name): larger than the limit of \(limit >> 20) MiB") }
+        }
+    }
+
+    private static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: return "a FIFO"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFDIR: return "a directory"
+        default: return "not a file"
         }
     }
 }
