@@ -81,6 +81,7 @@ let package = Package(
         .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENArchive", "TestSupport", .product(name: "ZIPFoundation", package: "ZIPFoundation")], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
+        .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd"]),

@@ -13,6 +13,7 @@
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")
+export BTSNOOP="$OUT/btmon.snoop"
 . "$LAB/bluez.sh"
 STATE=/run/enagent-lab
 NOW=$(date +%s)
@@ -86,11 +87,11 @@ echo "phase: pausing b stops its radio at once"
 # status below is read, however slow the guest (10m of agent time lasted 5 s and raced it).
 must "enctl b pause 1d" enctl b pause 1d > /dev/null
 start=$(cut -d' ' -f1 /proc/uptime)
-while [ "$(prop hci1 org.bluez.LEAdvertisingManager1 ActiveInstances)" != 0 ] || [ "$(prop hci1 org.bluez.Adapter1 Discovering)" != false ]; do
+while [ "$(radio hci1)" != "no no" ]; do
     [ "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{print ($1 - $2 > 10)}')" = 1 ] && break
     sleep 0.1
 done
-echo "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{printf "%.1f", $1 - $2}') $(prop hci1 org.bluez.LEAdvertisingManager1 ActiveInstances) $(prop hci1 org.bluez.Adapter1 Discovering)" \
+echo "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{printf "%.1f", $1 - $2}') $(radio hci1)" \
     | tee "$OUT/phases/pause-b"
 must "enctl b status (paused)" enctl b status --json > "$OUT/phases/paused-status-b.json"
 must "enctl b resume" enctl b resume > /dev/null

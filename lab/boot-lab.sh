@@ -128,6 +128,8 @@ echo "GUEST: modules loaded at $(up)s"
 mkdir -p /run/dbus
 dbus-daemon --system --fork --nopidfile || echo "GUEST: dbus-daemon failed"
 btmon -t > $OUT/btmon.txt 2>&1 & BTMON=$!
+# The same trace as btsnoop, for the lab report's byte-exact checks of what went on the air.
+btmon -w $OUT/btmon.snoop > /dev/null 2>&1 & BTSNOOP=$!
 BTCONF=/etc/bluetooth/main.conf; [ -f $LAB/main.conf ] && BTCONF=$LAB/main.conf
 /usr/libexec/bluetooth/bluetoothd -n -d -f $BTCONF ${BLUETOOTHD_EXTRA} > $OUT/bluetoothd.log 2>&1 &
 objs() { dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null; }
@@ -146,13 +148,13 @@ echo "GUEST: $(n_adapters) adapters on D-Bus ($(ls /sys/class/bluetooth | tr '\n
 if [ "$(n_adapters)" -lt $NCTRL ]; then
   # A payload without its radios would only report that nothing was seen: stop with the reason.
   echo "GUEST: FAILED: $(n_adapters) of $NCTRL emulated adapters came up (btvirt.log: $(tail -1 $OUT/btvirt.log)); not running the payload"
-  echo 69 > $OUT/rc; kill $BTMON 2>/dev/null; sync; busybox poweroff -f
+  echo 69 > $OUT/rc; kill $BTMON $BTSNOOP 2>/dev/null; sync; busybox poweroff -f
 fi
 
 $LAB/guest-payload.sh; RC=$?
 echo "GUEST: payload rc=$RC at $(up)s"
 echo $RC > $OUT/rc
-kill $BTMON 2>/dev/null; sleep 0.3; sync
+kill $BTMON $BTSNOOP 2>/dev/null; sleep 0.3; sync
 busybox poweroff -f
 EOF
 chmod +x "$LAB/guest-init.sh"

@@ -16,6 +16,9 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     case bluetoothOff = "bluetooth-off"
     /// The configured adapter (or any LE adapter) is missing.
     case noAdapter = "no-adapter"
+    /// Scanning, but not advertising: the adapter is connectable, so the kernel would send the
+    /// identifier in connectable PDUs from the adapter's own address, which links every RPI.
+    case adapterConnectable = "adapter-connectable"
 
     /// The status from what is known, the most fundamental reason first.
     public static func of(consent: ConsentEvent?, pausedUntil: Int64?, now: Int64, clockTrusted: Bool,
@@ -27,6 +30,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
         switch radioProblem {
         case .noAdapter?: return .noAdapter
         case .bluetoothOff?: return .bluetoothOff
+        case .adapterConnectable?: return .adapterConnectable
         case nil: return .active
         }
     }
@@ -34,7 +38,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Whether the radio and the key schedule run in this status (they keep trying through radio problems).
     public var runsAgent: Bool {
         switch self {
-        case .active, .bluetoothOff, .noAdapter: return true
+        case .active, .bluetoothOff, .noAdapter, .adapterConnectable: return true
         case .paused, .disabled, .consentRequired, .clockUnsynchronised: return false
         }
     }
@@ -44,6 +48,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
 public enum RadioProblem: Sendable, Equatable {
     case noAdapter
     case bluetoothOff
+    case adapterConnectable
 }
 
 /// An error a radio throws when it knows what is wrong in terms the agent's status can use.

@@ -1,8 +1,10 @@
 /// What the agent needs from a Bluetooth LE radio (BlueZ in the daemon).
 public protocol Radio: AnyObject, Sendable {
-    /// Broadcasts `serviceData` (RPI ‖ AEM) as a fresh advertisement, replacing the previous one,
-    /// so that the address changes together with the RPI.
-    func advertise(_ serviceData: [UInt8]) throws
+    /// Broadcasts the service data (RPI ‖ AEM) as a fresh advertisement, replacing the previous
+    /// one, so that the address changes together with the RPI. `serviceData` is given the TX
+    /// power the controller selected for the advertisement (nil when it does not say), which the
+    /// metadata must carry.
+    func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws
     func stopAdvertising()
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
     func startScanning() throws

@@ -134,24 +134,36 @@ public final class RadioAgent: @unchecked Sendable {
     // MARK: On the queue
 
     private func rotate() {
-        var nextIn = Double(Int.random(in: schedule.rotationSeconds))
+        let now = clock.now
+        // No later than the start of the next TEK, which brings a new identifier at once.
+        let nextKey = (ENIntervalNumber(unixSeconds: now)?.rollingPeriodStart.unixSeconds ?? now) + 86_400
+        let untilNextKey = clock.realSeconds(until: nextKey)
+        var nextIn = min(Double(Int.random(in: schedule.rotationSeconds)), untilNextKey)
         do {
-            let now = clock.now
             let broadcast = try keys.broadcast(metadata: metadata, at: now)
             if broadcast.interval == advertisedInterval {
                 // Every registration gets a new address, which must come with a new RPI: an RPI
                 // already on the air (before a restart of bluetoothd or of this agent, too) is never
                 // registered again. The next interval brings a new one.
-                nextIn = clock.realSeconds(until: broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval)
+                nextIn = min(clock.realSeconds(until: broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval), untilNextKey)
             } else {
                 try store.setSetting(Self.advertisedIntervalSetting, to: String(broadcast.interval.rawValue))
                 advertisedInterval = broadcast.interval
-                try radio.advertise(broadcast.serviceData)
+                var advertised = broadcast, sent = metadata
+                try radio.advertise { [self] selectedPower in
+                    // The metadata carries the TX power the controller chose for this advertisement.
+                    if let selectedPower, selectedPower != sent.transmitPower {
+                        sent.transmitPower = selectedPower
+                        advertised = try keys.broadcast(metadata: sent, at: now)
+                    }
+                    return advertised.serviceData
+                }
                 state.advertising = true
                 state.problem = nil
-                ownIdentifiers.append(broadcast.rpi)
+                ownIdentifiers.append(advertised.rpi)
                 ownIdentifiers = Array(ownIdentifiers.suffix(Self.ownIdentifierMemory))
-                logger.info("advertising a new identifier", metadata: ["interval": "\(broadcast.interval)"])
+                logger.info("advertising a new identifier", metadata: ["interval": "\(advertised.interval)",
+                                                                      "tx-power": "\(sent.transmitPower) dBm"])
             }
         } catch {
             state.advertising = false
@@ -159,11 +171,8 @@ public final class RadioAgent: @unchecked Sendable {
             logger.error("cannot advertise: \(error)")
             nextIn = Self.retrySeconds
         }
-        // No later than the start of the next TEK, which brings a new identifier at once.
-        let nextKey = (ENIntervalNumber(unixSeconds: clock.now)?.rollingPeriodStart.unixSeconds ?? clock.now) + 86_400
-        nextIn = max(0.05, min(nextIn, clock.realSeconds(until: nextKey)))
         rotationTimer?.cancel()
-        rotationTimer = timer(after: nextIn) { [self] in rotate() }
+        rotationTimer = timer(after: max(0.05, nextIn)) { [self] in rotate() }
     }
 
     private func scanCycle() {

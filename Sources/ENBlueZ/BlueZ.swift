@@ -6,7 +6,6 @@ public enum BlueZ {
     public static let adapterInterface = "org.bluez.Adapter1"
     public static let deviceInterface = "org.bluez.Device1"
     public static let advertisingManagerInterface = "org.bluez.LEAdvertisingManager1"
-    public static let advertisementInterface = "org.bluez.LEAdvertisement1"
     public static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
     /// The Exposure Notification service, as BlueZ spells 16-bit UUIDs in full.
     public static let exposureNotificationUUID = "0000fd6f-0000-1000-8000-00805f9b34fb"

@@ -1,4 +1,3 @@
-import CENBluetooth
 import ENBus
 import Synchronization
 
@@ -32,18 +31,6 @@ public final class BlueZClient: Sendable {
                             [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(powered))], timeout: BlueZ.callTimeout)
     }
 
-    // MARK: Advertising
-
-    public func register(_ advertisement: Advertisement, on adapter: Adapter) throws(DBusError) {
-        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
-                            member: "RegisterAdvertisement", [.objectPath(advertisement.path), .properties([:])], timeout: BlueZ.callTimeout)
-    }
-
-    public func unregister(_ advertisement: Advertisement, on adapter: Adapter) throws(DBusError) {
-        try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.advertisingManagerInterface,
-                            member: "UnregisterAdvertisement", [.objectPath(advertisement.path)], timeout: BlueZ.callTimeout)
-    }
-
     // MARK: Discovery
 
     /// Discovery of LE advertisers of the EN service, with every report passed on: without a
@@ -62,7 +49,7 @@ public final class BlueZClient: Sendable {
             // InProgress means either that our discovery runs already, or that the kernel refused
             // bluetoothd: it still runs the discovery of a bluetoothd that died (for up to 10.24 s).
             if try isDiscovering(adapter) { return }
-            guard let index = adapter.index, cen_mgmt_stop_le_discovery(index) == 0 else {
+            guard let index = adapter.index, (try? Management.send(StopDiscovery(), controller: index)) != nil else {
                 throw DBusError(name: error.name, message: "\(error.message): the kernel still runs the discovery of a bluetoothd that stopped")
             }
             try start()

@@ -3,24 +3,41 @@ import ENBlueZ
 import ENBus
 import Synchronization
 
-/// The agent's radio on BlueZ: one adapter, one advertisement at a time, discovery on demand.
+/// The agent's radio: the adapter and discovery through bluetoothd, the advertisement through
+/// the kernel's management interface.
+///
+/// bluetoothd 5.66 cannot send the EN advertisement as the specification has it: it refuses
+/// Flags on a non-connectable (broadcast) advertisement and ignores MinInterval/MaxInterval
+/// outside experimental mode, so its advertisements went out at 1280 ms without Flags. The
+/// management interface takes the interval and the exact AD bytes per instance.
+/// enagentd uses the adapter's highest instance (bluetoothd hands out the lowest first) and adds
+/// it again whenever bluetoothd returns (bluetoothd clears every instance when it starts). No
+/// instance timeout (see AddExtendedAdvertisingParameters): with one, the lab's advertisements
+/// ended after about a second.
 final class BlueZRadio: Radio {
     enum Failure: RadioProblemError, CustomStringConvertible {
         case noAdapter(String?)
         case poweredOff(String)
+        case connectable(String)
+        case cannotAdvertise(String)
 
         var description: String {
             switch self {
             case .noAdapter(let name?): return "BlueZ has no adapter \(name)"
             case .noAdapter(nil): return "BlueZ has no LE adapter"
             case .poweredOff(let name): return "the adapter \(name) is powered off (set power-on to let enagentd switch it on)"
+            case .connectable(let name):
+                return "not advertising: \(name) is connectable, so the kernel would send the identifier in connectable PDUs "
+                    + "from the adapter's own address, which links every RPI; switch it off with 'btmgmt --index \(name.dropFirst(3)) connectable off'"
+            case .cannotAdvertise(let name): return "\(name) offers no advertising instance"
             }
         }
 
         var problem: RadioProblem {
             switch self {
-            case .noAdapter: return .noAdapter
+            case .noAdapter, .cannotAdvertise: return .noAdapter
             case .poweredOff: return .bluetoothOff
+            case .connectable: return .adapterConnectable
             }
         }
     }
@@ -31,9 +48,8 @@ final class BlueZRadio: Radio {
     private let state = Mutex(State())
 
     private struct State {
-        var advertisement: (Advertisement, Adapter)?
+        var advertisement: (instance: UInt8, adapter: Adapter)?
         var scanningAdapter: Adapter?
-        var registrations = 0
     }
 
     init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool) {
@@ -56,29 +72,33 @@ final class BlueZRadio: Radio {
         return adapter
     }
 
-    func advertise(_ serviceData: [UInt8]) throws {
+    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         stopAdvertising()
         let adapter = try adapter()
-        let number = state.withLock { state in
-            state.registrations += 1
-            return state.registrations
-        }
-        // A new object for every registration: bluetoothd then gives it a new random address.
-        let advertisement = Advertisement(path: "/org/enagent/advertisement\(number)", serviceData: serviceData)
-        try client.connection.export(advertisement.object)
-        do {
-            try client.register(advertisement, on: adapter)
-        } catch {
-            client.connection.withdraw(advertisement.object)
-            throw error
-        }
-        state.withLock { $0.advertisement = (advertisement, adapter) }
+        guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
+        let settings = try Management.send(ReadControllerInformation(), controller: controller)
+        guard !settings.contains(.connectable) else { throw Failure.connectable(adapter.name) }
+        let instance = try Management.send(ReadAdvertisingFeatures(), controller: controller).maximumInstances
+        guard instance > 0 else { throw Failure.cannotAdvertise(adapter.name) }
+        // A fresh instance, so the kernel gives it a fresh non-resolvable address.
+        _ = try? Management.send(RemoveAdvertising(instance: instance), controller: controller)
+        let interval = ExposureNotificationAdvertisement.intervalMilliseconds
+        let parameters = try Management.send(AddExtendedAdvertisingParameters(
+            instance: instance, flags: [.useInterval],
+            interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
+            transmitPower: 0), controller: controller)
+        state.withLock { $0.advertisement = (instance, adapter) }
+        // 127 means the controller did not say (no extended advertising).
+        let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
+        try Management.send(AddExtendedAdvertisingData(
+            instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
+            controller: controller)
     }
 
     func stopAdvertising() {
-        guard let (advertisement, adapter) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
-        if !advertisement.wasReleased { try? client.unregister(advertisement, on: adapter) }
-        client.connection.withdraw(advertisement.object)
+        guard let (instance, adapter) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }),
+              let controller = adapter.index else { return }
+        _ = try? Management.send(RemoveAdvertising(instance: instance), controller: controller)
     }
 
     func startScanning() throws {
@@ -94,5 +114,5 @@ final class BlueZRadio: Radio {
     }
 
     /// The name of the adapter in use (for reports), when one is known.
-    var adapterInUse: String? { adapterName ?? state.withLock { $0.advertisement?.1.name ?? $0.scanningAdapter?.name } }
+    var adapterInUse: String? { adapterName ?? state.withLock { $0.advertisement?.adapter.name ?? $0.scanningAdapter?.name } }
 }

@@ -94,6 +94,8 @@ final class Daemon: @unchecked Sendable {
         case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
         case .bluetoothOff: return "bluetooth-off: waiting for bluetoothd and a powered adapter"
         case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter ?? "an LE adapter")"
+        case .adapterConnectable:
+            return "adapter-connectable: scanning, not advertising: \(adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(adapterName.dropFirst(3)) connectable off)"
         }
     }
 

@@ -11,10 +11,15 @@ import Testing
 final class RecordingRadio: Radio {
     private let calls = Mutex<[String]>([])
     private let advertised = Mutex<[[UInt8]]>([])
+    /// The TX power the controller "selects" for each advertisement (nil: it does not say).
+    let selectedTransmitPower: Int8?
 
-    func advertise(_ serviceData: [UInt8]) throws {
+    init(selectedTransmitPower: Int8? = nil) { self.selectedTransmitPower = selectedTransmitPower }
+
+    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         calls.withLock { $0.append("advertise") }
-        advertised.withLock { $0.append(serviceData) }
+        let data = try serviceData(selectedTransmitPower)
+        advertised.withLock { $0.append(data) }
     }
     func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
     func startScanning() throws { calls.withLock { $0.append("startScanning") } }
@@ -43,6 +48,19 @@ final class RecordingRadio: Radio {
         #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"])
         let expected = try KeySchedule(store: store, clock: clock).broadcast(metadata: metadata)
         #expect(radio.serviceData == [expected.serviceData])
+    }
+
+    /// The metadata carries the TX power the controller chose for the advertisement.
+    @Test func theMetadataCarriesTheControllersSelectedPower() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(selectedTransmitPower: 7)
+        let agent = try agent(radio, store: store)
+        agent.start()
+        agent.stop()
+        let keys = try KeySchedule(store: store, clock: clock)
+        let sent = try #require(radio.serviceData.first)
+        #expect(sent == (try keys.broadcast(metadata: Metadata(transmitPower: 7))).serviceData)
+        #expect(sent != (try keys.broadcast(metadata: metadata)).serviceData)
     }
 
     @Test func neverRegistersTheSameIdentifierTwiceEvenAfterARestart() throws {

@@ -1,0 +1,135 @@
+/// The management commands enagentd sends (doc/mgmt-api.txt), one type each.
+
+/// Address types in Start/Stop Discovery: LE public and LE random.
+public let leAddressTypes: UInt8 = 0x06
+
+/// Read Controller Information (0x0004): the adapter's current settings.
+public struct ReadControllerInformation: ManagementCommand {
+    public static let opcode: UInt16 = 0x0004
+    public static let name = "Read Controller Information"
+    public var parameters: [UInt8] { [] }
+
+    public struct Settings: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let powered = Settings(rawValue: 1 << 0)
+        public static let connectable = Settings(rawValue: 1 << 1)
+        public static let bredr = Settings(rawValue: 1 << 7)
+        public static let le = Settings(rawValue: 1 << 9)
+        public static let advertising = Settings(rawValue: 1 << 10)
+        public static let privacy = Settings(rawValue: 1 << 13)
+    }
+
+    public init() {}
+
+    /// Address (6), version (1), manufacturer (2), supported settings (4), current settings (4), …
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> Settings {
+        guard reply.count >= 17 else { throw .malformedReply(name, reply) }
+        return Settings(rawValue: UInt32(littleEndian: reply, at: 13))
+    }
+}
+
+/// Stop Discovery (0x0024): ends a discovery the kernel runs (one left by a bluetoothd that died).
+public struct StopDiscovery: ManagementCommand {
+    public static let opcode: UInt16 = 0x0024
+    public static let name = "Stop Discovery"
+    public var parameters: [UInt8] { [leAddressTypes] }
+    public init() {}
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
+}
+
+/// Read Advertising Features (0x003D): how many instances the controller offers.
+public struct ReadAdvertisingFeatures: ManagementCommand {
+    public static let opcode: UInt16 = 0x003D
+    public static let name = "Read Advertising Features"
+    public var parameters: [UInt8] { [] }
+    public init() {}
+
+    public struct Features: Equatable, Sendable {
+        public var supportedFlags: UInt32
+        public var maximumDataLength: UInt8
+        public var maximumInstances: UInt8
+        public var instances: [UInt8]
+    }
+
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> Features {
+        guard reply.count >= 8, reply.count >= 8 + Int(reply[7]) else { throw .malformedReply(name, reply) }
+        return Features(supportedFlags: UInt32(littleEndian: reply, at: 0), maximumDataLength: reply[4], maximumInstances: reply[6],
+                        instances: Array(reply[8..<(8 + Int(reply[7]))]))
+    }
+}
+
+/// Remove Advertising (0x003F).
+public struct RemoveAdvertising: ManagementCommand {
+    public static let opcode: UInt16 = 0x003F
+    public static let name = "Remove Advertising"
+    public var instance: UInt8
+    public var parameters: [UInt8] { [instance] }
+    public init(instance: UInt8) { self.instance = instance }
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
+}
+
+/// Add Extended Advertising Parameters (0x0054): an instance's interval and TX power.
+/// Without the connectable flag the kernel sends legacy ADV_NONCONN_IND PDUs from a fresh
+/// non-resolvable random address, unless the adapter as a whole is connectable.
+public struct AddExtendedAdvertisingParameters: ManagementCommand {
+    public static let opcode: UInt16 = 0x0054
+    public static let name = "Add Extended Advertising Parameters"
+
+    public struct Flags: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let useInterval = Flags(rawValue: 1 << 14)
+        public static let useTransmitPower = Flags(rawValue: 1 << 15)
+    }
+
+    public var instance: UInt8
+    public var flags: Flags
+    /// In advertising slots of 0.625 ms.
+    public var interval: ClosedRange<UInt32>
+    /// Requested dBm; the controller selects a level up to it.
+    public var transmitPower: Int8
+
+    public init(instance: UInt8, flags: Flags, interval: ClosedRange<UInt32>, transmitPower: Int8) {
+        self.instance = instance
+        self.flags = flags
+        self.interval = interval
+        self.transmitPower = transmitPower
+    }
+
+    /// Milliseconds to advertising slots (0.625 ms), rounded to the nearest slot.
+    public static func slots(milliseconds: UInt32) -> UInt32 { (milliseconds * 8 + 2) / 5 }
+
+    /// Duration and timeout are 0: no round-robin share, no expiry (kernels up to at least 6.1
+    /// hand a timeout to the controller as 16-bit milliseconds, so above 65 s it wraps).
+    public var parameters: [UInt8] {
+        [instance] + flags.rawValue.littleEndianBytes + UInt16(0).littleEndianBytes + UInt16(0).littleEndianBytes
+            + interval.lowerBound.littleEndianBytes + interval.upperBound.littleEndianBytes + [UInt8(bitPattern: transmitPower)]
+    }
+
+    public struct Reply: Equatable, Sendable {
+        public var instance: UInt8
+        /// The level the controller selected for this set, in dBm.
+        public var transmitPower: Int8
+        public var maximumDataLength: UInt8
+    }
+
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> Reply {
+        guard reply.count >= 4 else { throw .malformedReply(name, reply) }
+        return Reply(instance: reply[0], transmitPower: Int8(bitPattern: reply[1]), maximumDataLength: reply[2])
+    }
+}
+
+/// Add Extended Advertising Data (0x0055): the instance's AD structures; this enables it.
+public struct AddExtendedAdvertisingData: ManagementCommand {
+    public static let opcode: UInt16 = 0x0055
+    public static let name = "Add Extended Advertising Data"
+    public var instance: UInt8
+    public var advertisingData: [UInt8]
+    public init(instance: UInt8, advertisingData: [UInt8]) {
+        self.instance = instance
+        self.advertisingData = advertisingData
+    }
+    public var parameters: [UInt8] { [instance, UInt8(advertisingData.count), 0] + advertisingData }
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
+}

@@ -1,0 +1,74 @@
+@testable import ENBlueZ
+import Testing
+
+/// The management commands byte by byte, against the layouts of BlueZ's doc/mgmt-api.txt and
+/// what btmon decoded of bluetoothd's own commands in the lab.
+@Suite struct ManagementTests {
+    @Test func advertisingIntervalsAreInSlotsOfFiveEighthsOfAMillisecond() {
+        #expect(AddExtendedAdvertisingParameters.slots(milliseconds: 200) == 320)
+        #expect(AddExtendedAdvertisingParameters.slots(milliseconds: 270) == 432)
+        #expect(AddExtendedAdvertisingParameters.slots(milliseconds: 1280) == 0x0800, "the kernel's default, as btmon showed it")
+    }
+
+    @Test func addExtendedAdvertisingParametersIsEighteenBytesInTheDocumentedOrder() {
+        let command = AddExtendedAdvertisingParameters(instance: 5, flags: [.useInterval], interval: 320...432, transmitPower: -4)
+        #expect(AddExtendedAdvertisingParameters.opcode == 0x0054)
+        #expect(command.parameters == [0x05, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                                       0x40, 0x01, 0x00, 0x00, 0xB0, 0x01, 0x00, 0x00, 0xFC])
+        #expect(ManagementPacket.command(0x0054, controller: 1, command.parameters).prefix(6) == [0x54, 0x00, 0x01, 0x00, 0x12, 0x00])
+        let reply = try? AddExtendedAdvertisingParameters.decode([0x05, 0xF9, 0xFB, 0xFB])
+        #expect(reply == .init(instance: 5, transmitPower: -7, maximumDataLength: 251))
+        #expect(throws: ManagementError.malformedReply(AddExtendedAdvertisingParameters.name, [0x05])) {
+            try AddExtendedAdvertisingParameters.decode([0x05])
+        }
+    }
+
+    @Test func theOtherCommandsEncodeAsDocumented() {
+        #expect(AddExtendedAdvertisingData(instance: 2, advertisingData: [0xAA, 0xBB]).parameters == [0x02, 0x02, 0x00, 0xAA, 0xBB])
+        #expect(RemoveAdvertising(instance: 7).parameters == [0x07])
+        #expect(StopDiscovery().parameters == [0x06])
+        #expect([AddExtendedAdvertisingData.opcode, RemoveAdvertising.opcode, StopDiscovery.opcode,
+                 ReadAdvertisingFeatures.opcode, ReadControllerInformation.opcode] == [0x0055, 0x003F, 0x0024, 0x003D, 0x0004])
+    }
+
+    @Test func repliesDecodeAndShortOnesAreRefused() throws {
+        let features = try ReadAdvertisingFeatures.decode([0xFF, 0xF7, 0x01, 0x00, 0x1F, 0x1F, 0x05, 0x02, 0x01, 0x05])
+        #expect(features == .init(supportedFlags: 0x0001_F7FF, maximumDataLength: 31, maximumInstances: 5, instances: [1, 5]))
+        #expect(throws: ManagementError.self) { try ReadAdvertisingFeatures.decode([0xFF, 0xF7, 0x01, 0x00, 0x1F, 0x1F, 0x05, 0x03, 0x01]) }
+
+        var information = [UInt8](repeating: 0, count: 280)
+        information[13] = 0x83  // powered, connectable, BR/EDR
+        information[14] = 0x02  // LE
+        let settings = try ReadControllerInformation.decode(information)
+        #expect(settings == [.powered, .connectable, .bredr, .le])
+        #expect(throws: ManagementError.self) { try ReadControllerInformation.decode(Array(information.prefix(16))) }
+    }
+
+    /// Only the answer to our command on our controller counts; every management socket also
+    /// hears other events (devices found, other controllers' answers).
+    @Test func onlyTheAnswerToTheCommandOnItsControllerIsTaken() {
+        let complete: [UInt8] = [0x01, 0x00, 0x01, 0x00, 0x07, 0x00, 0x54, 0x00, 0x00, 0x05, 0x00, 0xFB, 0xFB]
+        #expect(ManagementPacket.answer(complete, to: 0x0054, controller: 1)?.parameters == [0x05, 0x00, 0xFB, 0xFB])
+        #expect(ManagementPacket.answer(complete, to: 0x0054, controller: 0) == nil, "another controller's answer")
+        #expect(ManagementPacket.answer(complete, to: 0x0055, controller: 1) == nil, "another command's answer")
+        let status: [UInt8] = [0x02, 0x00, 0x01, 0x00, 0x03, 0x00, 0x54, 0x00, 0x0D]
+        #expect(ManagementPacket.answer(status, to: 0x0054, controller: 1)?.status == 0x0D)
+        let deviceFound: [UInt8] = [0x12, 0x00, 0x01, 0x00, 0x03, 0x00, 0x54, 0x00, 0x00]
+        #expect(ManagementPacket.answer(deviceFound, to: 0x0054, controller: 1) == nil)
+        #expect(ManagementPacket.answer(Array(complete.prefix(10)), to: 0x0054, controller: 1) == nil, "cut short")
+        #expect(ManagementError.refused("Remove Advertising", controller: 0, status: 0x0D).description
+                == "hci0 refused Remove Advertising: Invalid Parameters (management status 0xd)")
+    }
+
+    /// The EN Bluetooth Specification's advertisement: Flags (general discoverable), the UUID
+    /// list, then the service data; 31 bytes.
+    @Test func theAdvertisingPayloadIsTheSpecifications() {
+        let serviceData = (0..<20).map(UInt8.init)
+        let dualMode = ExposureNotificationAdvertisement.payload(serviceData: serviceData, adapterRunsBREDR: true)
+        #expect(dualMode == [0x02, 0x01, 0x1A, 0x03, 0x03, 0x6F, 0xFD, 0x17, 0x16, 0x6F, 0xFD] + serviceData)
+        #expect(dualMode.count == 31)
+        let leOnly = ExposureNotificationAdvertisement.payload(serviceData: serviceData, adapterRunsBREDR: false)
+        #expect(leOnly.prefix(3) == [0x02, 0x01, 0x06])
+        #expect(leOnly[2] & 0x02 != 0 && dualMode[2] & 0x02 != 0, "LE General Discoverable Mode is set")
+    }
+}

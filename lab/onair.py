@@ -1,0 +1,156 @@
+"""onair.py: what went on the air, from btmon's btsnoop capture, checked against the EN
+Bluetooth Specification v1.2 (protocol.md §2) without any of enagent's own code.
+
+The HCI commands each controller received are decoded here from the raw bytes: advertising
+parameters (PDU type, interval, own address type), the advertising set's random address, the
+advertising data, the TX power the controller selected, and the scan parameters. The RPIs and
+the metadata are derived from the agents' TEKs with the standard library's HMAC (HKDF) and the
+openssl command line (AES), an implementation independent of enagent's."""
+import hashlib, hmac, struct, subprocess
+
+# btsnoop with the Linux monitor's datalink (2001): a record's flags carry the controller index
+# (high 16 bits) and the monitor opcode (low 16 bits).
+COMMAND, EVENT = 2, 3
+SET_ADV_SET_RANDOM_ADDRESS, SET_EXT_ADV_PARAMETERS, SET_EXT_ADV_DATA, SET_EXT_SCAN_PARAMETERS = 0x2035, 0x2036, 0x2037, 0x2041
+LEGACY_SET_ADV_DATA = 0x2008
+EN_PREFIX = bytes.fromhex("03036ffd17166ffd")
+
+
+def records(path):
+    data = open(path, "rb").read()
+    if data[:8] != b"btsnoop\0":
+        raise ValueError(f"{path} is not a btsnoop file")
+    position = 16
+    while position + 24 <= len(data):
+        _, included, flags, _ = struct.unpack(">IIII", data[position:position + 16])
+        timestamp = struct.unpack(">q", data[position + 16:position + 24])[0]
+        yield flags >> 16, flags & 0xFFFF, timestamp, data[position + 24:position + 24 + included]
+        position += 24 + included
+
+
+def hkdf(key, info):
+    pseudo_random = hmac.new(b"\0" * 32, key, hashlib.sha256).digest()
+    return hmac.new(pseudo_random, info + b"\x01", hashlib.sha256).digest()[:16]
+
+
+def aes(mode, key, data, iv=None):
+    command = ["openssl", "enc", f"-aes-128-{mode}", "-K", key.hex(), "-nopad"] + (["-iv", iv.hex()] if iv else [])
+    return subprocess.run(command, input=data, capture_output=True, check=True).stdout
+
+
+def identifiers(keys):
+    """RPI -> (AEM key, interval) for every interval of every (key, start, period)."""
+    table = {}
+    for key, start, period in keys:
+        rpik, aemk = hkdf(key, b"EN-RPIK"), hkdf(key, b"EN-AEMK")
+        blocks = b"".join(b"EN-RPI" + b"\0" * 6 + struct.pack("<I", start + j) for j in range(period))
+        out = aes("ecb", rpik, blocks)
+        for j in range(period):
+            table[out[16 * j:16 * j + 16]] = (aemk, start + j)
+    return table
+
+
+def advertisements(path, controllers):
+    """Every EN advertising data set on `controllers` (indexes), with the parameters, random
+    address and selected TX power in force for its advertising set at that moment."""
+    found, scans, legacy, terminated = [], [], 0, []
+    state = {}  # (index, handle) -> dict
+    last_parameters = {}  # index -> handle of the last Set Extended Advertising Parameters
+    for index, opcode, timestamp, payload in records(path):
+        if index not in controllers or len(payload) < 3:
+            continue
+        if opcode == COMMAND:
+            command, parameters = struct.unpack("<H", payload[:2])[0], payload[3:]
+            if command == SET_EXT_ADV_PARAMETERS and len(parameters) >= 20:
+                handle = parameters[0]
+                state[(index, handle)] = {
+                    "properties": struct.unpack("<H", parameters[1:3])[0],
+                    "interval": (int.from_bytes(parameters[3:6], "little") * 0.625, int.from_bytes(parameters[6:9], "little") * 0.625),
+                    "own_address_type": parameters[10], "address": None, "tx_power": None}
+                last_parameters[index] = handle
+            elif command == SET_ADV_SET_RANDOM_ADDRESS and len(parameters) >= 7:
+                state.setdefault((index, parameters[0]), {})["address"] = parameters[1:7][::-1]
+            elif command == SET_EXT_ADV_DATA and len(parameters) >= 4:
+                data = bytes(parameters[4:4 + parameters[3]])
+                if EN_PREFIX in data:
+                    found.append({"controller": index, "time": timestamp, "data": data, **state.get((index, parameters[0]), {})})
+            elif command == LEGACY_SET_ADV_DATA and EN_PREFIX in parameters:
+                legacy += 1
+            elif command == SET_EXT_SCAN_PARAMETERS and len(parameters) >= 8:
+                scans.append((index, parameters[0], parameters[3], struct.unpack("<H", parameters[4:6])[0] * 0.625,
+                              struct.unpack("<H", parameters[6:8])[0] * 0.625))
+        elif opcode == EVENT and payload[0] == 0x3E and len(payload) >= 4 and payload[2] == 0x12 and payload[3] != 0:
+            # LE Advertising Set Terminated with an error status: the controller ended a set.
+            terminated.append((index, payload[4], payload[3]))
+        elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 7:
+            if struct.unpack("<H", payload[3:5])[0] == SET_EXT_ADV_PARAMETERS and payload[5] == 0 and index in last_parameters:
+                state[(index, last_parameters[index])]["tx_power"] = struct.unpack("b", payload[6:7])[0]
+    return found, scans, legacy, terminated
+
+
+def check(advertisement, table):
+    """What is wrong with one EN advertisement, as a list of reasons (empty: conforms)."""
+    problems = []
+    data = advertisement["data"]
+    if advertisement.get("properties") != 0x0010:
+        problems.append(f"PDU properties 0x{advertisement.get('properties') or 0:04x}, not legacy ADV_NONCONN_IND (0x0010)")
+    low, high = advertisement.get("interval") or (0, 0)
+    if not 200 <= low <= high <= 270:
+        problems.append(f"interval {low:.1f}-{high:.1f} ms, not within 200-270 ms")
+    address = advertisement.get("address")
+    if advertisement.get("own_address_type") != 1 or address is None or address[0] >> 6 != 0:
+        problems.append(f"address {address.hex(':') if address else None} (own type {advertisement.get('own_address_type')}) is not non-resolvable random")
+    if len(data) != 31 or data[:2] != b"\x02\x01" or not data[2] & 0x02 or data[3:11] != EN_PREFIX:
+        problems.append(f"AD bytes {data.hex()} are not Flags (general discoverable) ‖ 03036ffd ‖ 17166ffd ‖ RPI ‖ AEM (31 bytes)")
+    rpi, aem = data[11:27], data[27:31]
+    if rpi not in table:
+        problems.append(f"RPI {rpi.hex()} derives from no agent's TEK")
+    else:
+        aemk, _ = table[rpi]
+        metadata = aes("ctr", aemk, aem, iv=rpi)
+        power = struct.unpack("b", metadata[1:2])[0]
+        if metadata[0] not in (0x40, 0x50):
+            problems.append(f"metadata version byte 0x{metadata[0]:02x}")
+        if power != advertisement.get("tx_power"):
+            problems.append(f"metadata TX power {power} dBm, the controller selected {advertisement.get('tx_power')} dBm")
+    return problems
+
+
+SET_EXT_ADV_ENABLE, SET_ADV_ENABLE, SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE, RESET = 0x2039, 0x200A, 0x2042, 0x200C, 0x0C03
+
+
+def radio_state(path, controller):
+    """(advertising, scanning) of one controller at the end of the capture, by the commands it
+    accepted: the radio's own record, which neither bluetoothd nor the kernel's instance list
+    can get wrong (Read Advertising Features hides instances numbered above the instance count)."""
+    enabled_sets, scanning, pending = set(), False, None
+    for index, opcode, _, payload in records(path):
+        if index != controller or len(payload) < 3:
+            continue
+        if opcode == COMMAND:
+            pending = (struct.unpack("<H", payload[:2])[0], payload[3:])
+        elif opcode == EVENT and payload[0] == 0x3E and len(payload) >= 5 and payload[2] == 0x12:
+            enabled_sets.discard(payload[4])  # LE Advertising Set Terminated
+        elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 6 and pending and payload[5] == 0 \
+                and struct.unpack("<H", payload[3:5])[0] == pending[0]:
+            command, parameters = pending
+            if command == SET_EXT_ADV_ENABLE and len(parameters) >= 2:
+                handles = {parameters[2 + 4 * i] for i in range(parameters[1]) if 2 + 4 * i < len(parameters)}
+                if parameters[0]:
+                    enabled_sets |= handles
+                else:
+                    enabled_sets = enabled_sets - handles if parameters[1] else set()
+            elif command == SET_ADV_ENABLE and parameters:
+                enabled_sets = {0} if parameters[0] else set()
+            elif command in (SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE) and parameters:
+                scanning = bool(parameters[0])
+            elif command == RESET:
+                enabled_sets, scanning = set(), False
+    return bool(enabled_sets), scanning
+
+
+if __name__ == "__main__":
+    # onair.py SNOOP CONTROLLER: prints "ADVERTISING SCANNING" (yes/no) for the lab's scripts.
+    import sys
+    advertising, scanning = radio_state(sys.argv[1], int(sys.argv[2].removeprefix("hci")))
+    print("yes" if advertising else "no", "yes" if scanning else "no")
