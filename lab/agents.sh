@@ -64,6 +64,7 @@ echo "agents: a (hci0) pid $A, b (hci1) pid $B; running ${SECONDS_TO_RUN}s"
 sleep "$SECONDS_TO_RUN"
 
 echo "phase: restarting bluetoothd"
+date +%s.%N > "$OUT/phases/bluetoothd-killed-at"
 pkill -KILL -x bluetoothd; sleep 0.5
 # Both adapters are timed from the same moment, the restart (a script's own start can lag by a
 # second in the emulated guest).
@@ -77,6 +78,7 @@ sleep 10
 
 echo "phase: SIGKILL and restart of agent a"
 must "snapshot before-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/before-kill.json"
+date +%s.%N > "$OUT/phases/a-killed-at"
 kill -KILL "$A"; wait "$A"
 must "snapshot after-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/after-kill.json"
 agent a hci0 & A=$!

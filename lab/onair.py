@@ -16,6 +16,14 @@ LEGACY_SET_ADV_DATA = 0x2008
 EN_PREFIX = bytes.fromhex("03036ffd17166ffd")
 
 
+# btsnoop timestamps count microseconds from the year 0 (0x00DCDDB30F2F8000 is 1970).
+BTSNOOP_EPOCH_MICROSECONDS = 0x00DCDDB30F2F8000
+
+
+def unix_seconds(timestamp):
+    return (timestamp - BTSNOOP_EPOCH_MICROSECONDS) / 1e6
+
+
 def records(path):
     data = open(path, "rb").read()
     if data[:8] != b"btsnoop\0":
@@ -39,14 +47,14 @@ def aes(mode, key, data, iv=None):
 
 
 def identifiers(keys):
-    """RPI -> (AEM key, interval) for every interval of every (key, start, period)."""
+    """RPI -> (AEM key, interval, TEK) for every interval of every (key, start, period)."""
     table = {}
     for key, start, period in keys:
         rpik, aemk = hkdf(key, b"EN-RPIK"), hkdf(key, b"EN-AEMK")
         blocks = b"".join(b"EN-RPI" + b"\0" * 6 + struct.pack("<I", start + j) for j in range(period))
         out = aes("ecb", rpik, blocks)
         for j in range(period):
-            table[out[16 * j:16 * j + 16]] = (aemk, start + j)
+            table[out[16 * j:16 * j + 16]] = (aemk, start + j, key)
     return table
 
 
@@ -106,7 +114,7 @@ def check(advertisement, table):
     if rpi not in table:
         problems.append(f"RPI {rpi.hex()} derives from no agent's TEK")
     else:
-        aemk, _ = table[rpi]
+        aemk = table[rpi][0]
         metadata = aes("ctr", aemk, aem, iv=rpi)
         power = struct.unpack("b", metadata[1:2])[0]
         if metadata[0] not in (0x40, 0x50):

@@ -4,7 +4,8 @@ import json, sqlite3, sys
 
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 print(json.dumps({
-    "keys": {str(start): key.hex() for start, key in db.execute("SELECT rolling_start_interval_number, key_data FROM temporary_exposure_key")},
+    "keys": [[start, period, key.hex()] for start, period, key in
+             db.execute("SELECT rolling_start_interval_number, rolling_period, key_data FROM temporary_exposure_key ORDER BY id")],
     "sightings": db.execute("SELECT count(*) FROM sighting").fetchone()[0],
     "integrity": db.execute("PRAGMA integrity_check").fetchone()[0],
 }))

@@ -24,7 +24,8 @@ public enum KeyScheduleError: Error, CustomStringConvertible {
 }
 
 /// The device's own keys: one TEK per UTC day (rolling period), created on first use, persisted
-/// before it is used so that a restart the same day broadcasts under the same key.
+/// before it is used so that a restart the same day broadcasts under the same key; rolled to a
+/// fresh key for the rest of the day when a restart must not repeat an identifier (`rollKey`).
 ///
 /// Not thread-safe: the agent drives it from one task.
 public final class KeySchedule {
@@ -59,6 +60,25 @@ public final class KeySchedule {
     /// oldest first, today's included.
     public func keyHistory() throws -> [TemporaryExposureKey] {
         try store.temporaryExposureKeys(validAfter: retention.cutoff(now: clock.now))
+    }
+
+    /// Key servers accept at most this many keys with one rolling start (Google's
+    /// MAX_SAME_START_INTERVAL_KEYS): the day's first key and two rolls.
+    public static let maximumKeysPerDay = 3
+
+    /// Ends the day's key with the interval of `time` (whose RPI it keeps covering) and rolls to
+    /// a fresh key for the rest of the day, so that a new identifier can go on the air within an
+    /// interval whose RPI was broadcast already. As EN v1.5's same-day release does, both keys
+    /// keep the day's rolling start. Nil when the day has `maximumKeysPerDay` keys already.
+    public func rollKey(at time: Int64) throws -> TemporaryExposureKey? {
+        guard let interval = ENIntervalNumber(unixSeconds: time) else { throw KeyScheduleError.timeOutOfRange(time) }
+        _ = try derivedKeys(at: time)
+        let fresh = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(), rollingStartIntervalNumber: interval.rollingPeriodStart)
+        guard let key = try store.rollTemporaryExposureKey(endingAfter: interval, to: fresh, createdAt: time, limit: Self.maximumKeysPerDay) else {
+            return nil
+        }
+        current = (key, crypto.rollingProximityIdentifierKey(for: key.keyData), crypto.associatedEncryptedMetadataKey(for: key.keyData))
+        return key
     }
 
     private func derivedKeys(at time: Int64) throws -> (key: TemporaryExposureKey, rpik: Bytes16, aemk: Bytes16) {

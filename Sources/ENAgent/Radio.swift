@@ -3,7 +3,7 @@ public protocol Radio: AnyObject, Sendable {
     /// Broadcasts the service data (RPI ‖ AEM) as a fresh advertisement, replacing the previous
     /// one, so that the address changes together with the RPI. `serviceData` is given the TX
     /// power the controller selected for the advertisement (nil when it does not say), which the
-    /// metadata must carry.
+    /// metadata must carry. When it throws, nothing of this advertisement went on the air.
     func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws
     func stopAdvertising()
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.

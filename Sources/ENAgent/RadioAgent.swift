@@ -139,14 +139,24 @@ public final class RadioAgent: @unchecked Sendable {
         let nextKey = (ENIntervalNumber(unixSeconds: now)?.rollingPeriodStart.unixSeconds ?? now) + 86_400
         let untilNextKey = clock.realSeconds(until: nextKey)
         var nextIn = min(Double(Int.random(in: schedule.rotationSeconds)), untilNextKey)
+        let previouslyAdvertised = advertisedInterval
         do {
-            let broadcast = try keys.broadcast(metadata: metadata, at: now)
-            if broadcast.interval == advertisedInterval {
-                // Every registration gets a new address, which must come with a new RPI: an RPI
-                // already on the air (before a restart of bluetoothd or of this agent, too) is never
-                // registered again. The next interval brings a new one.
+            var broadcast = try keys.broadcast(metadata: metadata, at: now)
+            // An RPI that went on the air before (before a restart of this agent or of bluetoothd)
+            // came from an address that is gone: a new address must come with a new RPI. A fresh
+            // key for the rest of the day gives one at once; past the day's limit of keys, the
+            // next interval brings one.
+            let repeated = broadcast.interval == advertisedInterval
+            let rolled = try repeated && keys.rollKey(at: now) != nil
+            if repeated && !rolled {
                 nextIn = min(clock.realSeconds(until: broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval), untilNextKey)
+                logger.notice("not advertising until the next interval (in \(Int(nextIn)) s): this interval's identifier was on the air before the restart and the day has \(KeySchedule.maximumKeysPerDay) keys already")
+                state.advertising = false
             } else {
+                if rolled {
+                    broadcast = try keys.broadcast(metadata: metadata, at: now)
+                    logger.info("rolled to a fresh key for the rest of the day: this interval's identifier was on the air before the restart")
+                }
                 try store.setSetting(Self.advertisedIntervalSetting, to: String(broadcast.interval.rawValue))
                 advertisedInterval = broadcast.interval
                 var advertised = broadcast, sent = metadata
@@ -166,6 +176,11 @@ public final class RadioAgent: @unchecked Sendable {
                                                                       "tx-power": "\(sent.transmitPower) dBm"])
             }
         } catch {
+            // A radio that refused put nothing on the air: this interval's RPI may still go out.
+            if advertisedInterval != previouslyAdvertised {
+                advertisedInterval = previouslyAdvertised
+                try? store.setSetting(Self.advertisedIntervalSetting, to: previouslyAdvertised.map { String($0.rawValue) })
+            }
             state.advertising = false
             state.problem = Self.problem(of: error)
             logger.error("cannot advertise: \(error)")

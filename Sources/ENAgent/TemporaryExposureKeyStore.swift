@@ -7,6 +7,10 @@ public protocol TemporaryExposureKeyStore: Sendable {
     /// Stores `key` unless its rolling period has one already; returns the stored key.
     func insertTemporaryExposureKeyIfAbsent(_ key: TemporaryExposureKey, createdAt: Int64) throws(StoreError) -> TemporaryExposureKey
     func temporaryExposureKeys(validAfter cutoff: Int64) throws(StoreError) -> [TemporaryExposureKey]
+    /// Ends the day's current key after `lastInterval` and adds `replacement`, unless the day has
+    /// `limit` keys; returns the replacement, or nil when it may not.
+    func rollTemporaryExposureKey(endingAfter lastInterval: ENIntervalNumber, to replacement: TemporaryExposureKey,
+                                  createdAt: Int64, limit: Int) throws(StoreError) -> TemporaryExposureKey?
 }
 
 extension AgentStore: TemporaryExposureKeyStore {}

@@ -103,6 +103,30 @@ enum Schema {
                 );
                 """)
         }
+        // v3: a day may have several keys (up to KeySchedule.maximumKeysPerDay): when the agent
+        // must put a new identifier on the air within an interval whose RPI went out already
+        // (after a restart), it ends the day's key there and rolls to a fresh one, as EN v1.5's
+        // same-day release does. The keys of a day share their rolling start.
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: """
+                CREATE TABLE temporary_exposure_key_v3 (
+                    id INTEGER PRIMARY KEY,
+                    rolling_start_interval_number INTEGER NOT NULL
+                        CHECK (rolling_start_interval_number BETWEEN 0 AND 4294967295),
+                    key_data BLOB NOT NULL UNIQUE CHECK (length(key_data) = 16),
+                    rolling_period INTEGER NOT NULL CHECK (rolling_period BETWEEN 1 AND 144),
+                    transmission_risk_level INTEGER NOT NULL DEFAULT 0 CHECK (transmission_risk_level BETWEEN 0 AND 8),
+                    created_at INTEGER NOT NULL
+                );
+                INSERT INTO temporary_exposure_key_v3
+                    (rolling_start_interval_number, key_data, rolling_period, transmission_risk_level, created_at)
+                    SELECT rolling_start_interval_number, key_data, rolling_period, transmission_risk_level, created_at
+                    FROM temporary_exposure_key ORDER BY rolling_start_interval_number;
+                DROP TABLE temporary_exposure_key;
+                ALTER TABLE temporary_exposure_key_v3 RENAME TO temporary_exposure_key;
+                CREATE INDEX temporary_exposure_key_by_start ON temporary_exposure_key(rolling_start_interval_number, id);
+                """)
+        }
         return migrator
     }
 }

@@ -13,11 +13,19 @@ final class RecordingRadio: Radio {
     private let advertised = Mutex<[[UInt8]]>([])
     /// The TX power the controller "selects" for each advertisement (nil: it does not say).
     let selectedTransmitPower: Int8?
+    /// Whether every advertisement is refused, as a radio that cannot advertise does.
+    let refusing: Bool
 
-    init(selectedTransmitPower: Int8? = nil) { self.selectedTransmitPower = selectedTransmitPower }
+    init(selectedTransmitPower: Int8? = nil, refusing: Bool = false) {
+        self.selectedTransmitPower = selectedTransmitPower
+        self.refusing = refusing
+    }
+
+    struct Refusal: Error {}
 
     func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         calls.withLock { $0.append("advertise") }
+        if refusing { throw Refusal() }
         let data = try serviceData(selectedTransmitPower)
         advertised.withLock { $0.append(data) }
     }
@@ -63,7 +71,11 @@ final class RecordingRadio: Radio {
         #expect(sent != (try keys.broadcast(metadata: metadata)).serviceData)
     }
 
-    @Test func neverRegistersTheSameIdentifierTwiceEvenAfterARestart() throws {
+    /// An RPI already on the air is never put on the air again (a new registration comes from a new
+    /// address): a recovery or a restart within the same interval rolls to a fresh key for the rest
+    /// of the day and advertises its RPI at once, at most twice a day (three keys per rolling
+    /// start, as key servers accept); after that the next interval brings a new RPI.
+    @Test func aRestartWithinAnIntervalRollsToAFreshKeyAtMostTwiceADay() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let radio = RecordingRadio()
         let first = try agent(radio, store: store)
@@ -72,22 +84,57 @@ final class RecordingRadio: Radio {
         for _ in 1...3 { first.radioReturned() }  // bluetoothd and its adapters came back within the same interval
         Thread.sleep(forTimeInterval: 0.6)
         first.stop()
-        #expect(radio.log.filter { $0 == "advertise" }.count == 1)
+        #expect(radio.log.filter { $0 == "advertise" }.count == 2, "one recovery, one fresh identifier")
         #expect(radio.log.filter { $0 == "startScanning" }.count == 2, "one recovery scans again, at once")
 
         let restarted = RecordingRadio()
         let second = try agent(restarted, store: store)
         second.start()
         second.stop()
-        #expect(!restarted.log.contains("advertise"), "the interval's RPI was on the air before the restart")
+        #expect(restarted.log.filter { $0 == "advertise" }.count == 1, "a restart advertises at once")
+
+        let interval = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        #expect(keys.count == KeySchedule.maximumKeysPerDay)
+        #expect(Set(keys.map(\.rollingStartIntervalNumber)) == [interval.rollingPeriodStart])
+        #expect(keys.map(\.rollingPeriod) == [interval.rawValue - interval.rollingPeriodStart.rawValue + 1,
+                                              interval.rawValue - interval.rollingPeriodStart.rawValue + 1, 144],
+                "the ended keys still cover the interval whose RPIs they put on the air")
+        let crypto = try ExposureCrypto()
+        let identifiers = try keys.map { try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: $0.keyData), interval: interval).bytes }
+        #expect((radio.serviceData + restarted.serviceData).map { Array($0.prefix(16)) } == identifiers, "each advertisement from its own key")
+
+        let againRestarted = RecordingRadio()
+        let third = try agent(againRestarted, store: store)
+        third.start()
+        third.stop()
+        #expect(!againRestarted.log.contains("advertise"), "no fourth key: the next interval brings a new RPI")
+        #expect(try store.temporaryExposureKeys(validAfter: 0).count == KeySchedule.maximumKeysPerDay)
 
         clock.advance(by: 600)
         let nextInterval = RecordingRadio()
-        let third = try agent(nextInterval, store: store)
-        third.start()
-        third.stop()
-        #expect(nextInterval.log.filter { $0 == "advertise" }.count == 1)
-        #expect(nextInterval.serviceData.first?.prefix(16) != radio.serviceData.first?.prefix(16))
+        let fourth = try agent(nextInterval, store: store)
+        fourth.start()
+        fourth.stop()
+        let current = try #require(keys.last)
+        let next = ENIntervalNumber(interval.rawValue + 1)
+        #expect(nextInterval.serviceData.first.map { Array($0.prefix(16)) }
+                == (try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: current.keyData), interval: next)).bytes)
+    }
+
+    /// A radio that refused put nothing on the air: the retry may use the interval's RPI.
+    @Test func aRefusedAdvertisementDoesNotUseUpTheIntervalsIdentifier() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let refusing = RecordingRadio(refusing: true)
+        let first = try agent(refusing, store: store)
+        first.start()
+        first.stop()
+        let radio = RecordingRadio()
+        let second = try agent(radio, store: store)
+        second.start()
+        second.stop()
+        #expect(radio.log.filter { $0 == "advertise" }.count == 1)
+        #expect(try store.temporaryExposureKeys(validAfter: 0).count == 1, "no key was rolled for an identifier that never went out")
     }
 
     @Test func recordsOthersNeverItselfAndDropsMalformedData() throws {

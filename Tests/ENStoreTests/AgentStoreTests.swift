@@ -48,7 +48,7 @@ import Testing
                       "setting", "sighting", "temporary_exposure_key", "test_result", "pending_upload"] {
             #expect(tables.contains(table), "table \(table)")
         }
-        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1", "v2"])
+        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1", "v2", "v3"])
     }
 
     @Test func aDetectionIsRecordedWithItsFilesAndWindowsAndErasedWithEverythingElse() throws {
@@ -165,6 +165,43 @@ import Testing
         #expect(try store.insertTemporaryExposureKeyIfAbsent(second, createdAt: 6) == first)
         #expect(try store.temporaryExposureKey(startingAt: start) == first)
         #expect(try store.temporaryExposureKey(startingAt: ENIntervalNumber(start.rawValue + 144)) == nil)
+    }
+
+    /// Rolling ends the day's current key after an interval and adds a fresh one with the same
+    /// rolling start, in one transaction, up to a limit of keys per day.
+    @Test func aDayRollsToAFreshKeyUpToTheLimit() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let start = ENIntervalNumber(2_642_976)
+        let first = TemporaryExposureKey(keyData: Bytes16(high: 1, low: 1), rollingStartIntervalNumber: start)
+        let second = TemporaryExposureKey(keyData: Bytes16(high: 2, low: 2), rollingStartIntervalNumber: start)
+        let third = TemporaryExposureKey(keyData: Bytes16(high: 3, low: 3), rollingStartIntervalNumber: start)
+        _ = try store.insertTemporaryExposureKeyIfAbsent(first, createdAt: 5)
+        #expect(try store.rollTemporaryExposureKey(endingAfter: ENIntervalNumber(start.rawValue + 40), to: second, createdAt: 6, limit: 2) == second)
+        #expect(try store.temporaryExposureKey(startingAt: start) == second, "the newest key is the day's current one")
+        #expect(try store.insertTemporaryExposureKeyIfAbsent(third, createdAt: 7) == second)
+        #expect(try store.rollTemporaryExposureKey(endingAfter: ENIntervalNumber(start.rawValue + 50), to: third, createdAt: 8, limit: 2) == nil)
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        #expect(keys.map(\.keyData) == [first.keyData, second.keyData])
+        #expect(keys.map(\.rollingPeriod) == [41, 144], "the first key ends after interval 40 of the day")
+    }
+
+    @Test func aVersion2DatabaseKeepsItsKeysInVersion3() throws {
+        let path = directory.file("v2.db")
+        let queue = try DatabaseQueue(path: path)
+        try Schema.migrator.migrate(queue, upTo: "v2")
+        try queue.write { db in
+            for (day, byte) in [(2_642_976, 1), (2_643_120, 2)] {
+                try db.execute(sql: """
+                    INSERT INTO temporary_exposure_key (rolling_start_interval_number, key_data, rolling_period, created_at)
+                    VALUES (?, ?, 144, 1)
+                    """, arguments: [day, Data(repeating: UInt8(byte), count: 16)])
+            }
+        }
+        try queue.close()
+        let store = try AgentStore(path: path)
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        #expect(keys.map(\.rollingStartIntervalNumber.rawValue) == [2_642_976, 2_643_120])
+        #expect(keys.map(\.keyData) == [Bytes16(bytes: Data(repeating: 1, count: 16))!, Bytes16(bytes: Data(repeating: 2, count: 16))!])
     }
 
     @Test func retentionForgetsWhatIsOlderThanFourteenDays() throws {
