@@ -51,15 +51,16 @@ run: deps
 	DBUS_SYSTEM_BUS_ADDRESS=unix:path=$(RUN_DIR)/bus $$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state \
 		--no-radio --no-require-synchronised-clock; kill $$(cat $(RUN_DIR)/bus.pid)
 
-# The lab: two agents on emulated radios in a qemu guest with a real bluetoothd (lab/).
+# The lab: two agents on emulated radios in a qemu guest with a real bluetoothd (lab/), and four
+# more emulated controllers that play phones and a crowd.
 LAB ?= /tmp/enagent-lab
 LAB_SECONDS ?= 40
 # make lab prints what happened; make lab-test also fails unless every check holds.
 lab lab-test: deps
 	$(SWIFT) build --product enagentd
 	$(SWIFT) build --product enctl
-	LAB=$(LAB) lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $$($(SWIFT) build --show-bin-path) $(LAB)/out $(LAB_SECONDS)"
-	python3 lab/report.py $(LAB)/out $$($(SWIFT) build --show-bin-path)/enctl $(if $(filter lab-test,$@),--check)
+	LAB=$(LAB) NCTRL=6 BTVIRT_OPTS=-l6 lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $$($(SWIFT) build --show-bin-path) $(LAB)/out $(LAB_SECONDS)"
+	/usr/bin/python3 lab/report.py $(LAB)/out $$($(SWIFT) build --show-bin-path)/enctl $(if $(filter lab-test,$@),--check)
 
 # Regenerates the committed Swift for the key export protobuf (only after editing the .proto).
 PROTO_DIR = Sources/ENKeyFiles/Proto

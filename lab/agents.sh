@@ -13,12 +13,13 @@
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")
-export BTSNOOP="$OUT/btmon.snoop"
 . "$LAB/bluez.sh"
 STATE=/run/enagent-lab
 NOW=$(date +%s)
 START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
-LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $(( (120 * NOW - START) / 119 ))"
+ORIGIN=$(( (120 * NOW - START) / 119 ))
+LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $ORIGIN"
+PHONES="hci2 hci3 hci4 hci5"
 rm -rf "$OUT/a" "$OUT/b" "$OUT/phases" "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exports" "$STATE/trusted-keys" "$OUT/phases"
 # The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$STATE/authority.pem"
@@ -88,6 +89,7 @@ echo "phase: pausing b stops its radio at once"
 # A day of agent time is 12 real minutes at x120: the pause cannot end by itself before the
 # status below is read, however slow the guest (10m of agent time lasted 5 s and raced it).
 must "enctl b pause 1d" enctl b pause 1d > /dev/null
+date +%s.%N > "$OUT/phases/b-paused-at"
 start=$(cut -d' ' -f1 /proc/uptime)
 while [ "$(radio hci1)" != "no no" ]; do
     [ "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{print ($1 - $2 > 10)}')" = 1 ] && break
@@ -107,6 +109,20 @@ echo "$(prop hci0 org.bluez.Adapter1 Powered) $("$LAB/wait-radio.sh" hci0 30 "$s
 # The agent's own account: it noticed and recovered (powering the adapter on again).
 echo "$(( $(grep -c "radio available again" "$STATE/a/enagentd.log") - recoveries ))" >> "$OUT/phases/power-off-a"
 cat "$OUT/phases/power-off-a"
+
+echo "phase: phones, then a crowd of 12, on $PHONES"
+rm -f "$OUT/phones.jsonl"
+must "phones" python3 "$LAB/phones.py" "$OUT" "$ORIGIN" 120 phones 12 $PHONES
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+crowd_cpu_before=$(cpu_ticks "$B") crowd_started=$(date +%s.%N)
+must "crowd" python3 "$LAB/phones.py" "$OUT" "$ORIGIN" 120 crowd 30 $PHONES
+echo "$(( $(cpu_ticks "$B") - crowd_cpu_before )) $(getconf CLK_TCK) $crowd_started $(date +%s.%N)" > "$OUT/phases/crowd-cpu-b"
+sleep 5  # one scan cycle (lab.conf): what b heard of the crowd is written before it detects
+# The lab's health authority publishes every phone's key; b detects through its API.
+must "phones export" python3 "$LAB/phones.py" export "$OUT/phones.jsonl" "$STATE/phones.zip"
+must "enctl keys sign (phones)" "$BIN/enctl" keys sign "$STATE/phones.zip" --private-key "$STATE/authority.pem" --key-id 228 --out "$OUT/phases/phones.zip"
+must "enctl b detect (phones)" enctl b detect "$OUT/phases/phones.zip" --json > "$OUT/phases/detect-phones-b.json"
+must "enctl b windows (phones)" enctl b windows --json > "$OUT/phases/windows-phones-b.json"
 
 echo "phase: a shares its keys, a key server publishes them, b detects"
 must "enctl a keys export" enctl a keys export --yes --format zip --out "$STATE/a-keys.zip"

@@ -21,7 +21,7 @@ if [ -z "${SKIP_APT:-}" ]; then
   [ -n "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ] || apt-get update
   log "apt-get install"
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    qemu-system-x86 bluez bluez-test-tools dbus python3 python3-dbus python3-gi busybox-static kmod cpio > "$LAB/apt.log" 2>&1 \
+    qemu-system-x86 bluez bluez-test-tools dbus python3 python3-dbus python3-gi python3-cryptography busybox-static kmod cpio > "$LAB/apt.log" 2>&1 \
     || { tail -20 "$LAB/apt.log"; exit 1; }
 fi
 
@@ -127,9 +127,11 @@ echo "GUEST: modules loaded at $(up)s"
 
 mkdir -p /run/dbus
 dbus-daemon --system --fork --nopidfile || echo "GUEST: dbus-daemon failed"
-btmon -t > $OUT/btmon.txt 2>&1 & BTMON=$!
-# The same trace as btsnoop, for the lab report's byte-exact checks of what went on the air.
-btmon -w $OUT/btmon.snoop > /dev/null 2>&1 & BTSNOOP=$!
+# One trace, as btsnoop on the guest's tmpfs (a write per packet to the 9p share was slow enough
+# to lose packets in bursts); the text trace is decoded from it at the end. The lab's scripts read
+# the live capture ($BTSNOOP) for the controllers' state.
+export BTSNOOP=/run/btmon.snoop
+btmon -w $BTSNOOP > /dev/null 2>&1 & BTMON=$!
 BTCONF=/etc/bluetooth/main.conf; [ -f $LAB/main.conf ] && BTCONF=$LAB/main.conf
 /usr/libexec/bluetooth/bluetoothd -n -d -f $BTCONF ${BLUETOOTHD_EXTRA} > $OUT/bluetoothd.log 2>&1 &
 objs() { dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null; }
@@ -148,13 +150,15 @@ echo "GUEST: $(n_adapters) adapters on D-Bus ($(ls /sys/class/bluetooth | tr '\n
 if [ "$(n_adapters)" -lt $NCTRL ]; then
   # A payload without its radios would only report that nothing was seen: stop with the reason.
   echo "GUEST: FAILED: $(n_adapters) of $NCTRL emulated adapters came up (btvirt.log: $(tail -1 $OUT/btvirt.log)); not running the payload"
-  echo 69 > $OUT/rc; kill $BTMON $BTSNOOP 2>/dev/null; sync; busybox poweroff -f
+  kill $BTMON 2>/dev/null; cp $BTSNOOP $OUT/btmon.snoop; echo 69 > $OUT/rc; sync; busybox poweroff -f
 fi
 
 $LAB/guest-payload.sh; RC=$?
 echo "GUEST: payload rc=$RC at $(up)s"
+kill $BTMON 2>/dev/null; sleep 0.3
+cp $BTSNOOP $OUT/btmon.snoop
 echo $RC > $OUT/rc
-kill $BTMON $BTSNOOP 2>/dev/null; sleep 0.3; sync
+sync
 busybox poweroff -f
 EOF
 chmod +x "$LAB/guest-init.sh"
@@ -184,6 +188,8 @@ timeout "${QEMU_TIMEOUT:-600}" qemu-system-x86_64 -accel "${ACCEL:-tcg}" -m "${M
 QRC=${PIPESTATUS[0]}
 set -e
 RC=$(cat "$LAB/out/rc" 2>/dev/null || echo 99)
+# The text trace, decoded on the host (quicker than in the emulated guest).
+[ -s "$LAB/out/btmon.snoop" ] && btmon -t -r "$LAB/out/btmon.snoop" > "$LAB/out/btmon.txt" 2>&1
 log "qemu exit $QRC, guest payload rc=$RC (logs: $LAB/out: console.log bluetoothd.log btmon.txt btvirt.log)"
 case $RC in
   69) log "FAILED: the guest's emulated Bluetooth adapters did not come up; the payload did not run" ;;

@@ -4,9 +4,10 @@ Bluetooth Specification v1.2 (protocol.md §2) without any of enagent's own code
 The HCI commands each controller received are decoded here from the raw bytes: advertising
 parameters (PDU type, interval, own address type), the advertising set's random address, the
 advertising data, the TX power the controller selected, and the scan parameters. The RPIs and
-the metadata are derived from the agents' TEKs with the standard library's HMAC (HKDF) and the
-openssl command line (AES), an implementation independent of enagent's."""
-import hashlib, hmac, struct, subprocess
+the metadata are derived from the agents' TEKs with the standard library's HMAC (HKDF) and Debian's python3-cryptography (AES),
+an implementation independent of enagent's."""
+import hashlib, hmac, struct
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 # btsnoop with the Linux monitor's datalink (2001): a record's flags carry the controller index
 # (high 16 bits) and the monitor opcode (low 16 bits).
@@ -42,8 +43,8 @@ def hkdf(key, info):
 
 
 def aes(mode, key, data, iv=None):
-    command = ["openssl", "enc", f"-aes-128-{mode}", "-K", key.hex(), "-nopad"] + (["-iv", iv.hex()] if iv else [])
-    return subprocess.run(command, input=data, capture_output=True, check=True).stdout
+    encryptor = Cipher(algorithms.AES(key), modes.ECB() if mode == "ecb" else modes.CTR(iv)).encryptor()
+    return encryptor.update(data) + encryptor.finalize()
 
 
 def identifiers(keys):
@@ -131,8 +132,14 @@ def radio_state(path, controller):
     """(advertising, scanning) of one controller at the end of the capture, by the commands it
     accepted: the radio's own record, which neither bluetoothd nor the kernel's instance list
     can get wrong (Read Advertising Features hides instances numbered above the instance count)."""
-    enabled_sets, scanning, pending = set(), False, None
-    for index, opcode, _, payload in records(path):
+    changes = radio_changes(path, controller)
+    return changes[-1][1:] if changes else (False, False)
+
+
+def radio_changes(path, controller):
+    """Every (unix time, advertising, scanning) the controller went through, in order."""
+    enabled_sets, scanning, pending, changes = set(), False, None, []
+    for index, opcode, timestamp, payload in records(path):
         if index != controller or len(payload) < 3:
             continue
         if opcode == COMMAND:
@@ -154,7 +161,12 @@ def radio_state(path, controller):
                 scanning = bool(parameters[0])
             elif command == RESET:
                 enabled_sets, scanning = set(), False
-    return bool(enabled_sets), scanning
+        else:
+            continue
+        state = (bool(enabled_sets), scanning)
+        if not changes or changes[-1][1:] != state:
+            changes.append((unix_seconds(timestamp),) + state)
+    return changes
 
 
 if __name__ == "__main__":
@@ -162,3 +174,21 @@ if __name__ == "__main__":
     import sys
     advertising, scanning = radio_state(sys.argv[1], int(sys.argv[2].removeprefix("hci")))
     print("yes" if advertising else "no", "yes" if scanning else "no")
+
+
+def scan_windows(path, controller):
+    """(start, end) unix times of every scan the controller ran, from the scan enables it accepted."""
+    windows, started, pending = [], None, None
+    for index, opcode, timestamp, payload in records(path):
+        if index != controller or len(payload) < 3:
+            continue
+        if opcode == COMMAND:
+            pending = (struct.unpack("<H", payload[:2])[0], payload[3:])
+        elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 6 and pending and payload[5] == 0 \
+                and struct.unpack("<H", payload[3:5])[0] == pending[0] and pending[0] in (SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE):
+            if pending[1][0] and started is None:
+                started = unix_seconds(timestamp)
+            elif not pending[1][0] and started is not None:
+                windows.append((started, unix_seconds(timestamp)))
+                started = None
+    return windows

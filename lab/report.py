@@ -19,7 +19,7 @@ hci0 was switched off under agent a (power-on = yes), agent a logged a recovery 
 powered (bluetoothd), advertising and scanning (the controller) again within 10 s of the switch-off;
 every EN advertisement the agents' controllers were given conforms to the EN Bluetooth
 Specification (onair.py) and none was ended by the controller."""
-import json, os, re, sqlite3, subprocess, sys
+import datetime, json, os, re, sqlite3, subprocess, sys
 import onair
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -42,12 +42,54 @@ def derived_rpis(agent):
     return rpis
 
 agents = {"a": "hci0", "b": "hci1"}
+# The lab's phones and crowd (phones.py): one line per advertisement.
+phones = [json.loads(line) for line in open(f"{out}/phones.jsonl")] if os.path.exists(f"{out}/phones.jsonl") else []
+phone_rpis = {p["rpi"] for p in phones if p["wellFormed"]}
 try:
     own = {agent: derived_rpis(agent) for agent in agents}
 except Exception as error:
     # Without the agents' databases no check can run: the lab stopped before its agents did.
     print(f"lab-test: FAIL\n  no agent database to read ({type(error).__name__}: {error}); see {out}/console.log")
     sys.exit(1 if strict else 0)
+
+def btmon_seconds(stamp):
+    hours, minutes, rest = stamp.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(rest)
+
+
+def bluetoothd_restart():
+    """Per adapter, (seconds from the restarted bluetoothd's start until it offered the adapter
+    again, seconds from then to the agent's first successful advertisement and discovery, the time
+    of day it offered it), from
+    btmon's trace of the management commands (the radio's own record: polling bluetoothd's
+    properties can see stale kernel state just after a restart). bluetoothd offers an adapter for
+    advertising once its own Read Advertising Features for it is done; in the emulated guest, with
+    six controllers to set up, that alone can take over 10 s."""
+    lines = open(f"{out}/btmon.txt", errors="replace").read().splitlines()
+    starts = [i for i, line in enumerate(lines) if "bluetoothd: Bluetooth daemon" in line]
+    if len(starts) < 2:
+        return {}
+    started = btmon_seconds(lines[starts[-1]].split()[-1])
+    socket = next((re.search(r"\{0x\w+\}", line).group(0) for line in lines[starts[-1]:] if line.startswith("@ MGMT Open: bluetoothd")), None)
+    ready, first = {}, {}
+    for i in range(starts[-1], len(lines) - 2):
+        offered = re.match(r"@ MGMT Command: Read Adverti.. \(0x003d\) plen 0\s+(\{0x\w+\}) \[(hci\d)\] (\S+)$", lines[i])
+        if offered and offered.group(1) == socket:
+            ready.setdefault(offered.group(2), btmon_seconds(offered.group(3)))
+        event = re.match(r"@ MGMT Event: Command Complete .*\[(hci\d)\] (\S+)$", lines[i])
+        if not event or "Status: Success" not in lines[i + 2]:
+            continue
+        kind = ("advertising" if re.search(r"Add (Extended )?Advertising( Data)? \(", lines[i + 1])
+                else "scanning" if "Start Service Discovery" in lines[i + 1] else None)
+        if kind and event.group(1) in ready:
+            first.setdefault(event.group(1), {}).setdefault(kind, btmon_seconds(event.group(2)))
+    return {adapter: (ready[adapter] - started, max(kinds.values()) - ready[adapter], ready[adapter])
+            for adapter, kinds in first.items() if len(kinds) == 2}
+
+
+def day_of(interval):
+    return datetime.datetime.fromtimestamp(interval * 600, datetime.timezone.utc).strftime("%Y-%m-%d")
+
 
 def check(title):
     """Runs one named check; if its inputs are missing (a phase that failed early), the check
@@ -79,17 +121,20 @@ def who_saw_whom():
         seen = [rpi.hex() for rpi, _ in sightings]
         of_other = [rpi for rpi in seen if rpi in own[other]]
         of_self = [rpi for rpi in seen if rpi in own[agent]]
+        of_phones = [rpi for rpi in seen if rpi in phone_rpis]
         unknown_rssi = sum(1 for _, rssi in sightings if rssi is None)
         print(f"  {agent} ({agents[agent]}) saw {other} ({agents[other]}): {len(of_other)} sightings of {len(set(of_other))} "
-              f"distinct RPIs, all derived from {other}'s TEK by enctl derive" if of_other and len(of_other) == len(seen)
-              else f"  {agent} ({agents[agent]}): {len(seen)} sightings, {len(of_other)} of {other}'s RPIs, {len(of_self)} of its own")
+              f"distinct RPIs, all derived from {other}'s TEK by enctl derive; {len(of_phones)} of the lab's phones"
+              if of_other and len(of_other) + len(of_phones) == len(seen)
+              else f"  {agent} ({agents[agent]}): {len(seen)} sightings, {len(of_other)} of {other}'s RPIs, "
+                   f"{len(of_phones)} of phones, {len(of_self)} of its own")
         print(f"      RSSI unknown in {unknown_rssi} of {len(sightings)} (the emulated controllers report none)")
         if not of_other:
             failures.append(f"{agent} recorded none of {other}'s RPIs")
         if of_self:
             failures.append(f"{agent} recorded {len(of_self)} of its own RPIs")
-        if len(of_other) != len(seen):
-            failures.append(f"{agent} recorded {len(seen) - len(of_other)} sightings that derive from no agent's key")
+        if len(of_other) + len(of_phones) != len(seen):
+            failures.append(f"{agent} recorded {len(seen) - len(of_other) - len(of_phones)} sightings that derive from no agent's or well-formed phone's key")
 
 @check("ADDRESS ↔ RPI (from btmon's advertising reports)")
 def address_rpi():
@@ -160,12 +205,19 @@ def first_after_restart():
     keys = [tuple(row) for agent in agents for row in rows(agent, "SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key")]
     table = onair.identifiers(keys)
     found, _, _, _ = onair.advertisements(f"{out}/btmon.snoop", controllers={0, 1})
+    restart = bluetoothd_restart()
     for event, controllers in (("bluetoothd-killed-at", (0, 1)), ("a-killed-at", (0,))):
-        moment = float(open(f"{out}/phases/{event}").read())
+        killed = float(open(f"{out}/phases/{event}").read())
         for controller in controllers:
+            # After bluetoothd's restart, from the moment it offered the adapter again (btmon's
+            # times of day are the guest's, which runs in UTC like the host).
+            offered = restart.get(f"hci{controller}", (None, None, None))[2] if event.startswith("bluetoothd") else None
+            moment = killed if offered is None else max(killed, killed - killed % 86400 + offered)
             mine = [a for a in found if a["controller"] == controller]
             before = [a for a in mine if onair.unix_seconds(a["time"]) < moment]
-            after = [a for a in mine if onair.unix_seconds(a["time"]) >= moment]
+            # The kernel may set the same advertisement up again (same RPI, same address) when
+            # bluetoothd restarts: the first with a new RPI is the agent's new identifier.
+            after = [a for a in mine if onair.unix_seconds(a["time"]) >= moment and before and a["data"][11:27] != before[-1]["data"][11:27]]
             if not before or not after:
                 failures.append(f"hci{controller}: no EN advertisement {'before' if not before else 'after'} {event}")
                 continue
@@ -174,7 +226,8 @@ def first_after_restart():
             _, last_interval, last_key = table.get(last["data"][11:27], (None, None, None))
             _, first_interval, first_key = table.get(first["data"][11:27], (None, None, None))
             rolled = first_interval == last_interval
-            print(f"  {event.removesuffix('-at').replace('-', ' ')}: hci{controller} advertised again {took:.1f} s later from a new address "
+            print(f"  {event.removesuffix('-at').replace('-', ' ')}{'' if offered is None else ' (from hci%d offered again)' % controller}: "
+                  f"hci{controller} advertised again {took:.1f} s later from a new address "
                   f"{first['address'].hex(':')}; " + ("same interval, a fresh key (rolled)" if rolled and first_key != last_key
                                                      else "same interval, THE SAME KEY" if rolled else "the next interval's RPI"))
             if took > 10:
@@ -187,39 +240,81 @@ def first_after_restart():
         rolls = open(f"{out}/{agent}/enagentd.log").read().count("rolled to a fresh key")
         print(f"  agent {agent} rolled to a fresh key {rolls} time(s) (a recovery within the interval of its last advertisement)")
 
+@check("PHONES AND A CROWD (lab/phones.py on hci2-hci5)")
+def phones_and_crowd():
+    if not phones:
+        failures.append("no phone advertised (phones.jsonl is missing or empty)")
+        return
+    recorded = {agent: {rpi.hex() for (rpi,) in rows(agent, "SELECT rpi FROM sighting")} for agent in agents}
+    for p in phones:
+        if p["kind"].startswith("crowd"):
+            continue
+        seen_by = [agent for agent in agents if p["rpi"] in recorded[agent]]
+        print(f"  {p['kind']:16} {'well-formed' if p['wellFormed'] else 'malformed  '} {p['address']}: recorded by {', '.join(seen_by) or 'nobody'}")
+        if p["wellFormed"] and len(seen_by) != len(agents):
+            failures.append(f"the {p['kind']} phone was not recorded by {sorted(set(agents) - set(seen_by))}")
+        if not p["wellFormed"] and seen_by:
+            failures.append(f"the malformed {p['kind']} phone was recorded by {seen_by}")
+    crowd = [p for p in phones if p["kind"].startswith("crowd")]
+    sets = len({(p["controller"], p["set"]) for p in crowd})
+    for agent, controller in (("a", 0), ("b", 1)):
+        scans = [w for w in onair.scan_windows(f"{out}/btmon.snoop", controller) if w[0] >= min(p["on"] for p in crowd)]
+        # Over each scan's configured length (lab.conf: scan-seconds = 3): in the loaded emulated
+        # guest a scan's end can come seconds late, and an advertiser on the air for the first
+        # three seconds of a scan must be caught.
+        pairs = [(scan, p) for scan in scans for p in crowd if p["on"] <= scan[0] and p["off"] >= scan[0] + 3]
+        caught = sum(1 for _, p in pairs if p["rpi"] in recorded[agent])
+        share = caught / len(pairs) if pairs else 0
+        lengths = [end - start for start, end in scans]
+        print(f"  crowd of {len(crowd)} advertisements ({sets} sets at once, each advertisement its own address and TEK): {agent} recorded "
+              f"{caught} of {len(pairs)} (scan, advertiser on the air for the scan's first 3 s) pairs = {share:.1%} over {len(scans)} scans "
+              f"of {min(lengths, default=0):.1f}-{max(lengths, default=0):.1f} s")
+        if pairs and share < 0.95:
+            failures.append(f"{agent} recorded {share:.1%} of the crowd's (scan, advertiser) pairs, below 95 %")
+        if not pairs:
+            print(f"      (no advertiser spanned the first 3 s of one of {agent}'s scans in this run: the share is not measured)")
+        if not any(p["rpi"] in recorded[agent] for p in crowd):
+            failures.append(f"{agent} recorded none of the crowd")
+    ticks, per_second, started, ended = open(f"{out}/phases/crowd-cpu-b").read().split()
+    minutes = (float(ended) - float(started)) / 60
+    cpu = int(ticks) / int(per_second) / minutes
+    log = open(f"{out}/b/enagentd.log").read().splitlines()
+    stamp = lambda line: datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    writes = [line for line in log if "stored " in line and " sightings" in line]
+    during = [line for line in writes if float(started) - 1 <= stamp(line) <= float(ended) + 1]
+    crowd_scans = [w for w in onair.scan_windows(f"{out}/btmon.snoop", 1) if float(started) <= w[1] <= float(ended)]
+    print(f"  b's CPU during the crowd: {cpu:.2f} s per minute ({cpu / 60:.1%} of a core, the emulated guest's); "
+          f"{len(during)} writes of sightings for {len(crowd_scans)} scans")
+    if len(during) > len(crowd_scans) + 2:
+        failures.append(f"b wrote sightings {len(during)} times during {len(crowd_scans)} scans: more than one write per scan")
+
+@check("PHONE EXPOSURES (the phones' keys signed by the lab's authority; b detects through its API)")
+def phone_exposures():
+    detected = json.load(open(f"{out}/phases/detect-phones-b.json"))
+    windows = json.load(open(f"{out}/phases/windows-phones-b.json"))
+    recorded = {rpi.hex() for (rpi,) in rows("b", "SELECT rpi FROM sighting")}
+    teks = {p["tek"] for p in phones}
+    expected = {p["tek"] for p in phones if p["rpi"] in recorded}
+    days = sorted({w["date"] for w in windows})
+    phone_days = sorted({day_of(p["rollingStart"]) for p in phones})
+    print(f"  {len(teks)} phone keys published; b matched {detected.get('MatchedKeys')} (it recorded {len(expected)} of them); "
+          f"{detected.get('NewExposureWindows')} exposure windows on {', '.join(days)}; the phones' day {', '.join(phone_days)}")
+    if detected.get("MatchedKeys") != len(expected) or not expected:
+        failures.append(f"b matched {detected.get('MatchedKeys')} phone keys, it recorded RPIs of {len(expected)}")
+    if days != phone_days:
+        failures.append(f"the phones' exposures are on {days}, not on their keys' day {phone_days}")
+
 @check("RECOVERY")
 def recovery():
-    def recovery_after_restart():
-        """Per adapter, seconds from the restarted bluetoothd's start to its first successful
-        advertisement and discovery, from btmon's trace of the management commands (the radio's
-        own record: polling bluetoothd's properties can see stale kernel state just after a restart)."""
-        def seconds(stamp):
-            hours, minutes, rest = stamp.split(":")
-            return int(hours) * 3600 + int(minutes) * 60 + float(rest)
-        lines = open(f"{out}/btmon.txt", errors="replace").read().splitlines()
-        starts = [i for i, line in enumerate(lines) if "bluetoothd: Bluetooth daemon" in line]
-        if len(starts) < 2:
-            return {}
-        started = seconds(lines[starts[-1]].split()[-1])
-        first = {}
-        for i in range(starts[-1], len(lines) - 2):
-            event = re.match(r"@ MGMT Event: Command Complete .*\[(hci\d)\] (\S+)$", lines[i])
-            if not event or "Status: Success" not in lines[i + 2]:
-                continue
-            kind = ("advertising" if re.search(r"Add (Extended )?Advertising( Data)? \(", lines[i + 1])
-                    else "scanning" if "Start Service Discovery" in lines[i + 1] else None)
-            if kind:
-                first.setdefault(event.group(1), {}).setdefault(kind, seconds(event.group(2)) - started)
-        return {adapter: max(kinds.values()) for adapter, kinds in first.items() if len(kinds) == 2}
-
-    recovered = recovery_after_restart()
+    recovered = bluetoothd_restart()
     waited = dict(line.split() for line in open(f"{out}/phases/bluetoothd-restart"))
     for adapter in agents.values():
-        took = recovered.get(adapter)
-        print(f"  bluetoothd killed and restarted: {adapter} advertising and scanning again after "
-              + (f"{took:.1f} s (btmon)" if took is not None else "never (btmon)"))
+        ready, took, _ = recovered.get(adapter, (None, None, None))
+        print(f"  bluetoothd killed and restarted: it offered {adapter} again after "
+              + (f"{ready:.1f} s; the agent advertised and scanned on it {took:.1f} s later (btmon)" if took is not None
+                 else "?; the agent never advertised and scanned again (btmon)"))
         if took is None or took > 10 or waited.get(adapter) == "timeout":
-            failures.append(f"{adapter} did not advertise and scan within 10 s of bluetoothd's restart ({took})")
+            failures.append(f"{adapter} did not advertise and scan within 10 s of bluetoothd offering it again ({took})")
     snapshots = {name: json.load(open(f"{out}/phases/{name}.json")) for name in ("before-kill", "after-kill", "end")}
     before, after, end = snapshots["before-kill"], snapshots["after-kill"], snapshots["end"]
     # Every key from before the kill is still there (a roll may have ended one early and added one).
@@ -255,11 +350,18 @@ def logs():
 
 @check("PAUSE")
 def pause():
-    took, advertising, scanning = open(f"{out}/phases/pause-b").read().split()
+    _, advertising, scanning = open(f"{out}/phases/pause-b").read().split()
     paused = json.load(open(f"{out}/phases/paused-status-b.json"))
-    print(f"  b paused: status {paused['status']}; hci1 advertising {advertising}, scanning {scanning} (the controller's commands) after {took} s")
-    if paused["status"] != "paused" or advertising != "no" or scanning != "no" or float(took) > 2.0:
-        failures.append(f"pausing b left its radio on (advertising {advertising}, scanning {scanning} after {took} s)")
+    # Timed in the capture: from enctl pause returning to the controller accepting the last
+    # command that stopped its advertising and scanning.
+    paused_at = float(open(f"{out}/phases/b-paused-at").read())
+    quiet = next((time for time, on_air, listening in onair.radio_changes(f"{out}/btmon.snoop", 1)
+                  if time >= paused_at - 2 and not on_air and not listening), None)
+    took = None if quiet is None else max(0.0, quiet - paused_at)
+    print(f"  b paused: status {paused['status']}; hci1 stopped advertising and scanning "
+          + (f"{took:.1f} s after enctl pause returned" if took is not None else "NEVER") + f" (the controller's commands; still {advertising}/{scanning} when polled)")
+    if paused["status"] != "paused" or advertising != "no" or scanning != "no" or took is None or took > 2.0:
+        failures.append(f"pausing b left its radio on (advertising {advertising}, scanning {scanning}; stopped after {took} s)")
 
 @check("ADAPTER")
 def adapter():
@@ -293,11 +395,14 @@ def exposure():
     days = sorted({w["date"] for w in windows})
     key_days = sorted({row[0] for row in rows("a", "SELECT date(rolling_start_interval_number * 600, 'unixepoch') FROM temporary_exposure_key")})
     print(f"  a shared {json.loads(shared)['keyCount']} keys; b: {detected.get('MatchedKeys', 0)} matched, "
-          f"{len(windows)} exposure windows on {', '.join(days) or 'no day'} (offline detection finds {len(offline['exposureWindows'])})")
-    if not windows or len(windows) != len(offline["exposureWindows"]):
-        failures.append(f"b's detection through the key server found {len(windows)} windows, offline detection {len(offline['exposureWindows'])}")
-    if not set(days) <= set(key_days):
-        failures.append(f"exposure days {days} are not days of a's keys {key_days}")
+          f"{detected.get('NewExposureWindows', 0)} new exposure windows (offline detection finds {len(offline['exposureWindows'])}); "
+          f"all of b's windows on {', '.join(days) or 'no day'}")
+    new_windows = detected.get("NewExposureWindows", 0)
+    if not new_windows or new_windows != len(offline["exposureWindows"]):
+        failures.append(f"b's detection through the key server found {new_windows} windows, offline detection {len(offline['exposureWindows'])}")
+    phone_days = {day_of(p["rollingStart"]) for p in phones}
+    if not set(days) <= set(key_days) | phone_days:
+        failures.append(f"exposure days {days} are neither days of a's keys {key_days} nor the phones' {sorted(phone_days)}")
 
 
 if failures:

@@ -24,6 +24,10 @@ public final class RadioAgent: @unchecked Sendable {
     private var scanTimer: (any DispatchSourceTimer)?
     private var running = false
     private var recoveryPending = false
+    /// The radio went away since the last advertisement (bluetoothd left, the adapter vanished or
+    /// was switched off, which removes advertisements): only then does a return advertise anew,
+    /// which within the same interval costs a fresh key.
+    private var lostSinceAdvertising = false
     private var state = RadioState() {
         didSet { if state != oldValue { onChange?(state) } }
     }
@@ -80,12 +84,14 @@ public final class RadioAgent: @unchecked Sendable {
     /// and the scan with it.
     public func radioLost() {
         queue.async { [self] in
+            lostSinceAdvertising = true
             state = RadioState(problem: .bluetoothOff)
         }
     }
 
     /// Advertises and scans afresh (the radio came back, e.g. after bluetoothd restarted). Calls
-    /// that arrive together (bluetoothd and its adapters appear within moments) make one recovery.
+    /// that arrive together (bluetoothd and its adapters appear within moments) make one recovery;
+    /// one with no loss before it only scans anew.
     public func radioReturned() {
         queue.async { [self] in
             guard running, !recoveryPending else { return }
@@ -93,10 +99,14 @@ public final class RadioAgent: @unchecked Sendable {
             queue.asyncAfter(deadline: .now() + Self.recoveryDelay) { [self] in
                 recoveryPending = false
                 guard running else { return }
-                logger.info("radio available again: advertising and scanning anew")
-                state.advertising = false
+                // A return without a loss (an adapter reporting itself powered) leaves the
+                // advertisement on the air as it is.
+                if lostSinceAdvertising || !state.advertising {
+                    logger.info("radio available again: advertising and scanning anew")
+                    state.advertising = false
+                    rotate()
+                }
                 state.scanning = false
-                rotate()
                 scanCycle()
             }
         }
@@ -105,9 +115,6 @@ public final class RadioAgent: @unchecked Sendable {
     /// Answers once the agent's queue has run everything before: a wedged queue never answers,
     /// which is what the watchdog is for.
     public var isResponsive: Bool { queue.sync { true } }
-
-    /// Whether the radio advertises and scans, and what stops it.
-    public var currentState: RadioState { queue.sync { state } }
 
     /// What a radio error means for the agent's status: anything but a known problem (bluetoothd
     /// missing from the bus, say) counts as Bluetooth being off.
@@ -170,6 +177,7 @@ public final class RadioAgent: @unchecked Sendable {
                 }
                 state.advertising = true
                 state.problem = nil
+                lostSinceAdvertising = false
                 ownIdentifiers.append(advertised.rpi)
                 ownIdentifiers = Array(ownIdentifiers.suffix(Self.ownIdentifierMemory))
                 logger.info("advertising a new identifier", metadata: ["interval": "\(advertised.interval)",

@@ -26,6 +26,22 @@ public final class BlueZClient: Sendable {
         }.sorted { $0.name < $1.name }
     }
 
+    /// One adapter by name (hci0), or nil when BlueZ has none of that name. It asks for that
+    /// adapter's properties only: GetManagedObjects carries every device BlueZ has seen, which
+    /// with a crowd around took bluetoothd over 10 s (the lab's crowd).
+    public func adapter(named name: String) throws(DBusError) -> Adapter? {
+        let path = "/org/bluez/" + name
+        let reply: [DBusValue]
+        do {
+            reply = try connection.call(destination: BlueZ.service, path: path, interface: ExportedObject.propertiesInterface, member: "GetAll",
+                                        [.string(BlueZ.adapterInterface)], timeout: BlueZ.callTimeout)
+        } catch where [DBusError.unknownObject, DBusError.unknownMethod, DBusError.invalidArgs, DBusError.unknownInterface].contains(error.name) {
+            return nil
+        }
+        let properties = reply.first?.stringKeyed ?? [:]
+        return Adapter(path: path, address: properties["Address"]?.string ?? "", powered: properties["Powered"]?.bool ?? false, canAdvertise: true)
+    }
+
     public func setPowered(_ adapter: Adapter, _ powered: Bool) throws(DBusError) {
         try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "Set",
                             [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(powered))], timeout: BlueZ.callTimeout)
@@ -69,18 +85,19 @@ public final class BlueZClient: Sendable {
     }
 
     /// Makes BlueZ forget the advertisers seen, so the next scan reports them afresh (BlueZ only
-    /// reports a device again when something about it changes).
+    /// reports a device again when something about it changes). The calls do not wait for their
+    /// answers: with a crowd around, a round trip per device held up the radio's schedule for
+    /// half a minute (the lab's crowd), and a device already gone needs no answer either.
     public func forgetDevices(on adapter: Adapter) throws(DBusError) {
         let prefix = adapter.path + "/dev_"
-        let paths = serviceData.withLock { Array($0.keys.filter { $0.hasPrefix(prefix) }) }
+        let paths = serviceData.withLock { cache in
+            let paths = cache.keys.filter { $0.hasPrefix(prefix) }
+            paths.forEach { cache[$0] = nil }
+            return paths
+        }
         for path in paths {
-            serviceData.withLock { $0[path] = nil }
-            do {
-                try connection.call(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
-                                    member: "RemoveDevice", [.objectPath(path)], timeout: BlueZ.callTimeout)
-            } catch where error.name == "org.bluez.Error.DoesNotExist" {
-                continue
-            }
+            try connection.callWithoutReply(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
+                                            member: "RemoveDevice", [.objectPath(path)])
         }
     }
 
@@ -113,18 +130,18 @@ public final class BlueZClient: Sendable {
         }
     }
 
-    /// Calls `handler` when an adapter appears or vanishes, or is powered on or off (not for the
-    /// property changes that discovery itself causes).
-    public func followAdapters(_ handler: @escaping @Sendable () -> Void) throws(DBusError) -> [SignalSubscription] {
+    /// Calls `handler(true)` when an adapter appears or is powered on, `handler(false)` when one
+    /// vanishes or is powered off (not for the property changes that discovery itself causes).
+    public func followAdapters(_ handler: @escaping @Sendable (_ available: Bool) -> Void) throws(DBusError) -> [SignalSubscription] {
         let appeared = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded")) { message in
-            if message.arguments.dropFirst().first?.stringKeyed?[BlueZ.adapterInterface] != nil { handler() }
+            if message.arguments.dropFirst().first?.stringKeyed?[BlueZ.adapterInterface] != nil { handler(true) }
         }
         let vanished = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved")) { message in
-            if message.arguments.dropFirst().first?.elements?.contains(.string(BlueZ.adapterInterface)) == true { handler() }
+            if message.arguments.dropFirst().first?.elements?.contains(.string(BlueZ.adapterInterface)) == true { handler(false) }
         }
         let powered = try connection.subscribe(MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: ExportedObject.propertiesInterface,
                                                          member: "PropertiesChanged", arg0: BlueZ.adapterInterface)) { message in
-            if message.arguments.dropFirst().first?.stringKeyed?["Powered"] != nil { handler() }
+            if let on = message.arguments.dropFirst().first?.stringKeyed?["Powered"]?.bool { handler(on) }
         }
         return [appeared, vanished, powered]
     }

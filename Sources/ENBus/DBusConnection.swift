@@ -143,6 +143,15 @@ public final class DBusConnection: @unchecked Sendable {
                  timeout: timeout).arguments
     }
 
+    /// Sends a method call marked as expecting no reply and returns at once: for calls whose
+    /// answer changes nothing (such as many RemoveDevice calls in a row), so the caller never waits
+    /// a round trip per call.
+    public func callWithoutReply(destination: String, path: String, interface: String, member: String, _ arguments: [DBusValue] = []) throws(DBusError) {
+        let message = try DBusMessage.methodCall(destination: destination, path: path, interface: interface, member: member, arguments)
+        dbus_message_set_no_reply(message.raw, 1)
+        send(message)
+    }
+
     /// Queues `message` (a signal or a reply) for sending.
     public func send(_ message: DBusMessage) {
         dbus_connection_send(raw, message.raw, nil)

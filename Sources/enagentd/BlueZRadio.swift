@@ -50,6 +50,8 @@ final class BlueZRadio: Radio {
     private struct State {
         var advertisement: (instance: UInt8, adapter: Adapter)?
         var scanningAdapter: Adapter?
+        /// The adapter chosen when none is configured, asked for by name from then on.
+        var chosenAdapter: String?
     }
 
     init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool) {
@@ -60,10 +62,13 @@ final class BlueZRadio: Radio {
 
     /// The configured adapter, else the first that can advertise; powered on when allowed.
     func adapter() throws -> Adapter {
-        let adapters = try client.adapters()
-        guard var adapter = adapterName.map({ name in adapters.first { $0.name == name } }) ?? adapters.first(where: \.canAdvertise) else {
-            throw Failure.noAdapter(adapterName)
+        let known = adapterName ?? state.withLock { $0.chosenAdapter }
+        var found = try known.flatMap { try client.adapter(named: $0) }
+        if found == nil && adapterName == nil {
+            found = try client.adapters().first(where: \.canAdvertise)
+            state.withLock { $0.chosenAdapter = found?.name }
         }
+        guard var adapter = found else { throw Failure.noAdapter(adapterName) }
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
             try client.setPowered(adapter, true)

@@ -246,7 +246,12 @@ final class Daemon: @unchecked Sendable {
                 logger.warning("bluetoothd left the bus; waiting for it to return")
                 agent.radioLost()
             }
-        }] + client.followAdapters { agent.radioReturned() }
+        }] + client.followAdapters { available in
+            // An adapter gone or switched off took the advertisement with it; the recovery switches
+            // it on again where allowed, or retries every second until it is back.
+            if !available { agent.radioLost() }
+            agent.radioReturned()
+        }
         agent.start()
         return agent
     }

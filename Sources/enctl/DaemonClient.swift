@@ -38,7 +38,7 @@ struct DaemonClient {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
             return CommandError("enagentd is not running (nothing owns \(busName) on the system bus); start it with 'systemctl start enagentd'")
-        case "org.freedesktop.DBus.Error.AccessDenied", "\(interface).Error.NotAuthorized":
+        case DBusError.accessDenied, "\(interface).Error.NotAuthorized":
             return CommandError("not allowed: only root and members of the group enagent may do this (\(error.message))")
         default:
             let name = error.name.hasPrefix(interface + ".Error.") ? String(error.name.dropFirst(interface.count + 7)) : error.name

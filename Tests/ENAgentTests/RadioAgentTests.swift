@@ -122,6 +122,21 @@ final class RecordingRadio: Radio {
                 == (try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: current.keyData), interval: next)).bytes)
     }
 
+    /// An adapter that reports itself powered, with no loss before, changes nothing on the air:
+    /// no new advertisement, so no key is spent on it.
+    @Test func aReturnWithoutALossKeepsTheAdvertisement() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        agent.radioReturned()
+        Thread.sleep(forTimeInterval: 0.6)
+        agent.stop()
+        #expect(radio.log.filter { $0 == "advertise" }.count == 1)
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 2, "it scans anew")
+        #expect(try store.temporaryExposureKeys(validAfter: 0).count == 1)
+    }
+
     /// A radio that refused put nothing on the air: the retry may use the interval's RPI.
     @Test func aRefusedAdvertisementDoesNotUseUpTheIntervalsIdentifier() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))

@@ -88,6 +88,19 @@ final class Locked<Value: Sendable>: Sendable {
         #expect(reply.wait() == [true], "and its reply comes when it returns")
     }
 
+    /// A call without a reply returns at once, however long the method takes, and arrives in order.
+    @Test func aCallWithoutReplyArrivesAndDoesNotWait() throws {
+        defer { gate.signal() }
+        let started = ContinuousClock.now
+        try client.callWithoutReply(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Queued")
+        try client.callWithoutReply(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: ExportedObject.propertiesInterface,
+                                    member: "Set", [.string("org.enagent.Test"), .string("Name"), .variant(.string("changed"))])
+        #expect(ContinuousClock.now - started < .seconds(1), "neither call waited for its method")
+        let name = try client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: ExportedObject.propertiesInterface,
+                                   member: "Get", [.string("org.enagent.Test"), .string("Name")], timeout: .seconds(5))
+        #expect(name.first?.string == "changed", "the Set sent without a reply was delivered before the Get")
+    }
+
     @Test(arguments: [
         DBusValue.byte(7), .boolean(true), .boolean(false), .int16(-2), .uint16(65_000), .int32(-70_000), .uint32(4_000_000_000),
         .int64(-1 << 40), .uint64(1 << 63), .double(-0.25), .string("grüße ✓"), .objectPath("/org/bluez/hci0"), .signature("a{sv}"),

@@ -1,0 +1,183 @@
+"""phones.py OUT ORIGIN SCALE MODE SECONDS hciN...: phones on emulated controllers, in the guest.
+
+Each advertising set is one phone with a TEK of its own; its RPI and AEM are derived for the
+agents' current EN interval (their clock: ORIGIN + SCALE x (real - ORIGIN)) with onair.py's own
+HKDF/AES, not enagent's. The sets are programmed with raw HCI commands (LE Set Extended
+Advertising Parameters/Data/Enable, legacy non-connectable PDUs, a random address per set), so
+that malformed payloads go out too, which the kernel's management interface refuses. Every set is
+switched off and on every second (Controller.repeat: btvirt reports a set once per enable, a
+real advertiser every 100-270 ms).
+
+MODE phones: what phones send, one set each for SECONDS: an iPhone (Flags 0x1A first), an Android
+phone (no Flags), extra AD structures in another order, and the malformed: FD6F service data of 19
+and of 21 bytes, another UUID, a structure cut short.
+MODE crowd: every set of every controller (3 each in btvirt) as an iPhone, rotating to a new
+address, TEK-derived RPI and AEM every second EN interval, for SECONDS.
+phones.py export PHONES.JSONL ZIP: an unsigned key export (export.bin in a zip) of every phone's
+TEK, as a health authority would publish them (enctl keys sign signs it).
+
+Appends one JSON object per advertisement to OUT/phones.jsonl: controller, kind, well-formed,
+TEK (hex), rolling start, interval, address, RPI, and the unix times it went on and off the air."""
+import json, os, socket, struct, sys, time
+import onair
+
+EXTENDED_ADVERTISING_SETS = 3  # btvirt's MAX_EXT_ADV_SETS
+
+
+class Controller:
+    def __init__(self, name):
+        self.name = name
+        self.socket = socket.socket(socket.AF_BLUETOOTH, socket.SOCK_RAW, socket.BTPROTO_HCI)
+        self.socket.bind((int(name.removeprefix("hci")),))
+        # Event packets only, every event.
+        self.socket.setsockopt(socket.SOL_HCI, socket.HCI_FILTER, struct.pack("<IIIHxx", 1 << 4, 0xFFFFFFFF, 0xFFFFFFFF, 0))
+        self.socket.settimeout(5)
+
+    def command(self, opcode, parameters):
+        self.socket.send(bytes([0x01]) + struct.pack("<HB", opcode, len(parameters)) + parameters)
+        while True:
+            event = self.socket.recv(300)
+            if event[1] == 0x0E and struct.unpack("<H", event[4:6])[0] == opcode:
+                status = event[6]
+            elif event[1] == 0x0F and struct.unpack("<H", event[5:7])[0] == opcode:
+                status = event[3]
+            else:
+                continue
+            if status:
+                raise RuntimeError(f"{self.name}: HCI command 0x{opcode:04x} failed with status 0x{status:02x}")
+            return
+
+    def advertise(self, handle, address, data):
+        """(Re)programs set `handle`: legacy ADV_NONCONN_IND every 100 ms from `address`."""
+        try:
+            self.command(0x2039, bytes([0x00, 0x01, handle, 0, 0, 0]))  # a set's address changes only while it is off
+        except RuntimeError:
+            pass  # a set never used before
+        parameters = struct.pack("<BH", handle, 0x0010) + (0xA0).to_bytes(3, "little") * 2 \
+            + bytes([0x07, 0x01, 0x00]) + bytes(6) + bytes([0x00, 0x7F, 0x01, 0x00, 0x01, handle, 0x00])
+        self.command(0x2036, parameters)
+        self.command(0x2035, bytes([handle]) + address[::-1])
+        self.command(0x2037, bytes([handle, 0x03, 0x01, len(data)]) + data)
+        self.command(0x2039, bytes([0x01, 0x01, handle, 0, 0, 0]))
+
+    def stop(self, handle):
+        self.command(0x2039, bytes([0x00, 0x01, handle, 0, 0, 0]))
+
+    def repeat(self, handles):
+        """Off and on again: btvirt reports a set to scanners only when it is enabled (or a scan
+        is), once, where a real advertiser repeats every 100-270 ms; that one report can race the
+        scanner's kernel entering discovery and be dropped. Same address, same data."""
+        sets = b"".join(bytes([handle, 0, 0, 0]) for handle in handles)
+        self.command(0x2039, bytes([0x00, len(handles)]) + sets)
+        self.command(0x2039, bytes([0x01, len(handles)]) + sets)
+
+
+def non_resolvable_address():
+    while True:
+        address = bytearray(os.urandom(6))
+        address[0] &= 0x3F
+        if address[1:] != bytes(5) and address[1:] != b"\xff" * 5:
+            return bytes(address)
+
+
+def en_data(key, interval):
+    rpik, aemk = onair.hkdf(key, b"EN-RPIK"), onair.hkdf(key, b"EN-AEMK")
+    rpi = onair.aes("ecb", rpik, b"EN-RPI" + bytes(6) + struct.pack("<I", interval))
+    aem = onair.aes("ctr", aemk, bytes([0x40, 0x00, 0x00, 0x00]), iv=rpi)
+    return rpi, aem
+
+
+# (kind, well-formed, AD bytes from RPI ‖ AEM)
+KINDS = [
+    ("iphone", True, lambda s: bytes.fromhex("02011a03036ffd17166ffd") + s),
+    ("android", True, lambda s: bytes.fromhex("03036ffd17166ffd") + s),
+    # Service data first, then the UUID list and a TX Power Level structure: 31 bytes.
+    ("reordered-extra", True, lambda s: bytes.fromhex("17166ffd") + s + bytes.fromhex("03036ffd") + bytes.fromhex("020a00")),
+    ("service-data-19", False, lambda s: bytes.fromhex("03036ffd16166ffd") + s[:19]),
+    ("service-data-21", False, lambda s: bytes.fromhex("03036ffd18166ffd") + s + b"\x00"),
+    ("another-uuid", False, lambda s: bytes.fromhex("03036efd17166efd") + s),
+    ("cut-short", False, lambda s: bytes.fromhex("03036ffd17166ffd") + s[:10]),
+]
+
+
+def varint(value):
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
+def field(number, wire_type, payload):
+    if wire_type == 2:
+        payload = varint(len(payload)) + payload
+    return varint(number << 3 | wire_type) + payload
+
+
+def export(phones_jsonl, path):
+    import zipfile
+    phones = [json.loads(line) for line in open(phones_jsonl)]
+    keys = b"".join(field(7, 2, field(1, 2, bytes.fromhex(p["tek"])) + field(3, 0, varint(p["rollingStart"]))
+                                + field(4, 0, varint(144)) + field(5, 0, varint(1)))
+                    for p in {p["tek"]: p for p in phones}.values())
+    now = int(time.time())
+    body = field(1, 1, struct.pack("<Q", now - 86400)) + field(2, 1, struct.pack("<Q", now)) + field(3, 2, b"LAB") \
+        + field(4, 0, varint(1)) + field(5, 0, varint(1)) + keys
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("export.bin", b"EK Export v1    " + body)
+
+
+def main():
+    if sys.argv[1] == "export":
+        return export(sys.argv[2], sys.argv[3])
+    out, origin, scale, mode, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+    controllers = [Controller(name) for name in sys.argv[6:]]
+    slots = [(controller, handle) for controller in controllers for handle in range(EXTENDED_ADVERTISING_SETS)]
+    agent_now = lambda: origin + scale * (time.time() - origin)
+    log = open(f"{out}/phones.jsonl", "a")
+    ends = time.time() + seconds
+    plan = KINDS if mode == "phones" else None
+    if plan and len(plan) > len(slots):
+        sys.exit(f"phones.py: {len(plan)} phones need {len(plan)} advertising sets, the controllers have {len(slots)}")
+    live, next_rotation = {}, time.time()
+    while time.time() < ends:
+        if time.time() >= next_rotation:
+            interval = int(agent_now() // 600)
+            chosen = slots if mode == "crowd" else slots[:len(plan)]
+            # Derived before the radio is touched, so that the sets change within moments of each other.
+            fresh = []
+            for index, (controller, handle) in enumerate(chosen):
+                kind, well_formed, build = ("crowd-iphone", True, KINDS[0][2]) if mode == "crowd" else plan[index]
+                key, address = os.urandom(16), non_resolvable_address()
+                rpi, aem = en_data(key, interval)
+                fresh.append((controller, handle, kind, well_formed, key, address, rpi, build(rpi + aem)))
+            for controller, handle, kind, well_formed, key, address, rpi, data in fresh:
+                previous = live.get((controller.name, handle))
+                controller.advertise(handle, address, data)
+                now = time.time()
+                if previous:
+                    previous["off"] = now
+                    log.write(json.dumps(previous) + "\n")
+                live[(controller.name, handle)] = {
+                    "controller": controller.name, "set": handle, "kind": kind, "wellFormed": well_formed, "tek": key.hex(),
+                    "rollingStart": interval - interval % 144, "interval": interval, "address": address.hex(":"),
+                    "rpi": rpi.hex(), "on": now}
+            # A new RPI and address every second EN interval of the agents' clock (real phones:
+            # every 10-20 minutes); the phones keep theirs.
+            next_rotation = ((interval + 2) * 600 - origin) / scale + origin if mode == "crowd" else ends
+        else:
+            for controller in controllers:
+                handles = [handle for (name, handle) in live if name == controller.name]
+                if handles:
+                    controller.repeat(handles)
+        time.sleep(max(0.05, min(1.0, next_rotation - time.time(), ends - time.time())))
+    for (name, handle), record in live.items():
+        next(c for c in controllers if c.name == name).stop(handle)
+        record["off"] = time.time()
+        log.write(json.dumps(record) + "\n")
+    log.close()
+
+
+if __name__ == "__main__":
+    main()
