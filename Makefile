@@ -15,7 +15,7 @@ DBUSDIR ?= /usr/share/dbus-1
 SWIFT ?= swift
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: all deps build release test bench run lab lab-test install install-files verify-units interface-xml uninstall clean proto
+.PHONY: all deps build release test bench fuzz run lab lab-test install install-files verify-units interface-xml uninstall clean proto
 
 all: build
 
@@ -39,6 +39,11 @@ test: deps
 bench: deps
 	$(SWIFT) build -c release --product enbench
 	$$($(SWIFT) build -c release --show-bin-path)/enbench
+
+# The fuzzers (Fuzz/README.md) under libFuzzer and AddressSanitizer, each for FUZZ_SECONDS (60);
+# fails when one crashes, hangs or goes over 256 MB, naming the input.
+fuzz: deps
+	SWIFT="$(SWIFT)" scripts/fuzz.sh
 
 # The agent in the foreground with its state under ./run, without the radio (a machine
 # without Bluetooth has none; the lab below gives it one), its API on a private bus there:

@@ -87,6 +87,17 @@ let package = Package(
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd"]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENSystemd"],
                     exclude: ["Servers"]),
+        // Fuzzers (make fuzz)
+        // One libFuzzer executable per parser strangers can feed, and their corpus replayed as a test (Fuzz/README.md).
+        .systemLibrary(name: "CENLibFuzzer", path: "Fuzz/LibFuzzer"),
+        .target(name: "ENFuzzTargets", dependencies: ["ENCore", "ENKeyFiles", "ENDiagnosis", "ENAgent", "CENLibFuzzer"]),
+        .executableTarget(name: "FuzzKeyExport", dependencies: ["ENFuzzTargets"], path: "Fuzz/KeyExport"),
+        .executableTarget(name: "FuzzHealthCard", dependencies: ["ENFuzzTargets"], path: "Fuzz/HealthCard"),
+        .executableTarget(name: "FuzzSightings", dependencies: ["ENFuzzTargets"], path: "Fuzz/Sightings"),
+        .executableTarget(name: "FuzzAgentConfiguration", dependencies: ["ENFuzzTargets"], path: "Fuzz/AgentConfiguration"),
+        .executableTarget(name: "FuzzExposureConfiguration", dependencies: ["ENFuzzTargets"], path: "Fuzz/ExposureConfiguration"),
+        .executableTarget(name: "FuzzAdvertisement", dependencies: ["ENFuzzTargets"], path: "Fuzz/Advertisement"),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["ENFuzzTargets", "ENDiagnosis"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -103,11 +103,23 @@ public struct HealthCardVerifier: Sendable {
         guard let signature = Base64URL.decode(parts[2]) else { throw .badSignature }
         let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
         guard signingInput.withUnsafeBytes({ key.publicKey.isValidRawSignature(signature, for: $0) }) else { throw .badSignature }
-        guard let notBefore = (payload["nbf"] as? NSNumber)?.doubleValue else { throw .badPayload("no \"nbf\"") }
-        guard Int64(notBefore) <= now + Self.clockSkewSeconds else { throw .notYetValid(notBefore: Int64(notBefore)) }
-        let expires = (payload["exp"] as? NSNumber).map { Int64($0.doubleValue) }
+        guard let nbf = payload["nbf"] as? NSNumber else { throw .badPayload("no \"nbf\"") }
+        // Seconds, possibly with a fraction; a number past Int64 (1e300) would trap on conversion.
+        guard let notBefore = Self.seconds(nbf) else { throw .badPayload("\"nbf\" is not a time in unix seconds") }
+        guard notBefore <= now + Self.clockSkewSeconds else { throw .notYetValid(notBefore: notBefore) }
+        var expires: Int64?
+        if let exp = payload["exp"] as? NSNumber {
+            guard let seconds = Self.seconds(exp) else { throw .badPayload("\"exp\" is not a time in unix seconds") }
+            expires = seconds
+        }
         if let expires, expires < now { throw .expired(expires: expires) }
-        return Self.card(issuer: issuer, notBefore: Int64(notBefore), expires: expires, payload: payload)
+        return Self.card(issuer: issuer, notBefore: notBefore, expires: expires, payload: payload)
+    }
+
+    /// Whole unix seconds of a JSON number (a fraction dropped), or nil when it is no finite
+    /// number within Int64.
+    static func seconds(_ number: NSNumber) -> Int64? {
+        Int64(exactly: number.doubleValue.rounded(.towardZero))
     }
 
     /// The person's name and the bundle's immunizations and observations.
