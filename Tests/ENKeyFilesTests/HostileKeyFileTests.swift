@@ -6,16 +6,6 @@ import Testing
 import ZIPFoundation
 
 @Suite struct HostileKeyFileTests {
-    func zip(_ entries: [(String, Data)], method: CompressionMethod = .deflate) throws -> Data {
-        let archive = try Archive(data: Data(), accessMode: .create)
-        for (name, contents) in entries {
-            try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(contents.count), compressionMethod: method) { position, size in
-                contents.subdata(in: Int(position)..<Int(position) + size)
-            }
-        }
-        return archive.data!
-    }
-
     func exportBin(_ keys: [ExportProtoTemporaryExposureKey]) throws -> Data {
         var export = ExportProtoTemporaryExposureKeyExport()
         export.region = "US"
@@ -44,7 +34,7 @@ import ZIPFoundation
     @Test func aWrongHeaderIsRefused() throws {
         var bin = try exportBin([key()])
         bin[3] = UInt8(ascii: "X")
-        #expect(refusal(try zip([("export.bin", bin)])) == .badHeader)
+        #expect(refusal(try zipArchive([("export.bin", bin)])) == .badHeader)
     }
 
     /// A cut inside a field is malformed; a cut between two keys leaves a shorter but well-formed
@@ -66,28 +56,28 @@ import ZIPFoundation
 
     @Test func garbageAfterTheHeaderIsRefused() throws {
         let bin = Data(KeyExport.header) + Data([0x3b, 0xff, 0xff, 0xff])
-        guard case .malformedExport = refusal(try zip([("export.bin", bin)])) else { Issue.record("accepted garbage"); return }
+        guard case .malformedExport = refusal(try zipArchive([("export.bin", bin)])) else { Issue.record("accepted garbage"); return }
     }
 
     @Test func invalidKeysAreRefusedByNumber() throws {
-        #expect(refusal(try zip([("export.bin", try exportBin([key(), key(bytes: 15)]))])) == .invalidKey(index: 1, reason: "key data is 15 bytes, not 16"))
-        #expect(refusal(try zip([("export.bin", try exportBin([key(bytes: 0)]))])) == .invalidKey(index: 0, reason: "key data is 0 bytes, not 16"))
-        #expect(refusal(try zip([("export.bin", try exportBin([key(period: 0)]))])) == .invalidKey(index: 0, reason: "rolling period 0 is outside 1...144"))
-        #expect(refusal(try zip([("export.bin", try exportBin([key(period: 145)]))])) == .invalidKey(index: 0, reason: "rolling period 145 is outside 1...144"))
-        #expect(refusal(try zip([("export.bin", try exportBin([key(start: nil)]))])) == .invalidKey(index: 0, reason: "it has no rolling start interval number"))
-        #expect(refusal(try zip([("export.bin", try exportBin([key(start: -1)]))])) == .invalidKey(index: 0, reason: "rolling start interval number -1 is negative"))
-        #expect(refusal(try zip([("export.bin", try exportBin([key(risk: 9)]))])) == .invalidKey(index: 0, reason: "transmission risk level 9 is outside 0...8"))
+        #expect(refusal(try zipArchive([("export.bin", try exportBin([key(), key(bytes: 15)]))])) == .invalidKey(index: 1, reason: "key data is 15 bytes, not 16"))
+        #expect(refusal(try zipArchive([("export.bin", try exportBin([key(bytes: 0)]))])) == .invalidKey(index: 0, reason: "key data is 0 bytes, not 16"))
+        #expect(refusal(try zipArchive([("export.bin", try exportBin([key(period: 0)]))])) == .invalidKey(index: 0, reason: "rolling period 0 is outside 1...144"))
+        #expect(refusal(try zipArchive([("export.bin", try exportBin([key(period: 145)]))])) == .invalidKey(index: 0, reason: "rolling period 145 is outside 1...144"))
+        #expect(refusal(try zipArchive([("export.bin", try exportBin([key(start: nil)]))])) == .invalidKey(index: 0, reason: "it has no rolling start interval number"))
+        #expect(refusal(try zipArchive([("export.bin", try exportBin([key(start: -1)]))])) == .invalidKey(index: 0, reason: "rolling start interval number -1 is negative"))
+        #expect(refusal(try zipArchive([("export.bin", try exportBin([key(risk: 9)]))])) == .invalidKey(index: 0, reason: "transmission risk level 9 is outside 0...8"))
     }
 
     @Test func missingEntriesAndNonZipsAreRefused() throws {
-        #expect(refusal(try zip([("export.sig", Data())])) == .missingEntry("export.bin"))
+        #expect(refusal(try zipArchive([("export.sig", Data())])) == .missingEntry("export.bin"))
         guard case .notAZipArchive = refusal(Data("hello, not a zip".utf8)) else { Issue.record("accepted text"); return }
     }
 
     @Test func aMissingSignatureIsUnsignedAndAGarbledOneIsRefused() throws {
-        let unsigned = try KeyExport(contentsOf: try zip([("export.bin", try exportBin([key()]))]))
+        let unsigned = try KeyExport(contentsOf: try zipArchive([("export.bin", try exportBin([key()]))]))
         #expect(unsigned.signatureStatus(trustedKeys: [TrustedKey(publicKey: try P256PrivateKey().publicKey)]) == .unsigned)
-        guard case .malformedSignatureList = refusal(try zip([("export.bin", try exportBin([key()])), ("export.sig", Data([0x0a, 0x05, 0x01]))])) else {
+        guard case .malformedSignatureList = refusal(try zipArchive([("export.bin", try exportBin([key()])), ("export.sig", Data([0x0a, 0x05, 0x01]))])) else {
             Issue.record("accepted a garbled export.sig"); return
         }
     }
@@ -113,7 +103,7 @@ import ZIPFoundation
     }
 
     @Test func aZipBombIsRefusedBeforeInflating() throws {
-        let bomb = try zip([("export.bin", Data(KeyExport.header) + Data(count: 50 << 20))])
+        let bomb = try zipArchive([("export.bin", Data(KeyExport.header) + Data(count: 50 << 20))])
         #expect(bomb.count < 1 << 20)
         guard case .oversizedEntry(let name, let declared, _, let limit) = refusal(bomb) else { Issue.record("inflated a bomb"); return }
         #expect(name == "export.bin" && declared == UInt64(16 + 50 << 20))
@@ -124,7 +114,7 @@ import ZIPFoundation
     }
 
     @Test func anEntryThatLiesAboutItsSizeIsStoppedWhileInflating() throws {
-        var lying = try zip([("export.bin", Data(KeyExport.header) + Data(count: 100_000))])
+        var lying = try zipArchive([("export.bin", Data(KeyExport.header) + Data(count: 100_000))])
         // Patch the declared uncompressed size (local header offset 22, central directory offset 24) to 20,000.
         for (signature, offset) in [(Data([0x50, 0x4b, 0x03, 0x04]), 22), (Data([0x50, 0x4b, 0x01, 0x02]), 24)] {
             let start = try #require(lying.firstRange(of: signature)).lowerBound + offset
@@ -143,7 +133,7 @@ import ZIPFoundation
     @Test func unknownFieldsFromANewerFormatAreSkipped() throws {
         var bin = try exportBin([key()])
         bin.append(contentsOf: [0x4a, 0x02, 0x68, 0x69])  // field 9, 2 bytes
-        #expect(try KeyExport(contentsOf: try zip([("export.bin", bin)])).keyCount == 1)
+        #expect(try KeyExport(contentsOf: try zipArchive([("export.bin", bin)])).keyCount == 1)
     }
 
     @Test func errorMessagesSayWhatIsWrong() {

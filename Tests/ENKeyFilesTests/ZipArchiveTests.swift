@@ -9,16 +9,6 @@ import ZIPFoundation
 @Suite struct ZipArchiveTests {
     static let realFiles = ["en-internals-sample.zip", "en-server-example.zip", "legacy-signature-info-sample.zip"]
 
-    func zip(_ entries: [(String, Data)], method: CompressionMethod = .deflate) throws -> Data {
-        let archive = try Archive(data: Data(), accessMode: .create)
-        for (name, contents) in entries {
-            try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(contents.count), compressionMethod: method) { position, size in
-                contents.subdata(in: Int(position)..<Int(position) + size)
-            }
-        }
-        return archive.data!
-    }
-
     func failure(_ data: Data, maximumEntries: Int = 16) -> ZipArchive.Failure? {
         do {
             let archive = try ZipArchive(data, maximumEntries: maximumEntries)
@@ -74,17 +64,17 @@ import ZIPFoundation
     }
 
     @Test func anOffsetPastTheEndIsNamed() throws {
-        var data = try zip([("export.bin", Data(repeating: 1, count: 100))])
+        var data = try zipArchive([("export.bin", Data(repeating: 1, count: 100))])
         let directory = try offset(of: [0x50, 0x4b, 0x01, 0x02], in: data)
         patch(&data, at: directory + 42, 0xFFFF_FF00)
         #expect(failure(data) == .malformed("export.bin: no local header at 4294967040"))
 
-        var sized = try zip([("export.bin", Data(repeating: 1, count: 100))], method: .none)
+        var sized = try zipArchive([("export.bin", Data(repeating: 1, count: 100))], method: .none)
         patch(&sized, at: try offset(of: [0x50, 0x4b, 0x01, 0x02], in: sized) + 20, 0x7FFF_FFFF)
         guard case .malformed(let reason) = failure(sized) else { Issue.record("read an entry past the end"); return }
         #expect(reason.contains("run past the entries' end"))
 
-        var directoryPastEnd = try zip([("export.bin", Data(repeating: 1, count: 10))])
+        var directoryPastEnd = try zipArchive([("export.bin", Data(repeating: 1, count: 10))])
         patch(&directoryPastEnd, at: try offset(of: [0x50, 0x4b, 0x05, 0x06], in: directoryPastEnd) + 16, 0xFFFF_0000)
         guard case .malformed(let outside) = failure(directoryPastEnd) else { Issue.record("read a directory past the end"); return }
         #expect(outside.contains("lies outside the archive"))
@@ -93,12 +83,12 @@ import ZIPFoundation
     /// Two readers could pick different copies of export.bin: one checks a signature, the other
     /// matches keys. An archive with a name twice is refused.
     @Test func aDuplicateEntryIsRefused() throws {
-        let data = try zip([("export.bin", Data([1])), ("export.bin", Data([2]))])
+        let data = try zipArchive([("export.bin", Data([1])), ("export.bin", Data([2]))])
         #expect(failure(data) == .duplicateEntry("export.bin"))
     }
 
     @Test func tooManyEntriesAreRefusedBeforeReadingThem() throws {
-        let data = try zip((0..<100).map { ("entry\($0)", Data([UInt8($0)])) }, method: .none)
+        let data = try zipArchive((0..<100).map { ("entry\($0)", Data([UInt8($0)])) }, method: .none)
         #expect(failure(data) == .tooManyEntries(count: 100, limit: 16))
         #expect(failure(data, maximumEntries: 100) == nil)
         var refusal: KeyFileError?
@@ -107,7 +97,7 @@ import ZIPFoundation
     }
 
     @Test func aWrongChecksumAnEncryptedEntryAnUnknownMethodAndZIP64AreNamed() throws {
-        let original = try zip([("export.bin", Data(repeating: 7, count: 500))])
+        let original = try zipArchive([("export.bin", Data(repeating: 7, count: 500))])
         let local = try offset(of: [0x50, 0x4b, 0x03, 0x04], in: original)
         let central = try offset(of: [0x50, 0x4b, 0x01, 0x02], in: original)
 
@@ -134,7 +124,7 @@ import ZIPFoundation
     }
 
     @Test func anEntryThatDeclaresTooMuchIsRefusedBeforeInflating() throws {
-        let data = try zip([("export.bin", Data(count: 2 << 20))])
+        let data = try zipArchive([("export.bin", Data(count: 2 << 20))])
         let archive = try ZipArchive(data, maximumEntries: 2)
         #expect(throws: ZipArchive.Failure.entryTooLarge(name: "export.bin", declaredBytes: 2 << 20, limit: 1 << 20)) {
             try archive.extract(try #require(archive["export.bin"]), limit: 1 << 20)
