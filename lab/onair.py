@@ -169,26 +169,20 @@ def radio_changes(path, controller):
     return changes
 
 
+def scan_windows(path, controller):
+    """(start, end) unix times of every scan the controller ran, from the scan enables it accepted."""
+    windows, started = [], None
+    for time, _, scanning in radio_changes(path, controller):
+        if scanning and started is None:
+            started = time
+        elif not scanning and started is not None:
+            windows.append((started, time))
+            started = None
+    return windows
+
+
 if __name__ == "__main__":
     # onair.py SNOOP CONTROLLER: prints "ADVERTISING SCANNING" (yes/no) for the lab's scripts.
     import sys
     advertising, scanning = radio_state(sys.argv[1], int(sys.argv[2].removeprefix("hci")))
     print("yes" if advertising else "no", "yes" if scanning else "no")
-
-
-def scan_windows(path, controller):
-    """(start, end) unix times of every scan the controller ran, from the scan enables it accepted."""
-    windows, started, pending = [], None, None
-    for index, opcode, timestamp, payload in records(path):
-        if index != controller or len(payload) < 3:
-            continue
-        if opcode == COMMAND:
-            pending = (struct.unpack("<H", payload[:2])[0], payload[3:])
-        elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 6 and pending and payload[5] == 0 \
-                and struct.unpack("<H", payload[3:5])[0] == pending[0] and pending[0] in (SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE):
-            if pending[1][0] and started is None:
-                started = unix_seconds(timestamp)
-            elif not pending[1][0] and started is not None:
-                windows.append((started, unix_seconds(timestamp)))
-                started = None
-    return windows

@@ -19,7 +19,7 @@ hci0 was switched off under agent a (power-on = yes), agent a logged a recovery 
 powered (bluetoothd), advertising and scanning (the controller) again within 10 s of the switch-off;
 every EN advertisement the agents' controllers were given conforms to the EN Bluetooth
 Specification (onair.py) and none was ended by the controller."""
-import datetime, json, os, re, sqlite3, subprocess, sys
+import datetime, functools, json, os, re, sqlite3, subprocess, sys
 import onair
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -52,11 +52,19 @@ except Exception as error:
     print(f"lab-test: FAIL\n  no agent database to read ({type(error).__name__}: {error}); see {out}/console.log")
     sys.exit(1 if strict else 0)
 
+@functools.cache
+def en_capture():
+    """The agents' EN advertisements in the capture, and the RPI table of every agent key."""
+    keys = [tuple(row) for agent in agents for row in rows(agent, "SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key")]
+    return onair.identifiers(keys), onair.advertisements(f"{out}/btmon.snoop", controllers={0, 1})
+
+
 def btmon_seconds(stamp):
     hours, minutes, rest = stamp.split(":")
     return int(hours) * 3600 + int(minutes) * 60 + float(rest)
 
 
+@functools.cache
 def bluetoothd_restart():
     """Per adapter, (seconds from the restarted bluetoothd's start until it offered the adapter
     again, seconds from then to the agent's first successful advertisement and discovery, the time
@@ -171,9 +179,7 @@ def address_rpi():
 
 @check("ON AIR (btsnoop, against the EN Bluetooth Specification)")
 def on_air():
-    keys = [tuple(row) for agent in agents for row in rows(agent, "SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key")]
-    table = onair.identifiers(keys)
-    found, scans, legacy, terminated = onair.advertisements(f"{out}/btmon.snoop", controllers={0, 1})
+    table, (found, scans, legacy, terminated) = en_capture()
     bad = [(advertisement, problems) for advertisement in found if (problems := onair.check(advertisement, table))]
     for controller in (0, 1):
         mine = [a for a in found if a["controller"] == controller]
@@ -202,9 +208,7 @@ def first_after_restart():
     """After agent a's SIGKILL and after bluetoothd's restart, each agent's next EN advertisement
     comes within 10 s from a new address; when it falls in the same interval as the last one
     before, its RPI comes from a fresh key (the day's key rolled), never the old key's again."""
-    keys = [tuple(row) for agent in agents for row in rows(agent, "SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key")]
-    table = onair.identifiers(keys)
-    found, _, _, _ = onair.advertisements(f"{out}/btmon.snoop", controllers={0, 1})
+    table, (found, _, _, _) = en_capture()
     restart = bluetoothd_restart()
     for event, controllers in (("bluetoothd-killed-at", (0, 1)), ("a-killed-at", (0,))):
         killed = float(open(f"{out}/phases/{event}").read())
