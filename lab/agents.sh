@@ -106,7 +106,11 @@ switched_off=$(cut -d' ' -f1 /proc/uptime)
 must "switching hci0 off" dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
     string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null
 echo "$(prop hci0 org.bluez.Adapter1 Powered) $("$LAB/wait-radio.sh" hci0 30 "$switched_off")" > "$OUT/phases/power-off-a"
-# The agent's own account: it noticed and recovered (powering the adapter on again).
+# The agent's own account: it noticed and recovered. The kernel re-enables its advertising instance
+# at power-on, so the radio can look back before the agent's recovery (300 ms later) is logged:
+# wait for the log line too, within the same 10 s.
+while [ "$(grep -c "radio available again" "$STATE/a/enagentd.log")" -le "$recoveries" ] \
+    && [ "$(echo "$(cut -d' ' -f1 /proc/uptime) $switched_off" | awk '{print ($1 - $2 > 10)}')" = 0 ]; do sleep 0.2; done
 echo "$(( $(grep -c "radio available again" "$STATE/a/enagentd.log") - recoveries ))" >> "$OUT/phases/power-off-a"
 cat "$OUT/phases/power-off-a"
 
