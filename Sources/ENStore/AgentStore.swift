@@ -60,11 +60,25 @@ public final class AgentStore: Sendable {
 
     private static func prepareFile(at path: String) throws(StoreError) {
         try createDirectories(for: path)
+        try narrowDirectory(of: path)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
         defer { Foundation.close(descriptor) }
         // An existing file keeps its mode unless we narrow it; SQLite gives -wal and -shm the same mode.
         guard fchmod(descriptor, 0o600) == 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+    }
+
+    /// The database's directory holds keys: one of ours open to others becomes 0700; one that is
+    /// not ours to narrow (shared, like /tmp) is refused rather than used.
+    private static func narrowDirectory(of path: String) throws(StoreError) {
+        let directory = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var status = stat()
+        guard stat(directory, &status) == 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
+        let mode = status.st_mode & 0o7777
+        guard mode & 0o077 != 0 else { return }
+        if status.st_uid == geteuid() && mode & S_ISVTX == 0 && chmod(directory, 0o700) == 0 { return }
+        throw .cannotOpen(path: path, reason: "its directory \(directory) is open to other users (mode \(String(mode, radix: 8))) "
+                          + "and not this process's to narrow; use a directory of its own with mode 0700")
     }
 
     /// Creates the missing directories above `path`, each with mode 0700.

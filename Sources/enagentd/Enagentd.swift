@@ -1,4 +1,5 @@
 import ArgumentParser
+import CENSystemd
 import Dispatch
 import ENAgent
 import ENBus
@@ -71,6 +72,8 @@ struct Enagentd: ParsableCommand {
     }
 
     func run() throws {
+        // Before the first key is read: a core dump or a debugger must not carry keys away.
+        let undumpable = cen_make_undumpable() == 0
         let toJournal = JournalLogHandler.standardErrorIsJournal
         LoggingSystem.bootstrap { [verbose] label in
             let level: Logger.Level = verbose ? .debug : .info
@@ -82,6 +85,7 @@ struct Enagentd: ParsableCommand {
             return JournalLogHandler(label: label, logLevel: level)
         }
         let logger = Logger(label: "enagentd")
+        if !undumpable { logger.warning("cannot mark the process undumpable: a core dump could hold keys") }
         let file = try loadConfiguration()
         let radioSettings = try RadioSettings(options: radio, file: file)
         let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"

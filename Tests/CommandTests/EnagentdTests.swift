@@ -72,6 +72,28 @@ import Testing
         #expect(daemon.waitForExit() == 0)
     }
 
+    /// The kernel hands the /proc/PID entries of an undumpable process to root whoever runs it: run
+    /// as nobody, a dumpable enagentd's memory (/proc/PID/mem) would be nobody's to read.
+    @Test func theDaemonIsNotDumpable() throws {
+        chmod(directory.path, 0o755)
+        let notify = try NotifySocket(path: directory.file("notify"))
+        chmod(notify.path, 0o777)
+        let state = directory.file("state")
+        #expect(mkdir(state, 0o700) == 0 && chown(state, 65534, 65534) == 0)
+        let daemon = try ChildProcess("/usr/bin/setpriv",
+                                      ["--reuid=65534", "--regid=65534", "--clear-groups", Command.executable("enagentd").path,
+                                       "--state-dir", state, "--no-radio"],
+                                      environment: ["NOTIFY_SOCKET": notify.path, "DBUS_SYSTEM_BUS_ADDRESS": bus.address], captureStandardError: true)
+        #expect(notify.await("READY=1"), "\(daemon.standardError())")
+        let processStatus = try String(contentsOfFile: "/proc/\(daemon.processIdentifier)/status", encoding: .utf8)
+        #expect(processStatus.contains("\nUid:\t65534\t65534"), "it runs as nobody")
+        var entry = stat()
+        #expect(stat("/proc/\(daemon.processIdentifier)/mem", &entry) == 0)
+        #expect(entry.st_uid == 0, "its memory is root's: not dumpable")
+        daemon.terminate()
+        #expect(daemon.waitForExit() == 0)
+    }
+
     @Test func anUnusableStateDirectoryIsAClearErrorAndANonZeroExit() throws {
         let notify = try NotifySocket(path: directory.file("notify"))
         let blocker = directory.file("not-a-directory")

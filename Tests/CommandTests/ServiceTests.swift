@@ -142,6 +142,8 @@ import Testing
 
         let zip = directory.file("keys.zip")
         #expect(try service.enctl("keys", "export", "--yes", "--format", "zip", "--out", zip).status == 0)
+        let zipMode = try FileManager.default.attributesOfItem(atPath: zip)[.posixPermissions] as? Int
+        #expect(zipMode == 0o600, "the keys file is readable by its owner only")
         let export = try KeyExport(contentsOf: Data(contentsOf: URL(fileURLWithPath: zip)))
         var exported = [TemporaryExposureKey]()
         try export.forEachKey { key, _ in exported.append(key.key) }

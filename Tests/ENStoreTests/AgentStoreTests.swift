@@ -34,6 +34,24 @@ import Testing
         #expect(try mode(path) == 0o600)
     }
 
+    @Test func narrowsItsOwnDirectoryAndRefusesASharedOne() throws {
+        let own = directory.file("own")
+        #expect(mkdir(own, 0o755) == 0 && chmod(own, 0o755) == 0)
+        _ = try AgentStore(path: own + "/enagent.db")
+        #expect(try mode(own) == 0o700, "keys are not listed to other users")
+
+        let shared = directory.file("shared")
+        #expect(mkdir(shared, 0o777) == 0 && chmod(shared, 0o1777) == 0)
+        #expect(throws: StoreError.self) { try AgentStore(path: shared + "/enagent.db") }
+        do {
+            _ = try AgentStore(path: shared + "/enagent.db")
+        } catch {
+            #expect("\(error)".contains("\(shared) is open to other users (mode 1777)"), "\(error)")
+        }
+        #expect(try mode(shared) == 0o1777, "a shared directory is left as it is")
+        #expect(!FileManager.default.fileExists(atPath: shared + "/enagent.db"), "and holds no database")
+    }
+
     @Test func migratesToTheCurrentSchemaOnceAndKeepsData() throws {
         let path = directory.file("enagent.db")
         do {
