@@ -4,6 +4,9 @@ import Foundation
 public protocol AgentClock: Sendable {
     /// Unix seconds.
     var now: Int64 { get }
+    /// Seconds, on this clock's scale, from a source that is never stepped (boot time, suspend
+    /// included): what tells a step of the wall clock from time passing.
+    var steadySeconds: Double { get }
     /// Real seconds until this clock reads `time`, for timers.
     func realSeconds(until time: Int64) -> Double
 }
@@ -12,6 +15,7 @@ public protocol AgentClock: Sendable {
 public struct SystemClock: AgentClock {
     public init() {}
     public var now: Int64 { Int64(Date().timeIntervalSince1970) }
+    public var steadySeconds: Double { bootTime() }
     public func realSeconds(until time: Int64) -> Double { Double(time) - Date().timeIntervalSince1970 }
 }
 
@@ -29,7 +33,16 @@ public struct ScaledClock: AgentClock {
     }
 
     public var now: Int64 { Int64(origin + (Date().timeIntervalSince1970 - origin) * scale) }
+    public var steadySeconds: Double { bootTime() * scale }
     public func realSeconds(until time: Int64) -> Double {
         (Double(time) - (origin + (Date().timeIntervalSince1970 - origin) * scale)) / scale
     }
+}
+
+/// CLOCK_BOOTTIME in seconds: monotonic, and counting a suspended laptop's sleep, which the wall
+/// clock counts too.
+private func bootTime() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_BOOTTIME, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }

@@ -19,6 +19,9 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Scanning, but not advertising: the adapter is connectable, so the kernel would send the
     /// identifier in connectable PDUs from the adapter's own address, which links every RPI.
     case adapterConnectable = "adapter-connectable"
+    /// Scanning, but not advertising until a later interval: the identifier of the interval the
+    /// clock reads went on the air already (the clock went back, or a restart used up the day's keys).
+    case waitingForInterval = "waiting-for-interval"
 
     /// The status from what is known, the most fundamental reason first.
     public static func of(consent: ConsentEvent?, pausedUntil: Int64?, now: Int64, clockTrusted: Bool,
@@ -31,6 +34,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
         case .noAdapter?: return .noAdapter
         case .bluetoothOff?: return .bluetoothOff
         case .adapterConnectable?: return .adapterConnectable
+        case .identifierUsed?: return .waitingForInterval
         case nil: return .active
         }
     }
@@ -38,7 +42,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Whether the radio and the key schedule run in this status (they keep trying through radio problems).
     public var runsAgent: Bool {
         switch self {
-        case .active, .bluetoothOff, .noAdapter, .adapterConnectable: return true
+        case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .waitingForInterval: return true
         case .paused, .disabled, .consentRequired, .clockUnsynchronised: return false
         }
     }
@@ -49,6 +53,9 @@ public enum RadioProblem: Sendable, Equatable {
     case noAdapter
     case bluetoothOff
     case adapterConnectable
+    /// The current interval's identifier was on the air already: the next fresh one comes at this
+    /// unix time.
+    case identifierUsed(until: Int64)
 }
 
 /// An error a radio throws when it knows what is wrong in terms the agent's status can use.

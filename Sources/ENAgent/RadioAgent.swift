@@ -41,6 +41,8 @@ public final class RadioAgent: @unchecked Sendable {
     static let retrySeconds = 1.0
     /// A recovery waits this long for the rest of the radio's return to arrive.
     static let recoveryDelay = DispatchTimeInterval.milliseconds(300)
+    /// How often a wait caused by the clock going back looks at the clock again.
+    static let steppedClockRecheckSeconds = 60.0
 
     public init(radio: any Radio, keys: KeySchedule, store: AgentStore, clock: any AgentClock,
                 schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
@@ -140,6 +142,14 @@ public final class RadioAgent: @unchecked Sendable {
 
     // MARK: On the queue
 
+    /// Scans on, but advertises nothing until `time` (unix seconds), and says so.
+    private func waitForLaterInterval(until time: Int64, because reason: String) {
+        if state.advertising { radio.stopAdvertising() }
+        state.advertising = false
+        state.problem = .identifierUsed(until: time)
+        logger.notice("not advertising until \(time) (unix time): \(reason)")
+    }
+
     private func rotate() {
         let now = clock.now
         // No later than the start of the next TEK, which brings a new identifier at once.
@@ -148,6 +158,18 @@ public final class RadioAgent: @unchecked Sendable {
         var nextIn = min(Double(Int.random(in: schedule.rotationSeconds)), untilNextKey)
         let previouslyAdvertised = advertisedInterval
         do {
+            // The clock went back (a step, or a restart under an earlier time): this interval's
+            // identifier may have been on the air, and a second key for a day that has one would
+            // be published beside it. Nothing goes out until the clock is past the last interval
+            // on the air; the wait is rechecked every minute in case the clock steps forward again.
+            if let interval = ENIntervalNumber(unixSeconds: now), let last = advertisedInterval, interval < last {
+                let resumesAt = last.unixSeconds + ENIntervalNumber.secondsPerInterval
+                waitForLaterInterval(until: resumesAt, because: "the clock reads \(now), before the last interval on the air (\(last))")
+                nextIn = min(clock.realSeconds(until: resumesAt), Self.steppedClockRecheckSeconds)
+                rotationTimer?.cancel()
+                rotationTimer = timer(after: max(0.05, nextIn)) { [self] in rotate() }
+                return
+            }
             var broadcast = try keys.broadcast(metadata: metadata, at: now)
             // An RPI that went on the air before (before a restart of this agent or of bluetoothd)
             // came from an address that is gone: a new address must come with a new RPI. A fresh
@@ -156,9 +178,9 @@ public final class RadioAgent: @unchecked Sendable {
             let repeated = broadcast.interval == advertisedInterval
             let rolled = try repeated && keys.rollKey(at: now) != nil
             if repeated && !rolled {
-                nextIn = min(clock.realSeconds(until: broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval), untilNextKey)
-                logger.notice("not advertising until the next interval (in \(Int(nextIn)) s): this interval's identifier was on the air before the restart and the day has \(KeySchedule.maximumKeysPerDay) keys already")
-                state.advertising = false
+                let resumesAt = broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval
+                nextIn = min(clock.realSeconds(until: resumesAt), untilNextKey)
+                waitForLaterInterval(until: resumesAt, because: "this interval's identifier was on the air before the restart and the day has \(KeySchedule.maximumKeysPerDay) keys already")
             } else {
                 if rolled {
                     broadcast = try keys.broadcast(metadata: metadata, at: now)

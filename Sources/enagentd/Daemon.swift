@@ -20,6 +20,8 @@ final class Daemon: @unchecked Sendable {
     private let logger: Logger
     let detection: ExposureDetection
     private var upkeepTimer: (any DispatchSourceTimer)?
+    private var upkeep: Upkeep?
+    private let synchronisation: (any ClockSynchronisation)?
     private var pauseTimer: (any DispatchSourceTimer)?
     private var radioAgent: RadioAgent?
     private var subscriptions = [SignalSubscription]()
@@ -37,11 +39,12 @@ final class Daemon: @unchecked Sendable {
     static let pausedUntilSetting = "paused-until"
 
     /// `bus` is the system bus when the radio is in use.
-    init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, radioSettings: RadioSettings, bus: DBusConnection?,
-         trustedKeys: [TrustedKey], logger: Logger) {
+    init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
+         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], logger: Logger) {
         self.store = store
         self.clock = clock
         self.retention = retention
+        self.synchronisation = synchronisation
         self.radioSettings = radioSettings
         self.bus = bus
         self.logger = logger
@@ -94,6 +97,9 @@ final class Daemon: @unchecked Sendable {
         case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
         case .bluetoothOff: return "bluetooth-off: waiting for bluetoothd and a powered adapter"
         case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter ?? "an LE adapter")"
+        case .waitingForInterval:
+            guard case .identifierUsed(let until)? = radioState.problem else { return status.rawValue }
+            return "waiting-for-interval: scanning; advertising again at \(until) (unix time), when the clock is past every identifier already on the air"
         case .adapterConnectable:
             return "adapter-connectable: scanning, not advertising: \(adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(adapterName.dropFirst(3)) connectable off)"
         }
@@ -182,6 +188,7 @@ final class Daemon: @unchecked Sendable {
         let wasRunning = upkeepTimer != nil
         if wasRunning { stopRunning() }
         try store.eraseAllData()
+        upkeep = nil  // its key schedule holds the erased key
         logger.info("all keys, sightings and exposure results erased")
         apply(changed: ["SightingsStored", "LastDetection", "LastDetectionError"])
     }
@@ -198,7 +205,9 @@ final class Daemon: @unchecked Sendable {
     // MARK: Running parts
 
     private func startRunning() throws {
-        let upkeep = try Upkeep(store: store, clock: clock, retention: retention, logger: logger)
+        // One upkeep for the daemon's life: the clock steps it has seen outlast a pause.
+        let upkeep = try self.upkeep ?? Upkeep(store: store, clock: clock, retention: retention, synchronisation: synchronisation, logger: logger)
+        self.upkeep = upkeep
         try upkeep.run()
         let timer = DispatchSource.makeTimerSource(queue: .main)
         timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)

@@ -105,8 +105,10 @@ struct Enagentd: ParsableCommand {
         let clock: any AgentClock = timeScale > 1
             ? ScaledClock(scale: Double(timeScale), origin: timeOrigin ?? Int64(Date().timeIntervalSince1970)) : SystemClock()
         let retention = RetentionPolicy(days: retentionDays ?? file.retentionDays ?? RetentionPolicy.protocolDefault.days)
-        let daemon = Daemon(store: store, clock: clock, retention: retention, radioSettings: radioSettings, bus: radioBus,
-                            trustedKeys: trustedKeys, logger: logger)
+        let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
+        let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
+        let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radioSettings: radioSettings,
+                            bus: radioBus, trustedKeys: trustedKeys, logger: logger)
         let object = ExposureNotificationService.object(daemon: daemon, bus: serviceBus)
         daemon.serviceObject = object
         daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationService.interfaceName, names) }
@@ -124,8 +126,7 @@ struct Enagentd: ParsableCommand {
             daemon.stop()
             Foundation.exit(0)
         }
-        let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
-        let gate = ClockGate(synchronisation: requireSynchronisedClock ? KernelClockSynchronisation() : nil, clock: clock, queue: .main)
+        let gate = ClockGate(synchronisation: synchronisation, clock: clock, queue: .main)
         Systemd.notify("READY=1")
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
         DispatchQueue.main.async {

@@ -12,20 +12,35 @@ final class Upkeep {
     private let clock: any AgentClock
     private let schedule: KeySchedule
     private let retention: RetentionPolicy
+    private let synchronisation: (any ClockSynchronisation)?
     private let logger: Logger
+    private var steps = ClockSteps()
 
-    init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, logger: Logger) throws {
+    /// With `synchronisation`, retention deletes nothing while the kernel calls the clock
+    /// unsynchronised (`date -s` marks it so until NTP confirms).
+    init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
+         logger: Logger) throws {
         self.store = store
         self.clock = clock
         self.retention = retention
+        self.synchronisation = synchronisation
         self.logger = logger
         schedule = try KeySchedule(store: store, clock: clock, retention: retention)
     }
 
     func run() throws {
+        let now = clock.now
+        let step = steps.observe(wall: now, steady: clock.steadySeconds)
+        if step != 0 {
+            logger.warning("the system clock was stepped \(step > 0 ? "forward" : "back") by \(abs(step)) s; retention holds back by \(steps.forwardSteps) s until it is stepped back or enagentd restarts")
+        }
         let key = try schedule.key()
         logger.debug("current key", metadata: ["rolling-start": "\(key.rollingStartIntervalNumber)"])
-        let deleted = try store.applyRetention(retention, now: clock.now)
+        guard synchronisation?.isSynchronised ?? true else {
+            logger.debug("retention waits for a synchronised clock")
+            return
+        }
+        let deleted = try store.applyRetention(retention, now: steps.retentionNow(wall: now))
         if !deleted.isEmpty {
             logger.info("retention deleted \(deleted.temporaryExposureKeys) keys, \(deleted.sightings) sightings, \(deleted.exposureWindows) exposure windows")
         }

@@ -152,6 +152,45 @@ final class RecordingRadio: Radio {
         #expect(try store.temporaryExposureKeys(validAfter: 0).count == 1, "no key was rolled for an identifier that never went out")
     }
 
+    /// A clock stepped back a day reads an interval whose identifier was on the air: the agent
+    /// waits, visibly, until the clock is past the last interval it advertised, and makes no
+    /// second key for a day that has one. A clock stepped forward a year advertises at once.
+    @Test func aClockSteppedBackWaitsForTheLastIntervalOnTheAirWithoutASecondKey() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let first = RecordingRadio()
+        let running = try agent(first, store: store)
+        running.start()
+        running.stop()
+        let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        let keysBefore = try store.temporaryExposureKeys(validAfter: 0)
+
+        clock.step(by: -86_400)
+        let radio = RecordingRadio()
+        let states = Mutex<[RadioState]>([])
+        let stepped = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                                 schedule: .standard, metadata: metadata, logger: Logger(label: "test")) { state in
+            states.withLock { $0.append(state) }
+        }
+        stepped.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        stepped.stop()
+        #expect(!radio.log.contains("advertise"), "no identifier goes out under an earlier time")
+        #expect(radio.log.contains("startScanning"), "it scans on")
+        #expect(states.withLock { $0 }.contains { $0.problem == .identifierUsed(until: onAir.unixSeconds + 600) },
+                "the status says until when")
+        #expect(try store.temporaryExposureKeys(validAfter: 0) == keysBefore, "no second key for the day that has one")
+        #expect(AgentStatus.of(consent: ConsentEvent(granted: true, recordedAt: 0), pausedUntil: nil, now: clock.now, clockTrusted: true,
+                               radioProblem: .identifierUsed(until: 0)) == .waitingForInterval)
+
+        clock.step(by: 365 * 86_400)
+        let later = RecordingRadio()
+        let forward = try agent(later, store: store)
+        forward.start()
+        forward.stop()
+        #expect(later.log.first == "advertise", "a clock past the last interval advertises at once")
+        #expect(try store.temporaryExposureKeys(validAfter: 0).count == keysBefore.count + 1, "with the new day's key")
+    }
+
     @Test func recordsOthersNeverItselfAndDropsMalformedData() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let radio = RecordingRadio()
