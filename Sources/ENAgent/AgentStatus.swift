@@ -22,6 +22,9 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Scanning, but not advertising until a later interval: the identifier of the interval the
     /// clock reads went on the air already (the clock went back, or a restart used up the day's keys).
     case waitingForInterval = "waiting-for-interval"
+    /// The database cannot be written (a full disk): scanning, sightings held in memory, but not
+    /// advertising, since no new key and no interval on the air can be kept.
+    case storeUnwritable = "store-unwritable"
 
     /// The status from what is known, the most fundamental reason first.
     public static func of(consent: ConsentEvent?, pausedUntil: Int64?, now: Int64, clockTrusted: Bool,
@@ -35,6 +38,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
         case .bluetoothOff?: return .bluetoothOff
         case .adapterConnectable?: return .adapterConnectable
         case .identifierUsed?: return .waitingForInterval
+        case .storeUnwritable?: return .storeUnwritable
         case nil: return .active
         }
     }
@@ -42,7 +46,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Whether the radio and the key schedule run in this status (they keep trying through radio problems).
     public var runsAgent: Bool {
         switch self {
-        case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .waitingForInterval: return true
+        case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .waitingForInterval, .storeUnwritable: return true
         case .paused, .disabled, .consentRequired, .clockUnsynchronised: return false
         }
     }
@@ -56,6 +60,8 @@ public enum RadioProblem: Sendable, Equatable {
     /// The current interval's identifier was on the air already: the next fresh one comes at this
     /// unix time.
     case identifierUsed(until: Int64)
+    /// The store refused a write (a full disk).
+    case storeUnwritable
 }
 
 /// An error a radio throws when it knows what is wrong in terms the agent's status can use.

@@ -28,6 +28,11 @@ public final class RadioAgent: @unchecked Sendable {
     /// was switched off, which removes advertisements): only then does a return advertise anew,
     /// which within the same interval costs a fresh key.
     private var lostSinceAdvertising = false
+    /// The last write to the store failed (a full disk): nothing is advertised, since neither a
+    /// new key nor the interval on the air could be kept, and sightings wait in memory.
+    private var storeFailing = false
+    /// Sightings dropped from memory since the store last failed.
+    private var droppedSightings = 0
     private var state = RadioState() {
         didSet { if state != oldValue { onChange?(state) } }
     }
@@ -35,6 +40,11 @@ public final class RadioAgent: @unchecked Sendable {
 
     /// Sightings are written to the store when a scan ends, or sooner when this many wait.
     static let flushThreshold = 1_000
+    /// Sightings held in memory at most while the store cannot be written (about 10 MB); the
+    /// oldest go first beyond it.
+    static let maximumPending = 100_000
+    /// While the store cannot be written, try again this often.
+    static let storeRetrySeconds = 10.0
     /// Own RPIs remembered, so that the device never records itself even just after a rotation.
     static let ownIdentifierMemory = 4
     /// After the radio refused, try again this soon (bluetoothd may be restarting).
@@ -136,7 +146,11 @@ public final class RadioAgent: @unchecked Sendable {
             guard !ownIdentifiers.contains(rpi) else { return }
             pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
                                     rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter))
-            if pending.count >= Self.flushThreshold { flush() }
+            if pending.count >= Self.flushThreshold && !storeFailing { flush() }
+            if pending.count > Self.maximumPending {
+                droppedSightings += pending.count - Self.maximumPending
+                pending.removeFirst(pending.count - Self.maximumPending)
+            }
         }
     }
 
@@ -198,6 +212,7 @@ public final class RadioAgent: @unchecked Sendable {
                     return advertised.serviceData
                 }
                 state.advertising = true
+                storeFailing = false
                 state.problem = nil
                 lostSinceAdvertising = false
                 ownIdentifiers.append(advertised.rpi)
@@ -212,9 +227,14 @@ public final class RadioAgent: @unchecked Sendable {
                 try? store.setSetting(Self.advertisedIntervalSetting, to: previouslyAdvertised.map { String($0.rawValue) })
             }
             state.advertising = false
-            state.problem = Self.problem(of: error)
-            logger.error("cannot advertise: \(error)")
-            nextIn = Self.retrySeconds
+            if let error = error as? StoreError {
+                storeFailed(error, doing: "store the key or the interval on the air, so not advertising")
+                nextIn = Self.storeRetrySeconds
+            } else {
+                state.problem = Self.problem(of: error)
+                logger.error("cannot advertise: \(error)")
+                nextIn = Self.retrySeconds
+            }
         }
         rotationTimer?.cancel()
         rotationTimer = timer(after: max(0.05, nextIn)) { [self] in rotate() }
@@ -225,7 +245,7 @@ public final class RadioAgent: @unchecked Sendable {
         do {
             if !state.scanning { try radio.startScanning() }
             state.scanning = true
-            state.problem = nil
+            state.problem = storeFailing ? .storeUnwritable : nil
         } catch {
             state.scanning = false
             state.problem = Self.problem(of: error)
@@ -251,9 +271,24 @@ public final class RadioAgent: @unchecked Sendable {
             try store.record(pending)
             logger.debug("stored \(pending.count) sightings")
             pending.removeAll()
+            if storeFailing {
+                storeFailing = false
+                if droppedSightings > 0 { logger.warning("\(droppedSightings) sightings were dropped while the database could not be written") }
+                droppedSightings = 0
+                logger.notice("the database can be written again")
+                if state.problem == .storeUnwritable { state.problem = nil }
+                if !state.advertising { rotate() }
+            }
         } catch {
-            logger.error("cannot store \(pending.count) sightings, keeping them for the next try: \(error)")
+            storeFailed(error, doing: "store \(pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
         }
+    }
+
+    /// Marks the store as failing; logs the first failure only, so a full disk does not fill the journal too.
+    private func storeFailed(_ error: StoreError, doing what: String) {
+        if !storeFailing { logger.error("cannot \(what): \(error)") } else { logger.debug("still cannot \(what): \(error)") }
+        storeFailing = true
+        state.problem = .storeUnwritable
     }
 
     private func timer(after seconds: Double, _ action: @escaping () -> Void) -> any DispatchSourceTimer {

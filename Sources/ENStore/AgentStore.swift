@@ -97,6 +97,8 @@ public final class AgentStore: Sendable {
         switch error.resultCode {
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
             return .corrupt(path: path, detail: error.message ?? "\(error.resultCode)")
+        case .SQLITE_FULL:
+            return .full(path: path)
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
             return .cannotOpen(path: path, reason: error.message ?? "\(error.resultCode)")
         default:

@@ -6,6 +6,8 @@ public enum StoreError: Error, CustomStringConvertible {
     case cannotOpen(path: String, reason: String)
     /// A newer enagent has written a schema this version does not know.
     case newerSchema(path: String)
+    /// The disk (or the filesystem's quota) has no room for the write.
+    case full(path: String)
     /// A query failed after the database opened.
     case sqlite(String)
 
@@ -17,6 +19,8 @@ public enum StoreError: Error, CustomStringConvertible {
             return "Cannot open the database \(path): \(reason)."
         case .newerSchema(let path):
             return "The database \(path) was written by a newer version of enagent; upgrade enagent to use it."
+        case .full(let path):
+            return "The disk holding the database \(path) is full; nothing stored was lost. Free some space: enagent resumes by itself."
         case .sqlite(let message):
             return "Database error: \(message)"
         }

@@ -100,6 +100,8 @@ final class Daemon: @unchecked Sendable {
         case .waitingForInterval:
             guard case .identifierUsed(let until)? = radioState.problem else { return status.rawValue }
             return "waiting-for-interval: scanning; advertising again at \(until) (unix time), when the clock is past every identifier already on the air"
+        case .storeUnwritable:
+            return "store-unwritable: cannot write \(store.path) (is the disk full? the journal has the error); scanning into memory, not advertising, resuming by itself"
         case .adapterConnectable:
             return "adapter-connectable: scanning, not advertising: \(adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(adapterName.dropFirst(3)) connectable off)"
         }

@@ -1,0 +1,75 @@
+import ENAgent
+import ENCore
+import ENStore
+import Foundation
+import Logging
+import Synchronization
+import TestSupport
+import Testing
+
+/// The state directory on a small filesystem that fills up while the agent runs.
+@Suite struct FullDiskTests {
+    let clock = SimulatedClock(1_700_006_400 + 120)
+    /// Continuous one-second scans, so that sightings are written every second.
+    let schedule = RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 1)
+
+    func others(_ count: Int, from first: UInt8) -> [RadioReport] {
+        (0..<count).map { index in
+            RadioReport(serviceData: [first, UInt8(index)] + [UInt8](repeating: 7, count: 18), rssi: -60, adapter: "hci0")
+        }
+    }
+
+    /// Until when `condition` holds, polling for at most `seconds`.
+    func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try condition()
+    }
+
+    @Test func aFullDiskStopsAdvertisingKeepsSightingsAndLosesNothingThenResumes() throws {
+        let disk = try SmallFilesystem(kibibytes: 1_024)
+        let store = try AgentStore(path: disk.path + "/enagent.db")
+        let radio = RecordingRadio()
+        let states = Mutex<[RadioState]>([])
+        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                               schedule: schedule, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test")) { state in
+            states.withLock { $0.append(state) }
+        }
+        defer { agent.stop() }
+        agent.start()
+        others(10, from: 1).forEach(agent.report)
+        #expect(try eventually(5) { try store.sightingCount() == 10 })
+        let keysBefore = try store.temporaryExposureKeys(validAfter: 0)
+
+        disk.fill()
+        // A new day needs a new key, which cannot be stored: nothing may go out under it.
+        clock.advance(by: 86_400)
+        agent.radioLost()
+        agent.radioReturned()
+        others(20, from: 2).forEach(agent.report)
+        #expect(eventually(5) { states.withLock { $0.last?.problem } == .storeUnwritable }, "the status says so")
+        Thread.sleep(forTimeInterval: 1.5)  // at least one more failed write of sightings
+        #expect(radio.serviceData.count == 1, "no identifier from a key that could not be stored")
+        #expect(states.withLock { $0.last?.advertising } == false)
+        #expect(AgentStatus.of(consent: ConsentEvent(granted: true, recordedAt: 0), pausedUntil: nil, now: clock.now, clockTrusted: true,
+                               radioProblem: .storeUnwritable) == .storeUnwritable, "enctl status: store-unwritable")
+        #expect(try store.temporaryExposureKeys(validAfter: 0) == keysBefore, "the stored keys are intact")
+        #expect(try store.sightingCount() == 10, "what was stored stays; the rest waits in memory")
+
+        disk.free()
+        #expect(try eventually(5) { try store.sightingCount() == 30 }, "the sightings held in memory are written")
+        #expect(eventually(5) { radio.serviceData.count == 2 }, "advertising resumes by itself")
+        #expect(eventually(5) { states.withLock { $0.last?.problem } == nil })
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        let today = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        let todaysKey = try #require(keys.last { $0.rollingStartIntervalNumber == today.rollingPeriodStart })
+        let crypto = try ExposureCrypto()
+        let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: todaysKey.keyData), interval: today)
+        #expect(radio.serviceData.last.map { Array($0.prefix(16)) } == rpi.bytes, "the identifier comes from the stored key")
+        agent.stop()
+        #expect(try AgentStore(path: disk.path + "/enagent.db").sightingCount() == 30, "the database opens again (its quick_check passes)")
+    }
+}
