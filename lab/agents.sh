@@ -103,6 +103,7 @@ must "enctl b resume" enctl b resume > /dev/null
 echo "phase: hci0 switched off under agent a"
 recoveries=$(grep -c "radio available again" "$STATE/a/enagentd.log")
 switched_off=$(cut -d' ' -f1 /proc/uptime)
+date +%s.%N > "$OUT/phases/a-switched-off-at"
 must "switching hci0 off" dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
     string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null
 echo "$(prop hci0 org.bluez.Adapter1 Powered) $("$LAB/wait-radio.sh" hci0 30 "$switched_off")" > "$OUT/phases/power-off-a"
