@@ -26,6 +26,7 @@ public final class DBusConnection: @unchecked Sendable {
         var subscriptions = [Subscription]()
         var nextSubscription = 0
         var closed = false
+        var budget: CallBudget?
     }
 
     struct Subscription {
@@ -33,6 +34,10 @@ public final class DBusConnection: @unchecked Sendable {
         let rule: MatchRule
         let handler: SignalHandler
     }
+
+    /// The most file descriptors one message may carry: libdbus and dbus-daemon both drop a
+    /// connection that sends more (`max_message_unix_fds`), so longer lists go in several calls.
+    public static let maximumDescriptorsPerMessage = 16
 
     /// Connects to the system bus, or to `DBUS_SYSTEM_BUS_ADDRESS` when it is set.
     public static func system() throws(DBusError) -> DBusConnection {
@@ -82,6 +87,7 @@ public final class DBusConnection: @unchecked Sendable {
         guard wasOpen else { return }
         loop.stop()
         while dispatcher?.isFinished == false { usleep(1_000) }
+        dbus_connection_flush(raw)  // what was sent last, such as a call that wants no reply
         dbus_connection_close(raw)
     }
 
@@ -114,21 +120,35 @@ public final class DBusConnection: @unchecked Sendable {
     }
 
     private func awaitReply(_ message: DBusMessage, milliseconds: Int32) throws(DBusError) -> DBusMessage {
-        var pending: OpaquePointer?
-        guard dbus_connection_send_with_reply(raw, message.raw, &pending, milliseconds) != 0, let pending else {
+        let call = PendingCall()
+        nonisolated(unsafe) let connection = raw
+        loop.perform {
+            var pending: OpaquePointer?
+            guard dbus_connection_send_with_reply(connection, message.raw, &pending, milliseconds) != 0, let pending else { return call.sent(nil) }
+            let context = Unmanaged.passRetained(call).toOpaque()
+            dbus_pending_call_set_notify(pending, { _, context in
+                Unmanaged<PendingCall>.fromOpaque(context!).takeUnretainedValue().done.signal()
+            }, context, { context in
+                Unmanaged<PendingCall>.fromOpaque(context!).release()
+            })
+            call.sent(pending)
+        }
+        call.sentSignal.wait()
+        guard let pending = call.pending else {
             throw DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "not connected to the bus")
         }
         defer { dbus_pending_call_unref(pending) }
-        let done = DispatchSemaphore(value: 0)
-        let context = Unmanaged.passRetained(done).toOpaque()
-        dbus_pending_call_set_notify(pending, { _, context in
-            Unmanaged<DispatchSemaphore>.fromOpaque(context!).takeUnretainedValue().signal()
-        }, context, { context in
-            Unmanaged<DispatchSemaphore>.fromOpaque(context!).release()
-        })
-        loop.wake()
-        // The reply may have come before the notify function was set.
-        if dbus_pending_call_get_completed(pending) == 0 { done.wait() }
+        // A connection lost under the call (libdbus drops one whose message the bus refuses, such
+        // as one with too many descriptors) may never complete it: the wait looks at the
+        // connection and the deadline too.
+        let deadline = ContinuousClock.now + .milliseconds(Int64(milliseconds) + 1_000)
+        while dbus_pending_call_get_completed(pending) == 0 && call.done.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+            guard isConnected, ContinuousClock.now < deadline else {
+                dbus_pending_call_cancel(pending)
+                throw isConnected ? DBusError(name: DBusError.noReply, message: "no reply within \(milliseconds) ms")
+                    : DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "the connection to the bus was lost during the call")
+            }
+        }
         guard let reply = dbus_pending_call_steal_reply(pending) else {
             throw DBusError(name: DBusError.noReply, message: "no reply")
         }
@@ -152,10 +172,10 @@ public final class DBusConnection: @unchecked Sendable {
         send(message)
     }
 
-    /// Queues `message` (a signal or a reply) for sending.
+    /// Queues `message` (a signal or a reply) for sending, by the dispatcher thread.
     public func send(_ message: DBusMessage) {
-        dbus_connection_send(raw, message.raw, nil)
-        dbus_connection_flush(raw)
+        nonisolated(unsafe) let connection = raw
+        loop.perform { dbus_connection_send(connection, message.raw, nil) }
     }
 
     /// Asks the bus for a well-known name; fails if another connection has it.
@@ -201,6 +221,11 @@ public final class DBusConnection: @unchecked Sendable {
     // MARK: Objects
 
     /// Serves `object` at its path until it is withdrawn or the connection closes.
+    /// Refuses method calls beyond `budget` with LimitsExceeded, per sender (nil: no limit).
+    public func limitCalls(_ budget: CallBudget?) {
+        state.withLock { $0.budget = budget }
+    }
+
     public func export(_ object: ExportedObject) throws(DBusError) {
         try state.withLock { (state) throws(DBusError) in
             guard state.objects[object.path] == nil else {
@@ -227,13 +252,19 @@ public final class DBusConnection: @unchecked Sendable {
             // Others (libdbus's own Disconnected handling) may want the signal too.
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         case .methodCall:
+            let wantsReply = message.expectsReply
+            let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+            let sender = message.sender ?? ""
+            guard state.withLock({ $0.budget?.allows(sender, now: now) ?? true }) else {
+                if wantsReply {
+                    send(message.errorReply(DBusError(name: DBusError.limitsExceeded, message: "too many calls from \(sender): slow down")))
+                }
+                return DBUS_HANDLER_RESULT_HANDLED
+            }
             let path = message.path ?? "/"
             let target = state.withLock { state in state.objects[path] }
-            if let target {
-                if let reply = target.handle(message) { send(reply) }
-            } else {
-                send(ExportedObject.handleUnknown(message, path: path, children: childNodes(of: path)))
-            }
+            let reply = target.map { $0.handle(message) } ?? ExportedObject.handleUnknown(message, path: path, children: childNodes(of: path))
+            if let reply, wantsReply { send(reply) }
             return DBUS_HANDLER_RESULT_HANDLED
         default:
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
@@ -269,4 +300,16 @@ public final class SignalSubscription: Sendable {
     }
 
     public func cancel() { connection?.unsubscribe(id) }
+}
+
+/// A call handed to the dispatcher thread: the pending call once sent, and its completion.
+private final class PendingCall: @unchecked Sendable {
+    let done = DispatchSemaphore(value: 0)
+    let sentSignal = DispatchSemaphore(value: 0)
+    private(set) var pending: OpaquePointer?
+
+    func sent(_ pending: OpaquePointer?) {
+        self.pending = pending
+        sentSignal.signal()
+    }
 }

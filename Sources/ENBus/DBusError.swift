@@ -20,4 +20,5 @@ public struct DBusError: Error, Equatable, CustomStringConvertible {
     public static let propertyReadOnly = "org.freedesktop.DBus.Error.PropertyReadOnly"
     public static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
     public static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
+    public static let limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
 }

@@ -13,6 +13,9 @@ final class DBusMainLoop: @unchecked Sendable {
     /// Enabled timeouts and when each next fires.
     private var timeouts = [OpaquePointer: ContinuousClock.Instant]()
     private var stopping = false
+    /// Work for the dispatcher thread (sending), and whether that thread has ended.
+    private var jobs = [() -> Void]()
+    private var ended = false
     private let wakeRead: Int32
     private let wakeWrite: Int32
 
@@ -56,7 +59,9 @@ final class DBusMainLoop: @unchecked Sendable {
 
     /// Runs until `stop()` or until the connection is lost.
     func run(_ connection: OpaquePointer) {
+        defer { finish() }
         while true {
+            takeJobs().forEach { $0() }
             while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
             let (watched, waitMilliseconds, stop) = prepare()
             if stop || dbus_connection_get_is_connected(connection) == 0 { return }
@@ -81,6 +86,34 @@ final class DBusMainLoop: @unchecked Sendable {
             }
             for timeout in dueTimeouts() { dbus_timeout_handle(timeout) }
         }
+    }
+
+    /// Runs `job` on the dispatcher thread, or at once once that thread has ended. All sending
+    /// goes this way: libdbus frees a connection's watches when a send on another thread finds
+    /// the connection lost, while this thread may be about to handle one of them.
+    func perform(_ job: @escaping () -> Void) {
+        let now = lock.withLock { () -> Bool in
+            if ended { return true }
+            jobs.append(job)
+            return false
+        }
+        if now { job() } else { wake() }
+    }
+
+    private func takeJobs() -> [() -> Void] {
+        lock.withLock {
+            defer { jobs = [] }
+            return jobs
+        }
+    }
+
+    private func finish() {
+        let left = lock.withLock {
+            ended = true
+            defer { jobs = [] }
+            return jobs
+        }
+        left.forEach { $0() }
     }
 
     /// Makes `run` return soon.

@@ -61,6 +61,8 @@ public final class DBusMessage: @unchecked Sendable {
     public var path: String? { dbus_message_get_path(raw).map { String(cString: $0) } }
     public var interface: String? { dbus_message_get_interface(raw).map { String(cString: $0) } }
     public var member: String? { dbus_message_get_member(raw).map { String(cString: $0) } }
+    /// False for a call marked as wanting no reply (a reply would only be thrown away by the bus).
+    public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
     public var sender: String? { dbus_message_get_sender(raw).map { String(cString: $0) } }
     public var destination: String? { dbus_message_get_destination(raw).map { String(cString: $0) } }
     public var errorName: String? { dbus_message_get_error_name(raw).map { String(cString: $0) } }

@@ -119,7 +119,10 @@ public final class ExportedObject: @unchecked Sendable {
                 return try call.methodReturn(values)
             case .method(let method):
                 guard let queue = method.queue else { return Self.reply(to: call, by: method) }
-                queue.async { [weak self] in self?.connection?.send(Self.reply(to: call, by: method)) }
+                queue.async { [weak self] in
+                    let reply = Self.reply(to: call, by: method)
+                    if call.expectsReply { self?.connection?.send(reply) }
+                }
                 return nil
             }
         } catch {

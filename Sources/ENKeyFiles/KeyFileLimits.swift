@@ -7,6 +7,9 @@ public struct KeyFileLimits: Sendable, Equatable {
     /// The largest inflated-to-compressed ratio of an entry. Key data is random and barely
     /// compresses, so a real export is close to 1; a zip bomb is in the hundreds or more.
     public var maximumCompressionRatio: Int
+    /// The key files of one detection call together, all held in memory at once: two weeks of a large
+    /// country's keys are about 40 MB.
+    public var maximumTotalSize = 128 << 20
 
     /// Room for a million keys (about 30 MB) in one file.
     public static let standard = KeyFileLimits(maximumFileSize: 64 << 20, maximumEntrySize: 64 << 20, maximumCompressionRatio: 20)

@@ -112,6 +112,9 @@ struct Enagentd: ParsableCommand {
         let object = ExposureNotificationService.object(daemon: daemon, bus: serviceBus)
         daemon.serviceObject = object
         daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationService.interfaceName, names) }
+        // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that
+        // the calls of others queued behind the flood are answered soon.
+        serviceBus.limitCalls(CallBudget(burst: 200, perSecond: 100))
         do {
             try serviceBus.export(object)
             try serviceBus.requestName(ExposureNotificationService.busName)

@@ -92,9 +92,16 @@ enum ExposureNotificationService {
                 defer { descriptors.forEach { close($0) } }
                 try privileged(call)
                 guard !descriptors.isEmpty else { throw Failure.invalidArguments.error("give at least one key file") }
+                let limits = daemon.detection.limits
+                var total = 0
                 let files = try descriptors.enumerated().map { index, descriptor throws(DBusError) in
-                    (name: "key file \(index + 1)", data: try KeyFileDescriptor.read(descriptor, limit: daemon.detection.limits.maximumFileSize,
-                                                                                      name: "key file \(index + 1)"))
+                    let name = "key file \(index + 1)"
+                    let left = limits.maximumTotalSize - total
+                    let data = try left < limits.maximumFileSize
+                        ? KeyFileDescriptor.read(descriptor, limit: left, limitName: "the \(limits.maximumTotalSize >> 20) MiB all key files of one call may have together", name: name)
+                        : KeyFileDescriptor.read(descriptor, limit: limits.maximumFileSize, limitName: "the limit of \(limits.maximumFileSize >> 20) MiB per key file", name: name)
+                    total += data.count
+                    return (name: name, data: data)
                 }
                 let outcome: DetectionOutcome
                 do {

@@ -1,19 +1,20 @@
 import ENBus
 import Foundation
 
-/// Reads a key file passed as a file descriptor, refusing more than `limit` bytes.
+/// Reads a key file passed as a file descriptor, refusing more than `limit` bytes (`limitName`
+/// says which limit that is, for the caller).
 ///
 /// Only a regular file open for reading is read: a pipe, FIFO or socket can be held open by the
 /// caller forever, and a device can be endless, so those are refused before the first read.
 enum KeyFileDescriptor {
-    static func read(_ descriptor: Int32, limit: Int, name: String) throws(DBusError) -> Data {
+    static func read(_ descriptor: Int32, limit: Int, limitName: String, name: String) throws(DBusError) -> Data {
         let refused = ExposureNotificationService.Failure.keyFileRejected
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw refused.error("\(name): \(String(cString: strerror(errno)))") }
         guard status.st_mode & S_IFMT == S_IFREG else { throw refused.error("\(name) is \(kind(status.st_mode)), not a regular file: pass an open key file") }
         let access = fcntl(descriptor, F_GETFL) & O_ACCMODE
         guard access == O_RDONLY || access == O_RDWR else { throw refused.error("\(name) is not open for reading") }
-        guard status.st_size <= limit else { throw refused.error("\(name): \(status.st_size) bytes, larger than the limit of \(limit >> 20) MiB") }
+        guard status.st_size <= limit else { throw refused.error("\(name): \(status.st_size) bytes, more than \(limitName)") }
 
         var data = Data()
         data.reserveCapacity(Int(status.st_size))
@@ -27,7 +28,7 @@ enum KeyFileDescriptor {
             }
             data.append(buffer, count: count)
             // The file may grow while it is read.
-            guard data.count <= limit else { throw refused.error("\(name): larger than the limit of \(limit >> 20) MiB") }
+            guard data.count <= limit else { throw refused.error("\(name): more than \(limitName)") }
         }
     }
 

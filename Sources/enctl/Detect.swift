@@ -123,25 +123,17 @@ struct Detect: ParsableCommand {
         try cache.markProcessed(pending)
     }
 
-    /// Hands the files to enagentd and prints its summary; `names` replace the daemon's "key file N" in errors.
+    /// Hands the files to enagentd, as many per call as one message can carry, and prints the
+    /// summed summary; `names` replace the daemon's "key file N" in errors.
     private func runThroughDaemon(paths: [String], names: [String]) throws {
-        let descriptors = try paths.map { path in
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
-            return descriptor
-        }
-        defer { descriptors.forEach { close($0) } }
         let configuration = try config.map { try String(contentsOfFile: $0, encoding: .utf8) } ?? ""
-        let reply: [DBusValue]
-        do {
-            reply = try DaemonClient().call("DetectExposures", [.array(elementSignature: "h", descriptors.map(DBusValue.unixFD)), .string(configuration)],
-                                            timeout: .seconds(600))
-        } catch let error as CommandError {
-            throw CommandError(names.enumerated().reversed().reduce(error.description) { text, named in
-                text.replacingOccurrences(of: "key file \(named.offset + 1)", with: named.element)
-            })
+        let batch = DBusConnection.maximumDescriptorsPerMessage
+        var summary = [String: Int64]()
+        for start in stride(from: 0, to: max(paths.count, 1), by: batch) {
+            let range = start..<min(start + batch, paths.count)
+            let reply = try detectThroughDaemon(paths: Array(paths[range]), names: Array(names[range]), configuration: configuration)
+            summary.merge((reply.first?.stringKeyed ?? [:]).mapValues { $0.integer ?? 0 }, uniquingKeysWith: +)
         }
-        let summary = (reply.first?.stringKeyed ?? [:]).mapValues { $0.integer ?? 0 }
         if json { return try printJSON(summary) }
         printColumns([
             ["Key files processed", String(summary["KeyFilesProcessed"] ?? 0)],
@@ -150,6 +142,23 @@ struct Detect: ParsableCommand {
             ["Keys matched", String(summary["MatchedKeys"] ?? 0)],
             ["New exposure windows", String(summary["NewExposureWindows"] ?? 0)],
         ])
+    }
+
+    private func detectThroughDaemon(paths: [String], names: [String], configuration: String) throws -> [DBusValue] {
+        let descriptors = try paths.map { path in
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
+            return descriptor
+        }
+        defer { descriptors.forEach { close($0) } }
+        do {
+            return try DaemonClient().call("DetectExposures", [.array(elementSignature: "h", descriptors.map(DBusValue.unixFD)), .string(configuration)],
+                                           timeout: .seconds(600))
+        } catch let error as CommandError {
+            throw CommandError(names.enumerated().reversed().reduce(error.description) { text, named in
+                text.replacingOccurrences(of: "key file \(named.offset + 1)", with: named.element)
+            })
+        }
     }
 
     func run() throws {

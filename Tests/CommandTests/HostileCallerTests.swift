@@ -104,3 +104,132 @@ extension HostileCallerTests {
         #expect(throws: DBusError.self) { try service.call("Pause", [.uint64(0)]) }
     }
 }
+
+/// The whole interface against wrong signatures, huge arguments, many descriptors and a flood.
+extension HostileCallerTests {
+    static let destination = "org.enagent.ExposureNotification1", path = "/org/enagent/ExposureNotification1"
+
+    /// The interface's methods with their in-signatures and its properties, as the daemon introspects them.
+    func introspect(_ service: Service) throws -> (methods: [(name: String, signature: String)], properties: [String]) {
+        let connection = try DBusConnection(address: service.bus.address)
+        let xml = try connection.call(destination: Self.destination, path: Self.path, interface: "org.freedesktop.DBus.Introspectable",
+                                      member: "Introspect").first?.string ?? ""
+        let interface = try #require(xml.split(separator: "<interface name=\"\(Self.destination)\">").last?.split(separator: "</interface>").first)
+        let methods = try interface.matches(of: Regex(#"<method name="(\w+)"(/>|>([\s\S]*?)</method>)"#)).map { match in
+            let body = match.output[3].substring ?? ""
+            let signature = try body.matches(of: Regex(#"type="([^"]+)" direction="in""#)).compactMap { $0.output[1].substring }.joined()
+            return (name: String(match.output[1].substring ?? ""), signature: signature)
+        }
+        let properties = try interface.matches(of: Regex(#"<property name="(\w+)""#)).compactMap { $0.output[1].substring.map(String.init) }
+        return (methods, properties)
+    }
+
+    func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
+
+    /// Every method called with no arguments, a wrong type and a 50,000-string array; every property
+    /// set to a wrong type: each a named error within a second, and the daemon serves on.
+    @Test func everyMethodRefusesWrongArgumentsByName() throws {
+        let service = try Service.enabled(in: directory, trusting: try P256PrivateKey())
+        let before = try openDescriptors(of: service.daemon)
+        let (methods, properties) = try introspect(service)
+        #expect(methods.count >= 14 && properties.count >= 12, "\(methods.map(\.name)) \(properties)")
+        let connection = try DBusConnection(address: service.bus.address)
+        let huge = DBusValue.array(elementSignature: "s", Array(repeating: .string(String(repeating: "x", count: 64)), count: 50_000))
+        for method in methods {
+            var wrong: [[DBusValue]] = [[huge]]
+            if !method.signature.isEmpty { wrong.append([]) }
+            if method.signature != "i" { wrong.append([.int32(7)]) }
+            for arguments in wrong {
+                let started = ContinuousClock.now
+                do {
+                    try connection.call(destination: Self.destination, path: Self.path, interface: Self.destination, member: method.name, arguments)
+                    Issue.record("\(method.name) accepted \(arguments.map(\.signature).joined())")
+                } catch {
+                    #expect(error.name == DBusError.invalidArgs, "\(method.name)(\(arguments.map(\.signature).joined())): \(error)")
+                    #expect(error.message.contains("\(method.name) takes (\(method.signature))"), "\(error.message)")
+                }
+                #expect(seconds(ContinuousClock.now - started) < 1, "\(method.name) answered slowly")
+            }
+        }
+        for property in properties {
+            #expect(throws: DBusError.self, "\(property)") {
+                try connection.call(destination: Self.destination, path: Self.path, interface: "org.freedesktop.DBus.Properties", member: "Set",
+                                    [.string(Self.destination), .string(property), .variant(.array(elementSignature: "s", []))])
+            }
+        }
+        #expect(service.daemon.isRunning)
+        #expect(try service.status()["status"] as? String == "active")
+        #expect(try openDescriptors(of: service.daemon) == before, "no descriptor left open in the daemon")
+    }
+
+    /// A thousand descriptors, or seventeen, never reach the daemon: the bus drops a caller whose
+    /// message carries more than 16, and the call ends with an error, not a hang. Sixteen are each
+    /// read and refused by name, and every one is closed again.
+    @Test func tooManyDescriptorsAreRefusedAndClosed() throws {
+        let service = try Service.enabled(in: directory, trusting: try P256PrivateKey())
+        let before = try openDescriptors(of: service.daemon)
+        let file = directory.file("empty.zip")
+        FileManager.default.createFile(atPath: file, contents: Data())
+        let descriptors = (0..<1_000).map { _ in open(file, O_RDONLY) }
+        defer { descriptors.forEach { close($0) } }
+        let sixteen = try detect(service, Array(descriptors.prefix(16)))
+        #expect(sixteen.name == "org.enagent.ExposureNotification1.Error.KeyFileRejected", "\(sixteen)")
+        #expect(sixteen.message.hasPrefix("key file 1: not a zip archive"))
+        for count in [17, 1_000] {
+            let answer = try detect(service, Array(descriptors.prefix(count)))
+            #expect(answer.name == "org.freedesktop.DBus.Error.Disconnected", "\(count): \(answer)")
+            #expect(answer.seconds < 5)
+        }
+        #expect(service.daemon.isRunning)
+        #expect(try service.status()["status"] as? String == "active")
+        #expect(try openDescriptors(of: service.daemon) == before, "every descriptor it received is closed")
+
+        let many = (1...20).map { directory.file("many-\($0).zip") }
+        many.forEach { FileManager.default.createFile(atPath: $0, contents: Data()) }
+        let batched = try Command.enctl(["detect"] + many, environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        #expect(batched.standardError.contains("\(many[0]): not a zip archive"), "enctl hands 20 files over in batches: \(batched.standardError)")
+    }
+
+    /// A caller flooding the daemon with calls it never waits for: another caller's Status is
+    /// answered meanwhile, and the daemon is the same afterwards.
+    @Test func aFloodOfCallsDoesNotStopOtherCallers() throws {
+        let service = try Service.enabled(in: directory, trusting: try P256PrivateKey())
+        let before = try openDescriptors(of: service.daemon)
+        let flooder = try DBusConnection(address: service.bus.address)
+        let flood = Thread {
+            for index in 0..<20_000 {
+                try? flooder.callWithoutReply(destination: Self.destination, path: Self.path, interface: "org.freedesktop.DBus.Properties",
+                                              member: index % 2 == 0 ? "GetAll" : "Get", index % 2 == 0 ? [.string(Self.destination)] : [.string(Self.destination), .string("Nothing")])
+            }
+        }
+        flood.start()
+        var slowest = 0.0
+        for _ in 0..<50 {
+            slowest = max(slowest, try statusLatency(service))
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        print("hostile flood: slowest Status answer \(slowest) s")
+        #expect(slowest < 1, "Status took \(slowest) s during the flood")
+        #expect(service.daemon.isRunning)
+        #expect(try service.status()["status"] as? String == "active")
+        #expect(try openDescriptors(of: service.daemon) == before)
+    }
+}
+
+extension HostileCallerTests {
+    /// Key files of one call are held in memory together: their sum is bounded too (128 MiB), by name.
+    @Test func theKeyFilesOfOneCallAreBoundedTogether() throws {
+        let service = try Service.enabled(in: directory, trusting: try P256PrivateKey())
+        let files = (1...3).map { directory.file("sparse-\($0).zip") }
+        let descriptors = files.map { path in
+            let descriptor = open(path, O_RDWR | O_CREAT, 0o600)
+            ftruncate(descriptor, 60 << 20)  // sparse: 60 MiB that take no disk
+            return descriptor
+        }
+        defer { descriptors.forEach { close($0) } }
+        let answer = try detect(service, descriptors)
+        #expect(answer.name == "org.enagent.ExposureNotification1.Error.KeyFileRejected", "\(answer)")
+        #expect(answer.message == "key file 3: \(60 << 20) bytes, more than the 128 MiB all key files of one call may have together", "\(answer)")
+        #expect(service.daemon.isRunning)
+    }
+}
