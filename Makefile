@@ -12,10 +12,25 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 # dbus-daemon reads policies and service files from /usr/share only, whatever the prefix.
 DBUSDIR ?= /usr/share/dbus-1
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 SWIFT ?= swift
+# The Swift build directory of release, install, man and deb (another one: SCRATCH=.build-NAME).
+SCRATCH ?= .build
+# Release binaries carry Swift's runtime and Foundation (--static-swift-stdlib), so they run
+# without the toolchain wherever they are installed; no RUNPATH $$ORIGIN (nothing lies beside them)
+# and -z now (full RELRO), as Debian's hardening wants.
+RELEASE = $(SWIFT) build --scratch-path $(SCRATCH) -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+RELEASE_BIN = $(SCRATCH)/release
+# Where `make deb` puts the package, and its name (without .deb), for the shell.
+DIST ?= dist
+DEB_NAME = enagent_$$(dpkg-parsechangelog -S Version)_$$(dpkg-architecture -qDEB_HOST_ARCH)
 RUN_DIR ?= $(CURDIR)/run
 
-.PHONY: all deps build release test bench fuzz run lab lab-test install install-files verify-units interface-xml uninstall clean proto
+.PHONY: all deps build release test bench fuzz run lab lab-test install install-files verify-units interface-xml uninstall clean proto \
+	man check-man deb lint-deb
 
 all: build
 
@@ -26,14 +41,15 @@ build: deps
 	$(SWIFT) build
 
 release: deps
-	$(SWIFT) build -c release --product enagentd
-	$(SWIFT) build -c release --product enctl
+	$(RELEASE) --product enagentd
+	$(RELEASE) --product enctl
 
 # The unit and integration tests, then the lab's end-to-end test on emulated radios.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) verify-units
+	$(MAKE) check-man
 	$(MAKE) lab-test
 
 bench: deps
@@ -92,18 +108,55 @@ install-files:
 	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
 	install -D -m 0644 etc/key-server.conf.example $(DESTDIR)$(SYSCONFDIR)/enagent/key-server.conf.example
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-keys
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/enctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/enagent.conf.5 man/key-server.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/enagentd.8 $(DESTDIR)$(MANDIR)/man8/
 
+# Installs what `make release` built and builds nothing: `sudo make install` would run swift as
+# root, and sudo's PATH has none. The bash completion loses its #! line: bash sources it (lintian).
 # On the live system (no DESTDIR) it also creates the user and tells systemd and dbus.
-install: release install-files
+install:
+	@for binary in enagentd enctl; do [ -x $(RELEASE_BIN)/$$binary ] || { \
+		echo "make install: $(RELEASE_BIN)/$$binary is missing: run \`make release\` first as your user" >&2; exit 1; }; done
+	$(MAKE) --no-print-directory install-files
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR)
-	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enagentd $(DESTDIR)$(SBINDIR)/enagentd
-	install -m 0755 $$($(SWIFT) build -c release --show-bin-path)/enctl $(DESTDIR)$(BINDIR)/enctl
-	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
-	$(DESTDIR)$(BINDIR)/enctl --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/enctl
-	$(DESTDIR)$(BINDIR)/enctl --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_enctl
+	install -m 0755 $(RELEASE_BIN)/enagentd $(DESTDIR)$(SBINDIR)/enagentd
+	install -m 0755 $(RELEASE_BIN)/enctl $(DESTDIR)$(BINDIR)/enctl
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	$(RELEASE_BIN)/enctl --generate-completion-script bash | sed '1{/^#!/d}' > $(DESTDIR)$(BASHCOMPDIR)/enctl
+	$(RELEASE_BIN)/enctl --generate-completion-script zsh > $(DESTDIR)$(ZSHCOMPDIR)/_enctl
+	$(RELEASE_BIN)/enctl --generate-completion-script fish > $(DESTDIR)$(FISHCOMPDIR)/enctl.fish
 	if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemd-sysusers $(SYSUSERSDIR)/enagent.conf && systemd-tmpfiles --create $(TMPFILESDIR)/enagent.conf && \
 		systemctl daemon-reload && systemctl reload dbus; fi
+
+# Regenerates the committed man pages enctl(1) and enagentd(8) from the commands' own help, with
+# swift-argument-parser's GenerateManual plugin (after a change to an option or a help text;
+# `make test` fails while they are stale). enagent.conf(5) and key-server.conf(5) are written by hand.
+man: deps
+	SWIFT=$(SWIFT) scripts/generate-man.sh man $(SCRATCH)
+
+# Fails when a page does not render cleanly or enctl.1 or enagentd.8 is stale (make test runs it).
+check-man:
+	@scripts/install-deps.sh man-db
+	SWIFT=$(SWIFT) scripts/check-man.sh $(SCRATCH)
+
+# The Debian package, $(DIST)/enagent_VERSION_ARCH.deb, with dpkg-buildpackage and debhelper from
+# debian/ (debian/rules says why), then lintian on it. The Swift toolchain must be on PATH.
+deb: deps
+	@scripts/install-deps.sh debhelper dpkg-dev lintian man-db
+	@command -v $(SWIFT) > /dev/null || { echo "make deb: no $(SWIFT) on PATH" >&2; exit 1; }
+	@version=$$(sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/enagentd/ExposureNotificationService.swift); \
+		[ "$$version" = "$$(dpkg-parsechangelog -S Version)" ] || { \
+		echo "make deb: debian/changelog is at $$(dpkg-parsechangelog -S Version), enagentd at $$version: add a changelog entry" >&2; exit 1; }
+	mkdir -p $(DIST)
+	SCRATCH=$(SCRATCH) DIST=$(DIST) dpkg-buildpackage -b --no-sign --buildinfo-option=-u$(DIST) --changes-option=-u$(DIST) \
+		--buildinfo-file=$(DIST)/$(DEB_NAME).buildinfo --changes-file=$(DIST)/$(DEB_NAME).changes
+	$(MAKE) --no-print-directory lint-deb
+
+lint-deb:
+	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb
 
 # Rewrites dbus/org.enagent.ExposureNotification1.xml from what enagentd serves (after an API change).
 interface-xml:
@@ -112,11 +165,14 @@ interface-xml:
 
 # systemd-analyze verify on the installed units (with the debug binaries), as `make test` does.
 verify-units:
+	@scripts/install-deps.sh man-db
 	scripts/verify-units.sh $$($(SWIFT) build --show-bin-path)
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/enagentd $(DESTDIR)$(BINDIR)/enctl
-	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/enctl $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_enctl
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/enctl $(DESTDIR)$(ZSHCOMPDIR)/_enctl $(DESTDIR)$(FISHCOMPDIR)/enctl.fish
+	rm -f $(DESTDIR)$(MANDIR)/man1/enctl.1 $(DESTDIR)$(MANDIR)/man5/enagent.conf.5 $(DESTDIR)$(MANDIR)/man5/key-server.conf.5 \
+		$(DESTDIR)$(MANDIR)/man8/enagentd.8
 	rm -f $(DESTDIR)$(UNITDIR)/enagentd.service $(DESTDIR)$(UNITDIR)/enagent-detect.service $(DESTDIR)$(UNITDIR)/enagent-detect.timer
 	rm -f $(DESTDIR)$(USERUNITDIR)/enagent-notify.service $(DESTDIR)$(SYSUSERSDIR)/enagent.conf $(DESTDIR)$(TMPFILESDIR)/enagent.conf
 	rm -f $(DESTDIR)$(DBUSDIR)/system.d/org.enagent.ExposureNotification1.conf \
@@ -125,4 +181,4 @@ uninstall:
 
 clean:
 	$(SWIFT) package clean
-	rm -rf .build $(RUN_DIR)
+	rm -rf .build $(RUN_DIR) $(DIST)

@@ -3,7 +3,8 @@
 # Usage: scripts/install-deps.sh [extra packages...]
 set -eu
 
-packages="pkg-config libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev dbus $*"
+# libcurl4-openssl-dev: the release binaries link Foundation statically, whose URLSession needs libcurl.
+packages="pkg-config libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus $*"
 
 missing=""
 for package in $packages; do
