@@ -102,7 +102,8 @@ struct Detect: ParsableCommand {
         for failure in uploads.failed { FileHandle.standardError.write(Data("enctl: a pending key upload failed again (\(failure)); it stays queued\n".utf8)) }
         if !uploads.sent.isEmpty { FileHandle.standardError.write(Data("enctl: \(uploads.sent.count) pending key upload(s) sent\n".utf8)) }
         let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
-        let index = String(decoding: try Download.data(from: URL(string: keyServer.index, relativeTo: keyServer.url)!), as: UTF8.self)
+        let index = String(decoding: try Download.data(from: URL(string: keyServer.index, relativeTo: keyServer.url)!,
+                                                       maximumSize: Download.maximumIndexSize, timeout: keyServer.timeout), as: UTF8.self)
         let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         let processed = cache.processed()
@@ -115,7 +116,7 @@ struct Detect: ParsableCommand {
         for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
             progress.show(number + 1, "downloading \(entry)")
             guard let url = URL(string: entry, relativeTo: keyServer.url) else { throw CommandError("\(entry): not a path on the key server") }
-            try cache.store(try Download.data(from: url), for: entry)
+            try cache.store(try Download.data(from: url, maximumSize: KeyFileLimits.standard.maximumFileSize, timeout: keyServer.timeout), for: entry)
         }
         progress.show(pending.count, "matching \(pending.count) files")
         progress.finish()

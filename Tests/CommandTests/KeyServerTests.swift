@@ -76,3 +76,24 @@ import Testing
         #expect(result.status == 1 && result.standardError.contains("the signature is unknown-key"), "\(result.standardError)")
     }
 }
+
+extension KeyServerTests {
+    /// A key server that streams forever, answers a byte at a time or redirects in a loop: each
+    /// download fails with an error naming the limit, within the configured time, bounded in memory.
+    @Test(arguments: [("forever", "larger than 1048576 bytes", 3), ("slow", "did not finish within 3 s", 3),
+                      ("loop", "more than 5 redirects", 3), ("big", "larger than 67108864 bytes", 60)])
+    func aHostileKeyServerIsStoppedByName(path: String, error: String, timeout: Int) throws {
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: try P256PrivateKey())
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Servers/hostile_key_server.py").path
+        let server = try LoopbackServer("/usr/bin/python3") { [script, String($0)] }
+        let configuration = directory.file("key-server-\(path).conf")
+        try "url = \(server.url)\(path)/\ntimeout = \(timeout)\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let started = Date()
+        let result = try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", directory.file("cache-\(path)"))
+        let seconds = Date().timeIntervalSince(started)
+        #expect(result.status == 1)
+        #expect(result.standardError.contains(error), "\(path): \(result.standardError)")
+        #expect(seconds < Double(timeout) + 7, "\(path) took \(seconds) s")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("cache-\(path)/files/big.zip")), "nothing partial is kept")
+    }
+}
