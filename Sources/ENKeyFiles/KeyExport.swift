@@ -191,14 +191,19 @@ public struct KeyExport: Sendable {
             daysSinceOnsetOfSymptoms: message.hasDaysSinceOnsetOfSymptoms ? Int(message.daysSinceOnsetOfSymptoms) : nil)
     }
 
+    /// Signatures one export.sig may carry: one per signing key, and servers sign with one or
+    /// two. Each is a P-256 verification, so a file with thousands would buy a stranger CPU time.
+    public static let maximumSignatures = 16
+
     private static func parseSignatures(_ data: Data) throws(KeyFileError) -> [ExportSignature] {
-        do {
-            return try ExportProtoTEKSignatureList(serializedBytes: data).signatures.map { signature in
-                ExportSignature(info: SignatureInfo(signature.signatureInfo), batchNumber: Int(signature.batchNum),
-                                batchSize: Int(signature.batchSize), signature: Array(signature.signature))
-            }
-        } catch {
-            throw .malformedSignatureList("\(error)")
+        let list: ExportProtoTEKSignatureList
+        do { list = try ExportProtoTEKSignatureList(serializedBytes: data) } catch { throw .malformedSignatureList("\(error)") }
+        guard list.signatures.count <= maximumSignatures else {
+            throw .malformedSignatureList("\(list.signatures.count) signatures, more than \(maximumSignatures)")
+        }
+        return list.signatures.map { signature in
+            ExportSignature(info: SignatureInfo(signature.signatureInfo), batchNumber: Int(signature.batchNum),
+                            batchSize: Int(signature.batchSize), signature: Array(signature.signature))
         }
     }
 }

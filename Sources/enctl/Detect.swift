@@ -127,7 +127,7 @@ struct Detect: ParsableCommand {
     /// Hands the files to enagentd, as many per call as one message can carry, and prints the
     /// summed summary; `names` replace the daemon's "key file N" in errors.
     private func runThroughDaemon(paths: [String], names: [String]) throws {
-        let configuration = try config.map { try String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+        let configuration = try config.map { try InputFile.text($0, what: "an exposure configuration") } ?? ""
         let batch = DBusConnection.maximumDescriptorsPerMessage
         var summary = [String: Int64]()
         for start in stride(from: 0, to: max(paths.count, 1), by: batch) {
@@ -196,8 +196,9 @@ struct Detect: ParsableCommand {
 
     private func loadConfiguration() throws -> ExposureConfiguration {
         guard let config else { return ExposureConfiguration() }
+        let text = try InputFile.text(config, what: "an exposure configuration")
         do {
-            return try JSONDecoder().decode(ExposureConfiguration.self, from: try Data(contentsOf: URL(fileURLWithPath: config)))
+            return try JSONDecoder().decode(ExposureConfiguration.self, from: Data(text.utf8))
         } catch let error as ConfigurationError {
             throw CommandError("\(config): \(error)")
         } catch let error as DecodingError {

@@ -63,7 +63,7 @@ struct Summary: ParsableCommand {
     var json = false
 
     func run() throws {
-        let configuration = try config.map { try String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+        let configuration = try config.map { try InputFile.text($0, what: "an exposure configuration") } ?? ""
         let reply = try DaemonClient().call("GetDailySummaries", [.string(configuration)])
         let days = (reply.first?.elements ?? []).compactMap { value -> DailySummary? in
             guard let fields = value.fields, fields.count == 4, case .double(let maximum) = fields[1], case .double(let sum) = fields[2],

@@ -6,13 +6,9 @@ import Foundation
 enum KeyFileInput {
     /// Reads `path` as a key file, refusing one over the size limit before reading it.
     static func load(_ path: String, limits: KeyFileLimits) throws -> KeyExport {
-        var status = stat()
-        guard stat(path, &status) == 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
-        guard status.st_size <= limits.maximumFileSize else {
-            throw CommandError("\(path): \(KeyFileError.tooLarge(bytes: Int(status.st_size), limit: limits.maximumFileSize))")
-        }
+        let file = try InputFile.read(path, limit: limits.maximumFileSize) { "\(KeyFileError.tooLarge(bytes: $0, limit: limits.maximumFileSize))" }
         do {
-            return try KeyExport(contentsOf: try Data(contentsOf: URL(fileURLWithPath: path)), limits: limits)
+            return try KeyExport(contentsOf: file, limits: limits)
         } catch let error as KeyFileError {
             throw CommandError("\(path): \(error)")
         }

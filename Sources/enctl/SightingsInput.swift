@@ -6,18 +6,22 @@ import Foundation
 enum SightingsInput {
     /// One sighting per line: {"rpi":"<32 hex>","aem":"<8 hex>","rssi":-60,"time":<unix seconds>};
     /// an RSSI of 127 or null is unknown. Blank lines are skipped. The parsing is
-    /// `Sighting.jsonLines` (ENCore), which the fuzzers reach too.
+    /// `Sighting.jsonLine` (ENCore), which the fuzzers reach too.
+    /// The file is read a chunk at a time: a line over 4 KiB (a sighting takes about 100 bytes)
+    /// is refused, however long, without holding it.
     static func jsonLines(_ path: String) throws -> [Sighting] {
-        let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw CommandError("\(path): cannot read: \(error.localizedDescription)")
+        var sightings = [Sighting]()
+        try InputFile.forEachLine(path, maximumLineLength: maximumLineLength) { line, number in
+            do {
+                if let sighting = try Sighting.jsonLine(line, place: "\(path):\(number)") { sightings.append(sighting) }
+            } catch let error as SightingsFileError {
+                throw CommandError(error.description)
+            }
         }
-        do {
-            return try Sighting.jsonLines(text, path: path)
-        } catch {
-            throw CommandError(error.description)
-        }
+        return sightings
     }
+
+    static let maximumLineLength = 4_096
 
     /// All sightings in an agent database (which must exist: it is not created).
     static func database(_ path: String) throws -> [Sighting] {

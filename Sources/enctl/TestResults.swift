@@ -18,8 +18,7 @@ struct TestResultCommand: ParsableCommand {
         do {
             var verifier = HealthCardVerifier(issuers: try HealthCardVerifier.issuers(inDirectory: directory))
             if let issuerKeys {
-                guard let data = FileManager.default.contents(atPath: issuerKeys) else { throw CommandError("cannot read \(issuerKeys)") }
-                verifier.anyIssuerKeys = try JSONWebKey.keySet(data)
+                verifier.anyIssuerKeys = try JSONWebKey.keySet(Data(try InputFile.text(issuerKeys, what: "a JSON Web Key Set").utf8))
             }
             return verifier
         } catch let error as HealthCardError {
@@ -28,9 +27,7 @@ struct TestResultCommand: ParsableCommand {
     }
 
     static func verifiedCard(_ file: String, verifier: HealthCardVerifier) throws -> HealthCard {
-        guard let data = FileManager.default.contents(atPath: file), data.count <= 1 << 20 else {
-            throw CommandError("\(file): cannot read it (or larger than 1 MiB)")
-        }
+        let data = try InputFile.read(file, limit: 1 << 20) { "\($0) bytes, more than the 1 MiB a health card may have" }
         do {
             return try verifier.verify(String(decoding: data, as: UTF8.self), now: Int64(Date().timeIntervalSince1970))
         } catch {

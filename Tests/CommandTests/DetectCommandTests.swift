@@ -133,3 +133,45 @@ import Testing
         #expect(daemon.status == 64 && daemon.standardError.contains("go with --offline"), "the daemon uses its own sightings")
     }
 }
+
+/// Files strangers hand over, each refused by name within a bound of time and memory.
+extension DetectCommandTests {
+    /// A sparse file of `bytes` zero bytes: no disk, no newline.
+    func sparse(_ name: String, bytes: Int) -> String {
+        let path = directory.file(name)
+        let descriptor = open(path, O_RDWR | O_CREAT, 0o600)
+        ftruncate(descriptor, off_t(bytes))
+        close(descriptor)
+        return path
+    }
+
+    @Test func aGigabyteSightingsLineIsRefusedAfterItsFirstChunk() throws {
+        let sightings = sparse("one-line.jsonl", bytes: 1 << 30)
+        let fixtures = KeysInspectCommandTests.fixtures
+        let started = Date()
+        let result = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", "\(fixtures)/en-server-example.zip",
+                                       "--public-key", "\(fixtures)/en-server-example.public.pem")
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("\(sightings):1: a line longer than 4096 bytes"), "\(result.standardError)")
+        #expect(Date().timeIntervalSince(started) < 5, "it stops after the first MiB, not at the end of the gigabyte")
+    }
+
+    @Test func devicesHugeCardsAndHugeConfigurationsAreRefusedUnread() throws {
+        let fixtures = KeysInspectCommandTests.fixtures
+        let zero = try Command.enctl("keys", "inspect", "/dev/zero")
+        #expect(zero.status == 1 && zero.standardError.contains("/dev/zero: not a regular file"), "\(zero.standardError)")
+
+        let card = sparse("card.smart-health-card", bytes: 10 << 20)
+        let jwks = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../ENDiagnosisTests/Fixtures/example-issuer-jwks.json").path
+        let checked = try Command.enctl("test-result", "verify", card, "--issuer-keys", jwks)
+        #expect(checked.status == 1 && checked.standardError.contains("10485760 bytes, more than the 1 MiB a health card may have"),
+                "\(checked.standardError)")
+
+        let configuration = sparse("configuration.json", bytes: 2 << 20)
+        let sightings = try write("", to: "none.jsonl")
+        let configured = try Command.enctl("detect", "--offline", "--sightings", sightings, "--keys", "\(fixtures)/en-server-example.zip",
+                                           "--public-key", "\(fixtures)/en-server-example.public.pem", "--config", configuration)
+        #expect(configured.status == 1 && configured.standardError.contains("2097152 bytes, more than 1 MiB: not an exposure configuration"),
+                "\(configured.standardError)")
+    }
+}

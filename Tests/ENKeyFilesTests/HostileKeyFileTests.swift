@@ -94,6 +94,23 @@ import ZIPFoundation
         #expect(try writer.signatureList(for: bin).isEmpty)
     }
 
+    @Test func aThousandSignaturesAreRefusedUnverified() throws {
+        let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1,
+                                     signer: (try P256PrivateKey(), SignatureInfo(keyId: "k", keyVersion: "1")))
+        let bin = try writer.exportBin(keys: [])
+        var list = try ExportProtoTEKSignatureList(serializedBytes: try writer.signatureList(for: bin))
+        // Each its own bytes, so that the list does not compress into a (refused) zip bomb.
+        list.signatures = (0..<1_000).map { _ in
+            var signature = list.signatures[0]
+            signature.signature = Data((0..<72).map { _ in UInt8.random(in: 0...255) })
+            return signature
+        }
+        let file = try zipArchive([("export.bin", bin), ("export.sig", try list.serializedBytes())])
+        #expect(refusal(file) == .malformedSignatureList("1000 signatures, more than 16"))
+        list.signatures = Array(list.signatures.prefix(16))
+        #expect(refusal(try zipArchive([("export.bin", bin), ("export.sig", try list.serializedBytes())])) == nil, "sixteen are fine")
+    }
+
     @Test func aSignatureWithAnotherAlgorithmIsInvalid() throws {
         let signer = try P256PrivateKey()
         let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1,
