@@ -33,6 +33,9 @@ public final class RadioAgent: @unchecked Sendable {
     private var storeFailing = false
     /// Sightings dropped from memory since the store last failed.
     private var droppedSightings = 0
+    /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
+    private var sightingsThisScan = 0
+    private var droppedThisScan = 0
     private var state = RadioState() {
         didSet { if state != oldValue { onChange?(state) } }
     }
@@ -40,6 +43,9 @@ public final class RadioAgent: @unchecked Sendable {
 
     /// Sightings are written to the store when a scan ends, or sooner when this many wait.
     static let flushThreshold = 1_000
+    /// Sightings kept from one scan (a crowd of 2,000 devices; reports beyond are counted and
+    /// dropped): the store grows by at most this many rows per scan, whatever the air carries.
+    public static let maximumSightingsPerScan = 2_000
     /// Sightings held in memory at most while the store cannot be written (about 10 MB); the
     /// oldest go first beyond it.
     static let maximumPending = 100_000
@@ -144,12 +150,19 @@ public final class RadioAgent: @unchecked Sendable {
             }
             let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
             guard !ownIdentifiers.contains(rpi) else { return }
+            guard sightingsThisScan < Self.maximumSightingsPerScan else {
+                droppedThisScan += 1
+                return
+            }
+            sightingsThisScan += 1
             pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
                                     rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter))
             if pending.count >= Self.flushThreshold && !storeFailing { flush() }
             if pending.count > Self.maximumPending {
-                droppedSightings += pending.count - Self.maximumPending
-                pending.removeFirst(pending.count - Self.maximumPending)
+                // A tenth at a time, so that a long outage does not move the whole array per report.
+                let excess = pending.count - Self.maximumPending + Self.maximumPending / 10
+                droppedSightings += excess
+                pending.removeFirst(excess)
             }
         }
     }
@@ -242,6 +255,11 @@ public final class RadioAgent: @unchecked Sendable {
 
     private func scanCycle() {
         scanTimer?.cancel()
+        if droppedThisScan > 0 {
+            logger.warning("a crowd: \(droppedThisScan) reports beyond the \(Self.maximumSightingsPerScan) kept per scan were dropped")
+        }
+        sightingsThisScan = 0
+        droppedThisScan = 0
         do {
             if !state.scanning { try radio.startScanning() }
             state.scanning = true

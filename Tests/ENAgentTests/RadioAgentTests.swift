@@ -191,6 +191,23 @@ final class RecordingRadio: Radio {
         #expect(try store.temporaryExposureKeys(validAfter: 0).count == keysBefore.count + 1, "with the new day's key")
     }
 
+    /// 20,000 different identifiers in one scan (10,000 addresses a second for two seconds): the
+    /// store takes at most its bound per scan, and the radio keeps its schedule.
+    @Test func aFloodOfAddressesGrowsTheStoreByAtMostItsBoundPerScan() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        for index in 0..<20_000 {
+            let rpi = withUnsafeBytes(of: UInt64(index).bigEndian) { Array($0) } + [UInt8](repeating: 0xEE, count: 8)
+            agent.report(RadioReport(serviceData: rpi + [1, 2, 3, 4], rssi: -70, adapter: "hci0"))
+        }
+        #expect(agent.isResponsive)
+        agent.stop()
+        #expect(try store.sightingCount() == RadioAgent.maximumSightingsPerScan)
+        #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"], "the radio did what it would have done anyway")
+    }
+
     @Test func recordsOthersNeverItselfAndDropsMalformedData() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let radio = RecordingRadio()
