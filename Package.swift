@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EnagentdTests", dependencies: ["enagentd"]),
+        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENSystemd"],
                     exclude: ["Servers"]),
         // Fuzzers (make fuzz)

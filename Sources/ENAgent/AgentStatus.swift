@@ -25,6 +25,9 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// The database cannot be written (a full disk): scanning, sightings held in memory, but not
     /// advertising, since no new key and no interval on the air can be kept.
     case storeUnwritable = "store-unwritable"
+    /// The agent's own state (consent, pause) cannot be read from the database: nothing runs,
+    /// since whether the person consented is unknown.
+    case storeUnreadable = "store-unreadable"
 
     /// The status from what is known, the most fundamental reason first.
     public static func of(consent: ConsentEvent?, pausedUntil: Int64?, now: Int64, clockTrusted: Bool,
@@ -47,7 +50,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     public var runsAgent: Bool {
         switch self {
         case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .waitingForInterval, .storeUnwritable: return true
-        case .paused, .disabled, .consentRequired, .clockUnsynchronised: return false
+        case .paused, .disabled, .consentRequired, .clockUnsynchronised, .storeUnreadable: return false
         }
     }
 }

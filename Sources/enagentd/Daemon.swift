@@ -21,6 +21,8 @@ final class Daemon: @unchecked Sendable {
     let detection: ExposureDetection
     private var upkeepTimer: (any DispatchSourceTimer)?
     private var upkeep: Upkeep?
+    /// Why the store could not be read at the last look, if it could not.
+    private var storeReadError: String?
     private let synchronisation: (any ClockSynchronisation)?
     private var pauseTimer: (any DispatchSourceTimer)?
     private var radioAgent: RadioAgent?
@@ -60,9 +62,20 @@ final class Daemon: @unchecked Sendable {
         return until
     }
 
+    /// The status; a store that cannot be read makes it `store-unreadable` (and a journal entry),
+    /// never a guess such as "no consent".
     var status: AgentStatus {
-        AgentStatus.of(consent: consent, pausedUntil: pausedUntil, now: clock.now, clockTrusted: clockTrusted,
-                       radioProblem: radioAgent == nil ? nil : radioState.problem)
+        do {
+            let consent = try store.currentConsent()
+            let paused = try store.setting(Self.pausedUntilSetting).flatMap(Int64.init)
+            storeReadError = nil
+            return AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: clockTrusted,
+                                  radioProblem: radioAgent == nil ? nil : radioState.problem)
+        } catch {
+            if storeReadError == nil { logger.error("cannot read the agent's state: \(error)") }
+            storeReadError = "\(error)"
+            return .storeUnreadable
+        }
     }
 
     /// The clock can be trusted from now on.
@@ -100,6 +113,8 @@ final class Daemon: @unchecked Sendable {
         case .waitingForInterval:
             guard case .identifierUsed(let until)? = radioState.problem else { return status.rawValue }
             return "waiting-for-interval: scanning; advertising again at \(until) (unix time), when the clock is past every identifier already on the air"
+        case .storeUnreadable:
+            return "store-unreadable: \(storeReadError ?? "the database cannot be read"); the radio stays off until it can"
         case .storeUnwritable:
             return "store-unwritable: cannot write \(store.path) (is the disk full? the journal has the error); scanning into memory, not advertising, resuming by itself"
         case .adapterConnectable:

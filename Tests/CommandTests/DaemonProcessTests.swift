@@ -5,7 +5,8 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite struct EnagentdTests {
+/// enagentd run as a process, as systemd runs it: readiness, the watchdog, signals, its files.
+@Suite struct DaemonProcessTests {
     let directory = TemporaryDirectory()
     let bus: PrivateBus
 
