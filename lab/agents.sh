@@ -14,49 +14,14 @@ set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")
 . "$LAB/bluez.sh"
-STATE=/run/enagent-lab
-NOW=$(date +%s)
-START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
-ORIGIN=$(( (120 * NOW - START) / 119 ))
-LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $ORIGIN"
 PHONES="hci2 hci3 hci4 hci5"
-rm -rf "$OUT/a" "$OUT/b" "$OUT/phases" "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exports" "$STATE/trusted-keys" "$OUT/phases"
-# The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
-openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$STATE/authority.pem"
-openssl ec -in "$STATE/authority.pem" -pubout -out "$STATE/trusted-keys/228_v1.pem" 2>/dev/null
-# Both agents share the guest's system bus for BlueZ, but one bus name can have one owner: each
-# offers its API on a bus of its own, under the system bus's default policy plus enagentd's.
-api_bus() {
-    cat > "$STATE/$1.bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=$STATE/$1.bus</listen>
-  <auth>EXTERNAL</auth>
-  <include>$LAB/system-bus-default.conf</include>
-  <include>$LAB/../dbus/org.enagent.ExposureNotification1.conf</include>
-</busconfig>
-EOF
-    dbus-daemon --config-file="$STATE/$1.bus.conf" --fork --nopidfile
-}
-enctl() { agent_name=$1; shift; DBUS_SYSTEM_BUS_ADDRESS="unix:path=$STATE/$agent_name.bus" "$BIN/enctl" "$@"; }
-agent() {
-    exec "$BIN/enagentd" --state-dir "$STATE/$1" --adapter "$2" --api-bus "unix:path=$STATE/$1.bus" $LAB_OPTIONS \
-        >> "$STATE/$1/enagentd.log" 2>&1
-}
-# must DESCRIPTION COMMAND...: runs a phase's command; a failure is recorded in OUT/phases/failed,
-# which report.py turns into a failed check, and the phase goes on so the report can say the rest.
-must() {
-    what=$1; shift
-    "$@" || { rc=$?; echo "FAILED: $what (exit $rc)"; echo "$what: exit $rc" >> "$OUT/phases/failed"; return $rc; }
-}
-# Consent: enabling through the API, as a person would with 'enctl enable'.
-enable() {
-    for _ in $(seq 50); do enctl "$1" enable > /dev/null 2>&1 && { echo "agent $1 enabled"; return; }; sleep 0.2; done
-    echo "agent $1: enctl enable failed"; echo "enctl $1 enable: never succeeded" >> "$OUT/phases/failed"
-}
-
+rm -rf "$OUT/a" "$OUT/b" "$OUT/phases"; mkdir -p "$OUT/phases"
+. "$LAB/agent-lib.sh"
+# Who may call what (callers.py): a member of the group enagent and a user who is not, made before
+# the API buses start, since dbus-daemon reads group policies then.
+groupadd -f enagent
+id member > /dev/null 2>&1 || useradd -M -N -u 1500 -G enagent member
+id other > /dev/null 2>&1 || useradd -M -N -u 1501 other
 api_bus a; api_bus b
 agent a hci0 & A=$!
 agent b hci1 & B=$!
@@ -126,7 +91,11 @@ sleep 5  # one scan cycle (lab.conf): what b heard of the crowd is written befor
 # The lab's health authority publishes every phone's key; b detects through its API.
 must "phones export" python3 "$LAB/phones.py" export "$OUT/phones.jsonl" "$STATE/phones.zip"
 must "enctl keys sign (phones)" "$BIN/enctl" keys sign "$STATE/phones.zip" --private-key "$STATE/authority.pem" --key-id 228 --out "$OUT/phases/phones.zip"
+# What b had stored just before and just after: the detection saw at least the first and at most
+# the second (the crowd's last scan may still be on its way to the database).
+sightings b | cut -d' ' -f1 | sort -u > "$OUT/phases/b-rpis-before-detect"
 must "enctl b detect (phones)" enctl b detect "$OUT/phases/phones.zip" --json > "$OUT/phases/detect-phones-b.json"
+sightings b | cut -d' ' -f1 | sort -u > "$OUT/phases/b-rpis-after-detect"
 must "enctl b windows (phones)" enctl b windows --json > "$OUT/phases/windows-phones-b.json"
 
 echo "phase: a shares its keys, a key server publishes them, b detects"
@@ -141,6 +110,12 @@ must "enctl b detect --from-server" enctl b detect --from-server --server-config
 must "enctl b windows" enctl b windows --json > "$OUT/phases/windows-b.json"
 kill "$SERVER"
 
+echo "phase: the API's methods as root, as a member of enagent, as another user (under the bus policy)"
+cp "$LAB/callers.py" "$STATE/"  # where the other users can read it
+for caller in root member other; do
+    must "callers.py as $caller" setpriv --reuid="$caller" --regid="$(id -g "$caller")" --init-groups \
+        /usr/bin/python3 "$STATE/callers.py" "unix:path=$STATE/b.bus" > "$OUT/phases/callers-$caller.json"
+done
 for agent in a b; do must "enctl $agent status" enctl $agent status --json > "$OUT/phases/status-$agent.json"; done
 kill -TERM "$A" "$B"
 wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"

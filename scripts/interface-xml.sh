@@ -4,7 +4,8 @@
 set -eu
 BIN=$1
 DIR=$(mktemp -d)
-trap 'kill $DAEMON 2>/dev/null; kill $(cat "$DIR/bus.pid") 2>/dev/null; rm -rf "$DIR"' EXIT
+DAEMON=
+trap '[ -z "$DAEMON" ] || kill $DAEMON 2>/dev/null; kill $(cat "$DIR/bus.pid") 2>/dev/null; rm -rf "$DIR"' EXIT
 dbus-daemon --session --address="unix:path=$DIR/bus" --fork --print-pid > "$DIR/bus.pid"
 export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$DIR/bus"
 "$BIN/enagentd" --state-dir "$DIR/state" --no-radio --no-require-synchronised-clock 2> "$DIR/log" & DAEMON=$!

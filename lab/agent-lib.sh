@@ -1,0 +1,52 @@
+# agent-lib.sh: what the lab's runs (agents.sh, soak.sh) do with agents, sourced in the guest
+# with BIN, OUT and LAB set. It makes a fresh STATE (the agents' state on the guest's tmpfs) with
+# the lab's health authority, and the agents' clock: 120 times faster from an origin two agent
+# hours (one real minute) before a UTC midnight.
+STATE=/run/enagent-lab
+NOW=$(date +%s)
+START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
+ORIGIN=$(( (120 * NOW - START) / 119 ))
+LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $ORIGIN"
+rm -rf "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exports" "$STATE/trusted-keys"
+# The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$STATE/authority.pem"
+openssl ec -in "$STATE/authority.pem" -pubout -out "$STATE/trusted-keys/228_v1.pem" 2>/dev/null
+
+# Both agents share the guest's system bus for BlueZ, but one bus name can have one owner: each
+# offers its API on a bus of its own, under the system bus's default policy plus enagentd's.
+api_bus() {
+    cat > "$STATE/$1.bus.conf" <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$STATE/$1.bus</listen>
+  <auth>EXTERNAL</auth>
+  <include>$LAB/system-bus-default.conf</include>
+  <include>$LAB/../dbus/org.enagent.ExposureNotification1.conf</include>
+</busconfig>
+EOF
+    dbus-daemon --config-file="$STATE/$1.bus.conf" --fork --nopidfile
+}
+enctl() { agent_name=$1; shift; DBUS_SYSTEM_BUS_ADDRESS="unix:path=$STATE/$agent_name.bus" "$BIN/enctl" "$@"; }
+agent() {
+    exec "$BIN/enagentd" --state-dir "$STATE/$1" --adapter "$2" --api-bus "unix:path=$STATE/$1.bus" $LAB_OPTIONS \
+        >> "$STATE/$1/enagentd.log" 2>&1
+}
+# sightings AGENT: the sightings AGENT has stored so far, one "RPI-hex seen_at" line each.
+sightings() {
+    python3 -c 'import sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+for rpi, seen in db.execute("SELECT hex(rpi), seen_at FROM sighting"): print(rpi.lower(), seen)' "$STATE/$1/enagent.db"
+}
+# must DESCRIPTION COMMAND...: runs a phase's command; a failure is recorded in OUT/phases/failed,
+# which report.py turns into a failed check, and the phase goes on so the report can say the rest.
+must() {
+    what=$1; shift
+    "$@" || { rc=$?; echo "FAILED: $what (exit $rc)"; echo "$what: exit $rc" >> "$OUT/phases/failed"; return $rc; }
+}
+# Consent: enabling through the API, as a person would with 'enctl enable'.
+enable() {
+    for _ in $(seq 50); do enctl "$1" enable > /dev/null 2>&1 && { echo "agent $1 enabled"; return; }; sleep 0.2; done
+    echo "agent $1: enctl enable failed"; echo "enctl $1 enable: never succeeded" >> "$OUT/phases/failed"
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""soak-report.py OUT [--check]: what the chaos soak (soak.sh) did and whether its invariants held.
+
+From the fault log: how many faults of each kind, and how long hci0 took to advertise and scan
+again after each. From agent a's database after the soak: PRAGMA integrity_check; every sighting
+listed before each SIGKILL still there; its keys: a key for every day from the first to the last,
+at most three per day (the first and two rolls after restarts). From btmon's capture of hci0: every
+EN advertisement's RPI derives from one of a's stored keys, and RPI and address always changed
+together: no RPI with two addresses, no address with two RPIs, across every restart."""
+import collections, glob, os, sqlite3, statistics, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onair
+
+out, strict = sys.argv[1], "--check" in sys.argv
+failures = []
+
+
+def database(agent):
+    return sqlite3.connect(f"file:{out}/{agent}/enagent.db?mode=ro", uri=True)
+
+
+print("FAULTS")
+faults = [line.split() for line in open(f"{out}/soak/faults")] if os.path.exists(f"{out}/soak/faults") else []
+by_kind = collections.defaultdict(list)
+for _, kind, took in faults:
+    by_kind[kind].append(None if took == "timeout" else float(took))
+for kind, times in sorted(by_kind.items()):
+    recovered = [t for t in times if t is not None]
+    summary = f"median {statistics.median(recovered):.1f} s, slowest {max(recovered):.1f} s" if recovered else "none recovered"
+    print(f"  {kind}: {len(times)} times; hci0 advertising and scanning again after {summary}; {len(times) - len(recovered)} never")
+    if len(recovered) < len(times) or (recovered and max(recovered) > 10):
+        failures.append(f"after a {kind}, hci0 was not back within 10 s ({times})")
+kills = len(by_kind["enagentd"]) + len(by_kind["bluetoothd"])
+print(f"  {len(faults)} faults, {kills} of them SIGKILLs")
+if kills < 20:
+    failures.append(f"only {kills} SIGKILLs (the soak needs at least 20)")
+detections = [line.strip() for line in open(f"{out}/soak/detections")] if os.path.exists(f"{out}/soak/detections") else []
+print(f"  detections during the soak: {detections.count('detect ok')} ok, {detections.count('detect failed')} failed")
+if not detections or "detect failed" in detections:
+    failures.append(f"detections during the soak: {collections.Counter(detections)}")
+exits = open(f"{out}/soak/exits").read().split() if os.path.exists(f"{out}/soak/exits") else []
+print(f"  exit statuses at the end (SIGTERM): {' '.join(exits) or 'none'}")
+if exits != ["a", "0", "b", "0"]:
+    failures.append(f"the agents did not stop cleanly at the end: {exits}")
+
+print("DATA (agent a)")
+a = database("a")
+integrity = a.execute("PRAGMA integrity_check").fetchone()[0]
+final = {(rpi.hex(), seen) for rpi, seen in a.execute("SELECT rpi, seen_at FROM sighting")}
+lost = 0
+snapshots = sorted(glob.glob(f"{out}/soak/stored-before-kill-*"))
+for path in snapshots:
+    before = {(rpi, int(seen)) for rpi, seen in (line.split() for line in open(path) if line.strip())}
+    lost += len(before - final)
+print(f"  integrity_check: {integrity}; {len(final)} sightings at the end; {len(snapshots)} lists taken before a SIGKILL, "
+      f"{lost} of their sightings missing afterwards")
+if integrity != "ok" or lost or not snapshots:
+    failures.append(f"data: integrity {integrity}, {lost} stored sightings lost, {len(snapshots)} snapshots")
+keys = list(a.execute("SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key"))
+days = collections.Counter(start for _, start, _ in keys)
+first, last = min(days), max(days)
+missing = [start for start in range(first, last + 1, 144) if start not in days]
+print(f"  {len(keys)} TEKs over {len(days)} days; keys per day {sorted(days.values())}; days without a key: {missing or 'none'}")
+if missing or max(days.values()) > 3:
+    failures.append(f"keys: days without a key {missing}, keys per day {dict(days)}")
+
+print("ON AIR (hci0, btmon)")
+table = onair.identifiers(keys)
+found, *_ = onair.advertisements(f"{out}/btmon.snoop", controllers={0})
+by_rpi, by_address, foreign = collections.defaultdict(set), collections.defaultdict(set), 0
+for advertisement in found:
+    rpi = advertisement["data"][11:27]
+    foreign += rpi not in table
+    if advertisement.get("address"):
+        by_rpi[rpi].add(advertisement["address"])
+        by_address[advertisement["address"]].add(rpi)
+shared_rpis = {rpi.hex(): len(addresses) for rpi, addresses in by_rpi.items() if len(addresses) > 1}
+shared_addresses = {address.hex(":"): len(rpis) for address, rpis in by_address.items() if len(rpis) > 1}
+print(f"  {len(found)} EN advertisements, {len(by_rpi)} RPIs from {len(by_address)} addresses; {foreign} from no stored key; "
+      f"RPIs with several addresses: {len(shared_rpis)}; addresses with several RPIs: {len(shared_addresses)}")
+if foreign or shared_rpis or shared_addresses or len(by_rpi) < 20:
+    failures.append(f"on air: {foreign} RPIs from no stored key, RPIs on several addresses {shared_rpis}, "
+                    f"addresses with several RPIs {shared_addresses}, {len(by_rpi)} RPIs in all")
+
+if failures:
+    print("FAILED:\n  " + "\n  ".join(failures))
+print("soak: " + ("FAIL" if failures else "PASS"))
+sys.exit(1 if failures and strict else 0)

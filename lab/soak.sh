@@ -1,0 +1,49 @@
+#!/bin/sh
+# soak.sh BIN OUT SECONDS: the chaos soak (make soak), in the guest. Agent a on hci0 advertises,
+# scans and detects while, every 6-18 s at random, one fault strikes: a SIGKILL of a (restarted at
+# once, as systemd's Restart= does), a SIGKILL of bluetoothd (restarted), or hci0 switched off (a
+# switches it on again). Agent b on hci1 advertises for a to see, and its shared keys give a's
+# detections something to match. Before each kill of a, the sightings a had stored are listed;
+# after each fault, the seconds until hci0 advertises and scans again. soak-report.py checks.
+set -u
+BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-600}
+LAB=$(dirname "$0")
+. "$LAB/bluez.sh"
+rm -rf "$OUT/a" "$OUT/b" "$OUT/soak"; mkdir -p "$OUT/soak"
+. "$LAB/agent-lib.sh"
+random() { echo $(( $(od -An -N2 -tu2 /dev/urandom) % $1 )); }
+
+api_bus a; api_bus b
+agent a hci0 & A=$!
+agent b hci1 & B=$!
+enable a; enable b
+sleep 90  # past the agents' midnight, so that b has a key it may share
+must "enctl b keys export" enctl b keys export --yes --format zip --out "$STATE/b-keys.zip"
+must "enctl keys sign" "$BIN/enctl" keys sign "$STATE/b-keys.zip" --private-key "$STATE/authority.pem" --key-id 228 --out "$STATE/b-signed.zip"
+
+end=$(( $(date +%s) + SECONDS_TO_RUN ))
+fault=0
+while [ "$(date +%s)" -lt "$end" ]; do
+    sleep $(( 6 + $(random 13) ))
+    fault=$((fault + 1))
+    at=$(cut -d' ' -f1 /proc/uptime)
+    case $(random 3) in
+    0)  what=enagentd
+        sightings a > "$OUT/soak/stored-before-kill-$fault" 2>/dev/null
+        kill -KILL "$A"; wait "$A"
+        agent a hci0 & A=$! ;;
+    1)  what=bluetoothd
+        pkill -KILL -x bluetoothd; sleep 0.5
+        /usr/libexec/bluetooth/bluetoothd -n >> "$OUT/soak/bluetoothd.log" 2>&1 & ;;
+    2)  what=power-off
+        dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
+            string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null 2>&1 ;;
+    esac
+    echo "$fault $what $("$LAB/wait-radio.sh" hci0 30 "$at")" | tee -a "$OUT/soak/faults"
+    # A detection now and then, through the API, while faults go on.
+    [ $((fault % 3)) -eq 0 ] && { enctl a detect "$STATE/b-signed.zip" >> "$OUT/soak/detect.log" 2>&1 \
+        && echo "detect ok" >> "$OUT/soak/detections" || echo "detect failed" >> "$OUT/soak/detections"; }
+done
+
+kill -TERM "$A" "$B"; wait "$A"; echo "a $?" > "$OUT/soak/exits"; wait "$B"; echo "b $?" >> "$OUT/soak/exits"
+cp -r "$STATE/a" "$STATE/b" "$OUT/"
