@@ -102,6 +102,7 @@ public final class RadioAgent: @unchecked Sendable {
     /// and the scan with it.
     public func radioLost() {
         queue.async { [self] in
+            if !lostSinceAdvertising { logger.info("radio lost: the adapter went away or was switched off") }
             lostSinceAdvertising = true
             state = RadioState(problem: .bluetoothOff)
         }
