@@ -68,7 +68,7 @@ struct Detect: ParsableCommand {
     @Option(help: ArgumentHelp("Score as of this time, in unix seconds (default: now).", valueName: "seconds"))
     var now: Int64?
 
-    @Option(help: ArgumentHelp("Refuse key files (and inflated entries) larger than this.", valueName: "MiB"))
+    @Option(help: ArgumentHelp("Refuse key files (inflated entries, downloads from the key server) larger than this.", valueName: "MiB"))
     var maxFileSize = KeyFileLimits.standard.maximumFileSize >> 20
 
     @Flag(help: "Print JSON.")
@@ -116,7 +116,7 @@ struct Detect: ParsableCommand {
         for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
             progress.show(number + 1, "downloading \(entry)")
             guard let url = URL(string: entry, relativeTo: keyServer.url) else { throw CommandError("\(entry): not a path on the key server") }
-            try cache.store(try Download.data(from: url, maximumSize: KeyFileLimits.standard.maximumFileSize, timeout: keyServer.timeout), for: entry)
+            try cache.store(try Download.data(from: url, maximumSize: maxFileSize << 20, timeout: keyServer.timeout), for: entry)
         }
         progress.show(pending.count, "matching \(pending.count) files")
         progress.finish()
