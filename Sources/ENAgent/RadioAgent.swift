@@ -193,10 +193,7 @@ public final class RadioAgent: @unchecked Sendable {
             if let interval = ENIntervalNumber(unixSeconds: now), let last = advertisedInterval, interval < last {
                 let resumesAt = last.unixSeconds + ENIntervalNumber.secondsPerInterval
                 waitForLaterInterval(until: resumesAt, because: "the clock reads \(now), before the last interval on the air (\(last))")
-                nextIn = min(clock.realSeconds(until: resumesAt), Self.steppedClockRecheckSeconds)
-                rotationTimer?.cancel()
-                rotationTimer = timer(after: max(0.05, nextIn)) { [self] in rotate() }
-                return
+                return scheduleRotation(in: min(clock.realSeconds(until: resumesAt), Self.steppedClockRecheckSeconds))
             }
             var broadcast = try keys.broadcast(metadata: metadata, at: now)
             // An RPI that went on the air before (before a restart of this agent or of bluetoothd)
@@ -250,8 +247,12 @@ public final class RadioAgent: @unchecked Sendable {
                 nextIn = Self.retrySeconds
             }
         }
+        scheduleRotation(in: nextIn)
+    }
+
+    private func scheduleRotation(in seconds: Double) {
         rotationTimer?.cancel()
-        rotationTimer = timer(after: max(0.05, nextIn)) { [self] in rotate() }
+        rotationTimer = timer(after: max(0.05, seconds)) { [self] in rotate() }
     }
 
     private func scanCycle() {

@@ -220,12 +220,12 @@ public final class DBusConnection: @unchecked Sendable {
 
     // MARK: Objects
 
-    /// Serves `object` at its path until it is withdrawn or the connection closes.
     /// Refuses method calls beyond `budget` with LimitsExceeded, per sender (nil: no limit).
     public func limitCalls(_ budget: CallBudget?) {
         state.withLock { $0.budget = budget }
     }
 
+    /// Serves `object` at its path until it is withdrawn or the connection closes.
     public func export(_ object: ExportedObject) throws(DBusError) {
         try state.withLock { (state) throws(DBusError) in
             guard state.objects[object.path] == nil else {

@@ -107,13 +107,10 @@ final class DBusMainLoop: @unchecked Sendable {
         }
     }
 
+    /// From now on `perform` runs its job at once; what was queued before runs here.
     private func finish() {
-        let left = lock.withLock {
-            ended = true
-            defer { jobs = [] }
-            return jobs
-        }
-        left.forEach { $0() }
+        lock.withLock { ended = true }
+        takeJobs().forEach { $0() }
     }
 
     /// Makes `run` return soon.

@@ -58,8 +58,13 @@ final class Daemon: @unchecked Sendable {
     var consent: ConsentEvent? { try? store.currentConsent() }
     var enabled: Bool { consent?.granted == true }
     var pausedUntil: Int64 {
-        guard let until = (try? store.setting(Self.pausedUntilSetting)).flatMap({ $0.flatMap(Int64.init) }), until > clock.now else { return 0 }
+        guard let until = (try? storedPausedUntil()) ?? nil, until > clock.now else { return 0 }
         return until
+    }
+
+    /// The end of the pause as stored, if any (it may lie in the past).
+    private func storedPausedUntil() throws -> Int64? {
+        try store.setting(Self.pausedUntilSetting).flatMap(Int64.init)
     }
 
     /// The status; a store that cannot be read makes it `store-unreadable` (and a journal entry),
@@ -67,7 +72,7 @@ final class Daemon: @unchecked Sendable {
     var status: AgentStatus {
         do {
             let consent = try store.currentConsent()
-            let paused = try store.setting(Self.pausedUntilSetting).flatMap(Int64.init)
+            let paused = try storedPausedUntil()
             storeReadError = nil
             return AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: clockTrusted,
                                   radioProblem: radioAgent == nil ? nil : radioState.problem)
