@@ -34,7 +34,7 @@ date +%s.%N > "$OUT/phases/bluetoothd-killed-at"
 pkill -KILL -x bluetoothd; sleep 0.5
 # Both adapters are timed from the same moment, the restart (a script's own start can lag by a
 # second in the emulated guest).
-restarted=$(cut -d' ' -f1 /proc/uptime)
+restarted=$(uptime_seconds)
 /usr/libexec/bluetooth/bluetoothd -n -d > "$OUT/bluetoothd-restarted.log" 2>&1 &
 "$LAB/wait-radio.sh" hci0 30 "$restarted" > "$STATE/recovery-hci0" & W0=$!
 "$LAB/wait-radio.sh" hci1 30 "$restarted" > "$STATE/recovery-hci1" & W1=$!
@@ -55,19 +55,16 @@ echo "phase: pausing b stops its radio at once"
 # status below is read, however slow the guest (10m of agent time lasted 5 s and raced it).
 must "enctl b pause 1d" enctl b pause 1d > /dev/null
 date +%s.%N > "$OUT/phases/b-paused-at"
-start=$(cut -d' ' -f1 /proc/uptime)
-while [ "$(radio hci1)" != "no no" ]; do
-    [ "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{print ($1 - $2 > 10)}')" = 1 ] && break
-    sleep 0.1
-done
-echo "$(echo "$(cut -d' ' -f1 /proc/uptime) $start" | awk '{printf "%.1f", $1 - $2}') $(radio hci1)" \
+start=$(uptime_seconds)
+while [ "$(radio hci1)" != "no no" ] && ! past "$start" 10; do sleep 0.1; done
+echo "$(since "$start") $(radio hci1)" \
     | tee "$OUT/phases/pause-b"
 must "enctl b status (paused)" enctl b status --json > "$OUT/phases/paused-status-b.json"
 must "enctl b resume" enctl b resume > /dev/null
 
 echo "phase: hci0 switched off under agent a"
 losses=$(grep -c "radio lost" "$STATE/a/enagentd.log")
-switched_off=$(cut -d' ' -f1 /proc/uptime)
+switched_off=$(uptime_seconds)
 date +%s.%N > "$OUT/phases/a-switched-off-at"
 must "switching hci0 off" dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
     string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null
@@ -75,8 +72,7 @@ echo "$(prop hci0 org.bluez.Adapter1 Powered) $("$LAB/wait-radio.sh" hci0 30 "$s
 # The agent's own account: it noticed the loss. (Whether its recovery or its next rotation, a
 # fraction of a second apart at the lab's clock, put the fresh advertisement out is a race; btmon
 # times the return.) The log line may trail the radio's return: wait for it within the same 10 s.
-while [ "$(grep -c "radio lost" "$STATE/a/enagentd.log")" -le "$losses" ] \
-    && [ "$(echo "$(cut -d' ' -f1 /proc/uptime) $switched_off" | awk '{print ($1 - $2 > 10)}')" = 0 ]; do sleep 0.2; done
+while [ "$(grep -c "radio lost" "$STATE/a/enagentd.log")" -le "$losses" ] && ! past "$switched_off" 10; do sleep 0.2; done
 echo "$(( $(grep -c "radio lost" "$STATE/a/enagentd.log") - losses ))" >> "$OUT/phases/power-off-a"
 cat "$OUT/phases/power-off-a"
 

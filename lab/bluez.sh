@@ -9,3 +9,8 @@ prop() {
 radio() {
     python3 "$(dirname "$0")/onair.py" "$BTSNOOP" "$1"
 }
+# Time on the guest's steady clock: uptime_seconds prints it; since START prints the seconds from
+# START (an uptime_seconds reading) to now; past START SECONDS holds once more have gone by.
+uptime_seconds() { cut -d' ' -f1 /proc/uptime; }
+since() { echo "$(uptime_seconds) $1" | awk '{printf "%.1f\n", $1 - $2}'; }
+past() { [ "$(echo "$(uptime_seconds) $1 $2" | awk '{print ($1 - $2 > $3)}')" = 1 ]; }

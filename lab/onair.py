@@ -136,6 +136,17 @@ def radio_state(path, controller):
     return changes[-1][1:] if changes else (False, False)
 
 
+def linked(pairs):
+    """From (address, RPI) pairs: RPI -> addresses, address -> RPIs, and those a phone could link
+    (an RPI on several addresses, an address with several RPIs)."""
+    by_rpi, by_address = {}, {}
+    for address, rpi in pairs:
+        by_rpi.setdefault(rpi, set()).add(address)
+        by_address.setdefault(address, set()).add(rpi)
+    return (by_rpi, by_address, {rpi: found for rpi, found in by_rpi.items() if len(found) > 1},
+            {address: found for address, found in by_address.items() if len(found) > 1})
+
+
 def radio_changes(path, controller):
     """Every (unix time, advertising, scanning) the controller went through, in order."""
     enabled_sets, scanning, pending, changes = set(), False, None, []

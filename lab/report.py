@@ -161,15 +161,10 @@ def address_rpi():
         data = re.search(r"^\s+Data: ([0-9a-f]{40})$", line)
         if data and address:
             pairs.add((address, data.group(1)[:32]))
-    by_rpi, by_address = {}, {}
-    for address, rpi in pairs:
-        by_rpi.setdefault(rpi, set()).add(address)
-        by_address.setdefault(address, set()).add(rpi)
+    by_rpi, by_address, bad_rpis, bad_addresses = onair.linked(pairs)
     for address, rpis in sorted(by_address.items()):
         owner = next((agent for agent, keys in own.items() if rpis & keys), "?")
         print(f"  {address}  {' '.join(sorted(rpis))}  ({owner})")
-    bad_rpis = {rpi: addresses for rpi, addresses in by_rpi.items() if len(addresses) != 1}
-    bad_addresses = {address: rpis for address, rpis in by_address.items() if len(rpis) != 1}
     print(f"  {len(by_rpi)} RPIs from {len(by_address)} addresses: "
           + ("each RPI from one address, each address with one RPI" if not bad_rpis and not bad_addresses else "PAIRING BROKEN"))
     if bad_rpis or bad_addresses:

@@ -67,15 +67,10 @@ if missing or max(days.values()) > 3:
 print("ON AIR (hci0, btmon)")
 table = onair.identifiers(keys)
 found, *_ = onair.advertisements(f"{out}/btmon.snoop", controllers={0})
-by_rpi, by_address, foreign = collections.defaultdict(set), collections.defaultdict(set), 0
-for advertisement in found:
-    rpi = advertisement["data"][11:27]
-    foreign += rpi not in table
-    if advertisement.get("address"):
-        by_rpi[rpi].add(advertisement["address"])
-        by_address[advertisement["address"]].add(rpi)
-shared_rpis = {rpi.hex(): len(addresses) for rpi, addresses in by_rpi.items() if len(addresses) > 1}
-shared_addresses = {address.hex(":"): len(rpis) for address, rpis in by_address.items() if len(rpis) > 1}
+foreign = sum(advertisement["data"][11:27] not in table for advertisement in found)
+by_rpi, by_address, shared, sharing = onair.linked((a["address"], a["data"][11:27]) for a in found if a.get("address"))
+shared_rpis = {rpi.hex(): len(addresses) for rpi, addresses in shared.items()}
+shared_addresses = {address.hex(":"): len(rpis) for address, rpis in sharing.items()}
 print(f"  {len(found)} EN advertisements, {len(by_rpi)} RPIs from {len(by_address)} addresses; {foreign} from no stored key; "
       f"RPIs with several addresses: {len(shared_rpis)}; addresses with several RPIs: {len(shared_addresses)}")
 if foreign or shared_rpis or shared_addresses or len(by_rpi) < 20:

@@ -26,7 +26,7 @@ fault=0
 while [ "$(date +%s)" -lt "$end" ]; do
     sleep $(( 6 + $(random 13) ))
     fault=$((fault + 1))
-    at=$(cut -d' ' -f1 /proc/uptime)
+    at=$(uptime_seconds)
     case $(random 3) in
     0)  what=enagentd
         sightings a > "$OUT/soak/stored-before-kill-$fault" 2>/dev/null
