@@ -28,8 +28,11 @@ RELEASE_BIN = $(SCRATCH)/release
 DIST ?= dist
 DEB_NAME = enagent_$$(dpkg-parsechangelog -S Version)_$$(dpkg-architecture -qDEB_HOST_ARCH)
 RUN_DIR ?= $(CURDIR)/run
+# Where `swift build` (debug) and `swift build -c release` put the binaries, for the recipes' shell.
+DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
+RELEASE_TOOLS_BIN = $$($(SWIFT) build -c release --show-bin-path)
 
-.PHONY: all deps build release test bench fuzz run lab lab-test soak install install-files verify-units interface-xml uninstall clean proto \
+.PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean proto \
 	man check-man deb lint-deb
 
 all: build
@@ -45,7 +48,7 @@ release: deps
 	$(RELEASE) --product enctl
 
 # The unit and integration tests, the units and man pages, the Debian package with lintian, then
-# the lab's end-to-end test on emulated radios.
+# the lab's end-to-end test on emulated radios, and the package installed and run under systemd.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
@@ -53,10 +56,11 @@ test: deps
 	$(MAKE) check-man
 	$(MAKE) deb
 	$(MAKE) lab-test
+	$(MAKE) lab-service
 
 bench: deps
 	$(SWIFT) build -c release --product enbench
-	$$($(SWIFT) build -c release --show-bin-path)/enbench
+	$(RELEASE_TOOLS_BIN)/enbench
 
 # The fuzzers (Fuzz/README.md) under libFuzzer and AddressSanitizer, each for FUZZ_SECONDS (60);
 # fails when one crashes, hangs or goes over 256 MB, naming the input.
@@ -73,7 +77,7 @@ run: deps
 	dbus-daemon --session --address=unix:path=$(RUN_DIR)/bus --fork --print-pid > $(RUN_DIR)/bus.pid
 	# The bus goes with the agent, also on Ctrl-C (which stops the agent cleanly).
 	trap 'kill $$(cat $(RUN_DIR)/bus.pid)' EXIT; trap : INT; \
-		DBUS_SYSTEM_BUS_ADDRESS=unix:path=$(RUN_DIR)/bus $$($(SWIFT) build --show-bin-path)/enagentd --state-dir $(RUN_DIR)/state \
+		DBUS_SYSTEM_BUS_ADDRESS=unix:path=$(RUN_DIR)/bus $(DEBUG_BIN)/enagentd --state-dir $(RUN_DIR)/state \
 		--no-radio --no-require-synchronised-clock
 
 # The lab: two agents on emulated radios in a qemu guest with a real bluetoothd (lab/), and four
@@ -84,8 +88,14 @@ LAB_SECONDS ?= 40
 lab lab-test: deps
 	$(SWIFT) build --product enagentd
 	$(SWIFT) build --product enctl
-	LAB=$(LAB) NCTRL=6 BTVIRT_OPTS=-l6 lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $$($(SWIFT) build --show-bin-path) $(LAB)/out $(LAB_SECONDS)"
-	/usr/bin/python3 lab/report.py $(LAB)/out $$($(SWIFT) build --show-bin-path)/enctl $(if $(filter lab-test,$@),--check)
+	LAB=$(LAB) NCTRL=6 BTVIRT_OPTS=-l6 lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $(DEBUG_BIN) $(LAB)/out $(LAB_SECONDS)"
+	/usr/bin/python3 lab/report.py $(LAB)/out $(DEBUG_BIN)/enctl $(if $(filter lab-test,$@),--check)
+
+# The package that `make deb` built, installed with dpkg -i in the lab's guest booted with systemd
+# as PID 1 (Debian's dbus and bluetooth services, the Swift toolchain hidden), then run and
+# checked with the README's commands (lab/service-lab.sh, lab/systemd/checks.sh). About 7 minutes.
+lab-service: deps
+	LAB=$(LAB) SWIFT=$(SWIFT) lab/service-lab.sh $(DIST)/$(DEB_NAME).deb
 
 # The chaos soak (lab/soak.sh, lab/soak-report.py): SOAK_SECONDS (600) of SIGKILLs of enagentd and
 # bluetoothd and adapter power cycles under agent a, then its invariants. Its own target: with the
@@ -95,7 +105,7 @@ soak: deps
 	$(SWIFT) build --product enagentd
 	$(SWIFT) build --product enctl
 	LAB=$(LAB) NCTRL=2 BTVIRT_OPTS=-l2 QEMU_TIMEOUT=$$(( $(SOAK_SECONDS) + 400 )) \
-		lab/boot-lab.sh "$(CURDIR)/lab/soak.sh $$($(SWIFT) build --show-bin-path) $(LAB)/out $(SOAK_SECONDS)"
+		lab/boot-lab.sh "$(CURDIR)/lab/soak.sh $(DEBUG_BIN) $(LAB)/out $(SOAK_SECONDS)"
 	/usr/bin/python3 lab/soak-report.py $(LAB)/out --check
 
 # Regenerates the committed Swift for the key export protobuf (only after editing the .proto).
@@ -103,7 +113,7 @@ PROTO_DIR = Sources/ENKeyFiles/Proto
 proto:
 	@scripts/install-deps.sh protobuf-compiler
 	$(SWIFT) build -c release --product protoc-gen-swift
-	protoc --plugin=protoc-gen-swift=$$($(SWIFT) build -c release --show-bin-path)/protoc-gen-swift \
+	protoc --plugin=protoc-gen-swift=$(RELEASE_TOOLS_BIN)/protoc-gen-swift \
 		--swift_opt=Visibility=Internal --swift_out=Sources/ENKeyFiles/Generated -I $(PROTO_DIR) $(PROTO_DIR)/export.proto
 
 # Everything but the binaries: units, bus policy, users, configuration. The configuration file
@@ -176,12 +186,12 @@ lint-deb:
 # Rewrites dbus/org.enagent.ExposureNotification1.xml from what enagentd serves (after an API change).
 interface-xml:
 	$(SWIFT) build --product enagentd
-	scripts/interface-xml.sh $$($(SWIFT) build --show-bin-path)
+	scripts/interface-xml.sh $(DEBUG_BIN)
 
 # systemd-analyze verify on the installed units (with the debug binaries), as `make test` does.
 verify-units:
 	@scripts/install-deps.sh man-db
-	scripts/verify-units.sh $$($(SWIFT) build --show-bin-path)
+	scripts/verify-units.sh $(DEBUG_BIN)
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/enagentd $(DESTDIR)$(BINDIR)/enctl

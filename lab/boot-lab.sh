@@ -8,39 +8,52 @@
 # advertising or scanning is (re)enabled.
 #
 # Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
+#        SYSTEMD_UNITS=DIR lab/boot-lab.sh   (systemd as PID 1 starts DIR's units instead: lab/service-lab.sh)
 # Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL RW_DIRS SKIP_APT
 set -euo pipefail
 LAB=${LAB:-/tmp/enagent-lab}
 ORIG_PWD=$PWD
+HERE=$(cd "$(dirname "$0")" && pwd)
+# The guest is the host's architecture (it boots the host's root): Debian's kernel package, qemu
+# and its serial console for that. arm64 (a Pi) is written, not yet run: the lab runs on amd64.
+ARCH=$(dpkg --print-architecture)
+case $ARCH in
+  amd64) QEMU_PACKAGE=qemu-system-x86 QEMU=(qemu-system-x86_64) CONSOLE=ttyS0 ;;
+  arm64) QEMU_PACKAGE=qemu-system-arm QEMU=(qemu-system-aarch64 -M virt -cpu max) CONSOLE=ttyAMA0 ;;
+  *) echo "boot-lab: no guest recipe for $ARCH (amd64 and arm64 have one)" >&2; exit 70 ;;
+esac
 mkdir -p "$LAB"; cd "$LAB"
 T_START=$(date +%s)
 log() { echo "[boot-lab +$(( $(date +%s) - T_START ))s] $*"; }
 
 # ---------------------------------------------------------------- 1. packages (Debian 12 bookworm)
+# (as root or through sudo, only what is missing: the project's scripts/install-deps.sh)
 if [ -z "${SKIP_APT:-}" ]; then
-  [ -n "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ] || apt-get update
-  log "apt-get install"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    qemu-system-x86 bluez bluez-test-tools dbus python3 python3-dbus python3-gi python3-cryptography busybox-static kmod cpio > "$LAB/apt.log" 2>&1 \
-    || { tail -20 "$LAB/apt.log"; exit 1; }
+  log "installing missing packages"
+  "$HERE/../scripts/install-deps.sh" $QEMU_PACKAGE bluez bluez-test-tools python3 python3-dbus python3-gi python3-cryptography \
+    busybox-static kmod cpio > "$LAB/apt.log" 2>&1 || { tail -20 "$LAB/apt.log"; exit 1; }
 fi
 
-# ---------------------------------------------------------------- 2. guest kernel: Debian's linux-image-amd64, extracted (not installed)
+# ---------------------------------------------------------------- 2. guest kernel: Debian's linux-image-$ARCH, extracted (not installed)
 # The cache counts only once it is whole (kernel image, modules.dep, the marker written last): a run
 # stopped half-way (depmod missing, disk full) must not leave a kernel that boots with no Bluetooth.
 if [ ! -e "$LAB/kernel/.complete" ]; then
-  log "downloading + extracting linux-image-amd64"
-  rm -rf "$LAB/kernel" "$LAB/kernel.partial" "$LAB/initrd.cpio.gz"
-  PKG=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
-  [ -n "$PKG" ] || { echo "boot-lab: apt-cache names no linux-image package for linux-image-amd64 (run apt-get update)" >&2; exit 70; }
+  log "downloading + extracting linux-image-$ARCH"
+  rm -rf "$LAB/kernel" "$LAB/kernel.partial" "$LAB"/initrd-*.cpio.gz
+  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
+    if [ "$(id -u)" = 0 ]; then apt-get update; else sudo apt-get update; fi
+  fi
+  PKG=$(apt-cache depends linux-image-$ARCH | awk '/Depends: linux-image-/{print $2; exit}')
+  [ -n "$PKG" ] || { echo "boot-lab: apt-cache names no linux-image package for linux-image-$ARCH (run apt-get update)" >&2; exit 70; }
   mkdir -p "$LAB/debs" && (cd "$LAB/debs" && apt-get download "$PKG" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
   mkdir -p "$LAB/kernel.partial"
   dpkg-deb -x "$LAB"/debs/"$PKG"_*.deb "$LAB/kernel.partial" || { echo "boot-lab: cannot unpack $PKG" >&2; exit 70; }
   KV=$(ls "$LAB/kernel.partial/lib/modules" | head -1)
   depmod -b "$LAB/kernel.partial" "$KV" || { echo "boot-lab: depmod failed for the guest kernel $KV (is kmod installed?)" >&2; exit 70; }
   [ -s "$LAB/kernel.partial/lib/modules/$KV/modules.dep" ] || { echo "boot-lab: depmod wrote no modules.dep for $KV" >&2; exit 70; }
-  # uncompressed ELF vmlinux (PVH entry): qemu boots it directly, skipping SeaBIOS + in-guest decompression (~4 s under TCG)
-  python3 - "$LAB/kernel.partial/boot/vmlinuz-$KV" "$LAB/kernel.partial/vmlinux" <<'PY' || rm -f "$LAB/kernel.partial/vmlinux"
+  # amd64: the uncompressed ELF vmlinux (PVH entry): qemu boots it directly, skipping SeaBIOS +
+  # in-guest decompression (~4 s under TCG). arm64's qemu boots the packaged (gzip) Image as it is.
+  [ "$ARCH" = amd64 ] && python3 - "$LAB/kernel.partial/boot/vmlinuz-$KV" "$LAB/kernel.partial/vmlinux" <<'PY' || rm -f "$LAB/kernel.partial/vmlinux"
 import lzma, sys
 d = open(sys.argv[1], 'rb').read(); i = d.find(b'\xfd7zXZ\x00')
 assert i > 0, "bzImage payload is not xz"
@@ -53,7 +66,44 @@ KVER=$(ls "$LAB/kernel/lib/modules" | head -1)
 KIMG=$LAB/kernel/vmlinux; [ -s "$KIMG" ] || KIMG=$LAB/kernel/boot/vmlinuz-$KVER
 
 # ---------------------------------------------------------------- 3. initramfs: busybox + virtio/9p modules, switch_root into host /
-if [ ! -f "$LAB/initrd.cpio.gz" ]; then
+cat > "$LAB/initrd-init" <<'INIT'
+#!/bin/sh
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p overlay; do
+  [ -e /mods/$m.ko ] && { insmod /mods/$m.ko || echo "initrd: insmod $m failed"; }
+done
+i=0; until mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /lower; do
+  i=$((i+1)); [ $i -gt 50 ] && { echo "initrd: cannot mount 9p root"; poweroff -f; }; sleep 0.1; done
+# writable root: overlay of the read-only host / (9p) and a tmpfs (guest writes are thrown away at power-off)
+mount -t tmpfs -o mode=755 tmpfs /upper && mkdir -p /upper/u /upper/w
+mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w /newroot \
+  || { echo "initrd: overlay failed, using read-only 9p root"; mount --move /lower /newroot; }
+GINIT=$(sed -n 's/.*btlab.init=\([^ ]*\).*/\1/p' /proc/cmdline)
+# systemd as PID 1 (SYSTEMD_UNITS): the lab's units join multi-user.target; host units with no
+# business in the guest are masked, and so is the rule that empties /tmp at boot, which would
+# take the lab directory (and a project cloned under /tmp) with it.
+UNITS=$(sed -n 's/.*btlab.units=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$UNITS" ]; then
+  mkdir -p /newroot/etc/systemd/system/multi-user.target.wants /newroot/etc/tmpfiles.d
+  for unit in /newroot$UNITS/*.service; do
+    cp $unit /newroot/etc/systemd/system/
+    ln -sf /etc/systemd/system/${unit##*/} /newroot/etc/systemd/system/multi-user.target.wants/
+  done
+  for masked in postgresql.service getty@tty1.service serial-getty@ttyS0.service serial-getty@ttyAMA0.service systemd-timesyncd.service e2scrub_reap.service \
+      apt-daily.timer apt-daily-upgrade.timer man-db.timer fstrim.timer logrotate.timer; do
+    ln -sf /dev/null /newroot/etc/systemd/system/$masked
+  done
+  ln -sf /dev/null /newroot/etc/tmpfiles.d/tmp.conf
+  # A container's marks on the host's root: systemd would take the guest for a container (and
+  # ignore the kernel's command line), and dpkg would start no service.
+  rm -f /newroot/.dockerenv /newroot/usr/sbin/policy-rc.d
+fi
+umount /proc /sys /dev 2>/dev/null
+exec switch_root /newroot ${GINIT:-/bin/sh}
+INIT
+# Named by what its init says, so that a cached initramfs from an older init is not booted.
+INITRD=$LAB/initrd-$(sha256sum "$LAB/initrd-init" | cut -c1-12).cpio.gz
+if [ ! -f "$INITRD" ]; then
   log "building initramfs"
   W=$(mktemp -d)
   mkdir -p $W/bin $W/dev $W/proc $W/sys $W/newroot $W/lower $W/upper $W/mods
@@ -63,26 +113,11 @@ if [ ! -f "$LAB/initrd.cpio.gz" ]; then
   for m in drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_pci_legacy_dev.ko \
            drivers/virtio/virtio_pci_modern_dev.ko drivers/virtio/virtio_pci.ko \
            fs/netfs/netfs.ko fs/fscache/fscache.ko net/9p/9pnet.ko net/9p/9pnet_virtio.ko fs/9p/9p.ko fs/overlayfs/overlay.ko; do
-    cp $M/$m $W/mods/
+    [ -e $M/$m ] && cp $M/$m $W/mods/  # a driver built into the kernel has no module
   done
-  cat > $W/init <<'INIT'
-#!/bin/sh
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
-for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci netfs fscache 9pnet 9pnet_virtio 9p overlay; do
-  insmod /mods/$m.ko || echo "initrd: insmod $m failed"
-done
-i=0; until mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose,ro hostroot /lower; do
-  i=$((i+1)); [ $i -gt 50 ] && { echo "initrd: cannot mount 9p root"; poweroff -f; }; sleep 0.1; done
-# writable root: overlay of the read-only host / (9p) and a tmpfs (guest writes are thrown away at power-off)
-mount -t tmpfs -o mode=755 tmpfs /upper && mkdir -p /upper/u /upper/w
-mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w /newroot \
-  || { echo "initrd: overlay failed, using read-only 9p root"; mount --move /lower /newroot; }
-GINIT=$(sed -n 's/.*btlab.init=\([^ ]*\).*/\1/p' /proc/cmdline)
-umount /proc /sys /dev 2>/dev/null
-exec switch_root /newroot ${GINIT:-/bin/sh}
-INIT
-  chmod +x $W/init
-  (cd $W && find . | cpio -o -H newc --quiet | gzip -1) > "$LAB/initrd.cpio.gz"
+  cp "$LAB/initrd-init" $W/init; chmod +x $W/init
+  (cd $W && find . | cpio -o -H newc --quiet | gzip -1) > "$INITRD.new"
+  mv "$INITRD.new" "$INITRD"
   rm -rf $W
 fi
 
@@ -163,9 +198,14 @@ busybox poweroff -f
 EOF
 chmod +x "$LAB/guest-init.sh"
 
-# optional user payload
-[ $# -gt 0 ] || { echo "usage: $0 'command to run in the guest'" >&2; exit 64; }
-printf '#!/bin/sh\ncd %q\n%s\n' "$ORIG_PWD" "$*" > "$LAB/guest-payload.sh"; chmod +x "$LAB/guest-payload.sh"
+# the payload: a command for guest-init.sh, or (SYSTEMD_UNITS) units that systemd starts, one of
+# which writes $LAB/out/rc and powers the guest off
+if [ -n "${SYSTEMD_UNITS:-}" ]; then
+  ls "$SYSTEMD_UNITS"/*.service > /dev/null || { echo "boot-lab: no units in SYSTEMD_UNITS=$SYSTEMD_UNITS" >&2; exit 64; }
+else
+  [ $# -gt 0 ] || { echo "usage: $0 'command to run in the guest'" >&2; exit 64; }
+  printf '#!/bin/sh\ncd %q\n%s\n' "$ORIG_PWD" "$*" > "$LAB/guest-payload.sh"; chmod +x "$LAB/guest-payload.sh"
+fi
 
 # ---------------------------------------------------------------- 5. boot
 RWARGS=(); RWLIST=""; i=0
@@ -173,14 +213,15 @@ for d in ${RW_DIRS:-}; do
   RWARGS+=(-fsdev "local,id=rw$i,path=$d,security_model=none,multidevs=remap" -device "virtio-9p-pci,fsdev=rw$i,mount_tag=rw$i")
   RWLIST="${RWLIST:+$RWLIST:}$d"; i=$((i+1))
 done
-CMDLINE="console=ttyS0 quiet panic=-1 btlab.init=$LAB/guest-init.sh BTVIRT_OPTS=${BTVIRT_OPTS:--l2} NCTRL=${NCTRL:-2}"
+CMDLINE="console=$CONSOLE quiet panic=-1 btlab.init=$LAB/guest-init.sh BTVIRT_OPTS=${BTVIRT_OPTS:--l2} NCTRL=${NCTRL:-2}"
+[ -n "${SYSTEMD_UNITS:-}" ] && CMDLINE="console=$CONSOLE quiet panic=-1 btlab.init=/lib/systemd/systemd btlab.units=$SYSTEMD_UNITS systemd.unit=multi-user.target systemd.show_status=error"
 [ -n "${BLUETOOTHD_EXTRA:-}" ] && CMDLINE="$CMDLINE BLUETOOTHD_EXTRA=$BLUETOOTHD_EXTRA"
 [ -n "$RWLIST" ] && CMDLINE="$CMDLINE BTLAB_RW=$RWLIST"
 rm -rf "$LAB/out"; mkdir -p "$LAB/out"
 log "booting $KVER ($(basename $KIMG)) under qemu (${ACCEL:-tcg})"
 set +e
-timeout "${QEMU_TIMEOUT:-600}" qemu-system-x86_64 -accel "${ACCEL:-tcg}" -m "${MEM:-1024}" -smp "${SMP:-2}" \
-  -kernel "$KIMG" -initrd "$LAB/initrd.cpio.gz" -append "$CMDLINE" \
+timeout "${QEMU_TIMEOUT:-600}" "${QEMU[@]}" -accel "${ACCEL:-tcg}" -m "${MEM:-1024}" -smp "${SMP:-2}" \
+  -kernel "$KIMG" -initrd "$INITRD" -append "$CMDLINE" \
   -nographic -no-reboot -nic none \
   -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
   -fsdev "local,id=lab,path=$LAB,security_model=none,multidevs=remap" -device virtio-9p-pci,fsdev=lab,mount_tag=lab \

@@ -1,0 +1,48 @@
+#!/bin/bash
+# service-lab.sh DEB: enagent as a Debian system service, checked the way a user meets it. Boots
+# the lab's guest with systemd as PID 1 and Debian's own dbus and bluetooth services, two emulated
+# controllers (hci0 for enagentd, hci1 for phones), installs DEB with dpkg -i with the Swift
+# toolchain hidden, and runs lab/systemd/checks.sh; prints its checks and figures and fails
+# unless every check held. (make lab-service)
+# Env: LAB (default /tmp/enagent-lab), SWIFT (swift: whose directories the guest hides).
+set -euo pipefail
+DEB=$1
+[ -f "$DEB" ] || { echo "service-lab: no package $DEB (make deb builds it)" >&2; exit 64; }
+LAB=${LAB:-/tmp/enagent-lab}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SD=$LAB/sd
+rm -rf "$SD"; mkdir -p "$SD"
+for file in "$HERE"/systemd/*.service "$HERE"/systemd/radio-up.sh; do
+    sed "s|@LAB@|$LAB|g" "$file" > "$SD/${file##*/}"
+done
+cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
+    "$HERE"/snapshot.py "$HERE"/wait-radio.sh "$SD/"
+cp "$DEB" "$SD/enagent.deb"
+
+# The toolchain the guest hides (it sees the host's root): a toolchain of its own (such as
+# /opt/swift/usr) whole; one installed into /usr, its runtime libraries only.
+: > "$SD/toolchain-dirs"
+if swift_path=$(command -v "${SWIFT:-swift}"); then
+    toolchain=$(dirname "$(dirname "$(readlink -f "$swift_path")")")
+    if [ "$toolchain" != /usr ] && [ "$toolchain" != /usr/local ]; then
+        echo "$toolchain" >> "$SD/toolchain-dirs"
+    else
+        "${SWIFT:-swift}" -print-target-info | python3 -c 'import json, sys
+print("\n".join(json.load(sys.stdin)["paths"]["runtimeLibraryPaths"]))' >> "$SD/toolchain-dirs"
+    fi
+fi
+
+set +e
+SYSTEMD_UNITS=$SD LAB=$LAB NCTRL=2 BTVIRT_OPTS=-l2 QEMU_TIMEOUT=${QEMU_TIMEOUT:-1200} "$HERE/boot-lab.sh"
+rc=$?
+set -e
+echo
+echo "enagent as a system service (lab/systemd/checks.sh; log: $LAB/out/checks.log, journal: $LAB/out/journal.txt):"
+cat "$LAB/out/service-checks" 2>/dev/null
+echo
+cat "$LAB/out/service-figures" 2>/dev/null
+if [ "$rc" != 0 ] || ! grep -qx done "$LAB/out/service-checks" 2>/dev/null; then
+    echo "service-lab: FAILED (guest exit $rc$(grep -qx done "$LAB/out/service-checks" 2>/dev/null || echo ', the checks did not finish'))"
+    exit 1
+fi
+echo "service-lab: every check held"

@@ -1,0 +1,232 @@
+#!/bin/bash
+# checks.sh: in the lab guest booted with systemd as PID 1 and Debian's own dbus and bluetooth
+# services (lab/service-lab.sh), enagent is installed from its Debian package with the Swift
+# toolchain hidden, then run with the README's commands as an administrator, a member of the
+# group enagent and another user would, and checked: the radio on btmon's capture (onair.py),
+# the rest as the user meets it (systemctl, enctl, journalctl).
+# Writes OUT/service-checks, a line per check ("ok NAME: DETAIL" or "FAILED NAME: DETAIL"), and
+# OUT/service-figures; "done" ends both. OUT/rc says whether every check held.
+set -u
+OUT=$LAB/out SD=$LAB/sd
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+export BTSNOOP=/run/btlab.snoop
+. "$SD/bluez.sh"
+: > "$OUT/service-checks"; : > "$OUT/service-figures"
+check() {  # check NAME DETAIL COMMAND...: ok when COMMAND succeeds
+    name=$1 detail=$2; shift 2
+    if "$@"; then verdict=ok; else verdict=FAILED; fi
+    echo "$verdict $name: $detail" | tee -a "$OUT/service-checks"
+}
+figure() { echo "$*" | tee -a "$OUT/service-figures"; }
+step() { echo; echo "=== $* ($(uptime_seconds) s)"; }
+now() { date +%s.%N; }
+# wait_for SECONDS COMMAND...: until COMMAND succeeds (polled every 0.5 s); fails after SECONDS.
+wait_for() {
+    deadline=$(( $(cut -d. -f1 /proc/uptime) + $1 )); shift
+    until "$@"; do [ "$(cut -d. -f1 /proc/uptime)" -ge "$deadline" ] && return 1; sleep 0.5; done
+}
+status_json() { enctl status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])' 2>/dev/null; }
+status_is() { case "$(status_json)" in "$1"*) return 0;; esac; return 1; }
+advertised() { python3 "$SD/advertised.py" "$BTSNOOP" hci0 "$1" "$2"; }
+as() { user=$1; shift; runuser -u "$user" -- "$@"; }
+database=/var/lib/enagent/enagent.db
+snapshot() { python3 "$SD/snapshot.py" "$database"; }
+# keys_kept BEFORE AFTER [TIME]: snapshot AFTER keeps every key of BEFORE and adds none for a day
+# that had keys (a day's keys: its first and up to two same-day rolls, all with the day's
+# rolling start); with TIME, it has a key for TIME's day.
+keys_kept() { python3 -c 'import json, sys
+before, after = (json.load(open(path))["keys"] for path in sys.argv[1:3])
+days = {start for start, _, _ in before}
+added = [key for key in after if key not in before]
+day = int(sys.argv[3]) // 600 // 144 * 144 if len(sys.argv) > 3 else None
+sys.exit(not (all(key in after for key in before) and not any(start in days for start, _, _ in added)
+              and (day is None or any(start == day for start, _, _ in after))))' "$@"; }
+# key_days SNAPSHOT: its keys per rolling start ("start×count ...").
+key_days() { python3 -c 'import collections, json, sys
+print(" ".join(f"{start}x{count}" for start, count in sorted(collections.Counter(k[0] for k in json.load(open(sys.argv[1]))["keys"]).items())))' "$1"; }
+# within SECONDS RESULT: RESULT (advertised.py's or wait-radio.sh's) came within SECONDS.
+within() { [ "$2" != timeout ] && [ -n "$2" ] && awk -v limit="$1" -v took="${2%% *}" 'BEGIN { exit !(took <= limit) }'; }
+refused() { [ "$1" = 1 ] && grep -q 'not allowed' <<< "$2"; }
+json_field() { python3 -c 'import json, sys; print(eval(sys.argv[2], {}, {"d": json.load(open(sys.argv[1]))}))' "$1" "$2"; }
+
+btmon -w "$BTSNOOP" > /dev/null 2>&1 & BTMON=$!
+
+step "the guest's systemd, dbus and bluetooth"
+boot_state=$(timeout 60 systemctl is-system-running --wait)
+systemctl --no-pager --failed; systemctl --no-pager list-jobs
+booted() { case "$boot_state" in running|degraded) systemctl -q is-active dbus bluetooth;; *) return 1;; esac; }
+check boot "systemd is $boot_state, $(systemctl --failed --plain --no-legend | wc -l) units failed; dbus $(systemctl is-active dbus), bluetooth $(systemctl is-active bluetooth)" \
+    booted
+adapters_powered() { [ "$(prop hci0 org.bluez.Adapter1 Powered) $(prop hci1 org.bluez.Adapter1 Powered)" = "true true" ]; }
+check adapters "bluetoothd offers hci0 and hci1, powered (AutoEnable)" \
+    wait_for 60 adapters_powered
+
+step "no Swift toolchain: its directories hidden"
+while read -r dir; do mount -t tmpfs -o ro,mode=0755 tmpfs "$dir" && echo "hidden: $dir"; done < "$SD/toolchain-dirs"
+check no-toolchain "no swift on PATH, no libswiftCore.so for the loader ($(wc -l < "$SD/toolchain-dirs") directories hidden)" \
+    sh -c '! command -v swift > /dev/null && ! ldconfig -p | grep -q libswiftCore && ! find $(cat '"$SD"'/toolchain-dirs) -name "libswiftCore*" | grep -q .'
+
+step "dpkg -i"
+# man-db's trigger would rebuild the whole index of the host's pages, minutes in the emulated guest.
+rm -f /var/lib/man-db/auto-update  # man-db/auto-update false
+dpkg -i "$SD/enagent.deb" > "$OUT/dpkg.log" 2>&1; dpkg_rc=$?
+tail -5 "$OUT/dpkg.log"
+check install "dpkg -i exit $dpkg_rc; $(dpkg-query -W -f='${Package} ${Version}: ${Status}' enagent 2>&1)" \
+    sh -c "[ $dpkg_rc = 0 ] && dpkg-query -W -f='\${Status}' enagent | grep -q 'install ok installed'"
+missing=$(ldd /usr/sbin/enagentd /usr/bin/enctl 2>&1 | grep -e 'not found' -e swift)
+check libraries "enagentd and enctl load only Debian's libraries: $(ldd /usr/sbin/enagentd | wc -l) for enagentd${missing:+; $missing}" \
+    [ -z "$missing" ]
+check user "the package made the user and group enagent: $(id enagent 2>&1)" id enagent
+figure "package $(stat -c %s "$SD/enagent.deb") bytes; enagentd $(stat -c %s /usr/sbin/enagentd) bytes, enctl $(stat -c %s /usr/bin/enctl) bytes (installed, stripped)"
+# Debian's convention (deb-systemd-helper): the service enabled and started at once, and idle
+# until someone enables Exposure Notification; here under the default configuration, which waits
+# for NTP (the guest has none) and asks the kernel every few seconds.
+started_by_dpkg() { systemctl -q is-active enagentd && [ "$(systemctl show -p NRestarts --value enagentd)" = 0 ]; }
+wait_for 20 started_by_dpkg; sleep 10
+check installed-running "after dpkg -i: enagentd.service $(systemctl is-enabled enagentd), $(systemctl is-active enagentd), restarted $(systemctl show -p NRestarts --value enagentd) times in 10 s, status $(status_json); enagent-detect.timer $(systemctl is-enabled enagent-detect.timer)" \
+    started_by_dpkg
+
+step "configuration, users, systemctl enable --now"
+# The guest has no NTP, and scans every 20 s so that the phones below are heard within the run.
+printf '%s\n' 'require-synchronised-clock = no' 'scan-interval-seconds = 20' >> /etc/enagent/enagent.conf
+openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out /root/authority.pem
+openssl ec -in /root/authority.pem -pubout -out /etc/enagent/trusted-keys/228_v1.pem 2>/dev/null
+useradd -M -N -G enagent member; useradd -M -N other
+systemctl enable --now enagentd
+systemctl restart enagentd
+check started "systemctl enable --now enagentd; restart after editing enagent.conf: $(systemctl is-active enagentd)" \
+    wait_for 30 systemctl -q is-active enagentd
+pid=$(systemctl show -p MainPID --value enagentd)
+check sandbox "runs as $(ps -o user= -p "$pid"), CapEff $(awk '/^CapEff/ {print $2}' /proc/"$pid"/status), NoNewPrivs $(awk '/^NoNewPrivs/ {print $2}' /proc/"$pid"/status), seccomp $(awk '/^Seccomp:/ {print $2}' /proc/"$pid"/status), watchdog $(systemctl show -p WatchdogUSec --value enagentd)" \
+    sh -c "[ \"\$(ps -o user= -p $pid)\" = enagent ] && grep -q '^CapEff:.*0000000000003000' /proc/$pid/status && grep -q '^NoNewPrivs:.*1' /proc/$pid/status \
+        && grep -q '^Seccomp:.*2' /proc/$pid/status && [ \"\$(systemctl show -p WatchdogUSec --value enagentd)\" = 1min ]"
+check status-line "systemd's status line: $(systemctl show -p StatusText --value enagentd)" \
+    sh -c '[ -n "$(systemctl show -p StatusText --value enagentd)" ]'
+check other-status "another user reads enctl status: $(as other enctl status 2>&1 | head -1)" as other enctl status
+
+step "a member of enagent enables; the radio"
+enabled_at=$(now)
+enabled=$(as member enctl enable 2>&1); enabled_rc=$?
+check member-enable "enctl enable as a member of the group enagent: exit $enabled_rc${enabled:+, \"$enabled\"}" [ $enabled_rc = 0 ]
+on_air=$(advertised "$enabled_at" 20)
+check advertising "hci0 advertises (btmon) ${on_air%% *} s after enctl enable (address and RPI: ${on_air#* }); status $(status_json)" \
+    within 20 "$on_air"
+refused=$(as other enctl enable 2>&1); refused_rc=$?
+check other-enable "enctl enable by another user: exit $refused_rc, \"${refused%% (*}\"" \
+    refused "$refused_rc" "$refused"
+refused_and_nothing_written() { [ ! -s /tmp/other-keys.txt ] && refused "$refused_rc" "$refused"; }
+refused=$(cd /tmp && as other enctl keys export --yes --out /tmp/other-keys.txt 2>&1); refused_rc=$?
+check other-export "enctl keys export by another user: exit $refused_rc, \"${refused%% (*}\"" \
+    refused_and_nothing_written
+
+step "phones nearby"
+python3 "$SD/phones.py" "$OUT" 0 1 crowd 45 hci1
+sleep 25  # the next scan writes what it heard
+heard=$(python3 -c 'import json, sqlite3, sys
+rpis = {json.loads(line)["rpi"] for line in open(sys.argv[1])}
+db = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)
+stored = {rpi.hex() for (rpi,) in db.execute("SELECT rpi FROM sighting")}
+print(len(rpis & stored), len(rpis))' "$OUT/phones.jsonl" "$database")
+check sightings "enagentd stored ${heard% *} of the ${heard#* } phones' RPIs" sh -c "[ '${heard% *}' = '${heard#* }' ] && [ '${heard% *}' -gt 0 ]"
+
+step "systemctl kill -s KILL enagentd"
+killed_pid=$pid killed_at=$(now)
+systemctl kill -s KILL enagentd
+back=$(advertised "$killed_at" 20)
+pid=$(systemctl show -p MainPID --value enagentd)
+restarted_in_time() { [ "$pid" != "$killed_pid" ] && [ "$pid" != 0 ] && within 10 "$back"; }
+check kill-restart "restarted by systemd (pid $killed_pid -> $pid, NRestarts $(systemctl show -p NRestarts --value enagentd)); hci0 advertising a new RPI from a new address ${back%% *} s after the kill (at most 10)" \
+    restarted_in_time
+
+step "systemctl restart bluetooth"
+restarted_at=$(now) restarted_uptime=$(uptime_seconds)
+systemctl restart bluetooth
+back=$(advertised "$restarted_at" 20)
+both=$("$SD/wait-radio.sh" hci0 20 "$restarted_uptime")
+sleep 5
+wrong_adapter=$(journalctl -u enagentd --since "@${restarted_at%.*}" -o cat | grep hci1)
+radio_back_in_time() { within 10 "$back" && within 10 "$both" && [ -z "$wrong_adapter" ]; }
+check bluetooth-restart "hci0 advertising a new RPI ${back%% *} s after the restart, advertising and scanning after $both s (at most 10)${wrong_adapter:+; the agent on hci0 logs about hci1: $wrong_adapter}" \
+    radio_back_in_time
+
+step "the detection timer's service against a key server on loopback"
+python3 "$SD/phones.py" export "$OUT/phones.jsonl" /root/phones.zip
+mkdir -p /srv/keys/exports
+enctl keys sign /root/phones.zip --private-key /root/authority.pem --key-id 228 --region LAB --out /srv/keys/exports/1.zip
+echo exports/1.zip > /srv/keys/index.txt
+python3 -m http.server 8000 --bind 127.0.0.1 --directory /srv/keys 2> "$OUT/key-server.log" & SERVER=$!
+printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = index.txt' 'region = LAB' > /etc/enagent/key-server.conf
+key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
+wait_for 60 key_server_up
+check timer "enagent-detect.timer enables: $(systemctl enable --now enagent-detect.timer 2>&1 | tail -1); $(systemctl is-active enagent-detect.timer)" \
+    systemctl -q is-active enagent-detect.timer
+systemctl start enagent-detect.service; detect_rc=$?
+journalctl -u enagent-detect --no-pager -o cat | tail -8
+windows=$(enctl windows --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
+check detection "enagent-detect.service: exit $detect_rc ($(systemctl show -p Result --value enagent-detect.service)); $windows exposure windows recorded" \
+    sh -c "[ $detect_rc = 0 ] && [ '$windows' -gt 0 ]"
+kill $SERVER
+
+step "idle footprint (radio on: advertising, a 4 s scan every 20 s)"
+sleep 10
+ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+before=$(ticks); sleep 60; after=$(ticks)
+figure "enagentd idle: RSS $(awk '/^VmRSS/ {print $2, $3}' /proc/"$pid"/status), cgroup memory $(( $(systemctl show -p MemoryCurrent --value enagentd) / 1024 )) kB, CPU $(( (after - before) * 100 / $(getconf CLK_TCK) / 60 )).$(( (after - before) * 1000 / $(getconf CLK_TCK) / 60 % 10 ))% of an emulated core over 60 s (TCG)"
+
+step "the wall clock stepped back a day, then forward a year"
+snapshot > "$OUT/keys-before-steps.json"
+stepped_at=$(date +%s) stepped_uptime=$(cut -d. -f1 /proc/uptime)
+date -s "@$(( stepped_at - 86400 ))" > /dev/null
+waiting_silent() { status_is waiting-for-interval && [ "$(radio hci0 | cut -d' ' -f1)" = no ]; }
+wait_for 90 waiting_silent
+check clock-back "stepped back a day: status $(status_json); radio hci0 (advertising scanning) $(radio hci0)" waiting_silent
+snapshot > "$OUT/keys-after-back.json"
+check clock-back-keys "keys per day (rolling start x keys): $(key_days "$OUT/keys-before-steps.json") before, $(key_days "$OUT/keys-after-back.json") after the step back; none added for a day that had keys" \
+    keys_kept "$OUT/keys-before-steps.json" "$OUT/keys-after-back.json"
+forward_at=$(( stepped_at + 365 * 86400 ))
+date -s "@$forward_at" > /dev/null
+back=$(advertised "$forward_at" 90)
+wait_for 90 status_is active
+sleep 65  # an upkeep with retention after the step
+snapshot > "$OUT/keys-after-forward.json"
+resumed_nothing_purged() {
+    within 90 "$back" && python3 -c 'import json, sys
+before, after = (json.load(open(p)) for p in sys.argv[1:])
+sys.exit(not after["sightings"] >= before["sightings"] > 0)' "$OUT/keys-before-steps.json" "$OUT/keys-after-forward.json"
+}
+check clock-forward "stepped forward a year: advertising again after ${back%% *} s, status $(status_json); sightings $(json_field "$OUT/keys-before-steps.json" 'd["sightings"]') before the steps, $(json_field "$OUT/keys-after-forward.json" 'd["sightings"]') a minute after (retention held back)" \
+    resumed_nothing_purged
+check clock-forward-keys "keys per day after the step forward: $(key_days "$OUT/keys-after-forward.json"); none added for a day that had keys, one for the new day" \
+    keys_kept "$OUT/keys-after-back.json" "$OUT/keys-after-forward.json" "$forward_at"
+check clock-journal "the steps are warnings in the journal: $(journalctl -u enagentd -p warning -o cat | grep -ci step) lines" \
+    sh -c 'journalctl -u enagentd -p warning -o cat | grep -qi step'
+# The right time again: what the guest writes to the lab share from now on is dated as on the host.
+date -s "@$(( stepped_at + $(cut -d. -f1 /proc/uptime) - stepped_uptime ))" > /dev/null
+
+step "the journal"
+journalctl -o export > /run/journal.export
+python3 - "$database" /run/journal.export <<'PY' > /run/journal-keys
+import base64, sqlite3, sys
+db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+journal = open(sys.argv[2], "rb").read()
+keys = [key for (key,) in db.execute("SELECT key_data FROM temporary_exposure_key")]
+found = [key.hex() for key in keys if key.hex().encode() in journal or key.hex().upper().encode() in journal or base64.b64encode(key) in journal]
+print(len(keys), len(found), " ".join(found))
+PY
+read -r key_count leaked _ < /run/journal-keys
+check journal-no-keys "$key_count TEKs looked for in the whole journal (hex, HEX, base64): $leaked found" [ "$leaked" = 0 ]
+fields=$(journalctl -u enagentd -o export | grep -a -o '^ENAGENT_[A-Z_]*=' | sort -u | tr -d = | tr '\n' ' ')
+check journal-fields "enagentd's entries carry priorities and fields: $fields" sh -c "[ -n '$fields' ] && journalctl -u enagentd -p notice -o cat | grep -q ."
+journalctl -u enagentd -u enagent-detect -u bluetooth --no-pager -o short-monotonic > "$OUT/journal.txt"
+
+step "systemd-analyze security"
+for unit in enagentd.service enagent-detect.service; do
+    exposure=$(systemd-analyze security --no-pager "$unit" 2>&1 | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
+    check "security-$unit" "systemd-analyze security: exposure $exposure (at most 2.0)" \
+        sh -c "[ -n '$exposure' ] && [ \$(echo '$exposure' | awk '{print (\$1 <= 2.0)}') = 1 ]"
+done
+
+kill "$BTMON"; sleep 0.5; cp "$BTSNOOP" "$OUT/btmon.snoop"
+echo done >> "$OUT/service-checks"; echo done >> "$OUT/service-figures"
+if grep -q '^FAILED' "$OUT/service-checks"; then echo 1 > "$OUT/rc"; else echo 0 > "$OUT/rc"; fi
+sync
