@@ -62,13 +62,17 @@ final class BlueZRadio: Radio {
 
     /// The configured adapter, else the first that can advertise; powered on when allowed.
     func adapter() throws -> Adapter {
-        let known = adapterName ?? state.withLock { $0.chosenAdapter }
-        var found = try known.flatMap { try client.adapter(named: $0) }
-        if found == nil && adapterName == nil {
+        let wanted = adapterName ?? state.withLock { $0.chosenAdapter }
+        let found: Adapter?
+        if let wanted {
+            found = try client.adapter(named: wanted)
+        } else {
+            // Chosen once for the process's life: a restarting bluetoothd offers the adapters in
+            // any order, not yet powered, and another adapter must not take over meanwhile.
             found = try client.adapters().first(where: \.canAdvertise)
             state.withLock { $0.chosenAdapter = found?.name }
         }
-        guard var adapter = found else { throw Failure.noAdapter(adapterName) }
+        guard var adapter = found else { throw Failure.noAdapter(wanted) }
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
             try client.setPowered(adapter, true)
