@@ -73,7 +73,7 @@ let package = Package(
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
 
-        .target(name: "TestSupport", dependencies: ["ENCore"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ENCore", "ENAgent"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",
         ]),

@@ -28,6 +28,10 @@ public final class RadioAgent: @unchecked Sendable {
     /// was switched off, which removes advertisements): only then does a return advertise anew,
     /// which within the same interval costs a fresh key.
     private var lostSinceAdvertising = false
+    /// The RPI of a key rolled for an advertisement the radio then refused (bluetoothd offers an
+    /// adapter before it powers it on): it never went on the air, so the retry in the same
+    /// interval uses it instead of spending another of the day's keys.
+    private var rolledButNotAired: RollingProximityIdentifier?
     /// The last write to the store failed (a full disk): nothing is advertised, since neither a
     /// new key nor the interval on the air could be kept, and sightings wait in memory.
     private var storeFailing = false
@@ -131,6 +135,16 @@ public final class RadioAgent: @unchecked Sendable {
         }
     }
 
+    /// The wall clock was stepped (the daemon's upkeep noticed): an identifier for the time it
+    /// reads now, or the wait for a later interval, at once rather than at the next rotation.
+    /// Nothing changes while it still reads the interval on the air.
+    public func clockStepped() {
+        queue.async { [self] in
+            guard running, ENIntervalNumber(unixSeconds: clock.now) != advertisedInterval else { return }
+            rotate()
+        }
+    }
+
     /// Answers once the agent's queue has run everything before: a wedged queue never answers,
     /// which is what the watchdog is for.
     public var isResponsive: Bool { queue.sync { true } }
@@ -200,7 +214,7 @@ public final class RadioAgent: @unchecked Sendable {
             // came from an address that is gone: a new address must come with a new RPI. A fresh
             // key for the rest of the day gives one at once; past the day's limit of keys, the
             // next interval brings one.
-            let repeated = broadcast.interval == advertisedInterval
+            let repeated = broadcast.interval == advertisedInterval && broadcast.rpi != rolledButNotAired
             let rolled = try repeated && keys.rollKey(at: now) != nil
             if repeated && !rolled {
                 let resumesAt = broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval
@@ -209,6 +223,7 @@ public final class RadioAgent: @unchecked Sendable {
             } else {
                 if rolled {
                     broadcast = try keys.broadcast(metadata: metadata, at: now)
+                    rolledButNotAired = broadcast.rpi
                     logger.info("rolled to a fresh key for the rest of the day: this interval's identifier was on the air before the restart")
                 }
                 try store.setSetting(Self.advertisedIntervalSetting, to: String(broadcast.interval.rawValue))
@@ -223,6 +238,7 @@ public final class RadioAgent: @unchecked Sendable {
                     return advertised.serviceData
                 }
                 state.advertising = true
+                rolledButNotAired = nil
                 storeFailing = false
                 state.problem = nil
                 lostSinceAdvertising = false
@@ -265,7 +281,8 @@ public final class RadioAgent: @unchecked Sendable {
         do {
             if !state.scanning { try radio.startScanning() }
             state.scanning = true
-            state.problem = storeFailing ? .storeUnwritable : nil
+            // A scan clears the radio's problems, not a wait for a later interval to advertise in.
+            if case .identifierUsed? = state.problem {} else { state.problem = storeFailing ? .storeUnwritable : nil }
         } catch {
             state.scanning = false
             state.problem = Self.problem(of: error)

@@ -233,8 +233,12 @@ final class Daemon: @unchecked Sendable {
         try upkeep.run()
         let timer = DispatchSource.makeTimerSource(queue: .main)
         timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
-        timer.setEventHandler { [logger] in
-            do { try upkeep.run() } catch { logger.error("upkeep failed: \(error)") }
+        timer.setEventHandler { [weak self, logger] in
+            do {
+                if try upkeep.run() { self?.radioAgent?.clockStepped() }
+            } catch {
+                logger.error("upkeep failed: \(error)")
+            }
         }
         timer.resume()
         upkeepTimer = timer

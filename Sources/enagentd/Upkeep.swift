@@ -28,21 +28,29 @@ final class Upkeep {
         schedule = try KeySchedule(store: store, clock: clock, retention: retention)
     }
 
-    func run() throws {
+    /// Returns whether the wall clock was stepped since the last run.
+    @discardableResult
+    func run() throws -> Bool {
         let now = clock.now
         let step = steps.observe(wall: now, steady: clock.steadySeconds)
         if step != 0 {
             logger.warning("the system clock was stepped \(step > 0 ? "forward" : "back") by \(abs(step)) s; retention holds back by \(steps.forwardSteps) s until it is stepped back or enagentd restarts")
         }
-        let key = try schedule.key()
-        logger.debug("current key", metadata: ["rolling-start": "\(key.rollingStartIntervalNumber)"])
+        // Under a clock stepped back, no key for a day before one that has keys: it would never go
+        // on the air (the agent waits for the clock to pass the last interval it advertised).
+        let endOfDay = (now / 86_400 + 1) * 86_400
+        if try store.temporaryExposureKeys(validAfter: endOfDay).isEmpty {
+            let key = try schedule.key()
+            logger.debug("current key", metadata: ["rolling-start": "\(key.rollingStartIntervalNumber)"])
+        }
         guard synchronisation?.isSynchronised ?? true else {
             logger.debug("retention waits for a synchronised clock")
-            return
+            return step != 0
         }
         let deleted = try store.applyRetention(retention, now: steps.retentionNow(wall: now))
         if !deleted.isEmpty {
             logger.info("retention deleted \(deleted.temporaryExposureKeys) keys, \(deleted.sightings) sightings, \(deleted.exposureWindows) exposure windows")
         }
+        return step != 0
     }
 }

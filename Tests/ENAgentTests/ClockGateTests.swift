@@ -1,6 +1,7 @@
 import Dispatch
 import ENAgent
 import Synchronization
+import TestSupport
 import Testing
 
 final class SwitchableSynchronisation: ClockSynchronisation {

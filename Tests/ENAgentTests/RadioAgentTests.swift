@@ -15,6 +15,8 @@ final class RecordingRadio: Radio {
     let selectedTransmitPower: Int8?
     /// Whether every advertisement is refused, as a radio that cannot advertise does.
     let refusing: Bool
+    /// Advertisements still to refuse before accepting again (an adapter not yet powered on).
+    private let refusals = Mutex(0)
 
     init(selectedTransmitPower: Int8? = nil, refusing: Bool = false) {
         self.selectedTransmitPower = selectedTransmitPower
@@ -23,9 +25,15 @@ final class RecordingRadio: Radio {
 
     struct Refusal: Error {}
 
+    func refuseNext(_ count: Int) { refusals.withLock { $0 = count } }
+
     func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         calls.withLock { $0.append("advertise") }
-        if refusing { throw Refusal() }
+        let refused = refusals.withLock { remaining in
+            defer { remaining = max(0, remaining - 1) }
+            return remaining > 0
+        }
+        if refusing || refused { throw Refusal() }
         let data = try serviceData(selectedTransmitPower)
         advertised.withLock { $0.append(data) }
     }
@@ -122,6 +130,63 @@ final class RecordingRadio: Radio {
                 == (try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: current.keyData), interval: next)).bytes)
     }
 
+    /// Told of a clock step, a running agent acts at once, not at its next rotation (minutes
+    /// away): stepped back a day it stops advertising and says until when; stepped forward a year
+    /// it advertises the new day's identifier; a step within the interval on the air changes nothing.
+    @Test func aClockStepActsAtOnce() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let states = Mutex<[RadioState]>([])
+        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                               schedule: .standard, metadata: metadata, logger: Logger(label: "test")) { state in
+            states.withLock { $0.append(state) }
+        }
+        agent.start()
+        let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        clock.step(by: 200)
+        agent.clockStepped()
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(radio.log == ["advertise", "startScanning"], "the same interval's identifier stays on the air")
+
+        clock.step(by: -86_400)
+        agent.clockStepped()
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(radio.log.last == "stopAdvertising")
+        #expect(states.withLock { $0.last }?.problem == .identifierUsed(until: onAir.unixSeconds + 600))
+
+        clock.step(by: 365 * 86_400)
+        agent.clockStepped()
+        Thread.sleep(forTimeInterval: 0.1)
+        agent.stop()
+        #expect(radio.log.filter { $0 == "advertise" }.count == 2, "the new day's identifier at once")
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        #expect(keys.count == 2 && keys.last?.rollingStartIntervalNumber == ENIntervalNumber(unixSeconds: clock.now)?.rollingPeriodStart)
+    }
+
+    /// A recovery the radio refuses at first (bluetoothd offers the adapter before it switches it
+    /// on) rolls to a fresh key once: that key's RPI never went on the air, so the retries use it.
+    @Test func aRefusedRecoveryRollsOnlyOnce() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        radio.refuseNext(3)
+        agent.radioLost()
+        agent.radioReturned()
+        Thread.sleep(forTimeInterval: 0.4)
+        agent.radioReturned()
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while radio.log.filter({ $0 == "advertise" }).count < 5 && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }  // retried each second
+        agent.stop()
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        #expect(keys.count == 2, "the day's first key and one fresh key, however many attempts")
+        let interval = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        let crypto = try ExposureCrypto()
+        let fresh = try #require(keys.last)
+        #expect(radio.serviceData.last.map { Array($0.prefix(16)) }
+                == (try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: fresh.keyData), interval: interval)).bytes)
+    }
+
     /// An adapter that reports itself powered, with no loss before, changes nothing on the air:
     /// no new advertisement, so no key is spent on it.
     @Test func aReturnWithoutALossKeepsTheAdvertisement() throws {
@@ -173,11 +238,12 @@ final class RecordingRadio: Radio {
         }
         stepped.start()
         Thread.sleep(forTimeInterval: 0.2)
+        let whileStepped = states.withLock { $0.last }
         stepped.stop()
         #expect(!radio.log.contains("advertise"), "no identifier goes out under an earlier time")
         #expect(radio.log.contains("startScanning"), "it scans on")
-        #expect(states.withLock { $0 }.contains { $0.problem == .identifierUsed(until: onAir.unixSeconds + 600) },
-                "the status says until when")
+        #expect(whileStepped?.problem == .identifierUsed(until: onAir.unixSeconds + 600),
+                "the status says until when, also once it scans")
         #expect(try store.temporaryExposureKeys(validAfter: 0) == keysBefore, "no second key for the day that has one")
         #expect(AgentStatus.of(consent: ConsentEvent(granted: true, recordedAt: 0), pausedUntil: nil, now: clock.now, clockTrusted: true,
                                radioProblem: .identifierUsed(until: 0)) == .waitingForInterval)
