@@ -3,7 +3,6 @@ import ENCore
 import ENStore
 import Foundation
 import Logging
-import Synchronization
 import TestSupport
 import Testing
 
@@ -33,11 +32,9 @@ import Testing
         let disk = try SmallFilesystem(kibibytes: 1_024)
         let store = try AgentStore(path: disk.path + "/enagent.db")
         let radio = RecordingRadio()
-        let states = Mutex<[RadioState]>([])
+        let states = StateLog()
         let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                               schedule: schedule, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test")) { state in
-            states.withLock { $0.append(state) }
-        }
+                               schedule: schedule, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test"), onChange: states.append)
         defer { agent.stop() }
         agent.start()
         others(10, from: 1).forEach(agent.report)
@@ -50,10 +47,10 @@ import Testing
         agent.radioLost()
         agent.radioReturned()
         others(20, from: 2).forEach(agent.report)
-        #expect(eventually(5) { states.withLock { $0.last?.problem } == .storeUnwritable }, "the status says so")
+        #expect(eventually(5) { states.last?.problem == .storeUnwritable }, "the status says so")
         Thread.sleep(forTimeInterval: 1.5)  // at least one more failed write of sightings
         #expect(radio.serviceData.count == 1, "no identifier from a key that could not be stored")
-        #expect(states.withLock { $0.last?.advertising } == false)
+        #expect(states.last?.advertising == false)
         #expect(AgentStatus.of(consent: ConsentEvent(granted: true, recordedAt: 0), pausedUntil: nil, now: clock.now, clockTrusted: true,
                                radioProblem: .storeUnwritable) == .storeUnwritable, "enctl status: store-unwritable")
         #expect(try store.temporaryExposureKeys(validAfter: 0) == keysBefore, "the stored keys are intact")
@@ -62,7 +59,7 @@ import Testing
         disk.free()
         #expect(try eventually(5) { try store.sightingCount() == 30 }, "the sightings held in memory are written")
         #expect(eventually(5) { radio.serviceData.count == 2 }, "advertising resumes by itself")
-        #expect(eventually(5) { states.withLock { $0.last?.problem } == nil })
+        #expect(eventually(5) { states.last?.problem == nil })
         let keys = try store.temporaryExposureKeys(validAfter: 0)
         let today = try #require(ENIntervalNumber(unixSeconds: clock.now))
         let todaysKey = try #require(keys.last { $0.rollingStartIntervalNumber == today.rollingPeriodStart })

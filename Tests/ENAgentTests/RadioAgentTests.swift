@@ -45,14 +45,21 @@ final class RecordingRadio: Radio {
     var serviceData: [[UInt8]] { advertised.withLock { $0 } }
 }
 
+/// The states an agent reported, in order.
+final class StateLog: Sendable {
+    private let states = Mutex<[RadioState]>([])
+    func append(_ state: RadioState) { states.withLock { $0.append(state) } }
+    var last: RadioState? { states.withLock { $0.last } }
+}
+
 @Suite struct RadioAgentTests {
     let directory = TemporaryDirectory()
     let clock = SimulatedClock(1_700_006_400 + 120)  // two minutes into an interval
     let metadata = Metadata(transmitPower: -4)
 
-    func agent(_ radio: RecordingRadio, store: AgentStore) throws -> RadioAgent {
+    func agent(_ radio: RecordingRadio, store: AgentStore, states: StateLog? = nil) throws -> RadioAgent {
         RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                   schedule: .standard, metadata: metadata, logger: Logger(label: "test"))
+                   schedule: .standard, metadata: metadata, logger: Logger(label: "test"), onChange: states?.append)
     }
 
     @Test func advertisesTheCurrentIdentifierAndScansAtOnce() throws {
@@ -136,11 +143,8 @@ final class RecordingRadio: Radio {
     @Test func aClockStepActsAtOnce() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let radio = RecordingRadio()
-        let states = Mutex<[RadioState]>([])
-        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                               schedule: .standard, metadata: metadata, logger: Logger(label: "test")) { state in
-            states.withLock { $0.append(state) }
-        }
+        let states = StateLog()
+        let agent = try agent(radio, store: store, states: states)
         agent.start()
         let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
         clock.step(by: 200)
@@ -152,7 +156,7 @@ final class RecordingRadio: Radio {
         agent.clockStepped()
         Thread.sleep(forTimeInterval: 0.1)
         #expect(radio.log.last == "stopAdvertising")
-        #expect(states.withLock { $0.last }?.problem == .identifierUsed(until: onAir.unixSeconds + 600))
+        #expect(states.last?.problem == .identifierUsed(until: onAir.unixSeconds + 600))
 
         clock.step(by: 365 * 86_400)
         agent.clockStepped()
@@ -231,14 +235,11 @@ final class RecordingRadio: Radio {
 
         clock.step(by: -86_400)
         let radio = RecordingRadio()
-        let states = Mutex<[RadioState]>([])
-        let stepped = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                                 schedule: .standard, metadata: metadata, logger: Logger(label: "test")) { state in
-            states.withLock { $0.append(state) }
-        }
+        let states = StateLog()
+        let stepped = try agent(radio, store: store, states: states)
         stepped.start()
         Thread.sleep(forTimeInterval: 0.2)
-        let whileStepped = states.withLock { $0.last }
+        let whileStepped = states.last
         stepped.stop()
         #expect(!radio.log.contains("advertise"), "no identifier goes out under an earlier time")
         #expect(radio.log.contains("startScanning"), "it scans on")
