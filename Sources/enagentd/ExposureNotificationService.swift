@@ -110,12 +110,14 @@ enum ExposureNotificationService {
                     DispatchQueue.main.async { daemon.onChange?(["LastDetection", "LastDetectionError"]) }
                     throw dbusError(error as? DetectionError ?? .store("\(error)"))
                 }
+                let newWindows = UInt32(outcome.newWindows.count)
                 DispatchQueue.main.async {
                     daemon.onChange?(["LastDetection", "LastDetectionError"])
                     daemon.checkReminders()
-                }
-                if !outcome.newWindows.isEmpty, let object = daemon.serviceObject {
-                    try? object.emit(interface: interfaceName, signal: "ExposureDetected", [.uint32(UInt32(outcome.newWindows.count))])
+                    // On the main queue, like everything of the daemon's (this method runs on the detection queue).
+                    if newWindows > 0 {
+                        try? daemon.serviceObject?.emit(interface: interfaceName, signal: "ExposureDetected", [.uint32(newWindows)])
+                    }
                 }
                 return [.properties([
                     "KeyFilesProcessed": .uint32(UInt32(outcome.keyFilesProcessed)), "KeyFilesSkipped": .uint32(UInt32(outcome.keyFilesSkipped)),
