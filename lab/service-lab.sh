@@ -16,7 +16,7 @@ for file in "$HERE"/systemd/*.service "$HERE"/systemd/radio-up.sh; do
     sed "s|@LAB@|$LAB|g" "$file" > "$SD/${file##*/}"
 done
 cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
-    "$HERE"/snapshot.py "$HERE"/wait-radio.sh "$SD/"
+    "$HERE"/snapshot.py "$SD/"
 cp "$DEB" "$SD/enagent.deb"
 
 # The toolchain the guest hides (it sees the host's root): a toolchain of its own (such as

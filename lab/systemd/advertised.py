@@ -2,7 +2,10 @@
 advertisement on the air after SINCE (unix seconds, the clock btmon stamps with): advertising
 data whose RPI differs from the last one before SINCE, from another address, with the set
 enabled. Prints "SECONDS ADDRESS RPI" (SECONDS from SINCE) or "timeout" (exit 1) after TIMEOUT
-seconds. Read from btmon's live capture with onair.py, independent of enagent's own account."""
+seconds. Read from btmon's live capture with onair.py, independent of enagent's own account.
+advertised.py --scanning SNOOP ADAPTER SINCE TIMEOUT: waits for the controller to be told to scan
+again after SINCE, once its scan stopped (from the capture's history: a short scan between two
+polls counts); prints SECONDS."""
 import sys, time
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import onair
@@ -23,12 +26,32 @@ def fresh(path, controller, since):
     return None
 
 
+def scanning(path, controller, since):
+    """Seconds from `since` to the first scan enabled after the scan stopped (a restart of
+    bluetoothd powers the adapter off), or None."""
+    stopped = False
+    for changed, _, scans in onair.radio_changes(path, controller):
+        if changed < since:
+            continue
+        if not scans:
+            stopped = True
+        elif stopped:
+            return changed - since
+    return None
+
+
 def main():
-    path, controller, since, timeout = sys.argv[1], int(sys.argv[2].removeprefix("hci")), float(sys.argv[3]), float(sys.argv[4])
+    scan = sys.argv[1] == "--scanning"
+    arguments = sys.argv[2:] if scan else sys.argv[1:]
+    path, controller, since, timeout = arguments[0], int(arguments[1].removeprefix("hci")), float(arguments[2]), float(arguments[3])
     deadline = time.monotonic() + timeout
     while True:
-        result = fresh(path, controller, since)
-        if result:
+        if scan:
+            took = scanning(path, controller, since)
+            if took is not None:
+                print(f"{took:.1f}")
+                return 0
+        elif result := fresh(path, controller, since):
             took, advertisement = result
             print(f"{took:.1f} {advertisement['address'].hex(':') if advertisement.get('address') else '?'} {advertisement['data'][11:27].hex()}")
             return 0
