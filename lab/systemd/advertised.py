@@ -15,12 +15,12 @@ def fresh(path, controller, since):
     found = onair.advertisements(path, [controller])[0]
     before = [a for a in found if onair.unix_seconds(a["time"]) < since]
     last = before[-1] if before else None
+    changes = onair.radio_changes(path, controller)
     for advertisement in found:
         at = onair.unix_seconds(advertisement["time"])
         if at < since or (last and (advertisement["data"][11:27] == last["data"][11:27] or advertisement.get("address") == last.get("address"))):
             continue
         # On the air: the controller accepted an enable after the data, or advertises still.
-        changes = onair.radio_changes(path, controller)
         if any(changed >= at and advertising for changed, advertising, _ in changes) or (changes and changes[-1][1]):
             return at - since, advertisement
     return None
