@@ -28,6 +28,7 @@ let package = Package(
         systemLibrary("CENSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
         systemLibrary("CENZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         systemLibrary("CENBluetooth", pkgConfig: "bluez", apt: "libbluetooth-dev"),
+        systemLibrary("CENCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
 
         // Layer 2: protocol core (time, keys, crypto, metadata). No I/O.
         .target(name: "ENCore", dependencies: ["CENOpenSSL"]),
@@ -68,14 +69,14 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENDiagnosis",
+            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENDiagnosis", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
 
         .target(name: "TestSupport", dependencies: ["ENCore", "ENAgent"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
-            "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth",
+            "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl",
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),

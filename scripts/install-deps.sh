@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [extra packages...]
 set -eu
 
-# libcurl4-openssl-dev: the release binaries link Foundation statically, whose URLSession needs libcurl.
+# libcurl4-openssl-dev: enctl's HTTP client (CENCurl).
 packages="pkg-config libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus $*"
 
 missing=""

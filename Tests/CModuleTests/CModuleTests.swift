@@ -1,4 +1,5 @@
 import CENBluetooth
+import CENCurl
 import CENDBus
 import CENOpenSSL
 import CENSystemd
@@ -27,6 +28,12 @@ import Testing
 
     @Test func zlibMatchesItsHeader() {
         #expect(String(cString: zlibVersion()) == String(cString: CENZLIB_VERSION))
+    }
+
+    @Test func libcurlSpeaksHTTPSThroughOpenSSL() {
+        let info = curl_version_info(CENCURL_VERSION_NOW)!.pointee
+        #expect(String(cString: info.ssl_version).hasPrefix("OpenSSL/3"))
+        #expect(info.features & CURL_VERSION_SSL != 0)
     }
 
     @Test func libbluetoothKnowsItsCompanyIdentifiers() {

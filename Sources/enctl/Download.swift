@@ -1,0 +1,127 @@
+import CENCurl
+import Foundation
+
+/// HTTP(S) through libcurl, one request at a time, bounded: a server that answers too much, too
+/// slowly or with redirects in a loop gets a clear error instead of enctl's memory or the timer's
+/// whole run. libcurl rather than URLSession: its transfer stops inside the write callback that sees
+/// the byte over the limit, where URLSession's cancel raced a flood of queued callbacks (a loopback
+/// server streaming zeros kept a download going past its timeout and its memory bound).
+enum Download {
+    /// Seconds without a byte before a request fails.
+    static let idleTimeout = 60
+    /// Seconds a whole download may take (key-server.conf's `timeout`).
+    static let defaultTimeout: TimeInterval = 300
+    static let maximumRedirects = 5
+    /// The largest index file.
+    static let maximumIndexSize = 1 << 20
+
+    /// A GET whose answer must be 200 and at most `maximumSize` bytes, within `timeout` seconds;
+    /// redirects are followed.
+    static func data(from url: URL, maximumSize: Int, timeout: TimeInterval = defaultTimeout) throws -> Data {
+        let (status, data) = try exchange(Request(url: url, maximumSize: maximumSize, timeout: timeout))
+        guard status == 200 else { throw CommandError("\(url.absoluteString): the server answered HTTP \(status)") }
+        return data
+    }
+
+    /// A POST of JSON; returns the status and body (at most 1 MiB) whatever the status. A redirect
+    /// is returned as its status, not followed: a body is never re-sent to another address.
+    static func post(_ body: Data, to url: URL, headers: [String: String] = [:]) throws -> (status: Int, body: Data) {
+        var request = Request(url: url, maximumSize: 1 << 20, timeout: defaultTimeout)
+        request.body = body
+        request.headers = ["Content-Type": "application/json"].merging(headers) { $1 }
+        return try exchange(request)
+    }
+
+    private struct Request {
+        var url: URL
+        var maximumSize: Int
+        var timeout: TimeInterval
+        var body: Data?
+        var headers: [String: String] = [:]
+    }
+
+    /// libcurl's process-wide set-up, done once before the first handle.
+    private static let libraryReady = curl_global_init(CENCURL_GLOBAL_DEFAULT) == CURLE_OK
+
+    private static func exchange(_ request: Request) throws -> (status: Int, body: Data) {
+        let url = request.url.absoluteString
+        guard libraryReady, let handle = curl_easy_init() else { throw CommandError("\(url): libcurl could not be initialised") }
+        defer { curl_easy_cleanup(handle) }
+        let transfer = Transfer(maximumSize: request.maximumSize)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        let message = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        defer { message.deallocate() }
+        message.initialize(to: 0)
+        var headers: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headers) }
+        for (name, value) in request.headers.sorted(by: { $0.key < $1.key }) { headers = curl_slist_append(headers, "\(name): \(value)") }
+
+        var settings: [CURLcode] = [
+            cen_curl_set_string(handle, CURLOPT_URL, url),
+            cen_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"),
+            cen_curl_set_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"),
+            cen_curl_set_long(handle, CURLOPT_NOSIGNAL, 1),
+            cen_curl_set_long(handle, CURLOPT_TIMEOUT_MS, Int(request.timeout * 1000)),
+            cen_curl_set_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1),
+            cen_curl_set_long(handle, CURLOPT_LOW_SPEED_TIME, idleTimeout),
+            cen_curl_set_size(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maximumSize)),
+            cen_curl_set_string(handle, CURLOPT_USERAGENT, "enctl (enagent)"),
+            cen_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, message),
+            cen_curl_set_pointer(handle, CURLOPT_HTTPHEADER, headers),
+            cen_curl_set_write_callback(handle, { data, size, count, context in
+                Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue().take(data!, count: size * count)
+            }),
+            cen_curl_set_pointer(handle, CURLOPT_WRITEDATA, context),
+        ]
+        if let body = request.body {
+            settings.append(cen_curl_set_size(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
+            // COPYPOSTFIELDS copies the bytes, so the body need not outlive this call.
+            settings.append(body.withUnsafeBytes { bytes in
+                cen_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(message)))
+            })
+        } else {
+            settings.append(cen_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 1))
+            settings.append(cen_curl_set_long(handle, CURLOPT_MAXREDIRS, maximumRedirects))
+        }
+        if let refused = settings.first(where: { $0 != CURLE_OK }) {
+            throw CommandError("\(url): libcurl refused an option: \(String(cString: curl_easy_strerror(refused)))")
+        }
+
+        let started = ContinuousClock.now
+        let result = curl_easy_perform(handle)
+        switch result {
+        case CURLE_OK:
+            var status = 0
+            _ = cen_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
+            return (status, transfer.body)
+        case CURLE_WRITE_ERROR where transfer.overLimit, CURLE_FILESIZE_EXCEEDED:
+            throw CommandError("\(url): the answer is larger than \(request.maximumSize) bytes; refusing the rest")
+        case CURLE_TOO_MANY_REDIRECTS:
+            throw CommandError("\(url): more than \(maximumRedirects) redirects (a loop?)")
+        case CURLE_OPERATION_TIMEDOUT where ContinuousClock.now - started >= .seconds(request.timeout * 0.95):
+            throw CommandError("\(url): the download did not finish within \(Int(request.timeout)) s (key-server.conf: timeout)")
+        default:
+            let detail = message.pointee == 0 ? String(cString: curl_easy_strerror(result)) : String(cString: message)
+            throw CommandError("\(url): \(detail)")
+        }
+    }
+}
+
+/// The answer's bytes as libcurl hands them over; refusing the first chunk over the limit stops the
+/// transfer at once (CURLE_WRITE_ERROR).
+private final class Transfer {
+    let maximumSize: Int
+    private(set) var body = Data()
+    private(set) var overLimit = false
+
+    init(maximumSize: Int) { self.maximumSize = maximumSize }
+
+    func take(_ bytes: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        guard body.count + count <= maximumSize else {
+            overLimit = true
+            return 0
+        }
+        body.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: count)
+        return count
+    }
+}
