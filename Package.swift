@@ -29,6 +29,8 @@ let package = Package(
         systemLibrary("CENZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         systemLibrary("CENBluetooth", pkgConfig: "bluez", apt: "libbluetooth-dev"),
         systemLibrary("CENCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        // adjtimex(2) and prctl(2), from libc: no library to link.
+        .systemLibrary(name: "CENKernel"),
 
         // Layer 2: protocol core (time, keys, crypto, metadata). No I/O.
         .target(name: "ENCore", dependencies: ["CENOpenSSL"]),
@@ -55,6 +57,8 @@ let package = Package(
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
         .target(name: "ENBus", dependencies: ["CENDBus"]),
         .target(name: "ENBlueZ", dependencies: ["ENBus", "CENBluetooth"]),
+        // Layer 5: enagentd's D-Bus contract, which the daemon serves and enctl calls.
+        .target(name: "ENAPI", dependencies: ["ENCore", "ENBus"]),
 
         // Layer 6: the agent's logic against injected clock and store.
         .target(name: "ENAgent", dependencies: [
@@ -64,29 +68,30 @@ let package = Package(
 
         // Layer 7: executables.
         .executableTarget(name: "enagentd", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENBlueZ", "CENSystemd",
+            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENBlueZ", "CENSystemd", "CENKernel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENDiagnosis", "CENCurl",
+            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
 
         .target(name: "TestSupport", dependencies: ["ENCore", "ENAgent"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
-            "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl",
+            "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl", "CENKernel",
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENArchive", "TestSupport", .product(name: "ZIPFoundation", package: "ZIPFoundation")], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
+        .testTarget(name: "ENAPITests", dependencies: ["ENAPI"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENSystemd"],
+        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENKernel"],
                     exclude: ["Servers"]),
         // Fuzzers (make fuzz)
         // One libFuzzer executable per parser strangers can feed, and their corpus replayed as a test (Fuzz/README.md).

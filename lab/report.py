@@ -13,7 +13,7 @@ the same and no committed sighting was lost;
 no agent's log carries a TEK or an RPI; each agent read its TX power from its controller; at the
 end (agent a after its restart, without being enabled again) each agent's API says active; b's
 detection from the key server that published a's shared keys found exposure windows on the days
-of a's shared keys, as many as `enctl detect --offline` finds in b's database; pausing b stopped
+of a's shared keys, as many as `enctl detect offline` finds in b's database; pausing b stopped
 its advertising and scanning (the controller's own record) within 2 s of enctl pause returning; after
 hci0 was switched off under agent a (power-on = yes), agent a logged the loss and hci0 was
 advertising and scanning again (the controller, in btmon) within 10 s of the switch-off;
@@ -416,7 +416,7 @@ def api():
 def exposure():
     detected = json.load(open(f"{out}/phases/detect-b.json"))
     windows = json.load(open(f"{out}/phases/windows-b.json"))
-    offline = json.loads(subprocess.run([enctl, "detect", "--offline", "--db", f"{out}/b/enagent.db", "--keys", f"{out}/phases/1.zip",
+    offline = json.loads(subprocess.run([enctl, "detect", "offline", "--db", f"{out}/b/enagent.db", "--keys", f"{out}/phases/1.zip",
                                          "--public-key", f"{out}/phases/228_v1.pem", "--json"], check=True, capture_output=True, text=True).stdout)
     shared = subprocess.run([enctl, "keys", "inspect", f"{out}/phases/1.zip", "--public-key", f"{out}/phases/228_v1.pem", "--json"],
                             check=True, capture_output=True, text=True).stdout

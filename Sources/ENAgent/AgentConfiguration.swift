@@ -1,3 +1,4 @@
+import ENCore
 import Foundation
 
 /// enagentd's configuration file: `key = value` lines, `#` comments, blank lines ignored.

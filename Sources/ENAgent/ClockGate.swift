@@ -8,6 +8,7 @@ public protocol ClockSynchronisation: Sendable {
 /// Holds the agent back until the clock can be trusted: a key made under a wrong date is
 /// published under that date, and sightings stamped with it match nobody. A Raspberry Pi without
 /// a real-time clock boots in 1970 or at the time it was last shut down.
+/// Sendable by hand: `timer`, its only mutable member, is touched on `queue` only.
 public final class ClockGate: @unchecked Sendable {
     /// No clock reading before this release (2026-01-01) can be right.
     public static let earliestPlausibleTime: Int64 = 1_767_225_600

@@ -5,7 +5,8 @@ import Logging
 
 /// Advertises the device's rotating identifier, scans on a schedule and records what it hears.
 ///
-/// Runs on its own serial queue; `report(_:)` may be called from any thread.
+/// Runs on its own serial queue; `report(_:)` may be called from any thread. Sendable by hand:
+/// every mutable member is touched on `queue` only.
 public final class RadioAgent: @unchecked Sendable {
     // Mutable state is touched only on `queue`.
     private let queue = DispatchQueue(label: "enagent.radio")
@@ -195,7 +196,7 @@ public final class RadioAgent: @unchecked Sendable {
     private func rotate() {
         let now = clock.now
         // No later than the start of the next TEK, which brings a new identifier at once.
-        let nextKey = (ENIntervalNumber(unixSeconds: now)?.rollingPeriodStart.unixSeconds ?? now) + 86_400
+        let nextKey = (ENIntervalNumber(unixSeconds: now)?.rollingPeriodStart.unixSeconds ?? now) + UTCDay.seconds
         let untilNextKey = clock.realSeconds(until: nextKey)
         var nextIn = min(Double(Int.random(in: schedule.rotationSeconds)), untilNextKey)
         let previouslyAdvertised = advertisedInterval

@@ -1,3 +1,5 @@
+import ENCore
+
 /// What the agent reminds the person of, in `enctl status` and the journal.
 public enum Reminder: String, Sendable, CaseIterable {
     /// No detection succeeded for a day: key files may be piling up unmatched.
@@ -5,14 +7,14 @@ public enum Reminder: String, Sendable, CaseIterable {
     /// An exposure within the last 14 days.
     case recentExposure = "recent-exposure"
 
-    public static let detectionOverdueSeconds: Int64 = 86_400
-    public static let exposureReminderSeconds: Int64 = 14 * 86_400
+    public static let detectionOverdueSeconds = UTCDay.seconds
+    public static let exposureReminderSeconds = 14 * UTCDay.seconds
 
     /// The reminders due at `now`. The detection clock starts when the agent was enabled.
     public static func due(now: Int64, enabledSince: Int64?, lastSuccessfulDetection: Int64?, latestExposureDay: Int64?) -> [Reminder] {
         var due = [Reminder]()
         if let enabledSince, now - max(enabledSince, lastSuccessfulDetection ?? 0) > detectionOverdueSeconds { due.append(.detectionOverdue) }
-        if let day = latestExposureDay, now - day < exposureReminderSeconds + 86_400 { due.append(.recentExposure) }
+        if let day = latestExposureDay, now - day < exposureReminderSeconds + UTCDay.seconds { due.append(.recentExposure) }
         return due
     }
 

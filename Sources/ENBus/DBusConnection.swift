@@ -12,6 +12,10 @@ typealias CDBusError = CENDBus.DBusError
 /// their handlers must not block on a call through this connection, because the reply would wait
 /// behind them. Blocking calls are made from any other thread. This matters with BlueZ, which
 /// calls back into an advertisement object while RegisterAdvertisement is pending.
+///
+/// Sendable by hand: libdbus connections are thread-safe once `dbus_threads_init_default` ran;
+/// the Swift state is under `state`'s Mutex, and `dispatcher` is set once, before any other thread
+/// can see the connection.
 public final class DBusConnection: @unchecked Sendable {
     /// Handles a signal; runs on the dispatcher thread.
     public typealias SignalHandler = @Sendable (DBusMessage) -> Void
@@ -303,6 +307,8 @@ public final class SignalSubscription: Sendable {
 }
 
 /// A call handed to the dispatcher thread: the pending call once sent, and its completion.
+/// Sendable by hand: `pending` is written before `sentSignal` is signalled and read only after
+/// waiting for it.
 private final class PendingCall: @unchecked Sendable {
     let done = DispatchSemaphore(value: 0)
     let sentSignal = DispatchSemaphore(value: 0)

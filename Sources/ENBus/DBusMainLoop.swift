@@ -7,6 +7,7 @@ import Foundation
 /// Because the loop does its own polling, libdbus's I/O path is free while it waits, so a
 /// blocking call from another thread reads its reply at once. libdbus wakes the loop when
 /// another thread queues outgoing data or reads incoming messages.
+/// Sendable by hand: its mutable members are under `lock`.
 final class DBusMainLoop: @unchecked Sendable {
     private let lock = NSLock()
     private var watches = [OpaquePointer]()

@@ -35,11 +35,12 @@ public struct DBusMethod: Sendable {
 public struct DBusProperty: Sendable {
     public var name: String
     public var signature: String
-    public var get: @Sendable () -> DBusValue
+    /// A getter that cannot answer throws: Get and GetAll answer with its error, never a made-up value.
+    public var get: @Sendable () throws(DBusError) -> DBusValue
     /// nil for a read-only property.
     public var set: (@Sendable (DBusValue) throws(DBusError) -> Void)?
 
-    public init(_ name: String, _ signature: String, get: @escaping @Sendable () -> DBusValue,
+    public init(_ name: String, _ signature: String, get: @escaping @Sendable () throws(DBusError) -> DBusValue,
                 set: (@Sendable (DBusValue) throws(DBusError) -> Void)? = nil) {
         self.name = name
         self.signature = signature
@@ -74,7 +75,7 @@ public struct DBusInterface: Sendable {
 
 /// An object served on the bus: its interfaces' methods and properties, plus
 /// `org.freedesktop.DBus.Properties` and `org.freedesktop.DBus.Introspectable`.
-public final class ExportedObject: @unchecked Sendable {
+public final class ExportedObject: Sendable {
     public static let propertiesInterface = "org.freedesktop.DBus.Properties"
     public static let introspectableInterface = "org.freedesktop.DBus.Introspectable"
 
@@ -97,12 +98,16 @@ public final class ExportedObject: @unchecked Sendable {
         self.interfaces = interfaces
     }
 
-    /// Emits PropertiesChanged with the current values of `names`.
+    /// Emits PropertiesChanged with the current values of `names`; a property whose getter fails is
+    /// listed as invalidated, so that clients ask for it (and get the error) instead of a stale value.
     public func propertiesChanged(interface name: String, _ names: [String]) {
         guard let connection, let interface = interfaces.first(where: { $0.name == name }) else { return }
-        let values = Dictionary(uniqueKeysWithValues: interface.properties.filter { names.contains($0.name) }.map { ($0.name, $0.get()) })
+        var values = [String: DBusValue](), invalidated = [String]()
+        for property in interface.properties where names.contains(property.name) {
+            do { values[property.name] = try property.get() } catch { invalidated.append(property.name) }
+        }
         try? connection.emit(path: path, interface: Self.propertiesInterface, member: "PropertiesChanged",
-                             [.string(name), .properties(values), .strings([])])
+                             [.string(name), .properties(values), .strings(invalidated)])
     }
 
     /// Emits one of this object's signals.
@@ -172,13 +177,15 @@ public final class ExportedObject: @unchecked Sendable {
         let interface = interfaces.first { $0.name == interfaceName || (interfaceName.isEmpty && member != "Set") }
         if member == "GetAll" {
             guard let interface else { return [.properties([:])] }
-            return [.properties(Dictionary(uniqueKeysWithValues: interface.properties.map { ($0.name, $0.get()) }))]
+            var values = [String: DBusValue]()
+            for property in interface.properties { values[property.name] = try property.get() }
+            return [.properties(values)]
         }
         let name = arguments[1].string ?? ""
         guard let property = interface?.properties.first(where: { $0.name == name }) else {
             throw DBusError(name: DBusError.unknownProperty, message: "\(interfaceName) has no property \(name)")
         }
-        if member == "Get" { return [.variant(property.get())] }
+        if member == "Get" { return [.variant(try property.get())] }
         guard let set = property.set else { throw DBusError(name: DBusError.propertyReadOnly, message: "\(name) is read-only") }
         let value = arguments[2].unwrapped
         guard value.signature == property.signature else {

@@ -76,7 +76,7 @@ public enum ExposureWindowing {
             closeScan()
             guard !instances.isEmpty else { return }
             windows.append(ExposureWindow(
-                date: windowStart - windowStart % 86_400, reportType: reportType, infectiousness: infectiousness,
+                date: UTCDay(containing: windowStart).start, reportType: reportType, infectiousness: infectiousness,
                 calibrationConfidence: Int(match.sightings.first?.metadata.calibrationConfidence ?? 0),
                 scanInstances: instances, diagnosisKey: key))
             instances = []

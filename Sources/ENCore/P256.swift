@@ -19,6 +19,8 @@ public enum P256KeyError: Error, Equatable, CustomStringConvertible {
 }
 
 /// An ECDSA P-256 public key: verifies export file signatures (SHA-256, DER signatures).
+/// Sendable by hand: the EVP_PKEY is never changed after init, and OpenSSL 3 lets several
+/// threads verify with one key at once.
 public final class P256PublicKey: @unchecked Sendable {
     // Immutable after init; OpenSSL allows concurrent use of a key for verification.
     let key: OpaquePointer
@@ -66,6 +68,7 @@ public final class P256PublicKey: @unchecked Sendable {
 }
 
 /// An ECDSA P-256 private key: signs export files (for tests, and for exporting the device's keys).
+/// Sendable by hand, as `P256PublicKey`: never changed after init.
 public final class P256PrivateKey: @unchecked Sendable {
     let key: OpaquePointer
 

@@ -59,7 +59,7 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
 
     /// One ExposureInfo per key and day, oldest first; `now` (unix seconds) dates "days since".
     public func exposureInfos(of windows: [ExposureWindow], now: Int64) -> [ExposureInfo] {
-        let today = now - now % 86_400
+        let today = UTCDay(containing: now)
         let groups = Dictionary(grouping: windows) { DayKey(date: $0.date, key: $0.diagnosisKey.key) }
         return groups.map { group, windows in
             let scans = windows.flatMap(\.scanInstances)
@@ -72,7 +72,7 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
                 let bucket = scan.typicalAttenuation.map { $0 < attenuationDurationThresholds[0] ? 0 : $0 < attenuationDurationThresholds[1] ? 1 : 2 } ?? 2
                 buckets[bucket] += scan.secondsSinceLastScan
             }
-            let daysSince = Int((today - group.date) / 86_400)
+            let daysSince = Int(UTCDay(containing: group.date).distance(to: today))
             let risk = group.key.transmissionRiskLevel
             let product = attenuationLevelValues[Self.attenuationLevel(attenuation) - 1]
                 * daysSinceLastExposureLevelValues[Self.daysSinceExposureLevel(daysSince) - 1]
@@ -117,6 +117,12 @@ public struct ExposureInfo: Hashable, Sendable, Codable {
     /// The product of the four level values; 0 below `minimumRiskScore`.
     public var totalRiskScore: Int
     public var daysSinceExposure: Int
+
+    public init(date: Int64, durationMinutes: Int, attenuationValue: Int?, attenuationDurationsMinutes: [Int], transmissionRiskLevel: Int,
+                totalRiskScore: Int, daysSinceExposure: Int) {
+        (self.date, self.durationMinutes, self.attenuationValue, self.attenuationDurationsMinutes) = (date, durationMinutes, attenuationValue, attenuationDurationsMinutes)
+        (self.transmissionRiskLevel, self.totalRiskScore, self.daysSinceExposure) = (transmissionRiskLevel, totalRiskScore, daysSinceExposure)
+    }
 }
 
 public struct ExposureSummaryV1: Hashable, Sendable, Codable {

@@ -25,55 +25,57 @@ public struct ExposureConfigurationV2: Sendable, Equatable, Decodable {
 
     public init() {}
 
-    static let keys = [
-        "attenuationDurationThresholds", "immediateDurationWeight", "nearDurationWeight", "mediumDurationWeight",
-        "otherDurationWeight", "infectiousnessStandardWeight", "infectiousnessHighWeight", "reportTypeConfirmedTestWeight",
-        "reportTypeConfirmedClinicalDiagnosisWeight", "reportTypeSelfReportedWeight", "reportTypeRecursiveWeight",
-        "reportTypeNoneMap", "infectiousnessForDaysSinceOnsetOfSymptoms", "infectiousnessWhenDaysSinceOnsetMissing",
-        "minimumWindowScore", "daysSinceLastExposureThreshold",
+    /// The weights (0...250 %) by JSON key.
+    private static let weights: [(key: String, path: WritableKeyPath<Self, Double> & Sendable)] = [
+        ("immediateDurationWeight", \.immediateDurationWeight), ("nearDurationWeight", \.nearDurationWeight),
+        ("mediumDurationWeight", \.mediumDurationWeight), ("otherDurationWeight", \.otherDurationWeight),
+        ("infectiousnessStandardWeight", \.infectiousnessStandardWeight), ("infectiousnessHighWeight", \.infectiousnessHighWeight),
+        ("reportTypeConfirmedTestWeight", \.reportTypeConfirmedTestWeight),
+        ("reportTypeConfirmedClinicalDiagnosisWeight", \.reportTypeConfirmedClinicalDiagnosisWeight),
+        ("reportTypeSelfReportedWeight", \.reportTypeSelfReportedWeight), ("reportTypeRecursiveWeight", \.reportTypeRecursiveWeight),
     ]
+
+    /// The other JSON keys.
+    private enum Key: String, CaseIterable {
+        case attenuationDurationThresholds, reportTypeNoneMap, infectiousnessForDaysSinceOnsetOfSymptoms, infectiousnessWhenDaysSinceOnsetMissing
+        case minimumWindowScore, daysSinceLastExposureThreshold
+
+        var coding: AnyKey { AnyKey(rawValue) }
+    }
+
+    static let keys = weights.map(\.key) + Key.allCases.map(\.rawValue)
 
     /// Reads the v2 keys of a configuration; v1 keys may stand beside them (see `ExposureConfiguration`).
     public init(from decoder: any Decoder) throws {
         let json = try decoder.container(keyedBy: AnyKey.self)
         try json.requireOnly(Self.keys + ExposureConfigurationV1.keys)
-        let weight = { (name: String, value: Double) in try json.number(name, in: 0...250, default: value) }
-        immediateDurationWeight = try weight("immediateDurationWeight", immediateDurationWeight)
-        nearDurationWeight = try weight("nearDurationWeight", nearDurationWeight)
-        mediumDurationWeight = try weight("mediumDurationWeight", mediumDurationWeight)
-        otherDurationWeight = try weight("otherDurationWeight", otherDurationWeight)
-        infectiousnessStandardWeight = try weight("infectiousnessStandardWeight", infectiousnessStandardWeight)
-        infectiousnessHighWeight = try weight("infectiousnessHighWeight", infectiousnessHighWeight)
-        reportTypeConfirmedTestWeight = try weight("reportTypeConfirmedTestWeight", reportTypeConfirmedTestWeight)
-        reportTypeConfirmedClinicalDiagnosisWeight = try weight("reportTypeConfirmedClinicalDiagnosisWeight", reportTypeConfirmedClinicalDiagnosisWeight)
-        reportTypeSelfReportedWeight = try weight("reportTypeSelfReportedWeight", reportTypeSelfReportedWeight)
-        reportTypeRecursiveWeight = try weight("reportTypeRecursiveWeight", reportTypeRecursiveWeight)
+        for (key, path) in Self.weights { self[keyPath: path] = try json.number(key, in: 0...250, default: self[keyPath: path]) }
         // Two thresholds are the v1 attenuationDurations'; three are the v2 buckets'.
-        if json.contains(AnyKey("attenuationDurationThresholds")) {
-            let thresholds = try? json.decode([Int].self, forKey: AnyKey("attenuationDurationThresholds"))
+        if json.contains(Key.attenuationDurationThresholds.coding) {
+            let thresholds = try? json.decode([Int].self, forKey: Key.attenuationDurationThresholds.coding)
             guard let thresholds, thresholds.count == 2 || thresholds.count == 3,
                   thresholds.allSatisfy((0...255).contains), thresholds == thresholds.sorted()
             else {
-                throw ConfigurationError(key: "attenuationDurationThresholds",
+                throw ConfigurationError(key: Key.attenuationDurationThresholds.rawValue,
                                          reason: "must be 2 (v1) or 3 (v2) increasing whole numbers from 0 to 255")
             }
             if thresholds.count == 3 { attenuationThresholds = thresholds }
         }
-        let noneMap = try json.integer("reportTypeNoneMap", in: 1...4, default: reportTypeNoneMap.rawValue)
+        let noneMap = try json.integer(Key.reportTypeNoneMap.rawValue, in: 1...4, default: reportTypeNoneMap.rawValue)
         reportTypeNoneMap = ReportType(rawValue: noneMap)!
         infectiousnessWhenDaysSinceOnsetMissing = Infectiousness(rawValue: try json.integer(
-            "infectiousnessWhenDaysSinceOnsetMissing", in: 0...2, default: infectiousnessWhenDaysSinceOnsetMissing.rawValue))!
-        if json.contains(AnyKey("infectiousnessForDaysSinceOnsetOfSymptoms")) {
-            let problem = ConfigurationError(key: "infectiousnessForDaysSinceOnsetOfSymptoms",
+            Key.infectiousnessWhenDaysSinceOnsetMissing.rawValue, in: 0...2, default: infectiousnessWhenDaysSinceOnsetMissing.rawValue))!
+        if json.contains(Key.infectiousnessForDaysSinceOnsetOfSymptoms.coding) {
+            let problem = ConfigurationError(key: Key.infectiousnessForDaysSinceOnsetOfSymptoms.rawValue,
                                              reason: "must map days \"-14\"...\"14\" to 0 (none), 1 (standard) or 2 (high)")
-            guard let map = try? json.decode([String: Int].self, forKey: AnyKey("infectiousnessForDaysSinceOnsetOfSymptoms")) else { throw problem }
+            guard let map = try? json.decode([String: Int].self, forKey: Key.infectiousnessForDaysSinceOnsetOfSymptoms.coding) else { throw problem }
             for (day, value) in map {
                 guard let day = Int(day), (-14...14).contains(day), let infectiousness = Infectiousness(rawValue: value) else { throw problem }
                 infectiousnessForDaysSinceOnsetOfSymptoms[day] = infectiousness
             }
         }
-        minimumWindowScore = try json.number("minimumWindowScore", in: 0...Double(Int32.max), default: minimumWindowScore)
-        daysSinceLastExposureThreshold = try json.integer("daysSinceLastExposureThreshold", in: 0...14, default: 0)
+        minimumWindowScore = try json.number(Key.minimumWindowScore.rawValue, in: 0...Double(Int32.max), default: minimumWindowScore)
+        daysSinceLastExposureThreshold = try json.integer(Key.daysSinceLastExposureThreshold.rawValue, in: 0...14, default: 0)
     }
 
     public func infectiousness(daysSinceOnsetOfSymptoms days: Int?) -> Infectiousness {
@@ -121,10 +123,10 @@ public struct ExposureConfigurationV2: Sendable, Equatable, Decodable {
     /// One summary per day that has a window scoring at least `minimumWindowScore`, oldest first.
     /// `now` (unix seconds) sets which days `daysSinceLastExposureThreshold` keeps.
     public func dailySummaries(of windows: [ExposureWindow], now: Int64) -> [DailySummary] {
-        let today = now - now % 86_400
+        let today = UTCDay(containing: now)
         var days = [Int64: DailySummary]()
         for window in windows {
-            if daysSinceLastExposureThreshold > 0, (today - window.date) / 86_400 >= daysSinceLastExposureThreshold { continue }
+            if daysSinceLastExposureThreshold > 0, UTCDay(containing: window.date).distance(to: today) >= Int64(daysSinceLastExposureThreshold) { continue }
             let score = score(of: window)
             guard score >= minimumWindowScore else { continue }
             var day = days[window.date] ?? DailySummary(date: window.date, maximumScore: 0, scoreSum: 0, weightedDurationSum: 0)

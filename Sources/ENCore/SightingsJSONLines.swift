@@ -16,7 +16,7 @@ extension Sighting {
         let adapter: String?
     }
 
-    /// Parses sightings in JSON Lines, as `enctl detect --offline --sightings` reads them (the
+    /// Parses sightings in JSON Lines, as `enctl detect offline --sightings` reads them (the
     /// file's text; `path` names it in errors). One sighting per line:
     /// {"rpi":"<32 hex>","aem":"<8 hex>","rssi":-60,"time":<unix seconds>}; an RSSI of 127 or
     /// null is unknown; "adapter" is optional (default "jsonl"). Blank lines are skipped.

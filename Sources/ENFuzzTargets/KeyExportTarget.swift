@@ -3,9 +3,9 @@ import ENKeyFiles
 import Foundation
 
 /// A key file from a key server or a stranger, as enagentd's DetectExposures and
-/// `enctl detect --offline` take it: read (zip archive or bare export.bin, under the standard
+/// `enctl detect offline` take it: read (zip archive or bare export.bin, under the standard
 /// limits), every key walked, the signatures checked, and the keys matched against a few
-/// sightings (the path `enctl detect --offline --insecure-skip-verify` takes unverified files on).
+/// sightings (the path `enctl detect offline --insecure-skip-verify` takes unverified files on).
 ///
 /// The same bytes are also taken as the export.sig of a fixed export.bin: in a zip archive the
 /// CRC-32 stops nearly every mutation of export.sig before its protobuf is decoded.

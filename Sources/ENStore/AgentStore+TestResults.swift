@@ -1,12 +1,6 @@
 import Foundation
 import GRDB
 
-/// How a positive test was verified.
-public enum VerificationMethod: String, Sendable, CaseIterable {
-    case smartHealthCard = "smart-health-card"
-    case verificationCode = "verification-code"
-}
-
 /// A positive test the person recorded, and how it was verified.
 public struct TestResult: Sendable, Equatable {
     public var id: String

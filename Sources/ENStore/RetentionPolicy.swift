@@ -1,3 +1,5 @@
+import ENCore
+
 /// How long the agent keeps keys, sightings and exposure records (the protocol says 14 days).
 public struct RetentionPolicy: Sendable, Equatable {
     public static let protocolDefault = RetentionPolicy(days: 14)
@@ -10,7 +12,7 @@ public struct RetentionPolicy: Sendable, Equatable {
     }
 
     /// The first second that is still kept at `now`.
-    public func cutoff(now: Int64) -> Int64 { max(0, now - Int64(days) * 86_400) }
+    public func cutoff(now: Int64) -> Int64 { max(0, now - Int64(days) * UTCDay.seconds) }
 }
 
 /// What one retention pass deleted.

@@ -1,5 +1,6 @@
 import Dispatch
 import ENAgent
+import ENAPI
 import ENBlueZ
 import ENBus
 import ENCore
@@ -9,9 +10,16 @@ import Foundation
 import Logging
 
 /// The daemon's state and its running parts: the key schedule's upkeep and the radio run while
-/// the status allows (consent given, not paused, clock trusted). Every mutable member is
-/// touched on the main queue only; the D-Bus service calls in with `DispatchQueue.main.sync`.
+/// the status allows (consent given, not paused, clock trusted).
+///
+/// `@unchecked Sendable` because its mutable members are confined to `queue` (the main queue in
+/// enagentd), which every entry point that changes them checks with `dispatchPrecondition`; other
+/// threads (the D-Bus service, the radio's queue) come in through `perform` or `queue.async`.
+/// The store, the clock and the detection engine are immutable and thread-safe themselves.
 final class Daemon: @unchecked Sendable {
+    /// Where the daemon's state lives.
+    let queue: DispatchQueue
+    private let queueKey = DispatchSpecificKey<Bool>()
     let store: AgentStore
     let clock: any AgentClock
     private let retention: RetentionPolicy
@@ -30,7 +38,7 @@ final class Daemon: @unchecked Sendable {
     private var clockTrusted = false
     private(set) var radioState = RadioState()
     private(set) var adapterName = ""
-    /// Called on the main queue with the names of the D-Bus properties that changed.
+    /// Called on `queue` with the names of the D-Bus properties that changed.
     var onChange: (([String]) -> Void)?
     /// The exported API object, for its signals.
     weak var serviceObject: ExportedObject?
@@ -42,7 +50,9 @@ final class Daemon: @unchecked Sendable {
 
     /// `bus` is the system bus when the radio is in use.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], logger: Logger) {
+         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], logger: Logger, queue: DispatchQueue = .main) {
+        self.queue = queue
+        queue.setSpecific(key: queueKey, value: true)
         self.store = store
         self.clock = clock
         self.retention = retention
@@ -53,13 +63,31 @@ final class Daemon: @unchecked Sendable {
         detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys)
     }
 
+    /// Runs `body` on `queue` and returns its result; called from `queue` itself (a property read
+    /// while PropertiesChanged is built) it runs at once instead of waiting for itself. (Under
+    /// dispatchMain the main queue runs on worker threads, so Thread.isMainThread cannot tell.)
+    func perform<T>(_ body: () throws -> T) rethrows -> T {
+        try DispatchQueue.getSpecific(key: queueKey) != nil ? body() : queue.sync(execute: body)
+    }
+
+    /// Sends one of the API's signals (on `queue`); a signal that cannot be sent goes to the journal.
+    func emit<Arguments>(_ signal: SignalContract<Arguments>, _ arguments: Arguments) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        do { try serviceObject?.emit(interface: ExposureNotificationAPI.interface, signal: signal.name, arguments.values) } catch {
+            logger.error("cannot send the signal \(signal.name): \(error)")
+        }
+    }
+
     // MARK: State
 
-    var consent: ConsentEvent? { try? store.currentConsent() }
-    var enabled: Bool { consent?.granted == true }
+    var consent: ConsentEvent? { get throws { try store.currentConsent() } }
+    var enabled: Bool { get throws { try consent?.granted == true } }
+    /// The end of a pause still running, else 0.
     var pausedUntil: Int64 {
-        guard let until = (try? storedPausedUntil()) ?? nil, until > clock.now else { return 0 }
-        return until
+        get throws {
+            guard let until = try storedPausedUntil(), until > clock.now else { return 0 }
+            return until
+        }
     }
 
     /// The end of the pause as stored, if any (it may lie in the past).
@@ -85,6 +113,7 @@ final class Daemon: @unchecked Sendable {
 
     /// The clock can be trusted from now on.
     func clockBecameTrusted() {
+        dispatchPrecondition(condition: .onQueue(queue))
         clockTrusted = true
         apply()
     }
@@ -92,8 +121,9 @@ final class Daemon: @unchecked Sendable {
     /// Starts or stops the running parts to match the status, and tells systemd and the bus.
     /// Starting or stopping never changes the status: only statuses that run the agent depend on the radio.
     func apply(changed: [String] = []) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let status = status
-        if status == .paused && pauseTimer == nil { armPauseTimer(until: pausedUntil) }
+        if status == .paused && pauseTimer == nil { armPauseTimer(until: (try? pausedUntil) ?? 0) }
         if status.runsAgent && upkeepTimer == nil {
             do { try startRunning() } catch {
                 logger.critical("cannot start: \(error)")
@@ -109,7 +139,7 @@ final class Daemon: @unchecked Sendable {
     private func statusText(_ status: AgentStatus) -> String {
         switch status {
         case .active: return bus == nil ? "active: keeping keys; radio off" : "active: advertising and scanning"
-        case .paused: return "paused until \(pausedUntil) (unix time)"
+        case .paused: return "paused until \((try? pausedUntil) ?? 0) (unix time)"
         case .disabled: return "disabled: enable with 'enctl enable'"
         case .consentRequired: return "consent-required: nothing runs until 'enctl enable'"
         case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
@@ -129,12 +159,12 @@ final class Daemon: @unchecked Sendable {
 
     // MARK: Reminders
 
-    var latestExposureDay: Int64? { (try? store.latestExposureDay()) ?? nil }
+    var latestExposureDay: Int64? { get throws { try store.latestExposureDay() } }
 
     /// Checks now and every minute what to remind the person of; a reminder goes to the journal
     /// when it arises and once a day while it lasts.
     func startReminders() {
-        let timer = DispatchSource.makeTimerSource(queue: .main)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: .seconds(60))
         timer.setEventHandler { [weak self] in self?.checkReminders() }
         timer.resume()
@@ -142,11 +172,18 @@ final class Daemon: @unchecked Sendable {
     }
 
     func checkReminders() {
+        dispatchPrecondition(condition: .onQueue(queue))
         let now = clock.now
-        let exposureDay = latestExposureDay
-        let due = Reminder.due(now: now, enabledSince: enabled ? consent?.recordedAt : nil,
-                               lastSuccessfulDetection: (try? store.lastSuccessfulDetection()) ?? nil, latestExposureDay: exposureDay)
-        for reminder in due where now - (remindedAt[reminder] ?? .min / 2) >= 86_400 {
+        let exposureDay: Int64?, due: [Reminder]
+        do {
+            exposureDay = try latestExposureDay
+            let consent = try consent
+            due = Reminder.due(now: now, enabledSince: consent?.granted == true ? consent?.recordedAt : nil,
+                               lastSuccessfulDetection: try store.lastSuccessfulDetection(), latestExposureDay: exposureDay)
+        } catch {
+            return logger.error("cannot check reminders: \(error)")
+        }
+        for reminder in due where now - (remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
             logger.warning("\(reminder.message(latestExposureDay: exposureDay))")
             remindedAt[reminder] = now
         }
@@ -161,7 +198,8 @@ final class Daemon: @unchecked Sendable {
 
     /// Enabling records consent (the first time, and after every withdrawal); disabling stops the radio at once.
     func setEnabled(_ on: Bool) throws {
-        guard on != enabled else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard try on != enabled else { return }
         try store.recordConsent(ConsentEvent(granted: on, recordedAt: clock.now))
         if on { try store.setSetting(Self.pausedUntilSetting, to: nil) }
         logger.info(on ? "enabled: consent recorded" : "disabled: consent withdrawn")
@@ -169,7 +207,8 @@ final class Daemon: @unchecked Sendable {
     }
 
     func pause(seconds: UInt64) throws {
-        let until = clock.now + Int64(min(seconds, 366 * 86_400))
+        dispatchPrecondition(condition: .onQueue(queue))
+        let until = clock.now + Int64(min(seconds, UInt64(366 * UTCDay.seconds)))
         try store.setSetting(Self.pausedUntilSetting, to: String(until))
         armPauseTimer(until: until)
         logger.info("paused for \(seconds) s")
@@ -179,7 +218,7 @@ final class Daemon: @unchecked Sendable {
     /// Resumes by itself when the pause ends (the end is in the store, so a restart keeps it).
     private func armPauseTimer(until: Int64) {
         pauseTimer?.cancel()
-        let timer = DispatchSource.makeTimerSource(queue: .main)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + max(0, clock.realSeconds(until: until)))
         timer.setEventHandler { [weak self] in
             self?.pauseTimer = nil
@@ -190,6 +229,7 @@ final class Daemon: @unchecked Sendable {
     }
 
     func resume() throws {
+        dispatchPrecondition(condition: .onQueue(queue))
         try store.setSetting(Self.pausedUntilSetting, to: nil)
         pauseTimer?.cancel()
         pauseTimer = nil
@@ -207,6 +247,7 @@ final class Daemon: @unchecked Sendable {
 
     /// Erases keys, sightings and results; a running agent starts again with a fresh key.
     func resetData() throws {
+        dispatchPrecondition(condition: .onQueue(queue))
         let wasRunning = upkeepTimer != nil
         if wasRunning { stopRunning() }
         try store.eraseAllData()
@@ -231,7 +272,7 @@ final class Daemon: @unchecked Sendable {
         let upkeep = try self.upkeep ?? Upkeep(store: store, clock: clock, retention: retention, synchronisation: synchronisation, logger: logger)
         self.upkeep = upkeep
         try upkeep.run()
-        let timer = DispatchSource.makeTimerSource(queue: .main)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
         timer.setEventHandler { [weak self, logger] in
             do {
@@ -263,8 +304,8 @@ final class Daemon: @unchecked Sendable {
         adapterName = (try? bluez.adapter().name) ?? radioSettings.adapter ?? ""
         let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                               clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self] state in
-            DispatchQueue.main.async {
+                               clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self, queue] state in
+            queue.async { [weak self] in
                 guard let self else { return }
                 self.radioState = state
                 if let name = bluez.adapterInUse { self.adapterName = name }

@@ -1,7 +1,8 @@
 import ArgumentParser
-import CENSystemd
+import CENKernel
 import Dispatch
 import ENAgent
+import ENAPI
 import ENBus
 import ENCore
 import ENKeyFiles
@@ -109,17 +110,17 @@ struct Enagentd: ParsableCommand {
         let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
         let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radioSettings: radioSettings,
                             bus: radioBus, trustedKeys: trustedKeys, logger: logger)
-        let object = ExposureNotificationService.object(daemon: daemon, bus: serviceBus)
+        let object = ExposureNotificationService(daemon: daemon, bus: serviceBus).object()
         daemon.serviceObject = object
-        daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationService.interfaceName, names) }
+        daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) }
         // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that
         // the calls of others queued behind the flood are answered soon.
         serviceBus.limitCalls(CallBudget(burst: 200, perSecond: 100))
         do {
             try serviceBus.export(object)
-            try serviceBus.requestName(ExposureNotificationService.busName)
+            try serviceBus.requestName(ExposureNotificationAPI.busName)
         } catch {
-            logger.critical("cannot offer \(ExposureNotificationService.busName) on the system bus: \(error) (is the bus policy installed? see dbus/)")
+            logger.critical("cannot offer \(ExposureNotificationAPI.busName) on the system bus: \(error) (is the bus policy installed? see dbus/)")
             throw ExitCode.failure
         }
         // Signal handling is in place before READY=1: systemd may stop us right after it.

@@ -1,4 +1,4 @@
-import CENSystemd
+import CENKernel
 import ENAgent
 
 /// The kernel's synchronisation flag (adjtimex(2)), which every NTP client clears once it has

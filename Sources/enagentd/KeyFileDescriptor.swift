@@ -1,3 +1,4 @@
+import ENAPI
 import ENBus
 import Foundation
 
@@ -8,7 +9,7 @@ import Foundation
 /// caller forever, and a device can be endless, so those are refused before the first read.
 enum KeyFileDescriptor {
     static func read(_ descriptor: Int32, limit: Int, limitName: String, name: String) throws(DBusError) -> Data {
-        let refused = ExposureNotificationService.Failure.keyFileRejected
+        let refused = ExposureNotificationAPI.Failure.keyFileRejected
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw refused.error("\(name): \(String(cString: strerror(errno)))") }
         guard status.st_mode & S_IFMT == S_IFREG else { throw refused.error("\(name) is \(kind(status.st_mode)), not a regular file: pass an open key file") }

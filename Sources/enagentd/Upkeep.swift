@@ -1,5 +1,6 @@
 import Dispatch
 import ENAgent
+import ENCore
 import ENStore
 import Logging
 
@@ -38,8 +39,7 @@ final class Upkeep {
         }
         // Under a clock stepped back, no key for a day before one that has keys: it would never go
         // on the air (the agent waits for the clock to pass the last interval it advertised).
-        let endOfDay = (now / 86_400 + 1) * 86_400
-        if try store.temporaryExposureKeys(validAfter: endOfDay).isEmpty {
+        if try store.temporaryExposureKeys(validAfter: UTCDay(containing: now).end).isEmpty {
             let key = try schedule.key()
             logger.debug("current key", metadata: ["rolling-start": "\(key.rollingStartIntervalNumber)"])
         }

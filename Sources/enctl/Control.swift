@@ -1,5 +1,5 @@
 import ArgumentParser
-import ENBus
+import ENAPI
 import Foundation
 
 /// `enctl status`: what the agent is doing.
@@ -14,48 +14,30 @@ struct Status: ParsableCommand {
     var json = false
 
     func run() throws {
-        let report = try StatusReport(try DaemonClient().properties())
+        let report = try DaemonClient().properties()
         if json { return try printJSON(report) }
         printColumns([
             ["Status", report.status],
             ["Enabled", report.enabled ? "yes" : "no"],
-            ["Paused until", report.pausedUntil > 0 ? localTime(report.pausedUntil) : "-"],
+            ["Paused until", report.pausedUntil > 0 ? localTime(Int64(report.pausedUntil)) : "-"],
             ["Adapter", report.adapter.isEmpty ? "-" : report.adapter],
             ["Advertising", report.advertising ? "yes" : "no"],
             ["Scanning", report.scanning ? "yes" : "no"],
             ["Sightings stored", String(report.sightingsStored)],
-            ["Last detection", report.lastDetection > 0 ? localTime(report.lastDetection) : "never"],
+            ["Last detection", report.lastDetection > 0 ? localTime(Int64(report.lastDetection)) : "never"],
             ["Last detection error", report.lastDetectionError.isEmpty ? "-" : report.lastDetectionError],
-            ["Latest exposure", report.latestExposureDay > 0 ? utcDay(report.latestExposureDay) + " (UTC day)" : "none"],
+            ["Latest exposure", report.latestExposureDay > 0 ? utcDay(Int64(report.latestExposureDay)) + " (UTC day)" : "none"],
             ["Version", report.version],
         ])
         for reminder in report.reminders {
             switch reminder {
             case "detection-overdue": print("\nWarning: no exposure detection has succeeded for more than 24 hours.")
-            case "recent-exposure": print("\nYou were exposed on \(utcDay(report.latestExposureDay)): see 'enctl windows' and follow your health authority's advice.")
+            case "recent-exposure": print("\nYou were exposed on \(utcDay(Int64(report.latestExposureDay))): see 'enctl windows' and follow your health authority's advice.")
             default: print("\nReminder: \(reminder)")
             }
         }
     }
 
-}
-
-/// The daemon's properties as `--json` prints them.
-struct StatusReport: Encodable {
-    var status: String, enabled: Bool, pausedUntil: Int64, adapter: String, advertising: Bool, scanning: Bool
-    var lastDetection: Int64, lastDetectionError: String, sightingsStored: Int64, version: String
-    var reminders: [String], latestExposureDay: Int64
-
-    init(_ properties: [String: DBusValue]) {
-        let text = { (name: String) in properties[name]?.string ?? "" }
-        let number = { (name: String) in properties[name]?.integer ?? 0 }
-        let flag = { (name: String) in properties[name]?.bool ?? false }
-        (status, enabled, pausedUntil, adapter) = (text("Status"), flag("Enabled"), number("PausedUntil"), text("Adapter"))
-        (advertising, scanning, lastDetection) = (flag("Advertising"), flag("Scanning"), number("LastDetection"))
-        (lastDetectionError, sightingsStored, version) = (text("LastDetectionError"), number("SightingsStored"), text("Version"))
-        reminders = properties["Reminders"]?.elements?.compactMap(\.string) ?? []
-        latestExposureDay = number("LatestExposureDay")
-    }
 }
 
 /// `--json` for the commands that change state: the status after the change.
@@ -64,10 +46,10 @@ struct DaemonChange: ParsableArguments {
     var json = false
 
     /// Calls `method` on enagentd, then prints `message`, or with --json the daemon's status.
-    func request(_ method: String, _ arguments: [DBusValue] = [], then message: @autoclosure () -> String) throws {
+    func request<Input>(_ method: MethodContract<Input, NoArguments>, _ input: Input, then message: @autoclosure () -> String) throws {
         let client = try DaemonClient()
-        try client.call(method, arguments)
-        if json { return try printJSON(StatusReport(try client.properties())) }
+        try client.call(method, input)
+        if json { return try printJSON(try client.properties()) }
         print(message())
     }
 }
@@ -82,7 +64,7 @@ struct Enable: ParsableCommand {
     @OptionGroup var change: DaemonChange
 
     func run() throws {
-        try change.request("SetEnabled", [.boolean(true)], then: "Exposure Notification is on.")
+        try change.request(DaemonClient.API.Methods.setEnabled, SetEnabledArguments(enabled: true), then: "Exposure Notification is on.")
     }
 }
 
@@ -96,7 +78,7 @@ struct Disable: ParsableCommand {
     @OptionGroup var change: DaemonChange
 
     func run() throws {
-        try change.request("SetEnabled", [.boolean(false)], then: "Exposure Notification is off.")
+        try change.request(DaemonClient.API.Methods.setEnabled, SetEnabledArguments(enabled: false), then: "Exposure Notification is off.")
     }
 }
 
@@ -113,7 +95,7 @@ struct Pause: ParsableCommand {
     @OptionGroup var change: DaemonChange
 
     func run() throws {
-        try change.request("Pause", [.uint64(seconds)], then: "Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
+        try change.request(DaemonClient.API.Methods.pause, PauseArguments(seconds: seconds), then: "Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
     }
 }
 
@@ -124,7 +106,7 @@ struct Resume: ParsableCommand {
     @OptionGroup var change: DaemonChange
 
     func run() throws {
-        try change.request("Resume", then: "Resumed.")
+        try change.request(DaemonClient.API.Methods.resume, NoArguments(), then: "Resumed.")
     }
 }
 
@@ -143,7 +125,7 @@ struct Reset: ParsableCommand {
         guard yes || Confirmation.ask("Erase every key, sighting and exposure result on this device?") else {
             throw CommandError("nothing erased")
         }
-        try change.request("ResetData", then: "All keys, sightings and exposure results were erased.")
+        try change.request(DaemonClient.API.Methods.resetData, NoArguments(), then: "All keys, sightings and exposure results were erased.")
     }
 }
 

@@ -1,11 +1,11 @@
+import ENAPI
 import ENBus
 import Foundation
 
-/// enagentd's API on the system bus, with its errors turned into messages a person can act on.
+/// enagentd's API on the system bus, called through ENAPI's contract, with its errors turned into
+/// messages a person can act on.
 struct DaemonClient {
-    static let busName = "org.enagent.ExposureNotification1"
-    static let path = "/org/enagent/ExposureNotification1"
-    static let interface = "org.enagent.ExposureNotification1"
+    typealias API = ExposureNotificationAPI
 
     let connection: DBusConnection
 
@@ -15,34 +15,50 @@ struct DaemonClient {
         }
     }
 
+    /// Calls `method` and reads its reply; a reply that does not match the contract is an error, never zeros.
     @discardableResult
-    func call(_ method: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25)) throws -> [DBusValue] {
+    func call<Input, Output>(_ method: MethodContract<Input, Output>, _ input: Input, timeout: Duration = .seconds(25)) throws -> Output {
+        let reply: [DBusValue]
         do {
-            return try connection.call(destination: Self.busName, path: Self.path, interface: Self.interface, member: method, arguments, timeout: timeout)
+            reply = try connection.call(destination: API.busName, path: API.path, interface: API.interface, member: method.name, input.values,
+                                        timeout: timeout)
         } catch {
             throw Self.explain(error)
         }
+        do { return try method.output(reply) } catch { throw Self.mismatch(error) }
     }
 
-    func properties() throws -> [String: DBusValue] {
+    @discardableResult
+    func call<Output>(_ method: MethodContract<NoArguments, Output>) throws -> Output {
+        try call(method, NoArguments())
+    }
+
+    func properties() throws -> AgentProperties {
+        let reply: [DBusValue]
         do {
-            let reply = try connection.call(destination: Self.busName, path: Self.path, interface: ExportedObject.propertiesInterface,
-                                            member: "GetAll", [.string(Self.interface)])
-            return reply.first?.stringKeyed?.mapValues(\.unwrapped) ?? [:]
+            reply = try connection.call(destination: API.busName, path: API.path, interface: ExportedObject.propertiesInterface,
+                                        member: "GetAll", [.string(API.interface)])
         } catch {
             throw Self.explain(error)
         }
+        guard reply.count == 1, let properties = reply[0].stringKeyed else {
+            throw Self.mismatch(ContractMismatch("GetAll answered (\(reply.map(\.signature).joined())), not (a{sv})"))
+        }
+        do { return try AgentProperties(properties) } catch { throw Self.mismatch(error) }
     }
 
     static func explain(_ error: DBusError) -> CommandError {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":
-            return CommandError("enagentd is not running (nothing owns \(busName) on the system bus); start it with 'systemctl start enagentd'")
-        case DBusError.accessDenied, "\(interface).Error.NotAuthorized":
-            return CommandError("not allowed: only root and members of the group enagent may do this (\(error.message))")
+            return CommandError("enagentd is not running (nothing owns \(API.busName) on the system bus); start it with 'systemctl start enagentd'")
+        case DBusError.accessDenied, API.Failure.notAuthorized.name:
+            return CommandError("not allowed: only root and members of the group \(API.privilegedGroup) may do this (\(error.message))")
         default:
-            let name = error.name.hasPrefix(interface + ".Error.") ? String(error.name.dropFirst(interface.count + 7)) : error.name
-            return CommandError("\(error.message) [\(name)]")
+            return CommandError("\(error.message) [\(API.Failure(error)?.rawValue ?? error.name)]")
         }
+    }
+
+    static func mismatch(_ error: ContractMismatch) -> CommandError {
+        CommandError("enagentd answered what this enctl does not understand (\(error)); are enctl and enagentd from the same version?")
     }
 }

@@ -1,151 +1,250 @@
 import ArgumentParser
+import ENAPI
 import ENBus
 import ENCore
 import ENKeyFiles
 import Foundation
 
+/// `enctl detect`: the three ways of detecting, as subcommands that share their options.
 struct Detect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Match diagnosis key files against recorded sightings and score the exposures.",
         discussion: """
-            Without --offline, enctl hands the key files to enagentd (as open file descriptors: the \
-            daemon never opens your paths), which verifies them against its trusted keys \
-            (trusted-keys-directory), matches them against its sightings, stores the exposure \
-            windows and skips files it processed before. Needs root or the group enagent; \
-            'enctl windows', 'enctl summary' and 'enctl exposures' show the results.
-
-            With --offline, enctl does the whole detection itself: it reads the sightings from a \
-            JSON Lines file (--sightings) or an agent database (--db), checks every key file's \
-            signature, matches the keys on all cores, groups the matches into exposure windows \
-            and scores them with the v2 configuration (and the v1 one, when --config has v1 keys).
-
-            Every key file must verify against a --public-key; a file that does not stops the \
-            command with an error naming it. --insecure-skip-verify accepts unsigned and \
-            unverifiable files.
+            'enctl detect files' (the default: 'enctl detect FILE...') hands key files to \
+            enagentd, which verifies and matches them against its own sightings; 'enctl detect \
+            server' first downloads what the key server lists and this machine has not processed; \
+            'enctl detect offline' does the whole detection itself, without the daemon. See each \
+            one's --help.
 
             Exit status: 0 when detection ran (whether or not it found an exposure), 1 when an \
             input was unusable or a signature did not verify, 64 for a usage error.
-            """)
+            """,
+        subcommands: [Files.self, Server.self, Offline.self], defaultSubcommand: Files.self)
+}
 
-    @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
-    var files: [String] = []
-
-    @Flag(help: "Download the key files not processed before from the key server (see --server-config) and detect with them.")
-    var fromServer = false
-
-    @OptionGroup var server: ServerConfigurationOption
-
-    @Option(help: ArgumentHelp("Where downloads and the list of processed files are kept (default: $CACHE_DIRECTORY, else ~/.cache/enagent).",
-                               valueName: "dir"))
-    var cacheDir: String?
-
-    @Flag(help: "Detect without the daemon, from --sightings or --db.")
-    var offline = false
-
-    @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}.", valueName: "file.jsonl"))
-    var sightings: String?
-
-    @Option(help: ArgumentHelp("Read the sightings from an agent database instead.", valueName: "path"))
-    var db: String?
-
-    @Option(name: .customLong("keys"), help: ArgumentHelp("A diagnosis key file (.zip or export.bin). Repeatable.", valueName: "file"))
-    var keyFiles: [String] = []
-
-    @Option(name: .customLong("public-key"),
-            help: ArgumentHelp("A trusted public key: a PEM or base64 file, or the base64 text. Repeatable.", valueName: "key"))
-    var publicKeys: [String] = []
-
-    @Flag(help: "Accept key files whose signature is missing or does not verify.")
-    var insecureSkipVerify = false
-
-    @Option(help: ArgumentHelp("Exposure configuration JSON (v2 keys, v1 keys or both).", valueName: "file"))
+/// --config and --json, which every way of detecting takes.
+struct DetectionOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Exposure configuration JSON (v2 keys, v1 keys or both; default: the protocol's defaults).", valueName: "file"))
     var config: String?
-
-    @Option(parsing: .unconditional, help: ArgumentHelp("This device's RSSI correction in dB, added to every RSSI.", valueName: "dB"),
-            transform: ArgumentValue.integer)
-    var rssiCorrection = 0
-
-    @Option(help: ArgumentHelp("Score as of this time, in unix seconds (default: now).", valueName: "seconds"))
-    var now: Int64?
-
-    @Option(help: ArgumentHelp("Refuse key files (inflated entries, downloads from the key server) larger than this.", valueName: "MiB"))
-    var maxFileSize = KeyFileLimits.standard.maximumFileSize >> 20
 
     @Flag(help: "Print JSON.")
     var json = false
 
-    func validate() throws {
-        if fromServer {
-            guard !offline, (keyFiles + files).isEmpty else { throw ValidationError("--from-server takes no key files and no --offline.") }
-            return
+    /// The configuration's text as the daemon takes it ("" for the defaults).
+    func configurationText() throws -> String {
+        try config.map { try InputFile.text($0, what: "an exposure configuration") } ?? ""
+    }
+}
+
+/// --max-file-size, for the commands that read or download key files themselves.
+struct KeyFileSizeOption: ParsableArguments {
+    @Option(help: ArgumentHelp("Refuse key files (inflated entries, downloads from the key server) larger than this.", valueName: "MiB"))
+    var maxFileSize = KeyFileLimits.standard.maximumFileSize >> 20
+
+    func validate() throws { try KeyFileInput.validate(maximumFileSizeMiB: maxFileSize) }
+}
+
+extension Detect {
+    /// `enctl detect files`: enagentd detects with the files given.
+    struct Files: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Hand key files to enagentd, which detects against its own sightings (needs group enagent).",
+            discussion: """
+                enctl passes the files as open file descriptors (the daemon never opens your \
+                paths); enagentd verifies them against its trusted keys (trusted-keys-directory), \
+                matches them against its sightings, stores the exposure windows and skips files \
+                it processed before. 'enctl windows', 'enctl summary' and 'enctl exposures' show \
+                the results.
+                """)
+
+        @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
+        var files: [String] = []
+
+        @OptionGroup var options: DetectionOptions
+
+        func validate() throws {
+            guard !files.isEmpty else { throw ValidationError("Give at least one key file ('enctl detect server' downloads them).") }
         }
-        guard !(keyFiles + files).isEmpty else { throw ValidationError("Give at least one key file, or --from-server.") }
-        guard offline else {
-            guard sightings == nil, db == nil, publicKeys.isEmpty, !insecureSkipVerify else {
-                throw ValidationError("--sightings, --db, --public-key and --insecure-skip-verify go with --offline; enagentd uses its own.")
-            }
-            return
+
+        func run() throws {
+            try DaemonDetection(options: options).run(paths: files, names: files)
         }
-        guard (sightings == nil) != (db == nil) else { throw ValidationError("Give exactly one of --sightings and --db.") }
-        guard !publicKeys.isEmpty || insecureSkipVerify else {
-            throw ValidationError("Give the health authority's --public-key to verify the key files (or --insecure-skip-verify).")
-        }
-        try KeyFileInput.validate(maximumFileSizeMiB: maxFileSize)
     }
 
-    /// Fetches what the key server lists and this machine has not processed, then detects with
-    /// it. Downloads survive a failure, so the next run fetches only what is still missing.
-    private func runFromServer() throws {
-        let keyServer = try server.load()
-        // Uploads that failed before go first: the timer is what retries them.
-        let uploads = try PendingUploads.send(try DaemonClient())
-        for failure in uploads.failed { FileHandle.standardError.write(Data("enctl: a pending key upload failed again (\(failure)); it stays queued\n".utf8)) }
-        if !uploads.sent.isEmpty { FileHandle.standardError.write(Data("enctl: \(uploads.sent.count) pending key upload(s) sent\n".utf8)) }
-        let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
-        let index = String(decoding: try Download.data(from: URL(string: keyServer.index, relativeTo: keyServer.url)!,
-                                                       maximumSize: Download.maximumIndexSize, timeout: keyServer.timeout), as: UTF8.self)
-        let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        let processed = cache.processed()
-        let pending = entries.filter { !processed.contains($0) }
-        guard !pending.isEmpty else {
-            if json { return try printJSON(["KeyFilesProcessed": 0]) }
-            return print("No new key files on \(keyServer.url.absoluteString) (\(entries.count) listed, all processed before).")
+    /// `enctl detect server`: download, then enagentd detects.
+    struct Server: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Download the key files not processed before from the key server and have enagentd detect with them.",
+            discussion: """
+                Reads the key server's index (key-server.conf: url, index), downloads the files \
+                this machine has not handed to enagentd before into the cache, and hands them \
+                over as 'enctl detect files' does. Downloads survive a failure, so the next run \
+                fetches only what is still missing. This is what the timer \
+                (enagent-detect.timer) runs, after 'enctl share --pending'.
+                """)
+
+        @OptionGroup var server: ServerConfigurationOption
+
+        @Option(help: ArgumentHelp("Where downloads and the list of processed files are kept (default: $CACHE_DIRECTORY, else ~/.cache/enagent).",
+                                   valueName: "dir"))
+        var cacheDir: String?
+
+        @OptionGroup var size: KeyFileSizeOption
+
+        @OptionGroup var options: DetectionOptions
+
+        /// Fetches what the key server lists and this machine has not processed, then detects with
+        /// it. Downloads survive a failure, so the next run fetches only what is still missing.
+        func run() throws {
+            let keyServer = try server.load()
+            let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
+            let index = String(decoding: try Download.data(from: URL(string: keyServer.index, relativeTo: keyServer.url)!,
+                                                           maximumSize: Download.maximumIndexSize, timeout: keyServer.timeout), as: UTF8.self)
+            let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            let processed = cache.processed()
+            let pending = entries.filter { !processed.contains($0) }
+            guard !pending.isEmpty else {
+                if options.json { return try printJSON(DetectionSummary()) }
+                return print("No new key files on \(keyServer.url.absoluteString) (\(entries.count) listed, all processed before).")
+            }
+            let progress = Progress(total: pending.count)
+            for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
+                progress.show(number + 1, "downloading \(entry)")
+                guard let url = URL(string: entry, relativeTo: keyServer.url) else { throw CommandError("\(entry): not a path on the key server") }
+                try cache.store(try Download.data(from: url, maximumSize: size.maxFileSize << 20, timeout: keyServer.timeout), for: entry)
+            }
+            progress.show(pending.count, "matching \(pending.count) files")
+            progress.finish()
+            try DaemonDetection(options: options).run(paths: pending.map(cache.file(for:)), names: pending)
+            try cache.markProcessed(pending)
         }
-        let progress = Progress(total: pending.count)
-        for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
-            progress.show(number + 1, "downloading \(entry)")
-            guard let url = URL(string: entry, relativeTo: keyServer.url) else { throw CommandError("\(entry): not a path on the key server") }
-            try cache.store(try Download.data(from: url, maximumSize: maxFileSize << 20, timeout: keyServer.timeout), for: entry)
-        }
-        progress.show(pending.count, "matching \(pending.count) files")
-        progress.finish()
-        try runThroughDaemon(paths: pending.map(cache.file(for:)), names: pending)
-        try cache.markProcessed(pending)
     }
+
+    /// `enctl detect offline`: enctl detects by itself.
+    struct Offline: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Detect without the daemon, from a sightings file or an agent database.",
+            discussion: """
+                enctl reads the sightings from a JSON Lines file (--sightings) or an agent \
+                database (--db), checks every key file's signature, matches the keys on all \
+                cores, groups the matches into exposure windows and scores them with the v2 \
+                configuration (and the v1 one, when --config has v1 keys).
+
+                Every key file must verify against a --public-key; a file that does not stops the \
+                command with an error naming it. --insecure-skip-verify accepts unsigned and \
+                unverifiable files.
+                """)
+
+        @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
+        var files: [String] = []
+
+        @Option(name: .customLong("keys"), help: ArgumentHelp("A diagnosis key file (.zip or export.bin). Repeatable.", valueName: "file"))
+        var keyFiles: [String] = []
+
+        @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}.", valueName: "file.jsonl"))
+        var sightings: String?
+
+        @Option(help: ArgumentHelp("Read the sightings from an agent database instead.", valueName: "path"))
+        var db: String?
+
+        @Option(name: .customLong("public-key"),
+                help: ArgumentHelp("A trusted public key: a PEM or base64 file, or the base64 text. Repeatable.", valueName: "key"))
+        var publicKeys: [String] = []
+
+        @Flag(help: "Accept key files whose signature is missing or does not verify.")
+        var insecureSkipVerify = false
+
+        @Option(parsing: .unconditional, help: ArgumentHelp("This device's RSSI correction in dB, added to every RSSI.", valueName: "dB"),
+                transform: ArgumentValue.integer)
+        var rssiCorrection = 0
+
+        @Option(help: ArgumentHelp("Score as of this time, in unix seconds (default: now).", valueName: "seconds"))
+        var now: Int64?
+
+        @OptionGroup var size: KeyFileSizeOption
+
+        @OptionGroup var options: DetectionOptions
+
+        func validate() throws {
+            guard !(keyFiles + files).isEmpty else { throw ValidationError("Give at least one key file.") }
+            guard (sightings == nil) != (db == nil) else { throw ValidationError("Give exactly one of --sightings and --db.") }
+            guard !publicKeys.isEmpty || insecureSkipVerify else {
+                throw ValidationError("Give the health authority's --public-key to verify the key files (or --insecure-skip-verify).")
+            }
+        }
+
+        func run() throws {
+            let configuration = try loadConfiguration()
+            let trusted = try publicKeys.map(KeyFileInput.trustedKey)
+            let limits = KeyFileInput.limits(maximumFileSizeMiB: size.maxFileSize)
+            var exports = [KeyExport](), files = [DetectionReport.File]()
+            for path in keyFiles + self.files {
+                let export = try KeyFileInput.load(path, limits: limits)
+                let status = export.signatureStatus(trustedKeys: trusted)
+                guard status == .verified || insecureSkipVerify else {
+                    throw CommandError("\(path): the signature is \(status.rawValue); refusing the file (is --public-key the authority's key?)")
+                }
+                exports.append(export)
+                files.append(DetectionReport.File(path: path, region: export.region, keyCount: export.keyCount, signature: status))
+            }
+            let recorded = try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!)
+            let (result, windows) = try ExposureDetector(index: SightingIndex(recorded), rssiCorrection: rssiCorrection)
+                .exposureWindows(of: exports, configuration: configuration.v2)
+            let time = now ?? Int64(Date().timeIntervalSince1970)
+            let report = DetectionReport(
+                files: files, sightingCount: recorded.count, keysChecked: result.keysChecked,
+                matchedKeyCount: result.matches.count, windows: windows,
+                dailySummaries: configuration.v2.dailySummaries(of: windows, now: time),
+                v1: configuration.v1.map { DetectionReport.V1(summary: $0.summary(of: windows, now: time), exposureInfos: $0.exposureInfos(of: windows, now: time)) })
+            if options.json {
+                try printJSON(report)
+            } else {
+                report.printText()
+            }
+        }
+
+        private func loadConfiguration() throws -> ExposureConfiguration {
+            guard let config = options.config else { return ExposureConfiguration() }
+            let text = try InputFile.text(config, what: "an exposure configuration")
+            do {
+                return try JSONDecoder().decode(ExposureConfiguration.self, from: Data(text.utf8))
+            } catch let error as ConfigurationError {
+                throw CommandError("\(config): \(error)")
+            } catch let error as DecodingError {
+                throw CommandError("\(config): not a JSON object (\(error))")
+            } catch {
+                throw CommandError("\(config): \(error.localizedDescription)")
+            }
+        }
+    }
+}
+
+/// Detection by enagentd, with the files handed over as descriptors.
+struct DaemonDetection {
+    let options: DetectionOptions
 
     /// Hands the files to enagentd, as many per call as one message can carry, and prints the
     /// summed summary; `names` replace the daemon's "key file N" in errors.
-    private func runThroughDaemon(paths: [String], names: [String]) throws {
-        let configuration = try config.map { try InputFile.text($0, what: "an exposure configuration") } ?? ""
+    func run(paths: [String], names: [String]) throws {
+        let configuration = try options.configurationText()
         let batch = DBusConnection.maximumDescriptorsPerMessage
-        var summary = [String: Int64]()
+        var summary = DetectionSummary()
         for start in stride(from: 0, to: max(paths.count, 1), by: batch) {
             let range = start..<min(start + batch, paths.count)
-            let reply = try detectThroughDaemon(paths: Array(paths[range]), names: Array(names[range]), configuration: configuration)
-            summary.merge((reply.first?.stringKeyed ?? [:]).mapValues { $0.integer ?? 0 }, uniquingKeysWith: +)
+            summary = summary + (try detectThroughDaemon(paths: Array(paths[range]), names: Array(names[range]), configuration: configuration))
         }
-        if json { return try printJSON(summary) }
+        if options.json { return try printJSON(summary) }
         printColumns([
-            ["Key files processed", String(summary["KeyFilesProcessed"] ?? 0)],
-            ["Key files seen before", String(summary["KeyFilesSkipped"] ?? 0)],
-            ["Keys checked", String(summary["KeysChecked"] ?? 0)],
-            ["Keys matched", String(summary["MatchedKeys"] ?? 0)],
-            ["New exposure windows", String(summary["NewExposureWindows"] ?? 0)],
+            ["Key files processed", String(summary.keyFilesProcessed)],
+            ["Key files seen before", String(summary.keyFilesSkipped)],
+            ["Keys checked", String(summary.keysChecked)],
+            ["Keys matched", String(summary.matchedKeys)],
+            ["New exposure windows", String(summary.newExposureWindows)],
         ])
     }
 
-    private func detectThroughDaemon(paths: [String], names: [String], configuration: String) throws -> [DBusValue] {
+    private func detectThroughDaemon(paths: [String], names: [String], configuration: String) throws -> DetectionSummary {
         let descriptors = try paths.map { path in
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
@@ -153,8 +252,9 @@ struct Detect: ParsableCommand {
         }
         defer { descriptors.forEach { close($0) } }
         do {
-            return try DaemonClient().call("DetectExposures", [.array(elementSignature: "h", descriptors.map(DBusValue.unixFD)), .string(configuration)],
-                                           timeout: .seconds(600))
+            return try DaemonClient().call(DaemonClient.API.Methods.detectExposures,
+                                           DetectionRequest(keyFiles: descriptors.map(FileDescriptor.init), configuration: configuration),
+                                           timeout: .seconds(600)).summary
         } catch let error as CommandError {
             throw CommandError(names.enumerated().reversed().reduce(error.description) { text, named in
                 text.replacingOccurrences(of: "key file \(named.offset + 1)", with: named.element)
@@ -162,49 +262,4 @@ struct Detect: ParsableCommand {
         }
     }
 
-    func run() throws {
-        if fromServer { return try runFromServer() }
-        guard offline else { return try runThroughDaemon(paths: keyFiles + files, names: keyFiles + files) }
-        let configuration = try loadConfiguration()
-        let trusted = try publicKeys.map(KeyFileInput.trustedKey)
-        let limits = KeyFileInput.limits(maximumFileSizeMiB: maxFileSize)
-        var exports = [KeyExport](), files = [DetectionReport.File]()
-        for path in keyFiles + self.files {
-            let export = try KeyFileInput.load(path, limits: limits)
-            let status = export.signatureStatus(trustedKeys: trusted)
-            guard status == .verified || insecureSkipVerify else {
-                throw CommandError("\(path): the signature is \(status.rawValue); refusing the file (is --public-key the authority's key?)")
-            }
-            exports.append(export)
-            files.append(DetectionReport.File(path: path, region: export.region, keyCount: export.keyCount, signature: status))
-        }
-        let recorded = try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!)
-        let (result, windows) = try ExposureDetector(index: SightingIndex(recorded), rssiCorrection: rssiCorrection)
-            .exposureWindows(of: exports, configuration: configuration.v2)
-        let time = now ?? Int64(Date().timeIntervalSince1970)
-        let report = DetectionReport(
-            files: files, sightingCount: recorded.count, keysChecked: result.keysChecked,
-            matchedKeyCount: result.matches.count, windows: windows,
-            dailySummaries: configuration.v2.dailySummaries(of: windows, now: time),
-            v1: configuration.v1.map { DetectionReport.V1(summary: $0.summary(of: windows, now: time), exposureInfos: $0.exposureInfos(of: windows, now: time)) })
-        if json {
-            try printJSON(report)
-        } else {
-            report.printText()
-        }
-    }
-
-    private func loadConfiguration() throws -> ExposureConfiguration {
-        guard let config else { return ExposureConfiguration() }
-        let text = try InputFile.text(config, what: "an exposure configuration")
-        do {
-            return try JSONDecoder().decode(ExposureConfiguration.self, from: Data(text.utf8))
-        } catch let error as ConfigurationError {
-            throw CommandError("\(config): \(error)")
-        } catch let error as DecodingError {
-            throw CommandError("\(config): not a JSON object (\(error))")
-        } catch {
-            throw CommandError("\(config): \(error.localizedDescription)")
-        }
-    }
 }

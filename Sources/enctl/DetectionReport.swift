@@ -1,7 +1,7 @@
 import ENCore
 import ENKeyFiles
 
-/// What `enctl detect` found, as JSON or as text for a person.
+/// What `enctl detect offline` found, as JSON or as text for a person.
 struct DetectionReport: Encodable {
     struct File: Encodable {
         let path: String

@@ -9,7 +9,7 @@ struct ENCtl: ParsableCommand {
             enctl is the command-line companion of enagentd, the Exposure Notification service: \
             it reads and changes the service's state over D-Bus. Anyone may read the status; \
             changing it, exporting keys and detection need root or the group enagent. derive, \
-            keys inspect and detect --offline work on the protocol itself without the daemon.
+            keys inspect and detect offline work on the protocol itself without the daemon.
 
             Exit status: 0 on success, 1 on a failure (including enagentd not running or the \
             request not allowed), 64 for a usage error.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ENBus
+import ENAPI
 import ENCore
 import Foundation
 
@@ -11,14 +11,11 @@ struct Windows: ParsableCommand {
     var json = false
 
     func run() throws {
-        let reply = try DaemonClient().call("GetExposureWindows")
-        let windows = (reply.first?.elements ?? []).compactMap { value -> WindowRow? in
-            guard let fields = value.fields, fields.count == 5 else { return nil }
-            let scans = (fields[4].elements ?? []).compactMap { $0.fields }
-            return WindowRow(date: utcDay(fields[0].integer ?? 0), reportType: Int(fields[1].integer ?? 0), infectiousness: Int(fields[2].integer ?? 0),
-                             calibrationConfidence: Int(fields[3].integer ?? 0), scanInstances: scans.count,
-                             minimumAttenuation: scans.compactMap { $0[0].integer }.filter { $0 >= 0 }.min().map(Int.init),
-                             seconds: scans.reduce(0) { $0 + Int($1[2].integer ?? 0) })
+        let windows = try DaemonClient().call(DaemonClient.API.Methods.getExposureWindows).windows.map { window in
+            WindowRow(date: utcDay(Int64(window.date)), reportType: Int(window.reportType), infectiousness: Int(window.infectiousness),
+                      calibrationConfidence: Int(window.calibrationConfidence), scanInstances: window.scanInstances.count,
+                      minimumAttenuation: window.scanInstances.compactMap(\.minAttenuation).min(),
+                      seconds: window.scanInstances.reduce(0) { $0 + $1.secondsSinceLastScan })
         }
         if json { return try printJSON(windows) }
         guard !windows.isEmpty else { return print("No exposure windows.") }
@@ -64,12 +61,7 @@ struct Summary: ParsableCommand {
 
     func run() throws {
         let configuration = try config.map { try InputFile.text($0, what: "an exposure configuration") } ?? ""
-        let reply = try DaemonClient().call("GetDailySummaries", [.string(configuration)])
-        let days = (reply.first?.elements ?? []).compactMap { value -> DailySummary? in
-            guard let fields = value.fields, fields.count == 4, case .double(let maximum) = fields[1], case .double(let sum) = fields[2],
-                  case .double(let duration) = fields[3] else { return nil }
-            return DailySummary(date: fields[0].integer ?? 0, maximumScore: maximum, scoreSum: sum, weightedDurationSum: duration)
-        }
+        let days = try DaemonClient().call(DaemonClient.API.Methods.getDailySummaries, ConfigurationArgument(configuration: configuration)).summaries
         if json { return try printJSON(days) }
         guard !days.isEmpty else { return print("No exposures.") }
         printColumns([["DAY (UTC)", "MAX SCORE", "SCORE SUM", "WEIGHTED MINUTES"]] + days.map {
@@ -86,15 +78,10 @@ struct Exposures: ParsableCommand {
     var json = false
 
     func run() throws {
-        let reply = try DaemonClient().call("GetExposureInfo")
-        let infos = (reply.first?.elements ?? []).compactMap { value -> ExposureRow? in
-            guard let fields = value.fields, fields.count == 7 else { return nil }
-            let attenuation = fields[2].integer ?? -1
-            return ExposureRow(date: utcDay(fields[0].integer ?? 0), durationMinutes: Int(fields[1].integer ?? 0),
-                               attenuationValue: attenuation < 0 ? nil : Int(attenuation),
-                               attenuationDurationsMinutes: (fields[3].elements ?? []).map { Int($0.integer ?? 0) },
-                               transmissionRiskLevel: Int(fields[4].integer ?? 0), totalRiskScore: Int(fields[5].integer ?? 0),
-                               daysSinceExposure: Int(fields[6].integer ?? 0))
+        let infos = try DaemonClient().call(DaemonClient.API.Methods.getExposureInfo).exposures.map { info in
+            ExposureRow(date: utcDay(info.date), durationMinutes: info.durationMinutes, attenuationValue: info.attenuationValue,
+                        attenuationDurationsMinutes: info.attenuationDurationsMinutes, transmissionRiskLevel: info.transmissionRiskLevel,
+                        totalRiskScore: info.totalRiskScore, daysSinceExposure: info.daysSinceExposure)
         }
         if json { return try printJSON(infos) }
         guard !infos.isEmpty else { return print("No exposures.") }
@@ -106,13 +93,5 @@ struct Exposures: ParsableCommand {
     struct ExposureRow: Encodable {
         var date: String, durationMinutes: Int, attenuationValue: Int?, attenuationDurationsMinutes: [Int]
         var transmissionRiskLevel: Int, totalRiskScore: Int, daysSinceExposure: Int
-    }
-}
-
-extension DBusValue {
-    /// The fields of a structure.
-    var fields: [DBusValue]? {
-        if case .structure(let fields) = unwrapped { return fields }
-        return nil
     }
 }

@@ -9,7 +9,7 @@ enum KeyFileInput {
         let file = try InputFile.read(path, limit: limits.maximumFileSize) { "\(KeyFileError.tooLarge(bytes: $0, limit: limits.maximumFileSize))" }
         do {
             return try KeyExport(contentsOf: file, limits: limits)
-        } catch let error as KeyFileError {
+        } catch {
             throw CommandError("\(path): \(error)")
         }
     }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import ENAgent
+import ENCore
 import Foundation
 
 /// The health authority's servers, from `/etc/enagent/key-server.conf`: `key = value` lines for
@@ -59,7 +59,7 @@ struct KeyServerConfiguration: Equatable {
     }
 }
 
-/// Where `enctl detect --from-server` keeps what it downloaded and what the daemon processed, so
+/// Where `enctl detect server` keeps what it downloaded and what the daemon processed, so
 /// that a run after a failure fetches only what is missing and never hands a file over twice.
 struct DownloadCache {
     let directory: String

@@ -45,7 +45,7 @@ extension Keys {
                 data = try encoder.encode(Upload(temporaryExposureKeys: keys.map(Upload.Key.init)))
             case .zip:
                 let starts = keys.map { UInt64($0.rollingStartIntervalNumber.unixSeconds) }
-                let writer = KeyExportWriter(region: "", startTimestamp: starts.min() ?? 0, endTimestamp: (starts.max() ?? 0) + 86_400)
+                let writer = KeyExportWriter(region: "", startTimestamp: starts.min() ?? 0, endTimestamp: (starts.max() ?? 0) + UInt64(UTCDay.seconds))
                 data = try writer.zip(keys: keys.map { DiagnosisKey(key: $0) })
             }
             if let out {

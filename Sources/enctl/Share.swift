@@ -1,7 +1,7 @@
 import ArgumentParser
+import ENAPI
 import ENBus
 import ENCore
-import ENStore
 import Foundation
 
 /// `enctl share`: upload the device's keys after a positive test.
@@ -14,8 +14,9 @@ struct Share: ParsableCommand {
             the verification server certify an HMAC of exactly those keys (for a result verified \
             by code), and publishes keys, HMAC key and certificate to publish-url of \
             key-server.conf. The upload is kept by enagentd before it is sent: if the server \
-            cannot be reached it stays pending and 'enctl detect --from-server' (the timer) \
-            sends it later; once the server accepted it, it is never sent again.
+            cannot be reached it stays pending and 'enctl share --pending' (which the timer runs \
+            before each detection) sends it later; once the server accepted it, it is never sent \
+            again.
             """)
 
     @Option(help: ArgumentHelp("The test result to share (default: the most recent unshared one).", valueName: "id"))
@@ -26,8 +27,16 @@ struct Share: ParsableCommand {
     @Flag(help: "Share without asking.")
     var yes = false
 
+    @Flag(help: "Only send the uploads enagentd keeps pending (exit status 1 when one fails again).")
+    var pending = false
+
+    func validate() throws {
+        guard !pending || testResult == nil else { throw ValidationError("--pending sends every pending upload; it takes no --test-result.") }
+    }
+
     func run() throws {
         let client = try DaemonClient()
+        if pending { return try sendPending(client) }
         let configuration = try server.load()
         guard let publishURL = configuration.publishURL, let authority = configuration.healthAuthority else {
             throw CommandError("\(server.serverConfig) needs publish-url and health-authority to share keys")
@@ -59,25 +68,28 @@ struct Share: ParsableCommand {
                 "revisionToken": "", "padding": Padding.random(),
             ]
             let json = String(decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
-            try client.call("QueueUpload", [.string(result.id), .string(publishURL.absoluteString), .string(json)])
+            try client.call(DaemonClient.API.Methods.queueUpload, QueuedUpload(testResultId: result.id, url: publishURL.absoluteString, body: json))
         }
         let outcome = try PendingUploads.send(client, only: result.id)
         guard outcome.failed.isEmpty else {
-            throw CommandError("the key server did not take the upload (\(outcome.failed.joined(separator: "; "))); it is kept and sent again by the next detection run")
+            throw CommandError("the key server did not take the upload (\(outcome.failed.joined(separator: "; "))); it is kept and sent again by 'enctl share --pending' (the timer)")
         }
         print("Your keys were shared. Thank you for helping others stay safe.")
+    }
+
+    private func sendPending(_ client: DaemonClient) throws {
+        let uploads = try PendingUploads.send(client)
+        print(uploads.sent.isEmpty && uploads.failed.isEmpty ? "No pending uploads." : "\(uploads.sent.count) pending key upload(s) sent.")
+        guard uploads.failed.isEmpty else {
+            throw CommandError("\(uploads.failed.count) pending key upload(s) failed again (\(uploads.failed.joined(separator: "; "))); they stay queued")
+        }
     }
 }
 
 /// The daemon's key history, with confirmation already given by the person.
 enum DaemonKeys {
     static func history(_ client: DaemonClient) throws -> [TemporaryExposureKey] {
-        (try client.call("GetTemporaryExposureKeyHistory", [.boolean(true)]).first?.elements ?? []).compactMap { value in
-            guard let fields = value.fields, fields.count == 4, let bytes = fields[0].byteArray, bytes.count == 16,
-                  let start = fields[1].integer, let period = fields[2].integer, let risk = fields[3].integer else { return nil }
-            return TemporaryExposureKey(keyData: bytes.withUnsafeBytes { Bytes16($0) }, rollingStartIntervalNumber: ENIntervalNumber(UInt32(start)),
-                                        rollingPeriod: UInt32(period), transmissionRiskLevel: Int(risk))
-        }
+        try client.call(DaemonClient.API.Methods.getTemporaryExposureKeyHistory, KeyHistoryRequest(confirmed: true)).keys
     }
 }
 
@@ -85,28 +97,27 @@ enum DaemonKeys {
 enum PendingUploads {
     /// Sends the pending uploads (or only `id`'s); returns what was sent and what failed, with the reason.
     static func send(_ client: DaemonClient, only id: String? = nil) throws -> (sent: [String], failed: [String]) {
-        let pending = (try client.call("GetPendingUploads").first?.elements ?? []).compactMap { $0.fields?.compactMap(\.string) }
-            .filter { $0.count == 3 && (id == nil || $0[0] == id) }
+        let pending = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.filter { id == nil || $0.testResultId == id }
         var sent = [String](), failed = [String]()
         for upload in pending {
             let error: String
-            if let url = URL(string: upload[1]) {
+            if let url = URL(string: upload.url) {
                 do {
-                    let (status, data) = try Download.post(Data(upload[2].utf8), to: url)
+                    let (status, data) = try Download.post(Data(upload.body.utf8), to: url)
                     let answer = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
                     let refusal = answer["error"] as? String ?? ""
                     error = status == 200 && refusal.isEmpty ? "" : (refusal.isEmpty ? "HTTP \(status)" : "HTTP \(status): \(refusal)")
                 } catch {
                     let reason = "\(error)"
-                    try client.call("FinishUpload", [.string(upload[0]), .string(reason)])
+                    try client.call(DaemonClient.API.Methods.finishUpload, UploadOutcome(testResultId: upload.testResultId, error: reason))
                     failed.append(reason)
                     continue
                 }
             } else {
-                error = "bad URL \(upload[1])"
+                error = "bad URL \(upload.url)"
             }
-            try client.call("FinishUpload", [.string(upload[0]), .string(error)])
-            if error.isEmpty { sent.append(upload[0]) } else { failed.append(error) }
+            try client.call(DaemonClient.API.Methods.finishUpload, UploadOutcome(testResultId: upload.testResultId, error: error))
+            if error.isEmpty { sent.append(upload.testResultId) } else { failed.append(error) }
         }
         return (sent, failed)
     }

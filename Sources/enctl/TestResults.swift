@@ -1,7 +1,7 @@
 import ArgumentParser
+import ENAPI
 import ENBus
 import ENDiagnosis
-import ENStore
 import Foundation
 
 /// `enctl test-result`: positive tests and their verification.
@@ -128,7 +128,8 @@ extension TestResultCommand {
                 let day = try date.map(TestResultCommand.day) ?? verification.testDate
                 (testDate, method, detail, token) = (day, VerificationMethod.verificationCode.rawValue, "\(verification.testType) test, verified by the health authority", verification.token)
             }
-            let id = try client.call("AddTestResult", [.uint64(UInt64(testDate)), .string(method), .string(detail), .string(token)]).first?.string ?? ""
+            let id = try client.call(DaemonClient.API.Methods.addTestResult,
+                                     NewTestResult(testDate: UInt64(testDate), method: method, detail: detail, verificationToken: token)).id
             print("Recorded test result \(id) of \(utcDay(testDate)). Share your keys with 'enctl share'.")
         }
     }
@@ -158,11 +159,9 @@ struct StoredTestResult: Encodable {
     private enum CodingKeys: String, CodingKey { case id, testDate, method, detail, recordedAt, sharedAt, uploadPending }
 
     static func all(_ client: DaemonClient) throws -> [StoredTestResult] {
-        (try client.call("GetTestResults").first?.elements ?? []).compactMap { value in
-            guard let fields = value.fields, fields.count == 8 else { return nil }
-            return StoredTestResult(id: fields[0].string ?? "", testDate: fields[1].integer ?? 0, method: fields[2].string ?? "",
-                                    detail: fields[3].string ?? "", recordedAt: fields[4].integer ?? 0, sharedAt: fields[5].integer ?? 0,
-                                    uploadPending: fields[6].bool ?? false, token: fields[7].string ?? "")
+        try client.call(DaemonClient.API.Methods.getTestResults).results.map {
+            StoredTestResult(id: $0.id, testDate: Int64($0.testDate), method: $0.method, detail: $0.detail, recordedAt: Int64($0.recordedAt),
+                             sharedAt: Int64($0.sharedAt), uploadPending: $0.uploadPending, token: $0.verificationToken)
         }
     }
 }

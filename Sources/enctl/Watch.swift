@@ -1,4 +1,5 @@
 import ArgumentParser
+import ENAPI
 import Dispatch
 import ENBus
 import Foundation
@@ -20,9 +21,12 @@ struct Watch: ParsableCommand {
         let notifier = DesktopNotifier()
         let subscription: SignalSubscription
         do {
-            subscription = try client.connection.subscribe(MatchRule(sender: DaemonClient.busName, path: DaemonClient.path,
-                                                                      interface: DaemonClient.interface, member: "ExposureDetected")) { message in
-                let windows = message.arguments.first?.integer ?? 0
+            let signal = DaemonClient.API.Signals.exposureDetected
+            subscription = try client.connection.subscribe(MatchRule(sender: DaemonClient.API.busName, path: DaemonClient.API.path,
+                                                                      interface: DaemonClient.API.interface, member: signal.name)) { message in
+                guard let windows = try? signal.arguments(message.arguments).newWindows else {
+                    return FileHandle.standardError.write(Data("enctl: an ExposureDetected signal this enctl does not understand: \(message.signature)\n".utf8))
+                }
                 FileHandle.standardOutput.write(Data("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n".utf8))
                 notifier.notify(summary: "Possible exposure to COVID-19",
                                 body: "Someone you were near has reported a positive test. Run 'enctl windows' and follow your health authority's advice.")

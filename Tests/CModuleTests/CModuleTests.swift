@@ -1,6 +1,7 @@
 import CENBluetooth
 import CENCurl
 import CENDBus
+import CENKernel
 import CENOpenSSL
 import CENSystemd
 import CENZlib
@@ -24,6 +25,11 @@ import Testing
     @Test func libsystemdAnswersWithoutASystemdManager() {
         // Outside a unit there is no NOTIFY_SOCKET: sd_notify reports that it did nothing.
         #expect(sd_notify(0, "STATUS=test") >= 0)
+    }
+
+    @Test func theKernelSaysWhetherItsClockIsSynchronised() {
+        // Any answer but "refused": adjtimex(2) read-only needs no privilege.
+        #expect([0, 1].contains(cen_kernel_clock_synchronised()))
     }
 
     @Test func zlibMatchesItsHeader() {

@@ -1,4 +1,4 @@
-import CENSystemd
+import CENKernel
 import ENCore
 import ENStore
 import Foundation

@@ -62,12 +62,12 @@ import Testing
         #expect(try results(service).first?["uploadPending"] as? Bool == true)
         #expect(try results(service).first?["sharedAt"] as? Int == 0)
 
-        let retried = try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", directory.file("cache"))
+        let retried = try service.enctl("share", "--pending", "--server-config", configuration)
         #expect(retried.status == 0, "\(retried.standardError)")
-        #expect(retried.standardError.contains("1 pending key upload(s) sent"))
+        #expect(retried.standardOutput.contains("1 pending key upload(s) sent"))
         let shared = try #require(try results(service).first)
         #expect(shared["uploadPending"] as? Bool == false && (shared["sharedAt"] as? Int ?? 0) > 0)
-        #expect(try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", directory.file("cache")).status == 0)
+        #expect(try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", directory.file("cache")).status == 0)
         let again = try service.enctl("share", "--yes", "--server-config", configuration)
         #expect(again.status == 1 && again.standardError.contains("no unshared test result"))
 

@@ -57,7 +57,7 @@ import Testing
         defer { close(pair[0]); close(pair[1]) }
         let zero = open("/dev/zero", O_RDONLY), folder = open(directory.path, O_RDONLY | O_DIRECTORY)
         let writeOnlyPath = directory.file("write-only.zip")
-        FileManager.default.createFile(atPath: writeOnlyPath, contents: Data("PK".utf8))
+        #expect(FileManager.default.createFile(atPath: writeOnlyPath, contents: Data("PK".utf8)))
         let writeOnly = open(writeOnlyPath, O_WRONLY)
         defer { [zero, folder, writeOnly].forEach { close($0) } }
 
@@ -169,7 +169,7 @@ extension HostileCallerTests {
         let service = try Service.enabled(in: directory, trusting: try P256PrivateKey())
         let before = try openDescriptors(of: service.daemon)
         let file = directory.file("empty.zip")
-        FileManager.default.createFile(atPath: file, contents: Data())
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
         let descriptors = (0..<1_000).map { _ in open(file, O_RDONLY) }
         defer { descriptors.forEach { close($0) } }
         let sixteen = try detect(service, Array(descriptors.prefix(16)))
@@ -185,7 +185,7 @@ extension HostileCallerTests {
         #expect(try openDescriptors(of: service.daemon) == before, "every descriptor it received is closed")
 
         let many = (1...20).map { directory.file("many-\($0).zip") }
-        many.forEach { FileManager.default.createFile(atPath: $0, contents: Data()) }
+        #expect(many.allSatisfy { FileManager.default.createFile(atPath: $0, contents: Data()) })
         let batched = try Command.enctl(["detect"] + many, environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
         #expect(batched.standardError.contains("\(many[0]): not a zip archive"), "enctl hands 20 files over in batches: \(batched.standardError)")
     }

@@ -5,7 +5,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `enctl detect --from-server` against a real HTTP server on loopback.
+/// `enctl detect server` against a real HTTP server on loopback.
 @Suite struct KeyServerTests {
     let directory = TemporaryDirectory()
 
@@ -31,7 +31,7 @@ import Testing
         let configuration = directory.file("key-server.conf")
         try "url = \(server.url)\nindex = index.txt\nregion = CH\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         let cache = directory.file("cache")
-        let detect = { try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", cache, "--json") }
+        let detect = { try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", cache, "--json") }
 
         let failed = try detect()
         #expect(failed.status == 1)
@@ -59,10 +59,10 @@ import Testing
     @Test func aBadServerConfigurationNamesTheLine() throws {
         let configuration = directory.file("key-server.conf")
         try "# servers\nurl = ftp://keys.example.org/\n".write(toFile: configuration, atomically: true, encoding: .utf8)
-        let badURL = try Command.enctl("detect", "--from-server", "--server-config", configuration)
+        let badURL = try Command.enctl("detect", "server", "--server-config", configuration)
         #expect(badURL.status == 1 && badURL.standardError.contains("\(configuration):2: url must be an http or https URL"), "\(badURL.standardError)")
         try "url = https://keys.example.org/\nmirror = yes\n".write(toFile: configuration, atomically: true, encoding: .utf8)
-        let unknown = try Command.enctl("detect", "--from-server", "--server-config", configuration)
+        let unknown = try Command.enctl("detect", "server", "--server-config", configuration)
         #expect(unknown.status == 1 && unknown.standardError.contains("\(configuration):2: unknown key \"mirror\""), "\(unknown.standardError)")
     }
 
@@ -89,7 +89,7 @@ extension KeyServerTests {
         let configuration = directory.file("key-server-\(path).conf")
         try "url = \(server.url)\(path)/\ntimeout = \(timeout)\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         let started = Date()
-        let result = try service.enctl("detect", "--from-server", "--server-config", configuration, "--cache-dir", directory.file("cache-\(path)"),
+        let result = try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", directory.file("cache-\(path)"),
                                        "--max-file-size", "1")
         let seconds = Date().timeIntervalSince(started)
         #expect(result.status == 1)

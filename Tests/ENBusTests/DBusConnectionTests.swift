@@ -165,7 +165,7 @@ final class Locked<Value: Sendable>: Sendable {
                                  member: member, arguments)
         }
         #expect(try properties("Get", [.string("org.enagent.Test"), .string("Name")]) == [.variant(.string("initial"))])
-        try properties("Set", [.string("org.enagent.Test"), .string("Name"), .variant(.string("changed"))])
+        _ = try properties("Set", [.string("org.enagent.Test"), .string("Name"), .variant(.string("changed"))])
         #expect(try properties("GetAll", [.string("org.enagent.Test")]).first?.stringKeyed?["Name"]?.string == "changed")
         let signal = try #require(changes.wait().first)
         #expect(signal[0] == .string("org.enagent.Test"))
@@ -179,6 +179,32 @@ final class Locked<Value: Sendable>: Sendable {
         #expect { try properties("Get", [.string("org.enagent.Test"), .string("Nope")]) } throws: {
             ($0 as? DBusError)?.name == DBusError.unknownProperty
         }
+    }
+
+    /// A getter that cannot answer makes Get and GetAll fail with its error, and is listed as
+    /// invalidated (not given a value) in PropertiesChanged.
+    @Test func aFailingGetterIsAnErrorNotAValue() throws {
+        let unreadable = DBusError(name: "org.enagent.Test.Error.Unreadable", message: "the database cannot be read")
+        let object = ExportedObject(path: "/org/enagent/Broken", interfaces: [DBusInterface("org.enagent.Broken", properties: [
+            DBusProperty("Fine", "u", get: { .uint32(1) }),
+            DBusProperty("Broken", "u", get: { () throws(DBusError) in throw unreadable }),
+        ])])
+        try server.export(object)
+        let changes = Received<[DBusValue]>()
+        let subscription = try client.subscribe(MatchRule(path: "/org/enagent/Broken", interface: ExportedObject.propertiesInterface,
+                                                          member: "PropertiesChanged")) { changes.append($0.arguments) }
+        defer { subscription.cancel() }
+        let properties = { (member: String, arguments: [DBusValue]) throws in
+            try self.client.call(destination: "org.enagent.Test", path: "/org/enagent/Broken", interface: ExportedObject.propertiesInterface,
+                                 member: member, arguments)
+        }
+        #expect(try properties("Get", [.string("org.enagent.Broken"), .string("Fine")]) == [.variant(.uint32(1))])
+        #expect(throws: unreadable) { try properties("Get", [.string("org.enagent.Broken"), .string("Broken")]) }
+        #expect(throws: unreadable) { try properties("GetAll", [.string("org.enagent.Broken")]) }
+        object.propertiesChanged(interface: "org.enagent.Broken", ["Fine", "Broken"])
+        let signal = try #require(changes.wait().first)
+        #expect(signal[1].stringKeyed?.keys.sorted() == ["Fine"])
+        #expect(signal[2] == .strings(["Broken"]))
     }
 
     @Test func introspectionDescribesInterfacesAndChildren() throws {

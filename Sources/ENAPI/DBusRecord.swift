@@ -1,0 +1,251 @@
+import Dispatch
+import ENBus
+
+/// A value that does not have the type the contract gives it: the daemon and the client disagree
+/// (different versions) or a caller sent something else.
+public struct ContractMismatch: Error, CustomStringConvertible, Equatable {
+    public let description: String
+
+    public init(_ description: String) { self.description = description }
+
+    /// The same mismatch with where it was found in front: "GetExposureWindows reply: …".
+    func within(_ context: String) -> ContractMismatch { ContractMismatch("\(context): \(description)") }
+}
+
+/// A Swift type with one D-Bus type: its signature, and conversion both ways that fails with a
+/// `ContractMismatch` naming the types rather than answering a default.
+public protocol DBusRepresentable: Sendable {
+    static var dbusSignature: String { get }
+    var dbusValue: DBusValue { get }
+    init(dbusValue: DBusValue) throws(ContractMismatch)
+}
+
+extension DBusRepresentable {
+    static func mismatch(_ value: DBusValue) -> ContractMismatch {
+        ContractMismatch("expected \(dbusSignature), got \(value.signature)")
+    }
+}
+
+extension Bool: DBusRepresentable {
+    public static let dbusSignature = "b"
+    public var dbusValue: DBusValue { .boolean(self) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .boolean(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension UInt8: DBusRepresentable {
+    public static let dbusSignature = "y"
+    public var dbusValue: DBusValue { .byte(self) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .byte(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension Int32: DBusRepresentable {
+    public static let dbusSignature = "i"
+    public var dbusValue: DBusValue { .int32(self) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .int32(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension UInt32: DBusRepresentable {
+    public static let dbusSignature = "u"
+    public var dbusValue: DBusValue { .uint32(self) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .uint32(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension UInt64: DBusRepresentable {
+    public static let dbusSignature = "t"
+    public var dbusValue: DBusValue { .uint64(self) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .uint64(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension Double: DBusRepresentable {
+    public static let dbusSignature = "d"
+    public var dbusValue: DBusValue { .double(self) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .double(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension String: DBusRepresentable {
+    public static let dbusSignature = "s"
+    public var dbusValue: DBusValue { .string(self) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .string(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension Array: DBusRepresentable where Element: DBusRepresentable {
+    public static var dbusSignature: String { "a" + Element.dbusSignature }
+    public var dbusValue: DBusValue { .array(elementSignature: Element.dbusSignature, map(\.dbusValue)) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .array(Element.dbusSignature, let values) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        var elements = [Element]()
+        elements.reserveCapacity(values.count)
+        for (index, value) in values.enumerated() {
+            do { elements.append(try Element(dbusValue: value)) } catch { throw error.within("element \(index)") }
+        }
+        self = elements
+    }
+}
+
+/// A file descriptor passed over the bus (`h`). A received one is the receiver's to close.
+public struct FileDescriptor: DBusRepresentable, Equatable {
+    public static let dbusSignature = "h"
+    public let rawValue: Int32
+
+    public init(_ rawValue: Int32) { self.rawValue = rawValue }
+    public var dbusValue: DBusValue { .unixFD(rawValue) }
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .unixFD(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        rawValue = value
+    }
+}
+
+/// A fixed list of named, typed members: a structure inside a reply, or the arguments of a method
+/// or signal. `members` gives names and signatures in order (introspection and error messages),
+/// `values` encodes, `init(reading:)` decodes in the same order.
+public protocol DBusRecord: DBusRepresentable {
+    static var members: [DBusArgument] { get }
+    var values: [DBusValue] { get }
+    init(reading reader: inout DBusRecordReader) throws(ContractMismatch)
+}
+
+extension DBusRecord {
+    public static var dbusSignature: String { "(" + members.map(\.signature).joined() + ")" }
+    public var dbusValue: DBusValue { .structure(values) }
+
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard case .structure(let fields) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
+        try self.init(values: fields)
+    }
+
+    /// Reads a record from a message's arguments (or a structure's fields): exactly `members`.
+    public init(values: [DBusValue]) throws(ContractMismatch) {
+        let signature = values.map(\.signature).joined()
+        guard signature == Self.members.map(\.signature).joined() else {
+            throw ContractMismatch("expected (\(Self.members.map(\.signature).joined())), got (\(signature))")
+        }
+        var reader = DBusRecordReader(values: values, members: Self.members)
+        try self.init(reading: &reader)
+    }
+}
+
+/// Reads a record's members in order, naming the member in a mismatch.
+public struct DBusRecordReader {
+    private let values: [DBusValue]
+    private let members: [DBusArgument]
+    private var index = 0
+
+    init(values: [DBusValue], members: [DBusArgument]) {
+        self.values = values
+        self.members = members
+    }
+
+    public mutating func next<Value: DBusRepresentable>(_: Value.Type = Value.self) throws(ContractMismatch) -> Value {
+        defer { index += 1 }
+        let name = index < members.count ? members[index].name : "member \(index)"
+        guard index < values.count else { throw ContractMismatch("\(name) is missing") }
+        do { return try Value(dbusValue: values[index]) } catch { throw error.within(name) }
+    }
+}
+
+extension DBusArgument {
+    /// A member whose signature is its Swift type's.
+    public init<Value: DBusRepresentable>(_ name: String, _: Value.Type) {
+        self.init(name, Value.dbusSignature)
+    }
+}
+
+/// The arguments of a method that takes or answers nothing.
+public struct NoArguments: DBusRecord, Equatable {
+    public static let members: [DBusArgument] = []
+    public init() {}
+    public var values: [DBusValue] { [] }
+    public init(reading reader: inout DBusRecordReader) {}
+}
+
+/// A method's name and arguments, whatever their Swift types: for introspection and its test.
+public protocol MethodDeclaration: Sendable {
+    var name: String { get }
+    var inArguments: [DBusArgument] { get }
+    var outArguments: [DBusArgument] { get }
+}
+
+/// One method of the contract: its name, and what goes in and comes out.
+public struct MethodContract<Input: DBusRecord, Output: DBusRecord>: MethodDeclaration {
+    public let name: String
+    public var inArguments: [DBusArgument] { Input.members }
+    public var outArguments: [DBusArgument] { Output.members }
+
+    public init(_ name: String, _: Input.Type = NoArguments.self, _: Output.Type = NoArguments.self) {
+        self.name = name
+    }
+
+    /// The reply's values as `Output`, or a mismatch naming the method.
+    public func output(_ values: [DBusValue]) throws(ContractMismatch) -> Output {
+        do { return try Output(values: values) } catch { throw error.within("the reply to \(name)") }
+    }
+}
+
+/// One property: its name and type.
+public struct PropertyContract<Value: DBusRepresentable>: Sendable {
+    public let name: String
+
+    public init(_ name: String, _: Value.Type) { self.name = name }
+
+    public var declaration: DBusArgument { DBusArgument(name, Value.self) }
+
+    /// The property's value in a GetAll answer.
+    public func value(in properties: [String: DBusValue]) throws(ContractMismatch) -> Value {
+        guard let value = properties[name] else { throw ContractMismatch("the property \(name) is missing") }
+        do { return try Value(dbusValue: value) } catch { throw error.within("the property \(name)") }
+    }
+}
+
+/// One signal: its name and arguments.
+public struct SignalContract<Arguments: DBusRecord>: Sendable {
+    public let name: String
+
+    public init(_ name: String, _: Arguments.Type) { self.name = name }
+
+    public var declaration: DBusSignal { DBusSignal(name, Arguments.members) }
+
+    public func arguments(_ values: [DBusValue]) throws(ContractMismatch) -> Arguments {
+        do { return try Arguments(values: values) } catch { throw error.within("the signal \(name)") }
+    }
+}
+
+extension DBusMethod {
+    /// A served method with typed arguments: a call whose arguments do not match the contract is
+    /// answered with `invalid` (the interface's InvalidArguments error) before `handler` runs.
+    public init<Input, Output>(_ contract: MethodContract<Input, Output>, queue: DispatchQueue? = nil, invalid: @escaping @Sendable (String) -> DBusError,
+                               handler: @escaping @Sendable (DBusMessage, Input) throws(DBusError) -> Output) {
+        self.init(contract.name, in: Input.members, out: Output.members, queue: queue) { call throws(DBusError) in
+            let input: Input
+            do { input = try Input(values: call.arguments) } catch { throw invalid("\(contract.name): \(error)") }
+            return try handler(call, input).values
+        }
+    }
+}
+
+extension DBusProperty {
+    /// A served read-only property with a typed getter.
+    public init<Value>(_ contract: PropertyContract<Value>, get: @escaping @Sendable () throws(DBusError) -> Value) {
+        self.init(contract.name, Value.dbusSignature) { () throws(DBusError) in try get().dbusValue }
+    }
+}

@@ -1,0 +1,99 @@
+@testable import ENAPI
+import ENBus
+import ENCore
+import Foundation
+import Testing
+
+/// The contract's records convert both ways, name what does not match, and are what the interface
+/// document under dbus/ says.
+@Suite struct ContractTests {
+    static let key = TemporaryExposureKey(keyData: Bytes16(bytes: Array(0..<16))!, rollingStartIntervalNumber: ENIntervalNumber(2_650_000),
+                                          rollingPeriod: 144, transmissionRiskLevel: 3)
+    static let scan = ScanInstance(minAttenuation: 40, typicalAttenuation: nil, secondsSinceLastScan: 180)
+
+    /// One of every record the API sends, with values that differ from any default.
+    static let samples: [any DBusRecord] = [
+        SetEnabledArguments(enabled: true), PauseArguments(seconds: 7_200), KeyHistoryRequest(confirmed: true), KeyHistory(keys: [key]),
+        DetectionRequest(keyFiles: [FileDescriptor(5)], configuration: "{}"),
+        DetectionReply(summary: DetectionSummary(keyFilesProcessed: 3, keyFilesSkipped: 1, keysChecked: 500_000, matchedKeys: 2, newExposureWindows: 4)),
+        ExposureWindows(windows: [ExposureWindowRecord(ExposureWindow(date: 1_700_000_000 - 1_700_000_000 % 86_400, reportType: .confirmedTest,
+                                                                      infectiousness: .high, calibrationConfidence: 2, scanInstances: [scan],
+                                                                      diagnosisKey: DiagnosisKey(key: key)))]),
+        ConfigurationArgument(configuration: "{\"x\":1}"),
+        DailySummaries(summaries: [DailySummary(date: 1_699_920_000, maximumScore: 900, scoreSum: 1_800.5, weightedDurationSum: 2_700)]),
+        ExposureInfos(exposures: [ExposureInfo(date: 1_699_920_000, durationMinutes: 15, attenuationValue: nil, attenuationDurationsMinutes: [5, 10, 0],
+                                               transmissionRiskLevel: 4, totalRiskScore: 16, daysSinceExposure: 2)]),
+        NewTestResult(testDate: 1_699_920_000, method: "smart-health-card", detail: "card", verificationToken: "t"),
+        TestResultID(id: "abc"),
+        TestResults(results: [TestResultRecord(id: "abc", testDate: 1_699_920_000, method: "code", detail: "d", recordedAt: 1_700_000_000,
+                                               sharedAt: 1_700_000_100, uploadPending: true, verificationToken: "tok")]),
+        QueuedUpload(testResultId: "abc", url: "https://keys.example/v1/publish", body: "{}"),
+        QueuedUploads(uploads: [QueuedUpload(testResultId: "abc", url: "u", body: "b")]),
+        UploadOutcome(testResultId: "abc", error: "HTTP 500"), ExposureDetectedArguments(newWindows: 2), NoArguments(),
+    ]
+
+    @Test func everyRecordRoundTripsWithTheSignatureItDeclares() throws {
+        for sample in Self.samples {
+            #expect(sample.dbusValue.signature == type(of: sample).dbusSignature, "\(type(of: sample))")
+            #expect(sample.values.map(\.signature) == type(of: sample).members.map(\.signature), "\(type(of: sample))")
+            let decoded = try type(of: sample).init(values: sample.values)
+            #expect(decoded.dbusValue == sample.dbusValue, "\(type(of: sample))")
+        }
+    }
+
+    @Test func aMismatchNamesTheMemberInsteadOfAnsweringZero() throws {
+        var window = ExposureWindows(windows: []).values
+        window = [.array(elementSignature: "(uuuua(iiu))", [.structure([.uint32(1), .uint32(1), .uint32(1), .uint32(1), .array(elementSignature: "(iiu)", [])])])]
+        let wrongDate = #expect(throws: ContractMismatch.self) { try ExposureNotificationAPI.Methods.getExposureWindows.output(window) }
+        #expect(wrongDate?.description == "the reply to GetExposureWindows: expected (a(tuuua(iiu))), got (a(uuuua(iiu)))")
+
+        let shortKey = DBusValue.structure([.bytes(Array(repeating: 1, count: 15)), .uint32(1), .uint32(144), .uint32(0)])
+        let short = #expect(throws: ContractMismatch.self) { try ExposureNotificationAPI.Methods.getTemporaryExposureKeyHistory.output([.array(elementSignature: "(ayuuu)", [shortKey])]) }
+        #expect(short?.description == "the reply to GetTemporaryExposureKeyHistory: keys: element 0: key_data: expected 16 bytes, got 15")
+
+        let missing = #expect(throws: ContractMismatch.self) {
+            try DetectionSummary(dbusValue: .properties(["KeyFilesProcessed": .uint32(1)]))
+        }
+        #expect(missing?.description == "KeyFilesSkipped is missing")
+    }
+
+    @Test func agentPropertiesNameAMissingOrMistypedProperty() throws {
+        var properties = [String: DBusValue]()
+        for declaration in AgentProperties.declarations {
+            properties[declaration.name] = declaration.signature == "as" ? .strings(["detection-overdue"])
+                : try #require(Self.sampleValue(declaration.signature), "\(declaration.signature)")
+        }
+        let decoded = try AgentProperties(properties)
+        #expect(decoded.reminders == ["detection-overdue"] && decoded.enabled && decoded.sightingsStored == 7)
+        properties["SightingsStored"] = .uint32(7)
+        #expect(throws: ContractMismatch("the property SightingsStored: expected t, got u")) { try AgentProperties(properties) }
+        properties["SightingsStored"] = nil
+        #expect(throws: ContractMismatch("the property SightingsStored is missing")) { try AgentProperties(properties) }
+    }
+
+    static func sampleValue(_ signature: String) -> DBusValue? {
+        ["b": .boolean(true), "s": .string("active"), "t": .uint64(7)][signature]
+    }
+
+    /// The contract, written out as introspection writes an interface, is the one in the document
+    /// the README and packagers use (the daemon's own introspection is checked against it in
+    /// ServiceTests).
+    @Test func theInterfaceDocumentIsTheContract() throws {
+        let contract = DBusInterface(
+            ExposureNotificationAPI.interface,
+            methods: ExposureNotificationAPI.Methods.all.map { DBusMethod($0.name, in: $0.inArguments, out: $0.outArguments) { _ in [] } },
+            properties: AgentProperties.declarations.map { DBusProperty($0.name, $0.signature) { .boolean(false) } },
+            signals: [ExposureNotificationAPI.Signals.exposureDetected.declaration])
+        let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../dbus/org.enagent.ExposureNotification1.xml")
+        let text = try String(contentsOf: document, encoding: .utf8)
+        #expect(text.contains(ExportedObject.xml(contract)), "regenerate it with scripts/interface-xml.sh after changing the contract")
+        #expect(Set(ExposureNotificationAPI.Methods.all.map(\.name)).count == ExposureNotificationAPI.Methods.all.count)
+    }
+
+    @Test func failuresAreRecognisedByName() {
+        for failure in ExposureNotificationAPI.Failure.allCases {
+            #expect(ExposureNotificationAPI.Failure(failure.error("x")) == failure)
+        }
+        #expect(ExposureNotificationAPI.Failure(DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", message: "")) == nil)
+    }
+}
