@@ -54,6 +54,8 @@ public enum ExposureNotificationAPI {
         /// Unix seconds of the UTC midnight of the latest exposure; 0 for none.
         public static let latestExposureDay = PropertyContract("LatestExposureDay", UInt64.self)
         public static let version = PropertyContract("Version", String.self)
+        /// dB the daemon's detection adds to every RSSI (enagent.conf's rssi-correction).
+        public static let rssiCorrection = PropertyContract("RssiCorrection", Int32.self)
     }
 
     public enum Signals {
@@ -444,13 +446,13 @@ public struct AgentProperties: Sendable, Equatable, Encodable {
     private typealias P = ExposureNotificationAPI.Properties
     public var enabled: Bool, status: String, pausedUntil: UInt64, adapter: String, advertising: Bool, scanning: Bool
     public var lastDetection: UInt64, lastDetectionError: String, sightingsStored: UInt64, reminders: [String], latestExposureDay: UInt64
-    public var version: String
+    public var version: String, rssiCorrection: Int32
 
     /// The properties' names and types, in the interface's order.
     public static let declarations: [DBusArgument] = [
         P.enabled.declaration, P.status.declaration, P.pausedUntil.declaration, P.adapter.declaration, P.advertising.declaration,
         P.scanning.declaration, P.lastDetection.declaration, P.lastDetectionError.declaration, P.sightingsStored.declaration,
-        P.reminders.declaration, P.latestExposureDay.declaration, P.version.declaration,
+        P.reminders.declaration, P.latestExposureDay.declaration, P.version.declaration, P.rssiCorrection.declaration,
     ]
 
     public init(_ properties: [String: DBusValue]) throws(ContractMismatch) {
@@ -462,5 +464,6 @@ public struct AgentProperties: Sendable, Equatable, Encodable {
         reminders = try P.reminders.value(in: properties)
         latestExposureDay = try P.latestExposureDay.value(in: properties)
         version = try P.version.value(in: properties)
+        rssiCorrection = try P.rssiCorrection.value(in: properties)
     }
 }

@@ -15,13 +15,15 @@ public struct AgentConfiguration: Equatable, Sendable {
     public var scanIntervalSeconds: Int?
     public var requireSynchronisedClock: Bool?
     public var trustedKeysDirectory: String?
+    /// dB added to every RSSI this adapter reports, before attenuation is computed.
+    public var rssiCorrection: Int?
 
     public static let defaultPath = "/etc/enagent/enagent.conf"
 
     /// The keys, in the order the documentation lists them.
     public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
                               "rotation-seconds", "scan-seconds", "scan-interval-seconds", "require-synchronised-clock",
-                              "trusted-keys-directory"]
+                              "trusted-keys-directory", "rssi-correction"]
 
     public init() {}
 
@@ -54,6 +56,7 @@ public struct AgentConfiguration: Equatable, Sendable {
             case "trusted-keys-directory":
                 guard value.hasPrefix("/") else { throw fail("trusted-keys-directory must be an absolute path") }
                 trustedKeysDirectory = value
+            case "rssi-correction": rssiCorrection = try Self.integer(value, in: -100...100, key: key, fail)
             default:
                 throw fail("unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
             }

@@ -38,15 +38,18 @@ public struct ExposureDetection: Sendable {
     public let store: AgentStore
     public let clock: any AgentClock
     public let trustedKeys: [TrustedKey]
+    /// dB added to every sighting's RSSI: the adapter's receive calibration (enagent.conf's `rssi-correction`).
+    public let rssiCorrection: Int
     public var limits = KeyFileLimits.standard
 
     /// The setting that keeps the configuration of the latest detection (for GetExposureInfo).
     public static let configurationSetting = "exposure-configuration"
 
-    public init(store: AgentStore, clock: any AgentClock, trustedKeys: [TrustedKey]) {
+    public init(store: AgentStore, clock: any AgentClock, trustedKeys: [TrustedKey], rssiCorrection: Int = 0) {
         self.store = store
         self.clock = clock
         self.trustedKeys = trustedKeys
+        self.rssiCorrection = rssiCorrection
     }
 
     /// Parses the configuration JSON (empty means the defaults).
@@ -92,7 +95,7 @@ public struct ExposureDetection: Sendable {
             }
         }
         let sightings = try storeCall { try store.sightings() }
-        let detector = ExposureDetector(index: SightingIndex(sightings))
+        let detector = ExposureDetector(index: SightingIndex(sightings), rssiCorrection: rssiCorrection)
         let found: (result: DetectionResult, windows: [ExposureWindow])
         do { found = try detector.exposureWindows(of: fresh.map(\.export), configuration: configuration.v2) } catch {
             throw .badKeyFile(name: fresh.map(\.name).joined(separator: ", "), reason: "\(error)")

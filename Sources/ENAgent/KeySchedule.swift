@@ -81,13 +81,21 @@ public final class KeySchedule {
         return key
     }
 
-    private func derivedKeys(at time: Int64) throws -> (key: TemporaryExposureKey, rpik: Bytes16, aemk: Bytes16) {
+    /// The TEK of `time`'s day as stored, or a new one stored now (the first of two writers wins).
+    /// Also for enagentd's upkeep, which makes sure each day has its key with the radio off too,
+    /// without a schedule of its own beside the radio's.
+    public static func dayKey(at time: Int64, in store: any TemporaryExposureKeyStore) throws -> TemporaryExposureKey {
         guard let start = ENIntervalNumber(unixSeconds: time)?.rollingPeriodStart else { throw KeyScheduleError.timeOutOfRange(time) }
-        if let current, current.key.rollingStartIntervalNumber == start { return current }
-        let key = try store.temporaryExposureKey(startingAt: start)
+        return try store.temporaryExposureKey(startingAt: start)
             ?? store.insertTemporaryExposureKeyIfAbsent(
                 TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(), rollingStartIntervalNumber: start),
                 createdAt: time)
+    }
+
+    private func derivedKeys(at time: Int64) throws -> (key: TemporaryExposureKey, rpik: Bytes16, aemk: Bytes16) {
+        guard let start = ENIntervalNumber(unixSeconds: time)?.rollingPeriodStart else { throw KeyScheduleError.timeOutOfRange(time) }
+        if let current, current.key.rollingStartIntervalNumber == start { return current }
+        let key = try Self.dayKey(at: time, in: store)
         let derived = (key, crypto.rollingProximityIdentifierKey(for: key.keyData), crypto.associatedEncryptedMetadataKey(for: key.keyData))
         current = derived
         return derived

@@ -50,7 +50,8 @@ final class Daemon: @unchecked Sendable {
 
     /// `bus` is the system bus when the radio is in use.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], logger: Logger, queue: DispatchQueue = .main) {
+         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], rssiCorrection: Int = 0, logger: Logger,
+         queue: DispatchQueue = .main) {
         self.queue = queue
         queue.setSpecific(key: queueKey, value: true)
         self.store = store
@@ -60,7 +61,7 @@ final class Daemon: @unchecked Sendable {
         self.radioSettings = radioSettings
         self.bus = bus
         self.logger = logger
-        detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys)
+        detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrection: rssiCorrection)
     }
 
     /// Runs `body` on `queue` and returns its result; called from `queue` itself (a property read
@@ -269,7 +270,7 @@ final class Daemon: @unchecked Sendable {
 
     private func startRunning() throws {
         // One upkeep for the daemon's life: the clock steps it has seen outlast a pause.
-        let upkeep = try self.upkeep ?? Upkeep(store: store, clock: clock, retention: retention, synchronisation: synchronisation, logger: logger)
+        let upkeep = self.upkeep ?? Upkeep(store: store, clock: clock, retention: retention, synchronisation: synchronisation, logger: logger)
         self.upkeep = upkeep
         try upkeep.run()
         let timer = DispatchSource.makeTimerSource(queue: queue)

@@ -109,7 +109,7 @@ struct Enagentd: ParsableCommand {
         let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
         let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
         let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radioSettings: radioSettings,
-                            bus: radioBus, trustedKeys: trustedKeys, logger: logger)
+                            bus: radioBus, trustedKeys: trustedKeys, rssiCorrection: file.rssiCorrection ?? 0, logger: logger)
         let object = ExposureNotificationService(daemon: daemon, bus: serviceBus).object()
         daemon.serviceObject = object
         daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) }

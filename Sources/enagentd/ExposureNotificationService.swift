@@ -68,6 +68,7 @@ struct ExposureNotificationService: Sendable {
             property(P.reminders) { try onDaemonQueue { daemon.reminders.map(\.rawValue) } },
             property(P.latestExposureDay) { UInt64(try onDaemonQueue { try daemon.latestExposureDay } ?? 0) },
             property(P.version) { Self.version },
+            property(P.rssiCorrection) { Int32(daemon.detection.rssiCorrection) },
         ]
         return ExportedObject(path: API.path, interfaces: [
             DBusInterface(API.interface, methods: methods, properties: properties, signals: [API.Signals.exposureDetected.declaration]),

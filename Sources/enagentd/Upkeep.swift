@@ -11,7 +11,6 @@ final class Upkeep {
 
     private let store: AgentStore
     private let clock: any AgentClock
-    private let schedule: KeySchedule
     private let retention: RetentionPolicy
     private let synchronisation: (any ClockSynchronisation)?
     private let logger: Logger
@@ -20,13 +19,12 @@ final class Upkeep {
     /// With `synchronisation`, retention deletes nothing while the kernel calls the clock
     /// unsynchronised (`date -s` marks it so until NTP confirms).
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         logger: Logger) throws {
+         logger: Logger) {
         self.store = store
         self.clock = clock
         self.retention = retention
         self.synchronisation = synchronisation
         self.logger = logger
-        schedule = try KeySchedule(store: store, clock: clock, retention: retention)
     }
 
     /// Returns whether the wall clock was stepped since the last run.
@@ -40,7 +38,7 @@ final class Upkeep {
         // Under a clock stepped back, no key for a day before one that has keys: it would never go
         // on the air (the agent waits for the clock to pass the last interval it advertised).
         if try store.temporaryExposureKeys(validAfter: UTCDay(containing: now).end).isEmpty {
-            let key = try schedule.key()
+            let key = try KeySchedule.dayKey(at: now, in: store)
             logger.debug("current key", metadata: ["rolling-start": "\(key.rollingStartIntervalNumber)"])
         }
         guard synchronisation?.isSynchronised ?? true else {

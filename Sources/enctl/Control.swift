@@ -26,6 +26,7 @@ struct Status: ParsableCommand {
             ["Sightings stored", String(report.sightingsStored)],
             ["Last detection", report.lastDetection > 0 ? localTime(Int64(report.lastDetection)) : "never"],
             ["Last detection error", report.lastDetectionError.isEmpty ? "-" : report.lastDetectionError],
+            ["RSSI correction", report.rssiCorrection == 0 ? "none" : String(format: "%+d dB", report.rssiCorrection)],
             ["Latest exposure", report.latestExposureDay > 0 ? utcDay(Int64(report.latestExposureDay)) + " (UTC day)" : "none"],
             ["Version", report.version],
         ])

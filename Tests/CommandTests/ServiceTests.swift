@@ -44,11 +44,12 @@ import Testing
         }
 
         /// An enabled service that trusts key files signed by `signer` (its key in `directory`/trusted-keys/`name`).
-        static func enabled(in directory: TemporaryDirectory, trusting signer: P256PrivateKey, as name: String = "authority.pem") throws -> Service {
+        static func enabled(in directory: TemporaryDirectory, trusting signer: P256PrivateKey, as name: String = "authority.pem",
+                            configuration: String = "") throws -> Service {
             let keys = directory.file("trusted-keys")
             try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
             try signer.publicKey.pem.write(toFile: keys + "/" + name, atomically: true, encoding: .utf8)
-            let service = try Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+            let service = try Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n" + configuration)
             guard try service.enctl("enable").status == 0 else { throw POSIXError(.EPERM) }
             return service
         }
@@ -153,6 +154,29 @@ import Testing
         #expect(try store.temporaryExposureKeys(validAfter: 0).allSatisfy { $0.rollingStartIntervalNumber == today },
                 "reset erased the old key; the running agent made a fresh one for today")
         #expect(try store.temporaryExposureKey(startingAt: today)?.keyData != nil)
+    }
+
+    /// enagent.conf's rssi-correction reaches the daemon's detection (a stronger corrected RSSI is
+    /// a lower attenuation) and `enctl status`.
+    @Test func theRssiCorrectionOfTheConfigurationIsUsedAndShown() throws {
+        let signer = try P256PrivateKey()
+        let start = ENIntervalNumber(ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue - 144)
+        let met = try Broadcaster(start: start.rawValue)
+        let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+        let file = directory.file("export.zip")
+        try writer.zip(keys: [met.key]).write(to: URL(fileURLWithPath: file))
+        var minimumAttenuations = [Int]()
+        for correction in [0, 15] {
+            let run = TemporaryDirectory()
+            let service = try Service.enabled(in: run, trusting: signer, configuration: "rssi-correction = \(correction)\n")
+            #expect(try service.status()["rssiCorrection"] as? Int == correction)
+            try AgentStore(path: service.state + "/enagent.db").record(try (0..<5).map { try met.sighting(at: met.start + 3_600 + Int64($0) * 60, rssi: -70) })
+            #expect(try service.enctl("detect", file).status == 0)
+            let windows = try service.enctl("windows", "--json")
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(windows.standardOutput.utf8)) as? [[String: Any]])
+            minimumAttenuations.append(try #require(rows.first?["minimumAttenuation"] as? Int))
+        }
+        #expect(minimumAttenuations[0] - minimumAttenuations[1] == 15, "\(minimumAttenuations)")
     }
 
     @Test func detectionTakesDescriptorsVerifiesAndStoresWindows() throws {

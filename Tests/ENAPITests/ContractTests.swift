@@ -72,7 +72,7 @@ import Testing
     }
 
     static func sampleValue(_ signature: String) -> DBusValue? {
-        ["b": .boolean(true), "s": .string("active"), "t": .uint64(7)][signature]
+        ["b": .boolean(true), "s": .string("active"), "t": .uint64(7), "i": .int32(-3)][signature]
     }
 
     /// The contract, written out as introspection writes an interface, is the one in the document

@@ -18,6 +18,7 @@ import Testing
             scan-seconds = 4
             scan-interval-seconds = 240
             require-synchronised-clock = no
+            rssi-correction = -7
             """, path: "enagent.conf")
         var expected = AgentConfiguration()
         expected.stateDirectory = "/srv/enagent"
@@ -30,6 +31,7 @@ import Testing
         expected.scanSeconds = 4
         expected.scanIntervalSeconds = 240
         expected.requireSynchronisedClock = false
+        expected.rssiCorrection = -7
         #expect(configuration == expected)
         #expect(try AgentConfiguration(text: "", path: "empty") == AgentConfiguration())
     }
@@ -42,6 +44,7 @@ import Testing
         ("state-directory = relative/path", 1, "state-directory must be an absolute path"),
         ("rotation-seconds = 1200-600", 1, "rotation-seconds must be MIN-MAX"),
         ("tx-power = 40", 1, "tx-power must be a whole number from -127 to 20"),
+        ("rssi-correction = 101", 1, "rssi-correction must be a whole number from -100 to 100"),
         ("scan-second = 4", 1, "unknown key \"scan-second\""),
         ("just words", 1, "expected key = value"),
     ])
@@ -68,5 +71,6 @@ import Testing
         #expect(configuration.scanIntervalSeconds == RadioSchedule.standard.scanIntervalSeconds)
         #expect(configuration.requireSynchronisedClock == true)
         #expect(configuration.trustedKeysDirectory == "/etc/enagent/trusted-keys")
+        #expect(configuration.rssiCorrection == 0)
     }
 }

@@ -12,7 +12,7 @@ struct UpkeepTests {
         let directory = TemporaryDirectory()
         let store = try AgentStore(path: directory.file("enagent.db"))
         let clock = SimulatedClock(1_700_006_400 + 120)
-        let upkeep = try Upkeep(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, logger: Logger(label: "test"))
+        let upkeep = Upkeep(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, logger: Logger(label: "test"))
         try upkeep.run()
         let today = try store.temporaryExposureKeys(validAfter: 0)
         #expect(today.count == 1)
