@@ -10,6 +10,8 @@ public struct HealthCard: Sendable, Equatable, Codable {
     public var patientName: String?
     public var birthDate: String?
     public var entries: [Entry]
+    /// The bundle's Observations as codes, for deciding what the card proves (`sarsCoV2Finding`).
+    public var laboratoryResults: [LaboratoryResult] = []
 
     /// One result or immunization of the card's FHIR bundle.
     public struct Entry: Sendable, Equatable, Codable {
@@ -17,6 +19,34 @@ public struct HealthCard: Sendable, Equatable, Codable {
         public var what: String
         public var date: String?
         public var performer: String?
+    }
+
+    /// A coded value: `system` such as http://loinc.org, `code` such as 94500-6.
+    public struct Code: Sendable, Equatable, Codable, CustomStringConvertible {
+        public var system: String
+        public var code: String
+        public var display: String?
+
+        public init(system: String, code: String, display: String? = nil) {
+            (self.system, self.code, self.display) = (system, code, display)
+        }
+
+        public var description: String {
+            let name = ["http://loinc.org": "LOINC", "http://snomed.info/sct": "SNOMED CT"][system] ?? system
+            return "\(name) \(code)" + (display.map { " \"\($0)\"" } ?? "")
+        }
+    }
+
+    /// One Observation: which test, its result, its status and its date.
+    public struct LaboratoryResult: Sendable, Equatable, Codable {
+        public var test: Code?
+        public var result: Code?
+        public var status: String?
+        public var date: String?
+
+        public init(test: Code?, result: Code?, status: String?, date: String?) {
+            (self.test, self.result, self.status, self.date) = (test, result, status, date)
+        }
     }
 }
 
@@ -138,6 +168,9 @@ public struct HealthCardVerifier: Sendable {
                 card.entries.append(HealthCard.Entry(kind: "immunization", what: "vaccine " + coding(resource["vaccineCode"]),
                                                      date: resource["occurrenceDateTime"] as? String, performer: performer))
             case "Observation":
+                card.laboratoryResults.append(HealthCard.LaboratoryResult(
+                    test: code(resource["code"]), result: code(resource["valueCodeableConcept"]), status: resource["status"] as? String,
+                    date: resource["effectiveDateTime"] as? String ?? (resource["effectivePeriod"] as? [String: Any])?["start"] as? String))
                 let value = resource["valueCodeableConcept"].map(coding) ?? (resource["valueString"] as? String ?? "")
                 card.entries.append(HealthCard.Entry(kind: "observation", what: coding(resource["code"]) + (value.isEmpty ? "" : ": " + value),
                                                      date: resource["effectiveDateTime"] as? String, performer: performer))
@@ -145,6 +178,13 @@ public struct HealthCardVerifier: Sendable {
             }
         }
         return card
+    }
+
+    /// A CodeableConcept's first coding.
+    static func code(_ concept: Any?) -> HealthCard.Code? {
+        guard let coding = ((concept as? [String: Any])?["coding"] as? [[String: Any]])?.first,
+              let system = coding["system"] as? String, let code = coding["code"] as? String else { return nil }
+        return HealthCard.Code(system: system, code: code, display: coding["display"] as? String)
     }
 
     /// A CodeableConcept as "display (system code)".

@@ -85,7 +85,11 @@ extension TestResultCommand {
             abstract: "Record a positive test, verified by a SMART Health Card or a verification code.",
             discussion: """
                 With --card, the card is verified as 'enctl test-result verify' does and shown; \
-                enctl asks whether to record it (--yes answers). With --code, enctl trades the \
+                it must hold a final, positive result of a SARS-CoV-2 antigen or nucleic-acid test \
+                (LOINC test codes and SNOMED CT or LOINC result codes of the SMART Health Cards \
+                vaccination-and-testing guide): a vaccination card, an antibody test or a \
+                negative or inconclusive result is refused, naming what the card holds. enctl \
+                asks whether to record it (--yes answers). With --code, enctl trades the \
                 code from your health authority for a token at the verification server of \
                 key-server.conf; the token later certifies the keys 'enctl share' uploads. Needs \
                 root or the group enagent.
@@ -119,7 +123,13 @@ extension TestResultCommand {
             if let card {
                 let verified = try TestResultCommand.verifiedCard(card, verifier: try TestResultCommand.verifier(directory: issuersDir, issuerKeys: nil))
                 TestResultCommand.printCard(verified)
-                guard let day = try date.map(TestResultCommand.day) ?? verified.entries.compactMap(\.date).last.map({ try TestResultCommand.day(String($0.prefix(10))) })
+                let positiveOn: String?
+                switch SARSCoV2Finding(verified) {
+                case .positive(let date): positiveOn = date
+                case .notPositive(let reason):
+                    throw CommandError("\(card): the card does not prove a positive SARS-CoV-2 test: it holds \(reason); nothing recorded")
+                }
+                guard let day = try date.map(TestResultCommand.day) ?? positiveOn.map({ try TestResultCommand.day(String($0.prefix(10))) })
                 else { throw CommandError("the card gives no date: say when the test was administered with --date") }
                 guard yes || Confirmation.ask("Record this as your positive test of \(utcDay(day))?") else { throw CommandError("nothing recorded") }
                 (testDate, method, detail, token) = (day, VerificationMethod.smartHealthCard.rawValue, "card issued by \(verified.issuer)", "")

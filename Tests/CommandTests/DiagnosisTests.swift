@@ -99,11 +99,57 @@ import Testing
         var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: jwks))) as? [String: Any])
         document["iss"] = "https://spec.smarthealth.cards/examples/issuer"
         try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: issuers + "/example.json"))
-        let added = try service.enctl("test-result", "add", "--card", card, "--issuers-dir", issuers, "--date", "2026-11-17", "--yes")
-        #expect(added.status == 0, "\(added.standardError)")
-        let recorded = try #require(try results(service).first)
-        #expect(recorded["method"] as? String == "smart-health-card")
-        #expect(recorded["testDate"] as? Int == 1_794_873_600, "2026-11-17")
-        #expect((recorded["detail"] as? String)?.contains("spec.smarthealth.cards") == true)
+        #expect(try service.enctl("test-result", "verify", card, "--issuers-dir", issuers).status == 0)
+        // The example card holds immunizations only: a vaccination is no positive test.
+        let vaccination = try service.enctl("test-result", "add", "--card", card, "--issuers-dir", issuers, "--date", "2026-11-17", "--yes")
+        #expect(vaccination.status == 1 && vaccination.standardError.contains("does not prove a positive SARS-CoV-2 test: it holds 3 immunizations"),
+                "\(vaccination.standardError)")
+        #expect(try results(service).isEmpty)
+    }
+
+    /// Cards from an issuer of our own: only a final positive antigen or nucleic-acid result is
+    /// recorded (dated by the card); every other card is refused, naming what it holds.
+    static func resources(_ name: String) -> [[String: Any]] {
+        let snomed = "http://snomed.info/sct"
+        switch name {
+        case "positive": return [HealthCardIssuer.observation(test: "94558-4", result: (snomed, "260373001"), date: "2026-11-16")]
+        case "negative": return [HealthCardIssuer.observation(test: "94500-6", result: (snomed, "260415000"))]
+        case "inconclusive": return [HealthCardIssuer.observation(test: "94309-2", result: (snomed, "419984006"))]
+        case "antibody": return [HealthCardIssuer.observation(test: "94563-4", result: (snomed, "10828004"))]
+        case "preliminary": return [HealthCardIssuer.observation(test: "94558-4", result: (snomed, "10828004"), status: "preliminary")]
+        case "unknown": return [HealthCardIssuer.observation(test: "12345-6", result: (snomed, "10828004"))]
+        default: return [HealthCardIssuer.immunization()]
+        }
+    }
+
+    @Test(arguments: [
+        ("positive", nil),
+        ("negative", "a negative test (LOINC 94500-6: SNOMED CT 260415000)"),
+        ("inconclusive", "a test without a positive result (LOINC 94309-2: SNOMED CT 419984006)"),
+        ("antibody", "an antibody test (LOINC 94563-4), which shows a past infection or a vaccination"),
+        ("preliminary", "whose result is preliminary, not final"),
+        ("unknown", "LOINC 12345-6, which is not a SARS-CoV-2 antigen or nucleic-acid test"),
+        ("vaccinated", "an immunization"),
+    ] as [(String, String?)])
+    func onlyAPositiveTestIsRecorded(name: String, refusal: String?) throws {
+        let issuer = try HealthCardIssuer()
+        let issuers = directory.file("issuers")
+        try FileManager.default.createDirectory(atPath: issuers, withIntermediateDirectories: true)
+        try issuer.jwks.write(to: URL(fileURLWithPath: issuers + "/issuer.json"))
+        let card = directory.file("\(name).smart-health-card")
+        try issuer.card(Self.resources(name)).write(toFile: card, atomically: true, encoding: .utf8)
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("test-result", "verify", card, "--issuers-dir", issuers).status == 0, "every card verifies")
+        let added = try service.enctl("test-result", "add", "--card", card, "--issuers-dir", issuers, "--yes")
+        if let refusal {
+            #expect(added.status == 1 && added.standardError.contains(refusal), "\(added.standardError)")
+            #expect(try results(service).isEmpty)
+        } else {
+            #expect(added.status == 0, "\(added.standardError)")
+            let recorded = try #require(try results(service).first)
+            #expect(recorded["method"] as? String == "smart-health-card")
+            #expect(recorded["testDate"] as? Int == 1_794_787_200, "2026-11-16, the test's date on the card")
+            #expect((recorded["detail"] as? String)?.contains(issuer.url) == true)
+        }
     }
 }

@@ -73,3 +73,39 @@ import Testing
         #expect(try JSONWebKey.keySet(Data(forged.utf8)).isEmpty)
     }
 }
+
+/// What a card proves, from its coded observations.
+@Suite struct SARSCoV2FindingTests {
+    static func card(_ results: [HealthCard.LaboratoryResult], immunizations: Int = 0) -> HealthCard {
+        var card = HealthCard(issuer: "https://issuer.example.org", notBefore: 0, expires: nil,
+                              entries: Array(repeating: HealthCard.Entry(kind: "immunization", what: "vaccine"), count: immunizations))
+        card.laboratoryResults = results
+        return card
+    }
+
+    static func result(_ test: String, _ code: String, system: String = "http://snomed.info/sct", status: String = "final",
+                       date: String? = "2026-11-16") -> HealthCard.LaboratoryResult {
+        HealthCard.LaboratoryResult(test: HealthCard.Code(system: "http://loinc.org", code: test), result: HealthCard.Code(system: system, code: code),
+                                    status: status, date: date)
+    }
+
+    @Test func theExampleVaccinationCardProvesNoTest() throws {
+        let card = try HealthCardTests.verifier().verify(try HealthCardTests.text("example-00-e-file.smart-health-card"), now: HealthCardTests.now)
+        #expect(card.laboratoryResults.isEmpty)
+        #expect(SARSCoV2Finding(card) == .notPositive(reason: "3 immunizations"))
+    }
+
+    @Test func aPositiveAmongOthersCountsAndTheLatestPositiveDatesIt() {
+        let card = Self.card([Self.result("94500-6", "260415000", date: "2026-11-10"), Self.result("94558-4", "10828004", date: "2026-11-12"),
+                              Self.result("94309-2", "LA11882-0", system: "http://loinc.org", status: "amended", date: "2026-11-14")],
+                             immunizations: 1)
+        #expect(SARSCoV2Finding(card) == .positive(date: "2026-11-14"))
+    }
+
+    @Test func everythingElseIsNamed() {
+        let card = Self.card([Self.result("94500-6", "260415000"), Self.result("94500-6", "999999"), Self.result("94558-4", "10828004", status: "registered")])
+        #expect(SARSCoV2Finding(card) == .notPositive(reason: "a negative test (LOINC 94500-6: SNOMED CT 260415000); a test (LOINC 94500-6) "
+                                                      + "whose result SNOMED CT 999999 is not one this agent knows; a test (LOINC 94558-4) whose result is registered, not final"))
+        #expect(SARSCoV2Finding(Self.card([])) == .notPositive(reason: "nothing but the person's details"))
+    }
+}
