@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "TestSupport", "CENKernel"],
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "ENAgent", "TestSupport", "CENKernel"],
                     exclude: ["Servers"]),
         // Fuzzers (make fuzz)
         // One libFuzzer executable per parser strangers can feed, and their corpus replayed as a test (Fuzz/README.md).

@@ -25,7 +25,7 @@ public enum ExposureNotificationAPI {
         public static let addTestResult = MethodContract("AddTestResult", NewTestResult.self, TestResultID.self)
         public static let getTestResults = MethodContract("GetTestResults", NoArguments.self, TestResults.self)
         public static let queueUpload = MethodContract("QueueUpload", QueuedUpload.self)
-        public static let getPendingUploads = MethodContract("GetPendingUploads", NoArguments.self, QueuedUploads.self)
+        public static let getPendingUploads = MethodContract("GetPendingUploads", NoArguments.self, PendingUploadList.self)
         public static let finishUpload = MethodContract("FinishUpload", UploadOutcome.self)
         public static let resetData = MethodContract("ResetData")
 
@@ -267,37 +267,92 @@ public struct TestResults: DBusRecord, Equatable {
     public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { results = try reader.next() }
 }
 
-/// A key upload the daemon keeps until a key server took it: QueueUpload's arguments and one
-/// entry of GetPendingUploads.
+/// QueueUpload's arguments: a key upload the daemon keeps until the key server took it or
+/// refused it for good, and the keys it carries (16 bytes each; kept as shared once accepted).
 public struct QueuedUpload: DBusRecord, Equatable {
-    public static let members = [DBusArgument("test_result_id", String.self), DBusArgument("url", String.self), DBusArgument("body", String.self)]
+    public static let members = [DBusArgument("test_result_id", String.self), DBusArgument("url", String.self), DBusArgument("body", String.self),
+                                 DBusArgument("key_data", [[UInt8]].self)]
     public var testResultId: String
     public var url: String
     /// The publish request's JSON.
     public var body: String
-    public init(testResultId: String, url: String, body: String) { (self.testResultId, self.url, self.body) = (testResultId, url, body) }
-    public var values: [DBusValue] { [testResultId.dbusValue, url.dbusValue, body.dbusValue] }
+    public var keys: [[UInt8]]
+    public init(testResultId: String, url: String, body: String, keys: [[UInt8]]) {
+        (self.testResultId, self.url, self.body, self.keys) = (testResultId, url, body, keys)
+    }
+    public var values: [DBusValue] { [testResultId.dbusValue, url.dbusValue, body.dbusValue, keys.dbusValue] }
     public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
-        (testResultId, url, body) = (try reader.next(), try reader.next(), try reader.next())
+        (testResultId, url, body, keys) = (try reader.next(), try reader.next(), try reader.next(), try reader.next())
     }
 }
 
-public struct QueuedUploads: DBusRecord, Equatable {
-    public static let members = [DBusArgument("uploads", [QueuedUpload].self)]
-    public var uploads: [QueuedUpload]
-    public init(uploads: [QueuedUpload]) { self.uploads = uploads }
+/// One entry of GetPendingUploads.
+public struct PendingUploadRecord: DBusRecord, Equatable {
+    public static let members = [DBusArgument("test_result_id", String.self), DBusArgument("url", String.self), DBusArgument("body", String.self),
+                                 DBusArgument("attempts", UInt32.self), DBusArgument("last_error", String.self),
+                                 DBusArgument("next_attempt_at", UInt64.self)]
+    public var testResultId: String
+    public var url: String
+    public var body: String
+    public var attempts: UInt32
+    /// Why the last attempt failed; "" before the first.
+    public var lastError: String
+    /// Unix seconds before which the timer does not send it again.
+    public var nextAttemptAt: UInt64
+    public init(testResultId: String, url: String, body: String, attempts: UInt32, lastError: String, nextAttemptAt: UInt64) {
+        (self.testResultId, self.url, self.body) = (testResultId, url, body)
+        (self.attempts, self.lastError, self.nextAttemptAt) = (attempts, lastError, nextAttemptAt)
+    }
+    public var values: [DBusValue] {
+        [testResultId.dbusValue, url.dbusValue, body.dbusValue, attempts.dbusValue, lastError.dbusValue, nextAttemptAt.dbusValue]
+    }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        (testResultId, url, body) = (try reader.next(), try reader.next(), try reader.next())
+        (attempts, lastError, nextAttemptAt) = (try reader.next(), try reader.next(), try reader.next())
+    }
+}
+
+public struct PendingUploadList: DBusRecord, Equatable {
+    public static let members = [DBusArgument("uploads", [PendingUploadRecord].self)]
+    public var uploads: [PendingUploadRecord]
+    public init(uploads: [PendingUploadRecord]) { self.uploads = uploads }
     public var values: [DBusValue] { [uploads.dbusValue] }
     public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { uploads = try reader.next() }
 }
 
+/// FinishUpload's arguments: what the key server made of one attempt.
 public struct UploadOutcome: DBusRecord, Equatable {
-    public static let members = [DBusArgument("test_result_id", String.self), DBusArgument("error", String.self)]
+    public enum Kind: String, Sendable, CaseIterable {
+        /// The server took the keys.
+        case accepted
+        /// Refused for now (5xx, 408, 429, no network): sent again later, with backoff.
+        case retry
+        /// Refused for good (another 4xx, a protocol error): never sent again.
+        case refused
+    }
+
+    public static let members = [DBusArgument("test_result_id", String.self), DBusArgument("outcome", String.self), DBusArgument("reason", String.self),
+                                 DBusArgument("revision_token", String.self), DBusArgument("retry_after", UInt64.self)]
     public var testResultId: String
-    /// "" when the key server took the upload.
-    public var error: String
-    public init(testResultId: String, error: String) { (self.testResultId, self.error) = (testResultId, error) }
-    public var values: [DBusValue] { [testResultId.dbusValue, error.dbusValue] }
-    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { (testResultId, error) = (try reader.next(), try reader.next()) }
+    /// A Kind's raw value.
+    public var outcome: String
+    /// The server's reason, for retry and refused.
+    public var reason: String
+    /// The key server's revisionToken, for accepted ("" for none).
+    public var revisionToken: String
+    /// The server's Retry-After in seconds, for retry (0: the daemon's backoff decides).
+    public var retryAfter: UInt64
+    public init(testResultId: String, outcome: Kind, reason: String = "", revisionToken: String = "", retryAfter: UInt64 = 0) {
+        (self.testResultId, self.outcome, self.reason) = (testResultId, outcome.rawValue, reason)
+        (self.revisionToken, self.retryAfter) = (revisionToken, retryAfter)
+    }
+    public var values: [DBusValue] {
+        [testResultId.dbusValue, outcome.dbusValue, reason.dbusValue, revisionToken.dbusValue, retryAfter.dbusValue]
+    }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        (testResultId, outcome, reason) = (try reader.next(), try reader.next(), try reader.next())
+        (revisionToken, retryAfter) = (try reader.next(), try reader.next())
+    }
 }
 
 public struct ExposureDetectedArguments: DBusRecord, Equatable {
@@ -345,7 +400,9 @@ public struct ExposureWindowRecord: DBusRecord, Equatable {
 public struct TestResultRecord: DBusRecord, Equatable {
     public static let members = [DBusArgument("id", String.self), DBusArgument("test_date", UInt64.self), DBusArgument("method", String.self),
                                  DBusArgument("detail", String.self), DBusArgument("recorded_at", UInt64.self), DBusArgument("shared_at", UInt64.self),
-                                 DBusArgument("upload_pending", Bool.self), DBusArgument("verification_token", String.self)]
+                                 DBusArgument("upload_pending", Bool.self), DBusArgument("verification_token", String.self),
+                                 DBusArgument("upload_failure", String.self), DBusArgument("revision_token", String.self),
+                                 DBusArgument("shared_keys", [[UInt8]].self)]
     public var id: String
     /// Unix seconds of the test day's UTC midnight.
     public var testDate: UInt64
@@ -356,21 +413,29 @@ public struct TestResultRecord: DBusRecord, Equatable {
     public var sharedAt: UInt64
     public var uploadPending: Bool
     public var verificationToken: String
+    /// Why the key server refused the upload for good; "" when it did not.
+    public var uploadFailure: String
+    /// The key server's token for this diagnosis, sent with its next upload; "" for none yet.
+    public var revisionToken: String
+    /// The keys the key server accepted for this result (16 bytes each).
+    public var sharedKeys: [[UInt8]]
 
     public init(id: String, testDate: UInt64, method: String, detail: String, recordedAt: UInt64, sharedAt: UInt64, uploadPending: Bool,
-                verificationToken: String) {
+                verificationToken: String, uploadFailure: String = "", revisionToken: String = "", sharedKeys: [[UInt8]] = []) {
         (self.id, self.testDate, self.method, self.detail) = (id, testDate, method, detail)
         (self.recordedAt, self.sharedAt, self.uploadPending, self.verificationToken) = (recordedAt, sharedAt, uploadPending, verificationToken)
+        (self.uploadFailure, self.revisionToken, self.sharedKeys) = (uploadFailure, revisionToken, sharedKeys)
     }
 
     public var values: [DBusValue] {
         [id.dbusValue, testDate.dbusValue, method.dbusValue, detail.dbusValue, recordedAt.dbusValue, sharedAt.dbusValue, uploadPending.dbusValue,
-         verificationToken.dbusValue]
+         verificationToken.dbusValue, uploadFailure.dbusValue, revisionToken.dbusValue, sharedKeys.dbusValue]
     }
 
     public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
         (id, testDate, method, detail) = (try reader.next(), try reader.next(), try reader.next(), try reader.next())
         (recordedAt, sharedAt, uploadPending, verificationToken) = (try reader.next(), try reader.next(), try reader.next(), try reader.next())
+        (uploadFailure, revisionToken, sharedKeys) = (try reader.next(), try reader.next(), try reader.next())
     }
 }
 

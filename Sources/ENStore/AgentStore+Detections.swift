@@ -95,7 +95,7 @@ extension AgentStore {
     public func eraseAllData() throws(StoreError) {
         try write { db in
             for table in ["scan_instance", "exposure_window", "exposure_detection", "key_file", "sighting", "temporary_exposure_key",
-                          "pending_upload", "test_result"] {
+                          "pending_upload", "shared_key", "test_result"] {
                 try db.execute(sql: "DELETE FROM \(table)")
             }
         }

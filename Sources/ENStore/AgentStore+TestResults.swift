@@ -1,3 +1,4 @@
+import ENCore
 import Foundation
 import GRDB
 
@@ -16,6 +17,12 @@ public struct TestResult: Sendable, Equatable {
     public var verificationToken: String?
     /// Whether an upload of this result's keys waits to be sent.
     public var uploadPending: Bool
+    /// Why the key server refused the last upload for good (it is not sent again).
+    public var uploadFailure: String?
+    /// The key server's token for this diagnosis, sent with its next upload.
+    public var revisionToken: String?
+    /// The keys the key server accepted for this result.
+    public var sharedKeys: [TemporaryExposureKeyData] = []
 
     public init(id: String, testDate: Int64, verificationMethod: String, verificationDetail: String?, recordedAt: Int64,
                 sharedAt: Int64? = nil, verificationToken: String? = nil, uploadPending: Bool = false) {
@@ -37,6 +44,18 @@ public struct PendingUpload: Sendable, Equatable {
     public var body: String
     public var attempts: Int
     public var lastError: String?
+    /// Unix seconds before which it is not sent again (0: at once).
+    public var nextAttemptAt: Int64
+}
+
+/// What became of one attempt to upload.
+public enum UploadResult: Sendable, Equatable {
+    /// The key server took the keys; `revisionToken` is its token for the next upload.
+    case accepted(revisionToken: String?)
+    /// Refused for now (a server error, rate limit, no network): sent again from `retryAt` on.
+    case retry(reason: String, at: Int64)
+    /// Refused for good: the result's upload failed and is never sent again.
+    case refused(reason: String)
 }
 
 extension AgentStore {
@@ -56,42 +75,63 @@ extension AgentStore {
             try Row.fetchAll(db, sql: """
                 SELECT test_result.*, pending_upload.test_result_id IS NOT NULL AS pending FROM test_result
                 LEFT JOIN pending_upload ON pending_upload.test_result_id = test_result.id ORDER BY recorded_at DESC, id
-                """).map {
-                TestResult(id: $0["id"], testDate: $0["test_date"], verificationMethod: $0["verification_method"],
-                           verificationDetail: $0["verification_detail"], recordedAt: $0["recorded_at"], sharedAt: $0["shared_at"],
-                           verificationToken: $0["verification_token"], uploadPending: $0["pending"])
+                """).map { row in
+                var result = TestResult(id: row["id"], testDate: row["test_date"], verificationMethod: row["verification_method"],
+                                        verificationDetail: row["verification_detail"], recordedAt: row["recorded_at"], sharedAt: row["shared_at"],
+                                        verificationToken: row["verification_token"], uploadPending: row["pending"])
+                result.uploadFailure = row["upload_failure"]
+                result.revisionToken = row["revision_token"]
+                result.sharedKeys = try Data.fetchAll(db, sql: "SELECT key_data FROM shared_key WHERE test_result_id = ? ORDER BY key_data",
+                                                      arguments: [result.id]).compactMap { Bytes16(bytes: $0) }
+                return result
             }
         }
     }
 
-    /// Keeps an upload before it is sent, so that a failure loses nothing.
-    public func queueUpload(testResultId: String, url: String, body: String, at time: Int64) throws(StoreError) {
+    /// Keeps an upload (of `keys`) before it is sent, so that a failure loses nothing; a new
+    /// upload clears an earlier one's failure.
+    public func queueUpload(testResultId: String, url: String, body: String, keys: [TemporaryExposureKeyData] = [],
+                            at time: Int64) throws(StoreError) {
         try write { db in
             try db.execute(sql: """
-                INSERT INTO pending_upload (test_result_id, url, body, queued_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (test_result_id) DO UPDATE SET url = excluded.url, body = excluded.body
-                """, arguments: [testResultId, url, body, time])
+                INSERT INTO pending_upload (test_result_id, url, body, queued_at, key_data) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (test_result_id) DO UPDATE SET url = excluded.url, body = excluded.body, key_data = excluded.key_data,
+                    attempts = 0, last_error = NULL, next_attempt_at = 0
+                """, arguments: [testResultId, url, body, time, Data(keys.flatMap(\.bytes))])
+            try db.execute(sql: "UPDATE test_result SET upload_failure = NULL WHERE id = ?", arguments: [testResultId])
         }
     }
 
     public func pendingUploads() throws(StoreError) -> [PendingUpload] {
         try read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM pending_upload ORDER BY queued_at").map {
-                PendingUpload(testResultId: $0["test_result_id"], url: $0["url"], body: $0["body"], attempts: $0["attempts"], lastError: $0["last_error"])
+                PendingUpload(testResultId: $0["test_result_id"], url: $0["url"], body: $0["body"], attempts: $0["attempts"], lastError: $0["last_error"],
+                              nextAttemptAt: $0["next_attempt_at"])
             }
         }
     }
 
-    /// The server accepted the upload (error nil: the result is shared and the upload gone) or
-    /// refused it for now (the upload stays, with the reason).
-    public func finishUpload(testResultId: String, error: String?, at time: Int64) throws(StoreError) {
+    /// Records what became of an attempt: accepted (the result is shared, its keys and revision
+    /// token kept, the upload gone), to be retried (it stays, with the reason and when), or
+    /// refused for good (the upload gone, the reason kept on the result).
+    public func finishUpload(testResultId: String, _ result: UploadResult, at time: Int64) throws(StoreError) {
         try write { db in
-            if let error {
-                try db.execute(sql: "UPDATE pending_upload SET attempts = attempts + 1, last_error = ? WHERE test_result_id = ?",
-                               arguments: [error, testResultId])
-            } else {
+            switch result {
+            case .accepted(let revisionToken):
+                let keys = try Data.fetchOne(db, sql: "SELECT key_data FROM pending_upload WHERE test_result_id = ?", arguments: [testResultId]) ?? Data()
+                for start in stride(from: 0, to: keys.count, by: 16) {
+                    try db.execute(sql: "INSERT OR IGNORE INTO shared_key (test_result_id, key_data) VALUES (?, ?)",
+                                   arguments: [testResultId, keys.subdata(in: start..<start + 16)])
+                }
                 try db.execute(sql: "DELETE FROM pending_upload WHERE test_result_id = ?", arguments: [testResultId])
-                try db.execute(sql: "UPDATE test_result SET shared_at = ? WHERE id = ?", arguments: [time, testResultId])
+                try db.execute(sql: "UPDATE test_result SET shared_at = ?, upload_failure = NULL, revision_token = coalesce(?, revision_token) WHERE id = ?",
+                               arguments: [time, revisionToken, testResultId])
+            case .retry(let reason, let retryAt):
+                try db.execute(sql: "UPDATE pending_upload SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE test_result_id = ?",
+                               arguments: [reason, retryAt, testResultId])
+            case .refused(let reason):
+                try db.execute(sql: "DELETE FROM pending_upload WHERE test_result_id = ?", arguments: [testResultId])
+                try db.execute(sql: "UPDATE test_result SET upload_failure = ? WHERE id = ?", arguments: [reason, testResultId])
             }
         }
     }

@@ -127,6 +127,23 @@ enum Schema {
                 CREATE INDEX temporary_exposure_key_by_start ON temporary_exposure_key(rolling_start_interval_number, id);
                 """)
         }
+        // v4: an upload the key server refused for good ends as the result's upload_failure and is
+        // not sent again; one refused for now waits for next_attempt_at (backoff, Retry-After).
+        // An accepted upload keeps the server's revision_token and which keys it carried
+        // (shared_key), so that the next day's upload sends only the keys not sent before.
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: """
+                ALTER TABLE pending_upload ADD COLUMN next_attempt_at INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE pending_upload ADD COLUMN key_data BLOB NOT NULL DEFAULT x'' CHECK (length(key_data) % 16 = 0);
+                ALTER TABLE test_result ADD COLUMN upload_failure TEXT;
+                ALTER TABLE test_result ADD COLUMN revision_token TEXT;
+                CREATE TABLE shared_key (
+                    test_result_id TEXT NOT NULL REFERENCES test_result(id) ON DELETE CASCADE,
+                    key_data BLOB NOT NULL CHECK (length(key_data) = 16),
+                    PRIMARY KEY (test_result_id, key_data)
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -170,29 +170,48 @@ struct ExposureNotificationService: Sendable {
         TestResults(results: try reading { try daemon.store.testResults() }.map {
             TestResultRecord(id: $0.id, testDate: UInt64(max(0, $0.testDate)), method: $0.verificationMethod, detail: $0.verificationDetail ?? "",
                              recordedAt: UInt64(max(0, $0.recordedAt)), sharedAt: UInt64(max(0, $0.sharedAt ?? 0)), uploadPending: $0.uploadPending,
-                             verificationToken: $0.verificationToken ?? "")
+                             verificationToken: $0.verificationToken ?? "", uploadFailure: $0.uploadFailure ?? "", revisionToken: $0.revisionToken ?? "",
+                             sharedKeys: $0.sharedKeys.map(\.bytes))
         })
     }
 
     func queueUpload(_ upload: QueuedUpload) throws(DBusError) -> NoArguments {
+        let keys = upload.keys.compactMap { Bytes16(bytes: $0) }
+        guard keys.count == upload.keys.count else { throw API.Failure.invalidArguments.error("every key_data must be 16 bytes") }
         try onDaemonQueue {
             guard try daemon.store.testResults().contains(where: { $0.id == upload.testResultId }) else {
                 throw API.Failure.invalidArguments.error("no test result \(upload.testResultId)")
             }
-            try daemon.store.queueUpload(testResultId: upload.testResultId, url: upload.url, body: upload.body, at: daemon.clock.now)
+            try daemon.store.queueUpload(testResultId: upload.testResultId, url: upload.url, body: upload.body, keys: keys, at: daemon.clock.now)
         }
         return NoArguments()
     }
 
-    func getPendingUploads(_: NoArguments) throws(DBusError) -> QueuedUploads {
-        QueuedUploads(uploads: try reading { try daemon.store.pendingUploads() }.map {
-            QueuedUpload(testResultId: $0.testResultId, url: $0.url, body: $0.body)
+    func getPendingUploads(_: NoArguments) throws(DBusError) -> PendingUploadList {
+        PendingUploadList(uploads: try reading { try daemon.store.pendingUploads() }.map {
+            PendingUploadRecord(testResultId: $0.testResultId, url: $0.url, body: $0.body, attempts: UInt32(clamping: $0.attempts),
+                                lastError: $0.lastError ?? "", nextAttemptAt: UInt64(max(0, $0.nextAttemptAt)))
         })
     }
 
     func finishUpload(_ outcome: UploadOutcome) throws(DBusError) -> NoArguments {
+        guard let kind = UploadOutcome.Kind(rawValue: outcome.outcome) else {
+            throw API.Failure.invalidArguments.error("outcome is one of \(UploadOutcome.Kind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
         try onDaemonQueue {
-            try daemon.store.finishUpload(testResultId: outcome.testResultId, error: outcome.error.isEmpty ? nil : outcome.error, at: daemon.clock.now)
+            guard let upload = try daemon.store.pendingUploads().first(where: { $0.testResultId == outcome.testResultId }) else {
+                throw API.Failure.invalidArguments.error("no pending upload for test result \(outcome.testResultId)")
+            }
+            let now = daemon.clock.now
+            let result: UploadResult
+            switch kind {
+            case .accepted: result = .accepted(revisionToken: outcome.revisionToken.isEmpty ? nil : outcome.revisionToken)
+            case .retry:
+                result = .retry(reason: outcome.reason, at: UploadBackoff.nextAttempt(now: now, failures: upload.attempts + 1,
+                                                                                     retryAfter: Int64(clamping: outcome.retryAfter)))
+            case .refused: result = .refused(reason: outcome.reason)
+            }
+            try daemon.uploadFinished(testResultId: outcome.testResultId, result)
         }
         return NoArguments()
     }

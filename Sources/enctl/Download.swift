@@ -15,17 +15,25 @@ enum Download {
     /// The largest index file.
     static let maximumIndexSize = 1 << 20
 
+    /// What a server answered.
+    struct Answer {
+        var status: Int
+        var body: Data
+        /// The Retry-After header's seconds, when it gives seconds.
+        var retryAfter: Int64?
+    }
+
     /// A GET whose answer must be 200 and at most `maximumSize` bytes, within `timeout` seconds;
     /// redirects are followed.
     static func data(from url: URL, maximumSize: Int, timeout: TimeInterval = defaultTimeout) throws -> Data {
-        let (status, data) = try exchange(Request(url: url, maximumSize: maximumSize, timeout: timeout))
-        guard status == 200 else { throw CommandError("\(url.absoluteString): the server answered HTTP \(status)") }
-        return data
+        let answer = try exchange(Request(url: url, maximumSize: maximumSize, timeout: timeout))
+        guard answer.status == 200 else { throw CommandError("\(url.absoluteString): the server answered HTTP \(answer.status)") }
+        return answer.body
     }
 
-    /// A POST of JSON; returns the status and body (at most 1 MiB) whatever the status. A redirect
-    /// is returned as its status, not followed: a body is never re-sent to another address.
-    static func post(_ body: Data, to url: URL, headers: [String: String] = [:]) throws -> (status: Int, body: Data) {
+    /// A POST of JSON; returns the answer (a body of at most 1 MiB) whatever the status. A
+    /// redirect is returned as its status, not followed: a body is never re-sent to another address.
+    static func post(_ body: Data, to url: URL, headers: [String: String] = [:]) throws -> Answer {
         var request = Request(url: url, maximumSize: 1 << 20, timeout: defaultTimeout)
         request.body = body
         request.headers = ["Content-Type": "application/json"].merging(headers) { $1 }
@@ -43,7 +51,7 @@ enum Download {
     /// libcurl's process-wide set-up, done once before the first handle.
     private static let libraryReady = curl_global_init(CENCURL_GLOBAL_DEFAULT) == CURLE_OK
 
-    private static func exchange(_ request: Request) throws -> (status: Int, body: Data) {
+    private static func exchange(_ request: Request) throws -> Answer {
         let url = request.url.absoluteString
         guard libraryReady, let handle = curl_easy_init() else { throw CommandError("\(url): libcurl could not be initialised") }
         defer { curl_easy_cleanup(handle) }
@@ -93,7 +101,10 @@ enum Download {
         case CURLE_OK:
             var status = 0
             _ = cen_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            return (status, transfer.body)
+            var header: UnsafeMutablePointer<curl_header>?
+            let retryAfter = curl_easy_header(handle, "Retry-After", 0, UInt32(CURLH_HEADER), -1, &header) == CURLHE_OK
+                ? header.flatMap { Int64(String(cString: $0.pointee.value).trimmingCharacters(in: .whitespaces)) } : nil
+            return Answer(status: status, body: transfer.body, retryAfter: retryAfter)
         case CURLE_WRITE_ERROR where transfer.overLimit, CURLE_FILESIZE_EXCEEDED:
             throw CommandError("\(url): the answer is larger than \(request.maximumSize) bytes; refusing the rest")
         case CURLE_TOO_MANY_REDIRECTS:

@@ -42,18 +42,28 @@ struct Share: ParsableCommand {
             throw CommandError("\(server.serverConfig) needs publish-url and health-authority to share keys")
         }
         let results = try StoredTestResult.all(client)
-        let chosen: StoredTestResult? = if let testResult { results.first { $0.id == testResult } } else { results.first { $0.sharedAt == 0 } }
+        // By default the most recent result whose keys the server did not refuse: unshared, or
+        // shared before and now with a key that has rolled since (a revision).
+        let chosen: StoredTestResult? = if let testResult { results.first { $0.id == testResult } } else { results.first { $0.uploadFailure.isEmpty } ?? results.first }
         guard let result = chosen else {
             throw CommandError(testResult.map { "no test result \($0) ('enctl test-result list')" }
-                               ?? "no unshared test result: record one first with 'enctl test-result add'")
+                               ?? "no test result to share: record one first with 'enctl test-result add'")
         }
-        guard result.sharedAt == 0 else { throw CommandError("test result \(result.id) was shared already") }
+        guard result.uploadFailure.isEmpty else {
+            throw CommandError("the key server refused the keys of test result \(result.id) for good (\(result.uploadFailure)); "
+                               + "record the test again with a new code ('enctl test-result add --code') to share")
+        }
         if !result.uploadPending {
-            guard yes || Confirmation.ask("Share your exposure keys of the last 14 days with \(publishURL.host ?? publishURL.absoluteString)?") else {
-                throw CommandError("nothing shared")
+            let keys = try DaemonKeys.history(client).filter { !result.sharedKeys.contains($0.keyData) }
+            guard !keys.isEmpty else {
+                throw CommandError(result.sharedAt > 0
+                    ? "every key of test result \(result.id) was shared already; today's key is shared once it has rolled, tomorrow"
+                    : "there are no keys to share yet (today's key is shared once it has rolled, tomorrow)")
             }
-            let keys = try DaemonKeys.history(client)
-            guard !keys.isEmpty else { throw CommandError("there are no keys to share yet (today's key is shared once it has rolled, tomorrow)") }
+            let question = result.sharedAt > 0
+                ? "Share your \(keys.count) exposure key(s) since the last upload with \(publishURL.host ?? publishURL.absoluteString)?"
+                : "Share your exposure keys of the last 14 days with \(publishURL.host ?? publishURL.absoluteString)?"
+            guard yes || Confirmation.ask(question) else { throw CommandError("nothing shared") }
             let secret = (0..<16).map { _ in UInt8.random(in: 0...255) }
             var certificate = ""
             if result.method == VerificationMethod.verificationCode.rawValue {
@@ -65,24 +75,28 @@ struct Share: ParsableCommand {
                      "rollingPeriod": $0.rollingPeriod, "transmissionRisk": $0.transmissionRiskLevel]
                 },
                 "healthAuthorityID": authority, "verificationPayload": certificate, "hmacKey": Data(secret).base64EncodedString(),
-                "revisionToken": "", "padding": Padding.random(),
+                "revisionToken": result.revisionToken, "padding": Padding.random(),
             ]
             let json = String(decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
-            try client.call(DaemonClient.API.Methods.queueUpload, QueuedUpload(testResultId: result.id, url: publishURL.absoluteString, body: json))
+            try client.call(DaemonClient.API.Methods.queueUpload,
+                            QueuedUpload(testResultId: result.id, url: publishURL.absoluteString, body: json, keys: keys.map(\.keyData.bytes)))
         }
-        let outcome = try PendingUploads.send(client, only: result.id)
-        guard outcome.failed.isEmpty else {
-            throw CommandError("the key server did not take the upload (\(outcome.failed.joined(separator: "; "))); it is kept and sent again by 'enctl share --pending' (the timer)")
+        let outcome = try UploadSender.send(client, only: result.id)
+        if let refusal = outcome.refused.first {
+            throw CommandError("the key server refused the upload for good (\(refusal)); it will not be sent again")
+        }
+        guard outcome.retrying.isEmpty else {
+            throw CommandError("the key server did not take the upload (\(outcome.retrying.joined(separator: "; "))); it is kept and sent again by 'enctl share --pending' (the timer)")
         }
         print("Your keys were shared. Thank you for helping others stay safe.")
     }
 
     private func sendPending(_ client: DaemonClient) throws {
-        let uploads = try PendingUploads.send(client)
-        print(uploads.sent.isEmpty && uploads.failed.isEmpty ? "No pending uploads." : "\(uploads.sent.count) pending key upload(s) sent.")
-        guard uploads.failed.isEmpty else {
-            throw CommandError("\(uploads.failed.count) pending key upload(s) failed again (\(uploads.failed.joined(separator: "; "))); they stay queued")
-        }
+        let uploads = try UploadSender.send(client)
+        let attempted = uploads.sent.count + uploads.retrying.count + uploads.refused.count
+        print(attempted == 0 ? "No pending uploads due." : "\(uploads.sent.count) pending key upload(s) sent.")
+        let failures = uploads.retrying.map { "\($0); it stays queued" } + uploads.refused.map { "\($0); refused for good, not sent again" }
+        guard failures.isEmpty else { throw CommandError("\(failures.count) pending key upload(s) failed: \(failures.joined(separator: "; "))") }
     }
 }
 
@@ -93,32 +107,42 @@ enum DaemonKeys {
     }
 }
 
-/// Uploads enagentd keeps until a key server accepted them.
-enum PendingUploads {
-    /// Sends the pending uploads (or only `id`'s); returns what was sent and what failed, with the reason.
-    static func send(_ client: DaemonClient, only id: String? = nil) throws -> (sent: [String], failed: [String]) {
-        let pending = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.filter { id == nil || $0.testResultId == id }
-        var sent = [String](), failed = [String]()
+/// Uploads enagentd keeps until the key server accepted or refused them for good.
+enum UploadSender {
+    /// Sends the pending uploads that are due (or `id`'s, whenever it is due) and tells enagentd
+    /// what became of each: accepted, to be retried (5xx, 408, 429 with its Retry-After, no
+    /// network) or refused for good (another 4xx, or an error the server reports with 200).
+    static func send(_ client: DaemonClient, only id: String? = nil, now: Int64 = Int64(Date().timeIntervalSince1970))
+        throws -> (sent: [String], retrying: [String], refused: [String]) {
+        let pending = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads
+            .filter { id == nil ? $0.nextAttemptAt <= UInt64(max(0, now)) : $0.testResultId == id }
+        var sent = [String](), retrying = [String](), refused = [String]()
         for upload in pending {
-            let error: String
-            if let url = URL(string: upload.url) {
-                do {
-                    let (status, data) = try Download.post(Data(upload.body.utf8), to: url)
-                    let answer = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-                    let refusal = answer["error"] as? String ?? ""
-                    error = status == 200 && refusal.isEmpty ? "" : (refusal.isEmpty ? "HTTP \(status)" : "HTTP \(status): \(refusal)")
-                } catch {
-                    let reason = "\(error)"
-                    try client.call(DaemonClient.API.Methods.finishUpload, UploadOutcome(testResultId: upload.testResultId, error: reason))
-                    failed.append(reason)
-                    continue
-                }
-            } else {
-                error = "bad URL \(upload.url)"
+            let outcome = attempt(upload)
+            try client.call(DaemonClient.API.Methods.finishUpload, outcome)
+            switch UploadOutcome.Kind(rawValue: outcome.outcome) {
+            case .accepted?: sent.append(upload.testResultId)
+            case .retry?: retrying.append(outcome.reason)
+            default: refused.append(outcome.reason)
             }
-            try client.call(DaemonClient.API.Methods.finishUpload, UploadOutcome(testResultId: upload.testResultId, error: error))
-            if error.isEmpty { sent.append(upload.testResultId) } else { failed.append(error) }
         }
-        return (sent, failed)
+        return (sent, retrying, refused)
+    }
+
+    static func attempt(_ upload: PendingUploadRecord) -> UploadOutcome {
+        guard let url = URL(string: upload.url) else { return UploadOutcome(testResultId: upload.testResultId, outcome: .refused, reason: "bad URL \(upload.url)") }
+        let answer: Download.Answer
+        do { answer = try Download.post(Data(upload.body.utf8), to: url) } catch {
+            return UploadOutcome(testResultId: upload.testResultId, outcome: .retry, reason: "\(error)")
+        }
+        let json = (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]) ?? [:]
+        let error = [json["error"] as? String, (json["code"] as? String).map { "[\($0)]" }].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+        if answer.status == 200 && error.isEmpty {
+            return UploadOutcome(testResultId: upload.testResultId, outcome: .accepted, revisionToken: json["revisionToken"] as? String ?? "")
+        }
+        let reason = "HTTP \(answer.status)" + (error.isEmpty ? "" : ": \(error)")
+        let temporary = answer.status == 408 || answer.status == 429 || (500...599).contains(answer.status)
+        return UploadOutcome(testResultId: upload.testResultId, outcome: temporary ? .retry : .refused, reason: reason,
+                             retryAfter: UInt64(max(0, answer.retryAfter ?? 0)))
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENAPI
 import ENBus
+import ENCore
 import ENDiagnosis
 import Foundation
 
@@ -155,7 +156,8 @@ extension TestResultCommand {
             if json { return try printJSON(results) }
             guard !results.isEmpty else { return print("No test results.") }
             printColumns([["ID", "TEST DAY", "VERIFIED BY", "SHARED"]] + results.map {
-                [$0.id, utcDay($0.testDate), $0.method, $0.sharedAt > 0 ? localTime($0.sharedAt) : ($0.uploadPending ? "pending, will retry" : "no")]
+                [$0.id, utcDay($0.testDate), $0.method, $0.uploadPending ? "pending, will retry"
+                    : !$0.uploadFailure.isEmpty ? "refused for good: \($0.uploadFailure)" : $0.sharedAt > 0 ? localTime($0.sharedAt) : "no"]
             })
         }
     }
@@ -164,14 +166,16 @@ extension TestResultCommand {
 /// A test result as the daemon keeps it.
 struct StoredTestResult: Encodable {
     var id: String, testDate: Int64, method: String, detail: String, recordedAt: Int64, sharedAt: Int64, uploadPending: Bool
-    var token: String
+    var uploadFailure: String
+    var token: String, revisionToken: String, sharedKeys: [TemporaryExposureKeyData]
 
-    private enum CodingKeys: String, CodingKey { case id, testDate, method, detail, recordedAt, sharedAt, uploadPending }
+    private enum CodingKeys: String, CodingKey { case id, testDate, method, detail, recordedAt, sharedAt, uploadPending, uploadFailure }
 
     static func all(_ client: DaemonClient) throws -> [StoredTestResult] {
         try client.call(DaemonClient.API.Methods.getTestResults).results.map {
             StoredTestResult(id: $0.id, testDate: Int64($0.testDate), method: $0.method, detail: $0.detail, recordedAt: Int64($0.recordedAt),
-                             sharedAt: Int64($0.sharedAt), uploadPending: $0.uploadPending, token: $0.verificationToken)
+                             sharedAt: Int64($0.sharedAt), uploadPending: $0.uploadPending, uploadFailure: $0.uploadFailure, token: $0.verificationToken,
+                             revisionToken: $0.revisionToken, sharedKeys: $0.sharedKeys.compactMap { Bytes16(bytes: $0) })
         }
     }
 }

@@ -37,7 +37,8 @@ struct VerificationServer {
 
     private func call(_ path: String, _ body: [String: Any]) throws -> [String: Any] {
         let target = url.appendingPathComponent(path)
-        let (status, data) = try Download.post(try JSONSerialization.data(withJSONObject: body), to: target, headers: ["X-API-Key": apiKey])
+        let reply = try Download.post(try JSONSerialization.data(withJSONObject: body), to: target, headers: ["X-API-Key": apiKey])
+        let (status, data) = (reply.status, reply.body)
         let answer = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
         guard status == 200, (answer["error"] as? String ?? "").isEmpty else {
             let reason = answer["errorCode"] as? String ?? answer["error"] as? String ?? "HTTP \(status)"

@@ -1,5 +1,6 @@
+import ENAgent
 import ENCore
-import ENStore
+@testable import ENStore
 import Foundation
 import TestSupport
 import Testing
@@ -10,16 +11,31 @@ import Testing
     let directory = TemporaryDirectory()
     static let project = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The health authority's servers on a free loopback port; publishes fail `failures` times first.
+    /// The health authority's servers on a free loopback port; the first publishes get `failures`
+    /// (HTTP statuses: 500, 429 with Retry-After, 400 for an expired certificate).
     final class HealthAuthority {
         let server: LoopbackServer
         let log: String
         var base: String { server.url }
 
-        init(log: String, failures: Int) throws {
+        init(log: String, failures: [Int] = []) throws {
             self.log = log
             let script = DiagnosisTests.project.appendingPathComponent("Tests/CommandTests/Servers/health_authority.py").path
-            server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log, String(failures)] }
+            let statuses = failures.isEmpty ? "0" : failures.map(String.init).joined(separator: ",")
+            server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log, statuses] }
+        }
+
+        /// A key-server.conf for these servers.
+        func configuration(in directory: TemporaryDirectory) throws -> String {
+            let file = directory.file("key-server.conf")
+            try """
+                url = \(base)
+                publish-url = \(base)v1/publish
+                health-authority = test-authority
+                verification-url = \(base)
+                verification-api-key = test-api-key
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            return file
         }
 
         func publishes() throws -> [[String: Any]] {
@@ -38,15 +54,8 @@ import Testing
         #expect(try service.enctl("enable").status == 0)
         let yesterday = try service.insertRolledKey()
 
-        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), failures: 1)
-        let configuration = directory.file("key-server.conf")
-        try """
-            url = \(authority.base)
-            publish-url = \(authority.base)v1/publish
-            health-authority = test-authority
-            verification-url = \(authority.base)
-            verification-api-key = test-api-key
-            """.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), failures: [500])
+        let configuration = try authority.configuration(in: directory)
 
         let wrong = try service.enctl("test-result", "add", "--code", "00000000", "--server-config", configuration)
         #expect(wrong.status == 1 && wrong.standardError.contains("the verification code is not valid"), "\(wrong.standardError)")
@@ -62,20 +71,63 @@ import Testing
         #expect(try results(service).first?["uploadPending"] as? Bool == true)
         #expect(try results(service).first?["sharedAt"] as? Int == 0)
 
-        let retried = try service.enctl("share", "--pending", "--server-config", configuration)
+        let notDue = try service.enctl("share", "--pending")
+        #expect(notDue.status == 0 && notDue.standardOutput.contains("No pending uploads due"), "backoff: \(notDue.standardOutput)")
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        let next = try #require(try store.pendingUploads().first?.nextAttemptAt) - Int64(Date().timeIntervalSince1970)
+        #expect((UploadBackoff.first - 60...UploadBackoff.first).contains(next), "the first retry in 15 minutes: \(next) s")
+        try store.write { try $0.execute(sql: "UPDATE pending_upload SET next_attempt_at = 0") }  // the 15 minutes have passed
+
+        let retried = try service.enctl("share", "--pending")
         #expect(retried.status == 0, "\(retried.standardError)")
         #expect(retried.standardOutput.contains("1 pending key upload(s) sent"))
         let shared = try #require(try results(service).first)
         #expect(shared["uploadPending"] as? Bool == false && (shared["sharedAt"] as? Int ?? 0) > 0)
-        #expect(try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", directory.file("cache")).status == 0)
         let again = try service.enctl("share", "--yes", "--server-config", configuration)
-        #expect(again.status == 1 && again.standardError.contains("no unshared test result"))
+        #expect(again.status == 1 && again.standardError.contains("was shared already"), "\(again.standardError)")
+
+        // A key that became shareable since (as the day's key does once it has rolled) goes in a
+        // revision: only that key, with the server's revision token.
+        let later = try service.insertRolledKey(daysAgo: 2)
+        let revision = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(revision.status == 0, "\(revision.standardError)")
 
         let publishes = try authority.publishes()
-        #expect(publishes.map { $0["accepted"] as? Bool } == [false, true], "one refused attempt, one accepted, nothing sent twice")
-        let keys = try #require(publishes.last?["keys"] as? [[String: Any]])
-        #expect(keys.map { $0["key"] as? String } == [Data(yesterday.keyData.bytes).base64EncodedString()], "today's key is not shared")
+        #expect(publishes.map { $0["accepted"] as? Bool } == [false, true, true], "one refused attempt, two accepted, nothing sent twice")
+        let sentKeys = publishes.map { ($0["keys"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String } }
+        #expect(sentKeys[1] == [Data(yesterday.keyData.bytes).base64EncodedString()], "today's key is not shared")
+        #expect(sentKeys[2] == [Data(later.keyData.bytes).base64EncodedString()], "the revision carries only the new key")
+        #expect(publishes.map { $0["revisionToken"] as? String } == ["", "", "revision-1"])
         #expect(publishes.last?["authority"] as? String == "test-authority")
+    }
+
+    /// 429 with Retry-After waits as long as the server says; a refusal for good (an expired
+    /// certificate) ends the upload: shown, never sent again, and sharing asks for a new code.
+    @Test func aRefusalForGoodEndsTheUploadAndRetryAfterIsHonoured() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        _ = try service.insertRolledKey()
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), failures: [429, 400])
+        let configuration = try authority.configuration(in: directory)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+
+        let limited = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(limited.status == 1 && limited.standardError.contains("HTTP 429"), "\(limited.standardError)")
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        let next = try #require(try store.pendingUploads().first?.nextAttemptAt) - Int64(Date().timeIntervalSince1970)
+        #expect((3_540...3_600).contains(next), "Retry-After: 3600 → \(next) s")
+
+        let refused = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(refused.status == 1 && refused.standardError.contains("refused the upload for good (HTTP 400: the verification certificate has expired"),
+                "\(refused.standardError)")
+        #expect(try store.pendingUploads().isEmpty)
+        let listed = try service.enctl("test-result", "list")
+        #expect(listed.standardOutput.contains("refused for good: HTTP 400"), "\(listed.standardOutput)")
+        #expect(try results(service).first?["uploadFailure"] as? String == "HTTP 400: the verification certificate has expired [certificate_expired]")
+        #expect(try service.enctl("share", "--pending").standardOutput.contains("No pending uploads due"))
+        let again = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(again.status == 1 && again.standardError.contains("record the test again with a new code"), "\(again.standardError)")
+        #expect(try authority.publishes().count == 2, "nothing sent after the refusal")
     }
 
     @Test func aSmartHealthCardIsVerifiedShownAndRecorded() throws {

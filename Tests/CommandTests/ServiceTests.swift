@@ -54,12 +54,12 @@ import Testing
             return service
         }
 
-        /// Puts yesterday's key (rolled, so it may be shared) into the daemon's store.
-        func insertRolledKey() throws -> TemporaryExposureKey {
+        /// Puts the key of `daysAgo` days ago (rolled, so it may be shared) into the daemon's store.
+        func insertRolledKey(daysAgo: UInt32 = 1) throws -> TemporaryExposureKey {
             let store = try AgentStore(path: state + "/enagent.db")
             let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart
             let key = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
-                                           rollingStartIntervalNumber: ENIntervalNumber(today.rawValue - 144))
+                                           rollingStartIntervalNumber: ENIntervalNumber(today.rawValue - 144 * daysAgo))
             return try store.insertTemporaryExposureKeyIfAbsent(key, createdAt: key.rollingStartIntervalNumber.unixSeconds)
         }
 

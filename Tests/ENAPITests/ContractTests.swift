@@ -26,10 +26,11 @@ import Testing
         NewTestResult(testDate: 1_699_920_000, method: "smart-health-card", detail: "card", verificationToken: "t"),
         TestResultID(id: "abc"),
         TestResults(results: [TestResultRecord(id: "abc", testDate: 1_699_920_000, method: "code", detail: "d", recordedAt: 1_700_000_000,
-                                               sharedAt: 1_700_000_100, uploadPending: true, verificationToken: "tok")]),
-        QueuedUpload(testResultId: "abc", url: "https://keys.example/v1/publish", body: "{}"),
-        QueuedUploads(uploads: [QueuedUpload(testResultId: "abc", url: "u", body: "b")]),
-        UploadOutcome(testResultId: "abc", error: "HTTP 500"), ExposureDetectedArguments(newWindows: 2), NoArguments(),
+                                               sharedAt: 1_700_000_100, uploadPending: true, verificationToken: "tok", uploadFailure: "HTTP 400",
+                                               revisionToken: "rev", sharedKeys: [Array(0..<16)])]),
+        QueuedUpload(testResultId: "abc", url: "https://keys.example/v1/publish", body: "{}", keys: [Array(0..<16), Array(16..<32)]),
+        PendingUploadList(uploads: [PendingUploadRecord(testResultId: "abc", url: "u", body: "b", attempts: 2, lastError: "HTTP 503", nextAttemptAt: 99)]),
+        UploadOutcome(testResultId: "abc", outcome: .retry, reason: "HTTP 429", retryAfter: 60), ExposureDetectedArguments(newWindows: 2), NoArguments(),
     ]
 
     @Test func everyRecordRoundTripsWithTheSignatureItDeclares() throws {

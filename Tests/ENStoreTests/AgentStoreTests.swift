@@ -66,7 +66,7 @@ import Testing
                       "setting", "sighting", "temporary_exposure_key", "test_result", "pending_upload"] {
             #expect(tables.contains(table), "table \(table)")
         }
-        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1", "v2", "v3"])
+        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1", "v2", "v3", "v4"])
     }
 
     @Test func aDetectionIsRecordedWithItsFilesAndWindowsAndErasedWithEverythingElse() throws {
@@ -102,9 +102,38 @@ import Testing
         #expect(try store.testResults().map(\.id) == ["r1"])
         try store.queueUpload(testResultId: "r1", url: "http://127.0.0.1/v1/publish", body: "{}", at: 100)
         #expect(try store.testResults().first?.uploadPending == true)
-        try store.finishUpload(testResultId: "r1", error: nil, at: 200)
+        try store.finishUpload(testResultId: "r1", .accepted(revisionToken: "rev-1"), at: 200)
         #expect(try store.testResults().first?.sharedAt == 200)
+        #expect(try store.testResults().first?.revisionToken == "rev-1")
         #expect(try store.pendingUploads().isEmpty)
+    }
+
+    /// An upload refused for now waits for its next attempt; one refused for good ends with the
+    /// reason; an accepted one keeps its keys and the revision token for the next upload.
+    @Test func uploadsAreRetriedRefusedOrAcceptedWithTheirKeys() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        try store.recordTestResult(TestResult(id: "r1", testDate: 86_400, verificationMethod: "verification-code", verificationDetail: nil, recordedAt: 90_000))
+        let keys = try (0..<2).map { _ in try ExposureCrypto.generateTemporaryExposureKey() }
+        try store.queueUpload(testResultId: "r1", url: "http://127.0.0.1/v1/publish", body: "{}", keys: keys, at: 100)
+        try store.finishUpload(testResultId: "r1", .retry(reason: "HTTP 503", at: 1_000), at: 200)
+        let pending = try #require(try store.pendingUploads().first)
+        #expect(pending.attempts == 1 && pending.lastError == "HTTP 503" && pending.nextAttemptAt == 1_000)
+        try store.finishUpload(testResultId: "r1", .refused(reason: "HTTP 400: the certificate has expired"), at: 1_100)
+        #expect(try store.pendingUploads().isEmpty)
+        #expect(try store.testResults().first?.uploadFailure == "HTTP 400: the certificate has expired")
+        #expect(try store.testResults().first?.sharedAt == nil && store.testResults().first?.uploadPending == false)
+
+        try store.queueUpload(testResultId: "r1", url: "http://127.0.0.1/v1/publish", body: "{}", keys: keys, at: 1_200)
+        #expect(try store.testResults().first?.uploadFailure == nil, "a new upload clears the old failure")
+        #expect(try store.pendingUploads().first?.attempts == 0)
+        try store.finishUpload(testResultId: "r1", .accepted(revisionToken: "rev-1"), at: 1_300)
+        let shared = try #require(try store.testResults().first)
+        #expect(shared.sharedAt == 1_300 && shared.revisionToken == "rev-1" && Set(shared.sharedKeys) == Set(keys))
+        try store.queueUpload(testResultId: "r1", url: "http://127.0.0.1/v1/publish", body: "{}", keys: [keys[0]], at: 1_400)
+        try store.finishUpload(testResultId: "r1", .accepted(revisionToken: nil), at: 1_500)
+        #expect(try store.testResults().first?.revisionToken == "rev-1", "a server that sends no new token keeps the old one")
+        try store.eraseAllData()
+        #expect(try store.testResults().isEmpty)
     }
 
     @Test func refusesADatabaseFromANewerVersion() throws {

@@ -34,7 +34,8 @@ import Testing
         #expect(failure { _ = try service.addTestResult(NewTestResult(testDate: 0, method: "rumour", detail: "", verificationToken: "")) } == .invalidArguments)
         #expect(failure { _ = try service.addTestResult(NewTestResult(testDate: .max, method: "verification-code", detail: "", verificationToken: "")) }
                 == .invalidArguments)
-        #expect(failure { _ = try service.queueUpload(QueuedUpload(testResultId: "none", url: "http://x/", body: "{}")) } == .invalidArguments)
+        #expect(failure { _ = try service.queueUpload(QueuedUpload(testResultId: "none", url: "http://x/", body: "{}", keys: [])) } == .invalidArguments)
+        #expect(failure { _ = try service.finishUpload(UploadOutcome(testResultId: "none", outcome: .accepted)) } == .invalidArguments)
         #expect(failure { _ = try service.detectExposures(DetectionRequest(keyFiles: [], configuration: "")) } == .invalidArguments)
         #expect(failure { _ = try service.getDailySummaries(ConfigurationArgument(configuration: "{")) } == .configurationInvalid)
         #expect(failure { _ = try service.getExposureInfo(NoArguments()) } == .notAvailable, "no detection has stored a v1 configuration")
@@ -44,11 +45,19 @@ import Testing
         let id = try service.addTestResult(NewTestResult(testDate: 1_699_920_000, method: "verification-code", detail: "PCR", verificationToken: "tok")).id
         let results = try service.getTestResults(NoArguments()).results
         #expect(results.map(\.id) == [id] && results[0].testDate == 1_699_920_000 && results[0].verificationToken == "tok" && !results[0].uploadPending)
-        _ = try service.queueUpload(QueuedUpload(testResultId: id, url: "http://keys.example/", body: "{}"))
-        #expect(try service.getPendingUploads(NoArguments()).uploads == [QueuedUpload(testResultId: id, url: "http://keys.example/", body: "{}")])
-        _ = try service.finishUpload(UploadOutcome(testResultId: id, error: ""))
+        #expect(failure { _ = try service.queueUpload(QueuedUpload(testResultId: id, url: "http://x/", body: "{}", keys: [[1, 2]])) } == .invalidArguments,
+                "a key is 16 bytes")
+        let key = Array(UInt8(0)..<16)
+        _ = try service.queueUpload(QueuedUpload(testResultId: id, url: "http://keys.example/", body: "{}", keys: [key]))
+        #expect(try service.getPendingUploads(NoArguments()).uploads
+                == [PendingUploadRecord(testResultId: id, url: "http://keys.example/", body: "{}", attempts: 0, lastError: "", nextAttemptAt: 0)])
+        _ = try service.finishUpload(UploadOutcome(testResultId: id, outcome: .retry, reason: "HTTP 503"))
+        let retry = try #require(try service.getPendingUploads(NoArguments()).uploads.first)
+        #expect(retry.attempts == 1 && retry.lastError == "HTTP 503" && retry.nextAttemptAt > 0)
+        _ = try service.finishUpload(UploadOutcome(testResultId: id, outcome: .accepted, revisionToken: "rev-1"))
         #expect(try service.getPendingUploads(NoArguments()).uploads.isEmpty)
-        #expect(try service.getTestResults(NoArguments()).results[0].sharedAt > 0)
+        let shared = try service.getTestResults(NoArguments()).results[0]
+        #expect(shared.sharedAt > 0 && shared.revisionToken == "rev-1" && shared.sharedKeys == [key])
     }
 
     @Test func aPropertyThatCannotBeReadIsAnErrorNotAZero() throws {

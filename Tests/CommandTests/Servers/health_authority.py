@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 """health_authority.py PORT LOG FAILURES: a health authority's verification server and key
-server on 127.0.0.1:PORT, speaking the protocols of protocol.md §5, for the tests.
+server on 127.0.0.1:PORT, speaking the protocols of protocol.md §5, for the tests. FAILURES is a
+comma-separated list of HTTP statuses the first publishes get (500: unavailable; 429: rate
+limited, Retry-After 3600; 400: the certificate expired), or 0 for none.
 
 POST /api/verify       X-API-Key "test-api-key"; code "12345678" gives a token, others code_invalid
 POST /api/certificate  the token and the HMAC of the keys give a certificate bound to that HMAC
-POST /v1/publish       refused with HTTP 500 the first FAILURES times; then accepted only if the
-                       HMAC of the published keys under hmacKey is the one the certificate binds
+POST /v1/publish       refused as FAILURES says; then accepted only if the HMAC of the published
+                       keys under hmacKey is the one the certificate binds; an accepted publish
+                       answers revisionToken "revision-N" (N counts accepted publishes)
 GET  /index.txt        an empty list of export files
-Every publish request is appended to LOG as a JSON line: {"keys": [...], "accepted": bool}."""
+Every publish request is appended to LOG as a JSON line: {"keys": [...], "accepted": bool,
+"authority": ..., "revisionToken": the one the request carried}."""
 import base64, hashlib, hmac, http.server, json, sys
 
-PORT, LOG, FAILURES = int(sys.argv[1]), sys.argv[2], [int(sys.argv[3])]
+PORT, LOG = int(sys.argv[1]), sys.argv[2]
+FAILURES = [int(status) for status in sys.argv[3].split(",") if status != "0"]
+ACCEPTED = [0]
 API_KEY, CODE, TOKEN = "test-api-key", "12345678", "token-1"
 CERTIFIED = {}
 
@@ -21,9 +27,11 @@ def key_hmac(secret, keys):
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    def answer(self, status, body):
+    def answer(self, status, body, headers={}):
         data = json.dumps(body).encode()
         self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -53,18 +61,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(200, {"certificate": certificate})
         if self.path == "/v1/publish":
             keys = body.get("temporaryExposureKeys", [])
-            accepted = False
-            if FAILURES[0] > 0:
-                FAILURES[0] -= 1
-                status, answer = 500, {"error": "temporarily unavailable", "code": "internal"}
+            accepted, headers = False, {}
+            if FAILURES:
+                status = FAILURES.pop(0)
+                answer = {500: {"error": "temporarily unavailable", "code": "internal"},
+                          429: {"error": "too many requests", "code": "rate_limited"},
+                          400: {"error": "the verification certificate has expired", "code": "certificate_expired"}}[status]
+                if status == 429:
+                    headers = {"Retry-After": "3600"}
             elif CERTIFIED.get(body.get("verificationPayload")) != key_hmac(base64.b64decode(body["hmacKey"]), keys):
                 status, answer = 400, {"error": "the certificate does not match the keys", "code": "hmac_mismatch"}
             else:
                 accepted = True
-                status, answer = 200, {"insertedExposures": len(keys), "revisionToken": "revision-1"}
+                ACCEPTED[0] += 1
+                status, answer = 200, {"insertedExposures": len(keys), "revisionToken": f"revision-{ACCEPTED[0]}"}
             with open(LOG, "a") as log:
-                log.write(json.dumps({"keys": keys, "accepted": accepted, "authority": body.get("healthAuthorityID")}) + "\n")
-            return self.answer(status, answer)
+                log.write(json.dumps({"keys": keys, "accepted": accepted, "authority": body.get("healthAuthorityID"),
+                                      "revisionToken": body.get("revisionToken")}) + "\n")
+            return self.answer(status, answer, headers)
         self.answer(404, {"error": "not found"})
 
 
