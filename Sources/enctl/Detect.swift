@@ -67,7 +67,7 @@ extension Detect {
         }
 
         func run() throws {
-            try DaemonDetection(options: options).run(paths: files, names: files)
+            try DaemonDetection(options: options).run(paths: files, names: files, configuration: try options.configurationText())
         }
     }
 
@@ -112,11 +112,23 @@ extension Detect {
             for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
                 progress.show(number + 1, "downloading \(entry)")
                 guard let url = URL(string: entry, relativeTo: keyServer.url) else { throw CommandError("\(entry): not a path on the key server") }
-                try cache.store(try Download.data(from: url, maximumSize: size.maxFileSize << 20, timeout: keyServer.timeout), for: entry)
+                try cache.download(entry, from: url, maximumSize: size.maxFileSize << 20, timeout: keyServer.timeout)
             }
+            if let region = keyServer.region {
+                let limits = KeyFileInput.limits(maximumFileSizeMiB: size.maxFileSize)
+                for entry in pending {
+                    let export = try KeyFileInput.load(cache.file(for: entry), limits: limits)
+                    guard export.region == region else {
+                        try? FileManager.default.removeItem(atPath: cache.file(for: entry))
+                        throw CommandError("\(entry): the key file is for region \"\(export.region)\", not \"\(region)\" (key-server.conf: region); refusing it")
+                    }
+                }
+            }
+            // --config wins over the health authority's configuration.
+            let configuration = try options.config == nil ? keyServer.exposureConfigurationText() : options.configurationText()
             progress.show(pending.count, "matching \(pending.count) files")
             progress.finish()
-            try DaemonDetection(options: options).run(paths: pending.map(cache.file(for:)), names: pending)
+            try DaemonDetection(options: options).run(paths: pending.map(cache.file(for:)), names: pending, configuration: configuration)
             try cache.markProcessed(pending)
         }
     }
@@ -226,8 +238,7 @@ struct DaemonDetection {
 
     /// Hands the files to enagentd, as many per call as one message can carry, and prints the
     /// summed summary; `names` replace the daemon's "key file N" in errors.
-    func run(paths: [String], names: [String]) throws {
-        let configuration = try options.configurationText()
+    func run(paths: [String], names: [String], configuration: String) throws {
         let batch = DBusConnection.maximumDescriptorsPerMessage
         var summary = DetectionSummary()
         for start in stride(from: 0, to: max(paths.count, 1), by: batch) {

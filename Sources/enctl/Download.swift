@@ -31,6 +31,26 @@ enum Download {
         return answer.body
     }
 
+    /// A GET whose answer (200, at most `maximumSize` bytes, within `timeout` seconds) streams into
+    /// `path`: written beside it and renamed when complete, so that `path` is never partial and
+    /// enctl never holds the file in memory.
+    static func file(from url: URL, to path: String, maximumSize: Int, timeout: TimeInterval = defaultTimeout) throws {
+        let partial = path + ".part"
+        let descriptor = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CommandError("\(partial): \(String(cString: strerror(errno)))") }
+        var complete = false
+        defer {
+            close(descriptor)
+            if !complete { unlink(partial) }
+        }
+        var request = Request(url: url, maximumSize: maximumSize, timeout: timeout)
+        request.sink = descriptor
+        let answer = try exchange(request)
+        guard answer.status == 200 else { throw CommandError("\(url.absoluteString): the server answered HTTP \(answer.status)") }
+        guard fsync(descriptor) == 0, rename(partial, path) == 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
+        complete = true
+    }
+
     /// A POST of JSON; returns the answer (a body of at most 1 MiB) whatever the status. A
     /// redirect is returned as its status, not followed: a body is never re-sent to another address.
     static func post(_ body: Data, to url: URL, headers: [String: String] = [:]) throws -> Answer {
@@ -46,6 +66,8 @@ enum Download {
         var timeout: TimeInterval
         var body: Data?
         var headers: [String: String] = [:]
+        /// Where the answer's bytes go: a file descriptor, or memory when nil.
+        var sink: Int32?
     }
 
     /// libcurl's process-wide set-up, done once before the first handle.
@@ -55,7 +77,7 @@ enum Download {
         let url = request.url.absoluteString
         guard libraryReady, let handle = curl_easy_init() else { throw CommandError("\(url): libcurl could not be initialised") }
         defer { curl_easy_cleanup(handle) }
-        let transfer = Transfer(maximumSize: request.maximumSize)
+        let transfer = Transfer(maximumSize: request.maximumSize, sink: request.sink)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         let message = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         defer { message.deallocate() }
@@ -105,6 +127,8 @@ enum Download {
             let retryAfter = curl_easy_header(handle, "Retry-After", 0, UInt32(CURLH_HEADER), -1, &header) == CURLHE_OK
                 ? header.flatMap { Int64(String(cString: $0.pointee.value).trimmingCharacters(in: .whitespaces)) } : nil
             return Answer(status: status, body: transfer.body, retryAfter: retryAfter)
+        case CURLE_WRITE_ERROR where transfer.writeError != nil:
+            throw CommandError("\(url): cannot write the download: \(transfer.writeError!)")
         case CURLE_WRITE_ERROR where transfer.overLimit, CURLE_FILESIZE_EXCEEDED:
             throw CommandError("\(url): the answer is larger than \(request.maximumSize) bytes; refusing the rest")
         case CURLE_TOO_MANY_REDIRECTS:
@@ -118,21 +142,41 @@ enum Download {
     }
 }
 
-/// The answer's bytes as libcurl hands them over; refusing the first chunk over the limit stops the
-/// transfer at once (CURLE_WRITE_ERROR).
+/// The answer's bytes as libcurl hands them over, into memory or a file; refusing the first chunk
+/// over the limit (or one that cannot be written) stops the transfer at once (CURLE_WRITE_ERROR).
 private final class Transfer {
     let maximumSize: Int
+    private let sink: Int32?
     private(set) var body = Data()
+    private(set) var received = 0
     private(set) var overLimit = false
+    private(set) var writeError: String?
 
-    init(maximumSize: Int) { self.maximumSize = maximumSize }
+    init(maximumSize: Int, sink: Int32?) {
+        self.maximumSize = maximumSize
+        self.sink = sink
+    }
 
     func take(_ bytes: UnsafeMutablePointer<CChar>, count: Int) -> Int {
-        guard body.count + count <= maximumSize else {
+        guard received + count <= maximumSize else {
             overLimit = true
             return 0
         }
-        body.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: count)
+        received += count
+        guard let sink else {
+            body.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: count)
+            return count
+        }
+        var written = 0
+        while written < count {
+            let result = write(sink, bytes + written, count - written)
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else {
+                writeError = String(cString: strerror(errno))
+                return 0
+            }
+            written += result
+        }
         return count
     }
 }

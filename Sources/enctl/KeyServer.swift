@@ -4,12 +4,15 @@ import Foundation
 
 /// The health authority's servers, from `/etc/enagent/key-server.conf`: `key = value` lines for
 /// `url` (the key server's base URL for downloads), `index` (a file listing export paths one per
-/// line, relative to the base URL; default index.txt), `region`, `timeout` (seconds per download),
-/// and for sharing keys `publish-url`, `health-authority`, `verification-url` and `verification-api-key`.
+/// line, relative to the base URL; default index.txt), `region` (the only region whose key files are
+/// taken), `exposure-configuration` (the health authority's exposure configuration JSON: a path
+/// relative to the base URL, or an absolute local file), `timeout` (seconds per download), and for
+/// sharing keys `publish-url`, `health-authority`, `verification-url` and `verification-api-key`.
 struct KeyServerConfiguration: Equatable {
     var url: URL
     var index = "index.txt"
     var region: String?
+    var exposureConfiguration: String?
     var publishURL: URL?
     var healthAuthority: String?
     var verificationURL: URL?
@@ -35,6 +38,7 @@ struct KeyServerConfiguration: Equatable {
             case "url": url = try webURL(line.value.hasSuffix("/") ? line.value : line.value + "/")
             case "index": index = line.value
             case "region": region = line.value
+            case "exposure-configuration": exposureConfiguration = line.value
             case "publish-url": publishURL = try webURL(line.value)
             case "verification-url": verificationURL = try webURL(line.value)
             case "health-authority": healthAuthority = line.value
@@ -43,12 +47,26 @@ struct KeyServerConfiguration: Equatable {
                 guard let seconds = Int(line.value), (1...3_600).contains(seconds) else { throw fail("timeout must be 1 to 3600 seconds") }
                 timeout = TimeInterval(seconds)
             default:
-                throw fail("unknown key \"\(line.key)\" (known: url, index, region, publish-url, health-authority, verification-url, "
-                           + "verification-api-key, timeout)")
+                throw fail("unknown key \"\(line.key)\" (known: url, index, region, exposure-configuration, publish-url, health-authority, "
+                           + "verification-url, verification-api-key, timeout)")
             }
         }
         guard let url else { throw CommandError("\(path): no url = line: which key server?") }
         self.url = url
+    }
+
+    /// The largest exposure configuration the server may serve.
+    static let maximumConfigurationSize = 64 << 10
+
+    /// The health authority's exposure configuration JSON, from the server or a local file; "" for
+    /// the protocol's defaults when none is configured.
+    func exposureConfigurationText() throws -> String {
+        guard let exposureConfiguration else { return "" }
+        if exposureConfiguration.hasPrefix("/") { return try InputFile.text(exposureConfiguration, what: "an exposure configuration") }
+        guard let source = URL(string: exposureConfiguration, relativeTo: url) else {
+            throw CommandError("exposure-configuration \(exposureConfiguration) is neither an absolute path nor a URL")
+        }
+        return String(decoding: try Download.data(from: source, maximumSize: Self.maximumConfigurationSize, timeout: timeout), as: UTF8.self)
     }
 
     static func load(_ path: String) throws -> KeyServerConfiguration {
@@ -95,9 +113,9 @@ struct DownloadCache {
         for entry in entries { try? FileManager.default.removeItem(atPath: file(for: entry)) }
     }
 
-    /// Stores a download atomically: a file in the cache is always complete.
-    func store(_ data: Data, for entry: String) throws {
-        try data.write(to: URL(fileURLWithPath: file(for: entry)), options: .atomic)
+    /// Downloads an entry into the cache, streaming to disk: a file in the cache is always complete.
+    func download(_ entry: String, from url: URL, maximumSize: Int, timeout: TimeInterval) throws {
+        try Download.file(from: url, to: file(for: entry), maximumSize: maximumSize, timeout: timeout)
     }
 }
 

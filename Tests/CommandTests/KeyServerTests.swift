@@ -56,6 +56,38 @@ import Testing
         #expect(windows.standardOutput.contains("\"date\" : \"\(day)\""))
     }
 
+    /// key-server.conf's region refuses another region's files (nothing of them is kept), and its
+    /// exposure-configuration, served beside the index, is what the daemon detects with.
+    @Test func theKeyServerNamesTheRegionAndTheExposureConfiguration() throws {
+        let signer = try P256PrivateKey()
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: signer, as: "228_v1.pem")
+        let root = directory.file("server")
+        try FileManager.default.createDirectory(atPath: root + "/exports", withIntermediateDirectories: true)
+        for region in ["CH", "DE"] {
+            let writer = KeyExportWriter(region: region, startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+            try writer.zip(keys: [try Broadcaster().key]).write(to: URL(fileURLWithPath: root + "/exports/\(region).zip"))
+        }
+        try #"{"minimumRiskScore":1}"#.write(toFile: root + "/config.json", atomically: true, encoding: .utf8)
+        try "exports/CH.zip\n".write(toFile: root + "/index.txt", atomically: true, encoding: .utf8)
+        let server = try LoopbackServer("/usr/bin/python3") { ["-m", "http.server", String($0), "--bind", "127.0.0.1", "--directory", root] }
+        let configuration = directory.file("key-server.conf")
+        try "url = \(server.url)\nregion = CH\nexposure-configuration = config.json\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let cache = directory.file("cache")
+        let detect = { try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", cache) }
+
+        #expect(try service.enctl("exposures").standardError.contains("[NotAvailable]"), "no v1 configuration before")
+        let done = try detect()
+        #expect(done.status == 0, "\(done.standardError)")
+        #expect(try service.enctl("exposures").status == 0, "the server's configuration has v1 keys")
+
+        try "exports/CH.zip\nexports/DE.zip\n".write(toFile: root + "/index.txt", atomically: true, encoding: .utf8)
+        let refused = try detect()
+        #expect(refused.status == 1 && refused.standardError.contains(#"exports/DE.zip: the key file is for region "DE", not "CH""#),
+                "\(refused.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: cache + "/files/exports_DE.zip"))
+        _ = server.stop()
+    }
+
     @Test func aBadServerConfigurationNamesTheLine() throws {
         let configuration = directory.file("key-server.conf")
         try "# servers\nurl = ftp://keys.example.org/\n".write(toFile: configuration, atomically: true, encoding: .utf8)
@@ -96,5 +128,6 @@ extension KeyServerTests {
         #expect(result.standardError.contains(error), "\(path): \(result.standardError)")
         #expect(seconds < Double(timeout) + 7, "\(path) took \(seconds) s")
         #expect(!FileManager.default.fileExists(atPath: directory.file("cache-\(path)/files/big.zip")), "nothing partial is kept")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("cache-\(path)/files/big.zip.part")), "nothing partial is kept")
     }
 }
