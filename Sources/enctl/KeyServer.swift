@@ -7,7 +7,8 @@ import Foundation
 /// line, relative to the base URL; default index.txt), `region` (the only region whose key files are
 /// taken), `exposure-configuration` (the health authority's exposure configuration JSON: a path
 /// relative to the base URL, or an absolute local file), `timeout` (seconds per download), and for
-/// sharing keys `publish-url`, `health-authority`, `verification-url` and `verification-api-key`.
+/// sharing keys `publish-url`, `health-authority`, `verification-url` and `verification-api-key`,
+/// and `chaff` (the chance of a round of decoy requests per timer run).
 struct KeyServerConfiguration: Equatable {
     var url: URL
     var index = "index.txt"
@@ -17,6 +18,8 @@ struct KeyServerConfiguration: Equatable {
     var healthAuthority: String?
     var verificationURL: URL?
     var verificationAPIKey: String?
+    /// The chance that `enctl share --pending` (the timer) sends a round of decoy requests; 0: never.
+    var chaff = 0.0
     /// Seconds one download may take in all.
     var timeout = Download.defaultTimeout
 
@@ -43,12 +46,15 @@ struct KeyServerConfiguration: Equatable {
             case "verification-url": verificationURL = try webURL(line.value)
             case "health-authority": healthAuthority = line.value
             case "verification-api-key": verificationAPIKey = line.value
+            case "chaff":
+                guard let chance = Double(line.value), (0...1).contains(chance) else { throw fail("chaff must be a number from 0 (never) to 1 (every run)") }
+                chaff = chance
             case "timeout":
                 guard let seconds = Int(line.value), (1...3_600).contains(seconds) else { throw fail("timeout must be 1 to 3600 seconds") }
                 timeout = TimeInterval(seconds)
             default:
                 throw fail("unknown key \"\(line.key)\" (known: url, index, region, exposure-configuration, publish-url, health-authority, "
-                           + "verification-url, verification-api-key, timeout)")
+                           + "verification-url, verification-api-key, chaff, timeout)")
             }
         }
         guard let url else { throw CommandError("\(path): no url = line: which key server?") }

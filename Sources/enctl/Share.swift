@@ -75,9 +75,9 @@ struct Share: ParsableCommand {
                      "rollingPeriod": $0.rollingPeriod, "transmissionRisk": $0.transmissionRiskLevel]
                 },
                 "healthAuthorityID": authority, "verificationPayload": certificate, "hmacKey": Data(secret).base64EncodedString(),
-                "revisionToken": result.revisionToken, "padding": Padding.random(),
+                "revisionToken": result.revisionToken,
             ]
-            let json = String(decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
+            let json = String(decoding: try Padding.body(body, for: .publish), as: UTF8.self)
             try client.call(DaemonClient.API.Methods.queueUpload,
                             QueuedUpload(testResultId: result.id, url: publishURL.absoluteString, body: json, keys: keys.map(\.keyData.bytes)))
         }
@@ -93,6 +93,10 @@ struct Share: ParsableCommand {
 
     private func sendPending(_ client: DaemonClient) throws {
         let uploads = try UploadSender.send(client)
+        // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration, no decoys.
+        if let configuration = try? server.load(), Chaff.maybeSend(configuration) {
+            FileHandle.standardError.write(Data("enctl: decoy requests sent (chaff)\n".utf8))
+        }
         let attempted = uploads.sent.count + uploads.retrying.count + uploads.refused.count
         print(attempted == 0 ? "No pending uploads due." : "\(uploads.sent.count) pending key upload(s) sent.")
         let failures = uploads.retrying.map { "\($0); it stays queued" } + uploads.refused.map { "\($0); refused for good, not sent again" }

@@ -22,7 +22,7 @@ struct VerificationServer {
     }
 
     func verify(code: String) throws -> Verification {
-        let answer = try call("api/verify", ["code": code, "accept": ["confirmed"], "padding": Padding.random()])
+        let answer = try call(.verify, ["code": code, "accept": ["confirmed"]])
         guard let token = answer["token"] as? String else { throw CommandError("the verification server sent no token") }
         let day = (answer["testDate"] as? String).flatMap { try? TestResultCommand.day($0) } ?? Int64(Date().timeIntervalSince1970) / 86_400 * 86_400
         return Verification(testType: answer["testtype"] as? String ?? "confirmed", testDate: day, token: token)
@@ -30,14 +30,14 @@ struct VerificationServer {
 
     /// A certificate binding `hmac` (of the keys to share) to the verified test.
     func certificate(token: String, hmac: [UInt8]) throws -> String {
-        let answer = try call("api/certificate", ["token": token, "ekeyhmac": Data(hmac).base64EncodedString()])
+        let answer = try call(.certificate, ["token": token, "ekeyhmac": Data(hmac).base64EncodedString()])
         guard let certificate = answer["certificate"] as? String else { throw CommandError("the verification server sent no certificate") }
         return certificate
     }
 
-    private func call(_ path: String, _ body: [String: Any]) throws -> [String: Any] {
-        let target = url.appendingPathComponent(path)
-        let reply = try Download.post(try JSONSerialization.data(withJSONObject: body), to: target, headers: ["X-API-Key": apiKey])
+    private func call(_ endpoint: Padding.Endpoint, _ fields: [String: Any]) throws -> [String: Any] {
+        let target = url.appendingPathComponent(endpoint.path)
+        let reply = try Download.post(try Padding.body(fields, for: endpoint), to: target, headers: ["X-API-Key": apiKey])
         let (status, data) = (reply.status, reply.body)
         let answer = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
         guard status == 200, (answer["error"] as? String ?? "").isEmpty else {
@@ -50,12 +50,5 @@ struct VerificationServer {
             }
         }
         return answer
-    }
-}
-
-/// Random padding, so that the size of a request does not tell what it carries.
-enum Padding {
-    static func random() -> String {
-        Data((0..<Int.random(in: 32...256)).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
     }
 }

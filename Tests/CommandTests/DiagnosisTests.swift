@@ -25,8 +25,8 @@ import Testing
             server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log, statuses] }
         }
 
-        /// A key-server.conf for these servers.
-        func configuration(in directory: TemporaryDirectory) throws -> String {
+        /// A key-server.conf for these servers, with `more` lines.
+        func configuration(in directory: TemporaryDirectory, _ more: String = "") throws -> String {
             let file = directory.file("key-server.conf")
             try """
                 url = \(base)
@@ -34,8 +34,18 @@ import Testing
                 health-authority = test-authority
                 verification-url = \(base)
                 verification-api-key = test-api-key
+                \(more)
                 """.write(toFile: file, atomically: true, encoding: .utf8)
             return file
+        }
+
+        /// Every POST the servers received: path, size, and whether it was a decoy.
+        func requests() throws -> [(path: String, size: Int, chaff: Bool)] {
+            guard let text = try? String(contentsOfFile: log + ".requests", encoding: .utf8) else { return [] }
+            return try text.split(separator: "\n").map {
+                let request = try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+                return (request["path"] as? String ?? "", request["size"] as? Int ?? 0, request["chaff"] as? Bool ?? false)
+            }
         }
 
         func publishes() throws -> [[String: Any]] {
@@ -99,6 +109,30 @@ import Testing
         #expect(sentKeys[2] == [Data(later.keyData.bytes).base64EncodedString()], "the revision carries only the new key")
         #expect(publishes.map { $0["revisionToken"] as? String } == ["", "", "revision-1"])
         #expect(publishes.last?["authority"] as? String == "test-authority")
+        #expect(try authority.requests().allSatisfy { !$0.chaff }, "no decoys unless key-server.conf says chaff")
+    }
+
+    /// With chaff, the timer's run sends decoys the servers discard; decoys and real requests have
+    /// the same size per endpoint, so the traffic does not tell who uploaded.
+    @Test func decoysHaveTheSizesOfRealRequests() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        _ = try service.insertRolledKey()
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"))
+        let configuration = try authority.configuration(in: directory, "chaff = 1")
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+        let shared = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(shared.status == 0, "\(shared.standardError)")
+        let pending = try service.enctl("share", "--pending", "--server-config", configuration)
+        #expect(pending.status == 0 && pending.standardError.contains("decoy requests sent"), "\(pending.standardError)")
+
+        let requests = try authority.requests()
+        let real = Dictionary(grouping: requests.filter { !$0.chaff }, by: \.path).mapValues { Set($0.map(\.size)) }
+        let decoys = Dictionary(grouping: requests.filter(\.chaff), by: \.path).mapValues { Set($0.map(\.size)) }
+        #expect(Set(decoys.keys) == ["/api/verify", "/api/certificate", "/v1/publish"])
+        #expect(real == decoys, "real \(real), decoys \(decoys)")
+        #expect(try authority.publishes().count == 1, "a decoy is no publish")
+        #expect(try service.enctl("test-result", "list", "--json").standardOutput.contains("\"uploadPending\" : false"))
     }
 
     /// 429 with Retry-After waits as long as the server says; a refusal for good (an expired

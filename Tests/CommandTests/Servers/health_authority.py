@@ -10,7 +10,8 @@ POST /v1/publish       refused as FAILURES says; then accepted only if the HMAC 
                        keys under hmacKey is the one the certificate binds; an accepted publish
                        answers revisionToken "revision-N" (N counts accepted publishes)
 GET  /index.txt        an empty list of export files
-Every publish request is appended to LOG as a JSON line: {"keys": [...], "accepted": bool,
+Every request's path, size and X-Chaff header go to LOG.requests; a request with X-Chaff is a
+decoy, answered 200 {} and otherwise ignored. Every publish request is appended to LOG as a JSON line: {"keys": [...], "accepted": bool,
 "authority": ..., "revisionToken": the one the request carried}."""
 import base64, hashlib, hmac, http.server, json, sys
 
@@ -46,7 +47,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.answer(404, {"error": "not found"})
 
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        chaff = self.headers.get("X-Chaff") is not None
+        with open(LOG + ".requests", "a") as log:
+            log.write(json.dumps({"path": self.path, "size": len(raw), "chaff": chaff}) + "\n")
+        if chaff:
+            return self.answer(200, {})
+        body = json.loads(raw)
         if self.path in ("/api/verify", "/api/certificate") and self.headers.get("X-API-Key") != API_KEY:
             return self.answer(401, {"error": "bad API key", "errorCode": "unauthorized"})
         if self.path == "/api/verify":
