@@ -6,15 +6,19 @@ public enum Reminder: String, Sendable, CaseIterable {
     case detectionOverdue = "detection-overdue"
     /// An exposure within the last 14 days.
     case recentExposure = "recent-exposure"
+    /// The key server refused a test result's keys for good: they were not shared.
+    case uploadRefused = "upload-refused"
 
     public static let detectionOverdueSeconds = UTCDay.seconds
     public static let exposureReminderSeconds = 14 * UTCDay.seconds
 
     /// The reminders due at `now`. The detection clock starts when the agent was enabled.
-    public static func due(now: Int64, enabledSince: Int64?, lastSuccessfulDetection: Int64?, latestExposureDay: Int64?) -> [Reminder] {
+    public static func due(now: Int64, enabledSince: Int64?, lastSuccessfulDetection: Int64?, latestExposureDay: Int64?,
+                           uploadRefused: Bool = false) -> [Reminder] {
         var due = [Reminder]()
         if let enabledSince, now - max(enabledSince, lastSuccessfulDetection ?? 0) > detectionOverdueSeconds { due.append(.detectionOverdue) }
         if let day = latestExposureDay, now - day < exposureReminderSeconds + UTCDay.seconds { due.append(.recentExposure) }
+        if uploadRefused { due.append(.uploadRefused) }
         return due
     }
 
@@ -25,6 +29,8 @@ public enum Reminder: String, Sendable, CaseIterable {
             return "no exposure detection has succeeded for more than 24 hours: check 'systemctl status enagent-detect.timer' and 'enctl status'"
         case .recentExposure:
             return "you were exposed recently (latest day \(latestExposureDay.map(String.init) ?? "?"), unix time): see 'enctl windows' and follow your health authority's advice"
+        case .uploadRefused:
+            return "the key server refused your keys for good, so they were not shared: see 'enctl test-result list'; a new code from your health authority lets you share them"
         }
     }
 }

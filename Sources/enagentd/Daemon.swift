@@ -180,7 +180,8 @@ final class Daemon: @unchecked Sendable {
             exposureDay = try latestExposureDay
             let consent = try consent
             due = Reminder.due(now: now, enabledSince: consent?.granted == true ? consent?.recordedAt : nil,
-                               lastSuccessfulDetection: try store.lastSuccessfulDetection(), latestExposureDay: exposureDay)
+                               lastSuccessfulDetection: try store.lastSuccessfulDetection(), latestExposureDay: exposureDay,
+                               uploadRefused: try store.testResults().first.map { $0.uploadFailure != nil } ?? false)
         } catch {
             return logger.error("cannot check reminders: \(error)")
         }
@@ -250,6 +251,7 @@ final class Daemon: @unchecked Sendable {
     func uploadFinished(testResultId: String, _ result: UploadResult) throws {
         dispatchPrecondition(condition: .onQueue(queue))
         try store.finishUpload(testResultId: testResultId, result, at: clock.now)
+        checkReminders()
         switch result {
         case .accepted: logger.info("the key server accepted the keys of test result \(testResultId)")
         case .retry(let reason, let retryAt):

@@ -33,6 +33,7 @@ struct Status: ParsableCommand {
         for reminder in report.reminders {
             switch reminder {
             case "detection-overdue": print("\nWarning: no exposure detection has succeeded for more than 24 hours.")
+            case "upload-refused": print("\nThe key server refused your keys for good: they were not shared. See 'enctl test-result list'.")
             case "recent-exposure": print("\nYou were exposed on \(utcDay(Int64(report.latestExposureDay))): see 'enctl windows' and follow your health authority's advice.")
             default: print("\nReminder: \(reminder)")
             }

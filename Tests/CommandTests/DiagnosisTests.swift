@@ -159,6 +159,7 @@ import Testing
         #expect(listed.standardOutput.contains("refused for good: HTTP 400"), "\(listed.standardOutput)")
         #expect(try results(service).first?["uploadFailure"] as? String == "HTTP 400: the verification certificate has expired [certificate_expired]")
         #expect(try service.enctl("share", "--pending").standardOutput.contains("No pending uploads due"))
+        #expect(try service.status()["reminders"] as? [String] == ["upload-refused"], "enctl status says so")
         let again = try service.enctl("share", "--yes", "--server-config", configuration)
         #expect(again.status == 1 && again.standardError.contains("record the test again with a new code"), "\(again.standardError)")
         #expect(try authority.publishes().count == 2, "nothing sent after the refusal")

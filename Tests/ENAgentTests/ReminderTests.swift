@@ -6,6 +6,7 @@ struct ReminderTests {
     let now: Int64 = 1_795_000_000
 
     @Test func detectionIsOverdueADayAfterTheLastSuccessOrTheEnabling() {
+        #expect(Reminder.due(now: now, enabledSince: nil, lastSuccessfulDetection: nil, latestExposureDay: nil, uploadRefused: true) == [.uploadRefused])
         #expect(Reminder.due(now: now, enabledSince: nil, lastSuccessfulDetection: nil, latestExposureDay: nil).isEmpty, "not enabled")
         #expect(Reminder.due(now: now, enabledSince: now - 3_600, lastSuccessfulDetection: nil, latestExposureDay: nil).isEmpty)
         #expect(Reminder.due(now: now, enabledSince: now - 2 * day, lastSuccessfulDetection: nil, latestExposureDay: nil) == [.detectionOverdue])
