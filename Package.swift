@@ -78,7 +78,7 @@ let package = Package(
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
 
-        .target(name: "TestSupport", dependencies: ["ENCore", "ENAgent"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl", "CENKernel",
         ]),
@@ -96,7 +96,7 @@ let package = Package(
         // Fuzzers (make fuzz)
         // One libFuzzer executable per parser strangers can feed, and their corpus replayed as a test (Fuzz/README.md).
         .systemLibrary(name: "CENLibFuzzer", path: "Fuzz/LibFuzzer"),
-        .target(name: "ENFuzzTargets", dependencies: ["ENCore", "ENKeyFiles", "ENDiagnosis", "ENAgent", "CENLibFuzzer"]),
+        .target(name: "ENFuzzTargets", dependencies: ["ENCore", "ENArchive", "ENKeyFiles", "ENDiagnosis", "ENAgent", "CENLibFuzzer"]),
         .executableTarget(name: "FuzzKeyExport", dependencies: ["ENFuzzTargets"], path: "Fuzz/KeyExport"),
         .executableTarget(name: "FuzzHealthCard", dependencies: ["ENFuzzTargets"], path: "Fuzz/HealthCard"),
         .executableTarget(name: "FuzzSightings", dependencies: ["ENFuzzTargets"], path: "Fuzz/Sightings"),

@@ -8,6 +8,21 @@ public enum RawDeflate {
         case tooLarge(limit: Int)
     }
 
+    /// `bytes` as raw DEFLATE without compression (stored blocks of at most 65535 bytes), which
+    /// every inflater reads: for writing SMART Health Cards in tests and fuzzers.
+    public static func stored(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        let bytes = Array(bytes)
+        var output = [UInt8](), offset = 0
+        repeat {
+            let length = min(bytes.count - offset, 0xFFFF)
+            let final: UInt8 = offset + length == bytes.count ? 1 : 0
+            output += [final, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
+            output += bytes[offset..<offset + length]
+            offset += length
+        } while offset < bytes.count
+        return output
+    }
+
     public static func inflate(_ input: [UInt8], limit: Int) throws(Failure) -> [UInt8] {
         let result = input.withUnsafeBytes { bytes in Result { () throws(Failure) in try inflate(bytes, limit: limit, as: [UInt8].self) } }
         return try result.get()

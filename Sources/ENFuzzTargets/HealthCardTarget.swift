@@ -1,4 +1,5 @@
 import ENCore
+import ENArchive
 import ENDiagnosis
 import Foundation
 
@@ -42,10 +43,9 @@ enum HealthCardFixtures {
     static let signer = try! P256PrivateKey()
 
     static let selfSignedKey: JSONWebKey = {
-        // The SubjectPublicKeyInfo of a P-256 key ends with the uncompressed point 04 ‖ x ‖ y.
-        let point = signer.publicKey.subjectPublicKeyInfo.suffix(64)
-        let x = base64URL(Array(point.prefix(32))), y = base64URL(Array(point.suffix(32)))
-        let kid = base64URL(SHA256.digest(Data(#"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#.utf8)))
+        let point = signer.publicKey.point
+        let x = Base64URL.encode(point.x), y = Base64URL.encode(point.y)
+        let kid = Base64URL.encode(SHA256.digest(Data(#"{"crv":"P-256","kty":"EC","x":"\#(x)","y":"\#(y)"}"#.utf8)))
         let jwks = #"{"keys":[{"kty":"EC","crv":"P-256","kid":"\#(kid)","x":"\#(x)","y":"\#(y)"}]}"#
         return try! JSONWebKey.keySet(Data(jwks.utf8)).first!
     }()
@@ -54,45 +54,9 @@ enum HealthCardFixtures {
 
     /// A compact JWS of `payload` (raw DEFLATE in stored blocks), ES256-signed by `signer`.
     static func selfSigned(payload: UnsafeRawBufferPointer) -> String? {
-        let header = base64URL(Array(#"{"alg":"ES256","kid":"\#(selfSignedKey.kid)","zip":"DEF"}"#.utf8))
-        let signingInput = header + "." + base64URL(storedDeflate(payload))
-        guard let der = try? Array(signingInput.utf8).withUnsafeBytes({ try signer.signature(for: $0) }),
-              let raw = rawSignature(der: der) else { return nil }
-        return signingInput + "." + base64URL(raw)
-    }
-
-    /// Raw DEFLATE of `bytes` without compression: stored blocks of at most 65535 bytes.
-    static func storedDeflate(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var output = [UInt8](), offset = 0
-        repeat {
-            let length = min(bytes.count - offset, 0xFFFF)
-            let final: UInt8 = offset + length == bytes.count ? 1 : 0
-            output += [final, UInt8(length & 0xFF), UInt8(length >> 8), UInt8(~length & 0xFF), UInt8((~length >> 8) & 0xFF)]
-            output += bytes[offset..<offset + length]
-            offset += length
-        } while offset < bytes.count
-        return output
-    }
-
-    /// The JOSE form (r ‖ s, 32 bytes each) of a DER ECDSA signature from OpenSSL.
-    static func rawSignature(der: [UInt8]) -> [UInt8]? {
-        // SEQUENCE { INTEGER r, INTEGER s }; P-256 signatures are short enough for one-byte lengths.
-        guard der.count > 8, der[0] == 0x30 else { return nil }
-        var index = 2, raw = [UInt8]()
-        for _ in 0..<2 {
-            guard index + 2 <= der.count, der[index] == 0x02 else { return nil }
-            let length = Int(der[index + 1])
-            guard index + 2 + length <= der.count else { return nil }
-            let integer = der[(index + 2)..<(index + 2 + length)].drop { $0 == 0 }
-            guard integer.count <= 32 else { return nil }
-            raw += [UInt8](repeating: 0, count: 32 - integer.count) + integer
-            index += 2 + length
-        }
-        return raw
-    }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(selfSignedKey.kid)","zip":"DEF"}"#.utf8))
+        let signingInput = header + "." + Base64URL.encode(RawDeflate.stored(payload))
+        guard let raw = try? Array(signingInput.utf8).withUnsafeBytes({ try signer.rawSignature(for: $0) }) else { return nil }
+        return signingInput + "." + Base64URL.encode(raw)
     }
 }

@@ -109,3 +109,23 @@ import Testing
         #expect(SARSCoV2Finding(Self.card([])) == .notPositive(reason: "nothing but the person's details"))
     }
 }
+
+/// The primitives card issuers in tests and fuzzers use: stored DEFLATE and JOSE signatures.
+@Suite struct CardIssuingPrimitiveTests {
+    @Test(arguments: [0, 1, 65_535, 65_536, 200_000])
+    func storedDeflateInflatesBack(count: Int) throws {
+        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        #expect(try RawDeflate.inflate(RawDeflate.stored(bytes), limit: count) == bytes)
+    }
+
+    @Test func aRawSignatureVerifiesAndIsSixtyFourBytes() throws {
+        let key = try P256PrivateKey()
+        let message = Array("header.payload".utf8)
+        for _ in 0..<20 {
+            let signature = try message.withUnsafeBytes { try key.rawSignature(for: $0) }
+            #expect(signature.count == 64)
+            #expect(message.withUnsafeBytes { key.publicKey.isValidRawSignature(signature, for: $0) })
+        }
+        #expect(try P256PublicKey(x: key.publicKey.point.x, y: key.publicKey.point.y).subjectPublicKeyInfo == key.publicKey.subjectPublicKeyInfo)
+    }
+}

@@ -1,9 +1,11 @@
+import ENArchive
 import ENCore
 import Foundation
 
 /// A SMART Health Card issuer for tests: a fresh P-256 key, its JWKS, and cards it signs as real
 /// issuers do (a raw-DEFLATE payload, an ES256 JWS whose `kid` is the key's RFC 7638 thumbprint).
-/// Written without ENDiagnosis, so that the verifier is checked against an independent signer.
+/// The JWS and JWKS are assembled here, without ENDiagnosis, so that the verifier is checked
+/// against a signer of its own.
 public struct HealthCardIssuer {
     public let url: String
     private let key: P256PrivateKey
@@ -13,10 +15,9 @@ public struct HealthCardIssuer {
     public init(url: String = "https://issuer.example.org") throws {
         self.url = url
         key = try P256PrivateKey()
-        // A P-256 SubjectPublicKeyInfo ends with the uncompressed point 04 ‖ X ‖ Y.
-        let point = key.publicKey.subjectPublicKeyInfo.suffix(64)
-        x = Self.base64URL(Array(point.prefix(32)))
-        y = Self.base64URL(Array(point.suffix(32)))
+        let point = key.publicKey.point
+        x = Self.base64URL(point.x)
+        y = Self.base64URL(point.y)
     }
 
     public var kid: String {
@@ -39,9 +40,9 @@ public struct HealthCardIssuer {
         ]
         let json = try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])
         let header = Self.base64URL(Array(#"{"zip":"DEF","alg":"ES256","kid":"\#(kid)"}"#.utf8))
-        let signingInput = header + "." + Self.base64URL(Self.storedDeflate(Array(json)))
-        let der = try Array(signingInput.utf8).withUnsafeBytes { try key.signature(for: $0) }
-        let jws = signingInput + "." + Self.base64URL(Self.rawSignature(der))
+        let signingInput = header + "." + Self.base64URL(RawDeflate.stored(json))
+        let signature = try Array(signingInput.utf8).withUnsafeBytes { try key.rawSignature(for: $0) }
+        let jws = signingInput + "." + Self.base64URL(signature)
         return #"{"verifiableCredential":["\#(jws)"]}"#
     }
 
@@ -61,32 +62,5 @@ public struct HealthCardIssuer {
     static func base64URL(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
-    }
-
-    /// Raw DEFLATE of stored (uncompressed) blocks, which every inflater reads.
-    static func storedDeflate(_ bytes: [UInt8]) -> [UInt8] {
-        var output = [UInt8]()
-        var offset = 0
-        repeat {
-            let count = min(65_535, bytes.count - offset)
-            let final: UInt8 = offset + count == bytes.count ? 1 : 0
-            output += [final, UInt8(count & 0xff), UInt8(count >> 8), UInt8(~count & 0xff), UInt8((~count >> 8) & 0xff)]
-            output += bytes[offset..<offset + count]
-            offset += count
-        } while offset < bytes.count
-        return output
-    }
-
-    /// The JOSE r ‖ s form of a DER ECDSA signature (SEQUENCE of two INTEGERs).
-    static func rawSignature(_ der: [UInt8]) -> [UInt8] {
-        var index = der[1] & 0x80 != 0 ? 2 + Int(der[1] & 0x7f) : 2
-        var parts = [[UInt8]]()
-        for _ in 0..<2 {
-            let length = Int(der[index + 1])
-            let integer = der[(index + 2)..<(index + 2 + length)].drop { $0 == 0 }
-            parts.append([UInt8](repeating: 0, count: 32 - integer.count) + integer)
-            index += 2 + length
-        }
-        return parts[0] + parts[1]
     }
 }
