@@ -26,67 +26,58 @@ extension DBusRepresentable {
     }
 }
 
-extension Bool: DBusRepresentable {
+/// A basic D-Bus type: its Swift value is the case's payload.
+public protocol DBusScalar: DBusRepresentable {
+    static func scalar(in value: DBusValue) -> Self?
+}
+
+extension DBusScalar {
+    public init(dbusValue: DBusValue) throws(ContractMismatch) {
+        guard let value = Self.scalar(in: dbusValue.unwrapped) else { throw Self.mismatch(dbusValue) }
+        self = value
+    }
+}
+
+extension Bool: DBusScalar {
     public static let dbusSignature = "b"
     public var dbusValue: DBusValue { .boolean(self) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .boolean(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        self = value
-    }
+    public static func scalar(in value: DBusValue) -> Bool? { if case .boolean(let value) = value { value } else { nil } }
 }
 
-extension UInt8: DBusRepresentable {
+extension UInt8: DBusScalar {
     public static let dbusSignature = "y"
     public var dbusValue: DBusValue { .byte(self) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .byte(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        self = value
-    }
+    public static func scalar(in value: DBusValue) -> UInt8? { if case .byte(let value) = value { value } else { nil } }
 }
 
-extension Int32: DBusRepresentable {
+extension Int32: DBusScalar {
     public static let dbusSignature = "i"
     public var dbusValue: DBusValue { .int32(self) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .int32(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        self = value
-    }
+    public static func scalar(in value: DBusValue) -> Int32? { if case .int32(let value) = value { value } else { nil } }
 }
 
-extension UInt32: DBusRepresentable {
+extension UInt32: DBusScalar {
     public static let dbusSignature = "u"
     public var dbusValue: DBusValue { .uint32(self) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .uint32(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        self = value
-    }
+    public static func scalar(in value: DBusValue) -> UInt32? { if case .uint32(let value) = value { value } else { nil } }
 }
 
-extension UInt64: DBusRepresentable {
+extension UInt64: DBusScalar {
     public static let dbusSignature = "t"
     public var dbusValue: DBusValue { .uint64(self) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .uint64(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        self = value
-    }
+    public static func scalar(in value: DBusValue) -> UInt64? { if case .uint64(let value) = value { value } else { nil } }
 }
 
-extension Double: DBusRepresentable {
+extension Double: DBusScalar {
     public static let dbusSignature = "d"
     public var dbusValue: DBusValue { .double(self) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .double(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        self = value
-    }
+    public static func scalar(in value: DBusValue) -> Double? { if case .double(let value) = value { value } else { nil } }
 }
 
-extension String: DBusRepresentable {
+extension String: DBusScalar {
     public static let dbusSignature = "s"
     public var dbusValue: DBusValue { .string(self) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .string(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        self = value
-    }
+    public static func scalar(in value: DBusValue) -> String? { if case .string(let value) = value { value } else { nil } }
 }
 
 extension Array: DBusRepresentable where Element: DBusRepresentable {
@@ -104,16 +95,13 @@ extension Array: DBusRepresentable where Element: DBusRepresentable {
 }
 
 /// A file descriptor passed over the bus (`h`). A received one is the receiver's to close.
-public struct FileDescriptor: DBusRepresentable, Equatable {
+public struct FileDescriptor: DBusScalar, Equatable {
     public static let dbusSignature = "h"
     public let rawValue: Int32
 
     public init(_ rawValue: Int32) { self.rawValue = rawValue }
     public var dbusValue: DBusValue { .unixFD(rawValue) }
-    public init(dbusValue: DBusValue) throws(ContractMismatch) {
-        guard case .unixFD(let value) = dbusValue.unwrapped else { throw Self.mismatch(dbusValue) }
-        rawValue = value
-    }
+    public static func scalar(in value: DBusValue) -> FileDescriptor? { if case .unixFD(let value) = value { FileDescriptor(value) } else { nil } }
 }
 
 /// A fixed list of named, typed members: a structure inside a reply, or the arguments of a method
