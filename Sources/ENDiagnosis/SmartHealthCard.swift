@@ -180,16 +180,20 @@ public struct HealthCardVerifier: Sendable {
         return card
     }
 
-    /// A CodeableConcept's first coding.
+    /// A CodeableConcept's first coding, as JSON.
+    static func firstCoding(_ concept: Any?) -> [String: Any]? {
+        ((concept as? [String: Any])?["coding"] as? [[String: Any]])?.first
+    }
+
+    /// A CodeableConcept's first coding, when it has a system and a code.
     static func code(_ concept: Any?) -> HealthCard.Code? {
-        guard let coding = ((concept as? [String: Any])?["coding"] as? [[String: Any]])?.first,
-              let system = coding["system"] as? String, let code = coding["code"] as? String else { return nil }
+        guard let coding = firstCoding(concept), let system = coding["system"] as? String, let code = coding["code"] as? String else { return nil }
         return HealthCard.Code(system: system, code: code, display: coding["display"] as? String)
     }
 
     /// A CodeableConcept as "display (system code)".
     static func coding(_ concept: Any?) -> String {
-        guard let coding = ((concept as? [String: Any])?["coding"] as? [[String: Any]])?.first else { return "" }
+        guard let coding = firstCoding(concept) else { return "" }
         let code = coding["code"] as? String ?? ""
         return (coding["display"] as? String).map { "\($0) (\(code))" } ?? code
     }

@@ -72,7 +72,12 @@ extension AgentStore {
     /// Every test result, the most recent first.
     public func testResults() throws(StoreError) -> [TestResult] {
         try read { db in
-            try Row.fetchAll(db, sql: """
+            // Every result's shared keys in one query, not one query per result.
+            var sharedKeys = [String: [TemporaryExposureKeyData]]()
+            for row in try Row.fetchAll(db, sql: "SELECT test_result_id, key_data FROM shared_key ORDER BY key_data") {
+                if let key = Bytes16(bytes: row["key_data"] as Data) { sharedKeys[row["test_result_id"], default: []].append(key) }
+            }
+            return try Row.fetchAll(db, sql: """
                 SELECT test_result.*, pending_upload.test_result_id IS NOT NULL AS pending FROM test_result
                 LEFT JOIN pending_upload ON pending_upload.test_result_id = test_result.id ORDER BY recorded_at DESC, id
                 """).map { row in
@@ -81,8 +86,7 @@ extension AgentStore {
                                         verificationToken: row["verification_token"], uploadPending: row["pending"])
                 result.uploadFailure = row["upload_failure"]
                 result.revisionToken = row["revision_token"]
-                result.sharedKeys = try Data.fetchAll(db, sql: "SELECT key_data FROM shared_key WHERE test_result_id = ? ORDER BY key_data",
-                                                      arguments: [result.id]).compactMap { Bytes16(bytes: $0) }
+                result.sharedKeys = sharedKeys[result.id] ?? []
                 return result
             }
         }

@@ -26,9 +26,7 @@ enum Download {
     /// A GET whose answer must be 200 and at most `maximumSize` bytes, within `timeout` seconds;
     /// redirects are followed.
     static func data(from url: URL, maximumSize: Int, timeout: TimeInterval = defaultTimeout) throws -> Data {
-        let answer = try exchange(Request(url: url, maximumSize: maximumSize, timeout: timeout))
-        guard answer.status == 200 else { throw CommandError("\(url.absoluteString): the server answered HTTP \(answer.status)") }
-        return answer.body
+        try get(Request(url: url, maximumSize: maximumSize, timeout: timeout)).body
     }
 
     /// A GET whose answer (200, at most `maximumSize` bytes, within `timeout` seconds) streams into
@@ -45,8 +43,7 @@ enum Download {
         }
         var request = Request(url: url, maximumSize: maximumSize, timeout: timeout)
         request.sink = descriptor
-        let answer = try exchange(request)
-        guard answer.status == 200 else { throw CommandError("\(url.absoluteString): the server answered HTTP \(answer.status)") }
+        _ = try get(request)
         guard fsync(descriptor) == 0, rename(partial, path) == 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
         complete = true
     }
@@ -68,6 +65,13 @@ enum Download {
         var headers: [String: String] = [:]
         /// Where the answer's bytes go: a file descriptor, or memory when nil.
         var sink: Int32?
+    }
+
+    /// A GET whose answer must be 200.
+    private static func get(_ request: Request) throws -> Answer {
+        let answer = try exchange(request)
+        guard answer.status == 200 else { throw CommandError("\(request.url.absoluteString): the server answered HTTP \(answer.status)") }
+        return answer
     }
 
     /// libcurl's process-wide set-up, done once before the first handle.
