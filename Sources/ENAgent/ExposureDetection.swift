@@ -104,7 +104,8 @@ public struct ExposureDetection: Sendable {
         try storeCall {
             try store.recordDetection(startedAt: started, finishedAt: finished,
                                       keyFiles: fresh.map { ProcessedKeyFile(sha256: $0.digest, name: $0.name, region: $0.export.region, keyCount: $0.export.keyCount) },
-                                      matchedKeyCount: found.result.matches.count, windows: found.windows)
+                                      matchedKeyCount: found.result.matches.count, windows: found.windows,
+                                      superseding: found.result.matches.map(\.key.key.identity) + found.result.revokedKeys)
             try store.setSetting(Self.configurationSetting, to: configurationJSON)
         }
         return DetectionOutcome(keyFilesProcessed: fresh.count, keyFilesSkipped: skipped, keysChecked: found.result.keysChecked,

@@ -28,3 +28,19 @@ public struct TemporaryExposureKey: Hashable, Sendable {
         interval >= rollingStartIntervalNumber && UInt64(interval.rawValue) < rollingEndIntervalNumber
     }
 }
+
+extension TemporaryExposureKey {
+    /// What makes two publications the same key: the key data and the rolling start. Servers
+    /// publish a key again (a re-upload, a revision of its report type); it is still one key.
+    public struct Identity: Hashable, Sendable {
+        public var keyData: TemporaryExposureKeyData
+        public var rollingStartIntervalNumber: ENIntervalNumber
+
+        public init(keyData: TemporaryExposureKeyData, rollingStartIntervalNumber: ENIntervalNumber) {
+            self.keyData = keyData
+            self.rollingStartIntervalNumber = rollingStartIntervalNumber
+        }
+    }
+
+    public var identity: Identity { Identity(keyData: keyData, rollingStartIntervalNumber: rollingStartIntervalNumber) }
+}

@@ -4,8 +4,13 @@ import Foundation
 
 /// What matching a set of key files found.
 public struct DetectionResult: Sendable {
-    /// One entry per matched key (a key published twice counts once), revisions applied.
+    /// One entry per matched key, with its newest publication's metadata (a key published twice,
+    /// or revised, counts once), in file order.
     public var matches: [KeyMatch]
+    /// Keys whose newest publication in these files revokes them: whatever an earlier detection
+    /// found for them no longer counts.
+    public var revokedKeys: [TemporaryExposureKey.Identity]
+    /// Publications checked: keys and revised keys.
     public var keysChecked: Int
     /// Sightings that matched but carried an implausible TX power.
     public var implausibleSightings: Int
@@ -13,10 +18,12 @@ public struct DetectionResult: Sendable {
 
 /// Matches diagnosis key files against a sighting index on all cores.
 ///
-/// Keys are taken from each file in batches, so memory holds one batch of keys (plus the file),
-/// however many keys a day brings.
+/// Every worker takes the next few hundred keys from the files itself, so reading the files
+/// overlaps with matching and no thread waits for a batch to finish; memory holds the files and
+/// what matched, however many keys they carry.
 public struct ExposureDetector: Sendable {
-    public static let batchSize = 8_192
+    /// Keys a worker takes at a time: enough to make the shared cursor's lock rare.
+    public static let batchSize = 512
 
     public let index: SightingIndex
     public var rssiCorrection: Int
@@ -29,57 +36,88 @@ public struct ExposureDetector: Sendable {
     }
 
     public func detect(_ exports: [KeyExport]) throws -> DetectionResult {
-        let workers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrection: rssiCorrection) }
-        var matches = [KeyMatch](), revisions = [TemporaryExposureKeyData: DiagnosisKey]()
-        var batch = [KeyExport.EncodedKey](), checked = 0
-        batch.reserveCapacity(Self.batchSize)
-        for export in exports {
-            try export.forEachEncodedKey { encoded in
-                if encoded.isRevision {
-                    let revision = encoded.decode()
-                    revisions[revision.key.keyData] = revision
-                    return
-                }
-                batch.append(encoded)
-                if batch.count == Self.batchSize {
-                    matches += try match(batch, with: workers)
-                    checked += batch.count
-                    batch.removeAll(keepingCapacity: true)
-                }
-            }
+        let matchers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrection: rssiCorrection) }
+        let cursor = KeyCursor(exports)
+        // Each worker initialises only its own slot and uses only its own matcher.
+        let shares = UnsafeMutableBufferPointer<Result<WorkerShare, any Error>>.allocate(capacity: threads)
+        defer { shares.deinitialize().deallocate() }
+        nonisolated(unsafe) let slots = shares, ownMatchers = matchers
+        DispatchQueue.concurrentPerform(iterations: threads) { worker in
+            (slots.baseAddress! + worker).initialize(to: Result { try Self.work(matcher: ownMatchers[worker], cursor: cursor) })
         }
-        matches += try match(batch, with: workers)
-        checked += batch.count
-
-        var seen = Set<TemporaryExposureKeyData>()
-        let unique = matches.compactMap { match -> KeyMatch? in
-            guard seen.insert(match.key.key.keyData).inserted else { return nil }
-            guard let revision = revisions[match.key.key.keyData] else { return match }
-            return KeyMatch(key: revision, sightings: match.sightings)
-        }.filter { $0.key.reportType != .revoked }
-        return DetectionResult(matches: unique, keysChecked: checked,
-                               implausibleSightings: workers.reduce(0) { $0 + $1.implausibleSightings })
+        return Self.newestPublications(try shares.map { try $0.get() },
+                                           implausibleSightings: matchers.reduce(0) { $0 + $1.implausibleSightings })
     }
 
-    /// Splits `keys` into one contiguous share per worker, which decodes and matches it
-    /// (revoked keys are skipped).
-    private func match(_ keys: [KeyExport.EncodedKey], with workers: [KeyMatcher]) throws -> [KeyMatch] {
-        guard !keys.isEmpty else { return [] }
-        let count = workers.count
-        // Each worker initialises only its own slot; the matchers are one per worker.
-        let shares = UnsafeMutableBufferPointer<Result<[KeyMatch], any Error>>.allocate(capacity: count)
-        defer { shares.deinitialize().deallocate() }
-        nonisolated(unsafe) let slots = shares, matchers = workers
-        DispatchQueue.concurrentPerform(iterations: count) { worker in
-            let range = keys.count * worker / count..<keys.count * (worker + 1) / count
-            (slots.baseAddress! + worker).initialize(to: Result {
-                try keys[range].compactMap { encoded in
-                    let key = encoded.decode()
-                    return key.reportType == .revoked ? nil : try matchers[worker].match(key)
+    /// What one worker found, each publication numbered by its place in the files.
+    private struct WorkerShare {
+        var matches = [(position: Int, match: KeyMatch)]()
+        var revocations = [(position: Int, key: DiagnosisKey)]()
+        var checked = 0
+    }
+
+    private static func work(matcher: KeyMatcher, cursor: KeyCursor) throws -> WorkerShare {
+        var share = WorkerShare(), batch = [KeyExport.EncodedKey]()
+        batch.reserveCapacity(batchSize)
+        while let first = cursor.next(batchSize, into: &batch) {
+            for (offset, encoded) in batch.enumerated() {
+                let key = encoded.decode()
+                if key.reportType == .revoked {
+                    share.revocations.append((first + offset, key))
+                } else if let match = try matcher.match(key) {
+                    share.matches.append((first + offset, match))
                 }
-            })
+            }
+            share.checked += batch.count
+            batch.removeAll(keepingCapacity: true)
         }
-        return try shares.flatMap { try $0.get() }
+        return share
+    }
+
+    /// One result per key: its newest publication wins, and a newest one that revokes it drops it.
+    private static func newestPublications(_ shares: [WorkerShare], implausibleSightings: Int) -> DetectionResult {
+        var newestMatch = [TemporaryExposureKey.Identity: (position: Int, match: KeyMatch)]()
+        var newestRevocation = [TemporaryExposureKey.Identity: Int]()
+        for share in shares {
+            for found in share.matches where found.position > newestMatch[found.match.key.key.identity]?.position ?? -1 {
+                newestMatch[found.match.key.key.identity] = found
+            }
+            for revocation in share.revocations where revocation.position > newestRevocation[revocation.key.key.identity] ?? -1 {
+                newestRevocation[revocation.key.key.identity] = revocation.position
+            }
+        }
+        let matches = newestMatch.values.filter { $0.position > newestRevocation[$0.match.key.key.identity] ?? -1 }
+            .sorted { $0.position < $1.position }.map(\.match)
+        let revoked = newestRevocation.filter { $0.value > newestMatch[$0.key]?.position ?? -1 }.sorted { $0.value < $1.value }.map(\.key)
+        return DetectionResult(matches: matches, revokedKeys: revoked, keysChecked: shares.reduce(0) { $0 + $1.checked },
+                               implausibleSightings: implausibleSightings)
+    }
+}
+
+/// The keys of a list of files, handed out a batch at a time to whichever worker asks, each
+/// batch with the place of its first key (publications are numbered in file order).
+private final class KeyCursor: @unchecked Sendable {
+    private let exports: [KeyExport]
+    private let lock = NSLock()
+    // Guarded by `lock`.
+    private var file = 0
+    private var offset: Int? = KeyExport.firstFieldOffset
+    private var position = 0
+
+    init(_ exports: [KeyExport]) { self.exports = exports }
+
+    /// Fills `batch` with up to `limit` keys and returns the first one's place, or nil when every
+    /// key has been handed out.
+    func next(_ limit: Int, into batch: inout [KeyExport.EncodedKey]) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        while batch.count < limit, file < exports.count {
+            offset = exports[file].encodedKeys(from: offset!, limit: limit - batch.count, into: &batch)
+            if offset == nil { file += 1; offset = KeyExport.firstFieldOffset }
+        }
+        guard !batch.isEmpty else { return nil }
+        defer { position += batch.count }
+        return position
     }
 }
 

@@ -136,6 +136,26 @@ public struct KeyExport: Sendable {
         }
     }
 
+    /// Where `encodedKeys(from:limit:into:)` starts: the first field after the header.
+    public static let firstFieldOffset = header.count
+
+    /// Appends up to `limit` keys from the field at byte `offset` on, in file order, and returns
+    /// where the next call goes on (nil at the end of the file). Lets several threads take keys
+    /// from one file a batch at a time.
+    public func encodedKeys(from offset: Int, limit: Int, into batch: inout [EncodedKey]) -> Int? {
+        exportBin.withUnsafeBytes { bytes in
+            var wire = ProtobufWire(bytes, from: offset)
+            var taken = 0
+            // The file was walked whole when it was read, so walking it again cannot fail.
+            while taken < limit, let (field, value) = try! wire.next() {
+                guard field == 7 || field == 8, case .bytes(let range) = value else { continue }
+                batch.append(EncodedKey(exportBin: exportBin, range: range, isRevision: field == 8))
+                taken += 1
+            }
+            return wire.offset < bytes.count ? wire.offset : nil
+        }
+    }
+
     /// Calls `body` with each key and whether it is a revision of an earlier one.
     public func forEachKey(_ body: (_ key: DiagnosisKey, _ isRevision: Bool) throws -> Void) throws {
         try forEachEncodedKey { try body($0.decode(), $0.isRevision) }

@@ -15,7 +15,8 @@ struct ProtobufWire {
     }
 
     private let bytes: UnsafeRawBufferPointer
-    private var offset: Int
+    /// Where the next field starts.
+    private(set) var offset: Int
 
     init(_ bytes: UnsafeRawBufferPointer, from offset: Int = 0) {
         self.bytes = bytes

@@ -18,15 +18,23 @@ extension AgentStore {
 
     /// Records a finished detection, the key files it processed and its exposure windows in one
     /// transaction: a crash leaves either all of it or none, so no file is ever matched twice.
+    ///
+    /// A key counts once however often it is published: the windows of every key in `superseding`
+    /// (those this detection matched or revoked) that earlier detections stored are removed first.
     @discardableResult
     public func recordDetection(startedAt: Int64, finishedAt: Int64, keyFiles: [ProcessedKeyFile], matchedKeyCount: Int,
-                                windows: [ExposureWindow]) throws(StoreError) -> Int64 {
+                                windows: [ExposureWindow], superseding: [TemporaryExposureKey.Identity] = []) throws(StoreError) -> Int64 {
         try write { db in
             try db.execute(sql: """
                 INSERT INTO exposure_detection (started_at, finished_at, key_file_count, matched_key_count) VALUES (?, ?, ?, ?)
                 """, arguments: [startedAt, finishedAt, keyFiles.count, matchedKeyCount])
             let detection = db.lastInsertedRowID
             for file in keyFiles { try Self.insert(file, at: finishedAt, in: db) }
+            for key in superseding {
+                // scan_instance rows go with their window (ON DELETE CASCADE).
+                try db.execute(sql: "DELETE FROM exposure_window WHERE key_data = ? AND rolling_start_interval_number = ?",
+                               arguments: [Data(key.keyData.bytes), key.rollingStartIntervalNumber.rawValue])
+            }
             for window in windows {
                 let key = window.diagnosisKey
                 try db.execute(sql: """

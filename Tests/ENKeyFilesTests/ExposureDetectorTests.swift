@@ -65,4 +65,38 @@ import Testing
         #expect(result.keysChecked == 2)
         #expect(result.matches.count == (key.reportType == .revoked ? 0 : 1))
     }
+
+    /// Servers publish a key again (a re-upload, a later report type): the newest publication's
+    /// metadata wins, in whichever order the files come, and the key's sightings count once.
+    @Test func theNewestPublicationOfAKeyWins() throws {
+        var selfReported = try KeyExportWriterTests.randomKeys(1)[0]
+        selfReported.reportType = .selfReport
+        var confirmed = selfReported
+        confirmed.reportType = .confirmedTest
+        let sightings = [try sighting(of: selfReported, at: selfReported.key.rollingStartIntervalNumber.unixSeconds + 60)]
+        for threads in [1, 2] {
+            let detector = ExposureDetector(index: SightingIndex(sightings), threads: threads)
+            let upgraded = try detector.detect([try export([selfReported]), try export([confirmed])])
+            #expect(upgraded.matches.map(\.key) == [confirmed] && upgraded.matches[0].sightings.count == 1 && upgraded.keysChecked == 2)
+            let downgraded = try detector.detect([try export([confirmed]), try export([selfReported])])
+            #expect(downgraded.matches.map(\.key) == [selfReported])
+        }
+    }
+
+    /// A later file that revokes a key drops it, and says so (the store drops what earlier
+    /// detections found); a key published again after its revocation counts again.
+    @Test func aLaterRevocationDropsTheKeyAndIsReported() throws {
+        let key = try KeyExportWriterTests.randomKeys(1).map { key -> DiagnosisKey in
+            var key = key
+            key.reportType = .confirmedTest
+            return key
+        }[0]
+        var revoked = key
+        revoked.reportType = .revoked
+        let index = SightingIndex([try sighting(of: key, at: key.key.rollingStartIntervalNumber.unixSeconds + 60)])
+        let dropped = try ExposureDetector(index: index).detect([try export([key]), try export([revoked])])
+        #expect(dropped.matches.isEmpty && dropped.revokedKeys == [key.key.identity])
+        let restored = try ExposureDetector(index: index).detect([try export([revoked]), try export([key])])
+        #expect(restored.matches.map(\.key) == [key] && restored.revokedKeys.isEmpty)
+    }
 }
