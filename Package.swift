@@ -52,6 +52,8 @@ let package = Package(
         .target(name: "ENStore", dependencies: [
             "ENCore",
             .product(name: "GRDB", package: "GRDB.swift"),
+            // sqlite3's own API, for the one read that GRDB's rows make slow: every sighting into the index.
+            .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
 
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.

@@ -94,8 +94,7 @@ public struct ExposureDetection: Sendable {
                 fresh.append((file.name, digest, export))
             }
         }
-        let sightings = try storeCall { try store.sightings() }
-        let detector = ExposureDetector(index: SightingIndex(sightings), rssiCorrection: rssiCorrection)
+        let detector = ExposureDetector(index: try storeCall { try store.sightingIndex() }, rssiCorrection: rssiCorrection)
         let found: (result: DetectionResult, windows: [ExposureWindow])
         do { found = try detector.exposureWindows(of: fresh.map(\.export), configuration: configuration.v2) } catch {
             throw .badKeyFile(name: fresh.map(\.name).joined(separator: ", "), reason: "\(error)")

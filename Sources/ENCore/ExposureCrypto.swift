@@ -8,10 +8,15 @@ public final class ExposureCrypto {
     private let hkdf = HKDF()
     private let aes128ECB: OpaquePointer
     private let aes128CTR: OpaquePointer
+    /// Set up for AES-128-ECB without padding once: each RPIK then only sets its key schedule
+    /// (naming the cipher again would rebuild the provider's context, per key).
+    private let ecb: OpaquePointer
     private let cipher: OpaquePointer
 
-    /// PaddedData for the intervals being derived and the RPIs, kept between calls.
+    /// PaddedData for the intervals being derived and the RPIs, kept between calls; most keys of
+    /// a key file share a rolling start, so the padded data is rewritten only when it changes.
     private var paddedData = [UInt8]()
+    private var paddedDataIntervals: (first: UInt32, count: Int) = (0, 0)
     private var identifiers = [UInt8]()
 
     private static let rpikInfo = Array("EN-RPIK".utf8)
@@ -24,16 +29,21 @@ public final class ExposureCrypto {
             EVP_CIPHER_free(ecb)
             throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-CTR)")
         }
-        guard let cipherContext = EVP_CIPHER_CTX_new() else {
+        guard let cipherContext = EVP_CIPHER_CTX_new(), let ecbContext = EVP_CIPHER_CTX_new() else {
             EVP_CIPHER_free(ctr); EVP_CIPHER_free(ecb)
             throw CryptoError.failure("EVP_CIPHER_CTX_new")
         }
         aes128ECB = ecb
         aes128CTR = ctr
         cipher = cipherContext
+        self.ecb = ecbContext
+        guard EVP_EncryptInit_ex2(ecbContext, ecb, nil, nil, nil) == 1, EVP_CIPHER_CTX_set_padding(ecbContext, 0) == 1 else {
+            throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)")
+        }
     }
 
     deinit {
+        EVP_CIPHER_CTX_free(ecb)
         EVP_CIPHER_CTX_free(cipher)
         EVP_CIPHER_free(aes128CTR)
         EVP_CIPHER_free(aes128ECB)
@@ -79,17 +89,22 @@ public final class ExposureCrypto {
         if paddedData.count < count * 16 {
             paddedData = (0..<count).flatMap { _ in Self.paddedDataPrefix + [0, 0, 0, 0] }
             identifiers = [UInt8](repeating: 0, count: count * 16)
+            paddedDataIntervals = (0, 0)
         }
-        for index in 0..<count {
-            let interval = first.rawValue &+ UInt32(truncatingIfNeeded: index)
-            paddedData.withUnsafeMutableBytes { $0.storeBytes(of: interval.littleEndian, toByteOffset: index * 16 + 12, as: UInt32.self) }
+        if paddedDataIntervals.first != first.rawValue || paddedDataIntervals.count < count {
+            paddedData.withUnsafeMutableBytes { padded in
+                for index in 0..<count {
+                    let interval = first.rawValue &+ UInt32(truncatingIfNeeded: index)
+                    padded.storeBytes(of: interval.littleEndian, toByteOffset: index * 16 + 12, as: UInt32.self)
+                }
+            }
+            paddedDataIntervals = (first.rawValue, count)
         }
         try rpik.withUnsafeBytes { key in
-            guard EVP_EncryptInit_ex2(cipher, aes128ECB, key.baseAddress, nil, nil) == 1,
-                  EVP_CIPHER_CTX_set_padding(cipher, 0) == 1
+            guard EVP_EncryptInit_ex2(ecb, nil, key.baseAddress, nil, nil) == 1
             else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)") }
             var written: Int32 = 0
-            guard count == 0 || EVP_EncryptUpdate(cipher, &identifiers, &written, paddedData, Int32(count * 16)) == 1
+            guard count == 0 || EVP_EncryptUpdate(ecb, &identifiers, &written, paddedData, Int32(count * 16)) == 1
             else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-ECB)") }
         }
         return try identifiers.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(count * 16))) }

@@ -53,14 +53,14 @@ public final class KeyMatcher {
         let latest = Int64(tek.rollingEndIntervalNumber) * ENIntervalNumber.secondsPerInterval + Self.validityTolerance
         let count = Int(tek.rollingPeriod)
         let rpik = crypto.rollingProximityIdentifierKey(for: tek.keyData)
-        let found: [(RollingProximityIdentifier, Sighting)] = try crypto.withRollingProximityIdentifiers(
+        let found: [(RollingProximityIdentifier, IndexedSighting)] = try crypto.withRollingProximityIdentifiers(
             key: rpik, from: tek.rollingStartIntervalNumber, count: count
         ) { blocks in
-            var found = [(RollingProximityIdentifier, Sighting)]()
+            var found = [(RollingProximityIdentifier, IndexedSighting)]()
             for interval in 0..<count {
                 let rpi = Bytes16(blocks, offset: interval * 16)
-                for sighting in index.sightings(of: rpi) where sighting.time >= earliest && sighting.time < latest {
-                    found.append((rpi, sighting))
+                index.forEachSighting(of: rpi) { sighting in
+                    if sighting.time >= earliest && sighting.time < latest { found.append((rpi, sighting)) }
                 }
             }
             return found
@@ -78,7 +78,7 @@ public final class KeyMatcher {
             matched.append(MatchedSighting(time: sighting.time, rssi: sighting.rssi, metadata: metadata, attenuation: attenuation))
         }
         guard !matched.isEmpty else { return nil }
-        matched.sort { $0.time < $1.time }
+        matched.sort { ($0.time, $0.attenuation ?? -1, $0.metadata.transmitPower) < ($1.time, $1.attenuation ?? -1, $1.metadata.transmitPower) }
         return KeyMatch(key: key, sightings: matched)
     }
 }

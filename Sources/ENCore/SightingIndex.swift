@@ -1,67 +1,167 @@
-/// Sightings indexed by RPI for matching: each derived RPI is looked up in constant time,
-/// never by scanning the sightings.
+import Foundation
+
+/// A sighting as the index keeps it: what matching needs, without the RPI it was found by.
+public struct IndexedSighting: Hashable, Sendable {
+    /// Unix seconds (times after 2106 are kept as 2106: the index stores 32 bits).
+    public var time: Int64
+    public var aem: AssociatedEncryptedMetadata
+    public var rssi: Int8?
+
+    public init(time: Int64, aem: AssociatedEncryptedMetadata, rssi: Int8?) {
+        self.time = time
+        self.aem = aem
+        self.rssi = rssi
+    }
+}
+
+/// Sightings by RPI for matching: each derived RPI is looked up in constant time, and memory
+/// stays near 33 bytes a sighting (4 million sightings, 14 days of a busy place, in about
+/// 135 MB).
 ///
 /// RPIs are AES output, so their bits are already uniformly random and serve as their own hash.
-/// A bitset on one half of the RPI rejects almost every lookup in one cache-friendly probe;
-/// an open-addressed table on the other half finds the rest.
+/// A blocked filter (16 bits a sighting, two bits in one word: about 1.5 % false positives)
+/// rejects almost every lookup in one probe; an open-addressed table, its columns in separate
+/// arrays, finds the rest. Sightings are added as they are read, so no list of them is held
+/// beside the index. The columns sit on huge pages where the kernel allows: a million keys make
+/// 144 million lookups, each at a random place in megabytes.
 public struct SightingIndex: Sendable {
-    /// The sightings grouped by RPI, each group in time order.
-    public let sightings: [Sighting]
-    /// Group `u` is `sightings[groupStarts[u]..<groupStarts[u + 1]]`.
-    private let groupStarts: [Int32]
-    private let groupRPIs: [RollingProximityIdentifier]
-    private let table: [Int32]
-    private let tableMask: Int
-    private let filter: [UInt64]
-    private let filterMask: UInt64
+    private var storage: Storage
+    /// The sightings in the index.
+    public private(set) var count = 0
+
+    /// An index sized for about `expectedCount` sightings (it grows beyond that when needed).
+    public init(expectedCount: Int = 0) {
+        storage = Storage(capacity: max(16, expectedCount + expectedCount / 4))
+    }
 
     public init(_ sightings: [Sighting]) {
-        precondition(sightings.count < Int32.max, "too many sightings for one index")
-        self.sightings = sightings.sorted { ($0.rpi.high, $0.rpi.low, $0.time) < ($1.rpi.high, $1.rpi.low, $1.time) }
-        var starts = [Int32](), rpis = [RollingProximityIdentifier]()
-        for (offset, sighting) in self.sightings.enumerated() where rpis.last != sighting.rpi {
-            starts.append(Int32(offset))
-            rpis.append(sighting.rpi)
-        }
-        starts.append(Int32(self.sightings.count))
-        groupStarts = starts
-        groupRPIs = rpis
-
-        let slots = max(16, Self.powerOfTwo(atLeast: rpis.count * 2))
-        tableMask = slots - 1
-        var table = [Int32](repeating: -1, count: slots)
-        // About 32 filter bits per RPI: a false positive in about 3% of lookups.
-        let filterBits = max(64, Self.powerOfTwo(atLeast: rpis.count * 32))
-        filterMask = UInt64(filterBits - 1)
-        var filter = [UInt64](repeating: 0, count: filterBits / 64)
-        for (group, rpi) in rpis.enumerated() {
-            var slot = Int(truncatingIfNeeded: rpi.high) & tableMask
-            while table[slot] >= 0 { slot = (slot + 1) & tableMask }
-            table[slot] = Int32(group)
-            let bit = rpi.low & filterMask
-            filter[Int(bit >> 6)] |= 1 << (bit & 63)
-        }
-        self.table = table
-        self.filter = filter
+        self.init(expectedCount: sightings.count)
+        for sighting in sightings { add(sighting) }
     }
 
-    /// The sightings of `rpi`, in time order (empty when it was never seen).
+    public mutating func add(_ sighting: Sighting) {
+        add(rpi: sighting.rpi, aem: sighting.aem, rssi: sighting.rssi, time: sighting.time)
+    }
+
+    public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64) {
+        // At most 80 % full, so that linear probing stays short.
+        if (count + 1) * 5 > storage.capacity * 4 {
+            storage = storage.resized(to: max(16, count * 2 + count / 2))
+        } else if !isKnownUniquelyReferenced(&storage) {
+            storage = storage.resized(to: storage.capacity)
+        }
+        storage.insert(rpi: rpi, aem: aem.rawValue, rssi: rssi ?? Int8(Sighting.rssiNotAvailable),
+                       time: UInt32(clamping: min(max(time, 0), Int64(Storage.emptySlot) - 1)))
+        count += 1
+    }
+
+    /// Calls `body` with each sighting of `rpi` (none when it was never seen), in no particular order.
     @inline(__always)
-    public func sightings(of rpi: RollingProximityIdentifier) -> ArraySlice<Sighting> {
-        let bit = rpi.low & filterMask
-        guard filter[Int(bit >> 6)] & (1 << (bit & 63)) != 0 else { return [] }
-        var slot = Int(truncatingIfNeeded: rpi.high) & tableMask
-        while true {
-            let group = Int(table[slot])
-            if group < 0 { return [] }
-            if groupRPIs[group] == rpi { return sightings[Int(groupStarts[group])..<Int(groupStarts[group + 1])] }
-            slot = (slot + 1) & tableMask
-        }
+    public func forEachSighting(of rpi: RollingProximityIdentifier, _ body: (IndexedSighting) throws -> Void) rethrows {
+        try storage.forEachSighting(of: rpi, body)
     }
 
-    public var distinctRPICount: Int { groupRPIs.count }
+    /// The sightings of `rpi`, in time order.
+    public func sightings(of rpi: RollingProximityIdentifier) -> [IndexedSighting] {
+        var found = [IndexedSighting]()
+        forEachSighting(of: rpi) { found.append($0) }
+        return found.sorted { ($0.time, $0.aem.rawValue) < ($1.time, $1.aem.rawValue) }
+    }
 
-    private static func powerOfTwo(atLeast value: Int) -> Int {
-        value <= 1 ? 1 : 1 << (Int.bitWidth - (value - 1).leadingZeroBitCount)
+    /// The table and the filter, in memory the index owns (never shared while it changes).
+    private final class Storage: @unchecked Sendable {
+        static let emptySlot = UInt32.max
+
+        let capacity: Int
+        private let filterWords: Int
+        private let rpis: UnsafeMutablePointer<RollingProximityIdentifier>
+        /// `emptySlot` where no sighting is.
+        private let times: UnsafeMutablePointer<UInt32>
+        private let aems: UnsafeMutablePointer<UInt32>
+        /// `Sighting.rssiNotAvailable` for an unknown RSSI.
+        private let rssis: UnsafeMutablePointer<Int8>
+        private let filter: UnsafeMutablePointer<UInt64>
+
+        init(capacity: Int) {
+            self.capacity = capacity
+            filterWords = max(1, capacity / 5)
+            rpis = Self.allocate(capacity, repeating: .zero)
+            times = Self.allocate(capacity, repeating: Self.emptySlot)
+            aems = Self.allocate(capacity, repeating: 0)
+            rssis = Self.allocate(capacity, repeating: 0)
+            filter = Self.allocate(filterWords, repeating: 0)
+        }
+
+        deinit {
+            free(rpis)
+            free(times)
+            free(aems)
+            free(rssis)
+            free(filter)
+        }
+
+        /// A copy of every sighting in a new table of `capacity` slots.
+        func resized(to capacity: Int) -> Storage {
+            let copy = Storage(capacity: capacity)
+            for slot in 0..<self.capacity where times[slot] != Self.emptySlot {
+                copy.insert(rpi: rpis[slot], aem: aems[slot], rssi: rssis[slot], time: times[slot])
+            }
+            return copy
+        }
+
+        func insert(rpi: RollingProximityIdentifier, aem: UInt32, rssi: Int8, time: UInt32) {
+            var slot = Self.reduce(rpi.high, capacity)
+            while times[slot] != Self.emptySlot { slot = slot + 1 == capacity ? 0 : slot + 1 }
+            rpis[slot] = rpi
+            times[slot] = time
+            aems[slot] = aem
+            rssis[slot] = rssi
+            let (word, bits) = Self.filterBits(rpi, filterWords)
+            filter[word] |= bits
+        }
+
+        @inline(__always)
+        func forEachSighting(of rpi: RollingProximityIdentifier, _ body: (IndexedSighting) throws -> Void) rethrows {
+            let (word, bits) = Self.filterBits(rpi, filterWords)
+            guard filter[word] & bits == bits else { return }
+            var slot = Self.reduce(rpi.high, capacity)
+            while times[slot] != Self.emptySlot {
+                if rpis[slot] == rpi {
+                    try body(IndexedSighting(time: Int64(times[slot]), aem: AssociatedEncryptedMetadata(rawValue: aems[slot]),
+                                             rssi: rssis[slot] == Int8(Sighting.rssiNotAvailable) ? nil : rssis[slot]))
+                }
+                slot = slot + 1 == capacity ? 0 : slot + 1
+            }
+        }
+
+        /// `value` scaled into 0..<`range` (Lemire's multiply-shift): uses the high bits, so that
+        /// the table and the filter draw on different bits of the RPI.
+        @inline(__always)
+        private static func reduce(_ value: UInt64, _ range: Int) -> Int {
+            Int(truncatingIfNeeded: value.multipliedFullWidth(by: UInt64(range)).high)
+        }
+
+        /// The filter word for `rpi` and its two bits in it.
+        @inline(__always)
+        private static func filterBits(_ rpi: RollingProximityIdentifier, _ words: Int) -> (Int, UInt64) {
+            (reduce(rpi.low, words), 1 << (rpi.low & 63) | 1 << ((rpi.low >> 6) & 63))
+        }
+
+        private static let hugePage = 2 << 20
+
+        /// `count` elements; a column of 2 MiB or more is aligned to and advised for huge pages.
+        private static func allocate<Element>(_ count: Int, repeating value: Element) -> UnsafeMutablePointer<Element> {
+            let bytes = max(1, count * MemoryLayout<Element>.stride)
+            let huge = bytes >= hugePage
+            var memory: UnsafeMutableRawPointer?
+            let length = huge ? (bytes + hugePage - 1) / hugePage * hugePage : bytes
+            guard posix_memalign(&memory, huge ? hugePage : 64, length) == 0, let memory else {
+                fatalError("out of memory for a sighting index of \(count) slots")
+            }
+            if huge { _ = madvise(memory, length, MADV_HUGEPAGE) }
+            let column = memory.bindMemory(to: Element.self, capacity: count)
+            column.initialize(repeating: value, count: count)
+            return column
+        }
     }
 }

@@ -23,14 +23,28 @@ extension Sighting {
     public static func jsonLines(_ text: String, path: String) throws(SightingsFileError) -> [Sighting] {
         var sightings = [Sighting]()
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            if let sighting = try jsonLine(Data(line.utf8), place: "\(path):\(number + 1)") { sightings.append(sighting) }
+            let read = Array(line.utf8).withUnsafeBytes { bytes in
+                Result { () throws(SightingsFileError) in try jsonLine(bytes, place: "\(path):\(number + 1)") }
+            }
+            if let sighting = try read.get() { sightings.append(sighting) }
         }
         return sightings
     }
 
-    /// One line of the format above (`place` names it in errors); nil for a blank line.
-    public static func jsonLine(_ line: Data, place: String) throws(SightingsFileError) -> Sighting? {
+    /// One line of the format above (`place` names it in errors, and is only made for one);
+    /// nil for a blank line.
+    ///
+    /// A line in the documented form, as written by enagent or a script, is read by a scanner
+    /// that allocates nothing; anything else (escapes, fractions, nested values, a key twice)
+    /// goes to `JSONDecoder`, which also words every error. The fuzzer checks that the two agree.
+    public static func jsonLine(_ line: UnsafeRawBufferPointer, place: @autoclosure () -> String) throws(SightingsFileError) -> Sighting? {
         guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) else { return nil }
+        if let sighting = scannedJSONLine(line) { return sighting }
+        return try decodedJSONLine(Data(line), place: place())
+    }
+
+    /// The line decoded by `JSONDecoder`; every refusal names `place`.
+    public static func decodedJSONLine(_ line: Data, place: String) throws(SightingsFileError) -> Sighting {
         let fields: JSONLine
         do { fields = try JSONDecoder().decode(JSONLine.self, from: line) } catch {
             throw SightingsFileError("\(place): expected {\"rpi\": hex, \"aem\": hex, \"rssi\": number, \"time\": unix seconds}")
@@ -49,5 +63,163 @@ extension Sighting {
         } catch {
             throw SightingsFileError("\(place): \(error)")
         }
+    }
+
+    /// The line read by the scanner, or nil when it is not a valid sighting in the plain form
+    /// (ASCII strings without escapes, integers, null), so that `decodedJSONLine` decides.
+    public static func scannedJSONLine(_ line: UnsafeRawBufferPointer) -> Sighting? {
+        var scanner = JSONLineScanner(line)
+        return scanner.sighting()
+    }
+}
+
+/// A JSON object of strings, integers and nulls, read in place.
+private struct JSONLineScanner {
+    private let bytes: UnsafeRawBufferPointer
+    private var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    private enum Value {
+        case string(Range<Int>)
+        case integer(Int64)
+        case null
+    }
+
+    mutating func sighting() -> Sighting? {
+        var rpi: Bytes16?, aem: AssociatedEncryptedMetadata?, time: Int64?, rssi: Int64??, adapter: Range<Int>??
+        skipSpace()
+        guard take(UInt8(ascii: "{")) else { return nil }
+        repeat {
+            skipSpace()
+            guard let key = string() else { return nil }
+            skipSpace()
+            guard take(UInt8(ascii: ":")) else { return nil }
+            skipSpace()
+            guard let value = value() else { return nil }
+            switch (Field(bytes[key]), value) {
+            case (.rpi, .string(let hex)) where rpi == nil:
+                guard let bytes = Self.hex16(bytes[hex]) else { return nil }
+                rpi = bytes
+            case (.aem, .string(let hex)) where aem == nil:
+                guard hex.count == 8, let word = Self.hexWord(bytes[hex]) else { return nil }
+                aem = AssociatedEncryptedMetadata(rawValue: UInt32(word))
+            case (.time, .integer(let seconds)) where time == nil:
+                time = seconds
+            case (.rssi, .integer(let value)) where rssi == nil:
+                rssi = .some(value)
+            case (.rssi, .null) where rssi == nil:
+                rssi = .some(nil)
+            case (.adapter, .string(let name)) where adapter == nil:
+                adapter = .some(name)
+            case (.adapter, .null) where adapter == nil:
+                adapter = .some(nil)
+            case (.rpi, _), (.aem, _), (.time, _), (.rssi, _), (.adapter, _):
+                return nil  // the wrong type, or a key twice
+            case (.other, _):
+                break  // another key: ignored, as JSONDecoder ignores it
+            }
+            skipSpace()
+        } while take(UInt8(ascii: ","))
+        guard take(UInt8(ascii: "}")) else { return nil }
+        skipSpace()
+        guard offset == bytes.count, let rpi, let aem, let time, time >= 0 else { return nil }
+        var reported: Int8?
+        if let value = rssi ?? nil {
+            guard (-128...127).contains(value) else { return nil }
+            reported = Sighting.rssi(reported: Int16(value))
+        }
+        let adapterName = (adapter ?? nil).map { String(decoding: bytes[$0], as: UTF8.self) } ?? "jsonl"
+        return Sighting(rpi: rpi, aem: aem, rssi: reported, time: time, adapter: adapterName)
+    }
+
+    private enum Field {
+        case rpi, aem, time, rssi, adapter, other
+
+        init(_ key: Slice<UnsafeRawBufferPointer>) {
+            if key.elementsEqual("rpi".utf8) { self = .rpi }
+            else if key.elementsEqual("aem".utf8) { self = .aem }
+            else if key.elementsEqual("time".utf8) { self = .time }
+            else if key.elementsEqual("rssi".utf8) { self = .rssi }
+            else if key.elementsEqual("adapter".utf8) { self = .adapter }
+            else { self = .other }
+        }
+    }
+
+    private mutating func skipSpace() {
+        while offset < bytes.count, bytes[offset] == 0x20 || bytes[offset] == 0x09 || bytes[offset] == 0x0D || bytes[offset] == 0x0A {
+            offset += 1
+        }
+    }
+
+    private mutating func take(_ byte: UInt8) -> Bool {
+        guard offset < bytes.count, bytes[offset] == byte else { return false }
+        offset += 1
+        return true
+    }
+
+    private mutating func value() -> Value? {
+        guard offset < bytes.count else { return nil }
+        switch bytes[offset] {
+        case UInt8(ascii: "\""): return string().map(Value.string)
+        case UInt8(ascii: "n"):
+            guard bytes.count - offset >= 4, bytes[offset..<offset + 4].elementsEqual("null".utf8) else { return nil }
+            offset += 4
+            return .null
+        default: return integer().map(Value.integer)
+        }
+    }
+
+    /// A string's contents: printable ASCII without escapes (anything else is the decoder's).
+    private mutating func string() -> Range<Int>? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = offset
+        while offset < bytes.count {
+            let byte = bytes[offset]
+            if byte == UInt8(ascii: "\"") {
+                offset += 1
+                return start..<offset - 1
+            }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
+            offset += 1
+        }
+        return nil
+    }
+
+    /// An integer as JSON writes it (no leading zero, no fraction or exponent), up to 18 digits.
+    private mutating func integer() -> Int64? {
+        let negative = take(UInt8(ascii: "-"))
+        let start = offset
+        var magnitude: Int64 = 0
+        while offset < bytes.count, bytes[offset] >= UInt8(ascii: "0"), bytes[offset] <= UInt8(ascii: "9") {
+            // Past 18 digits the number is the decoder's; counting on cannot overflow.
+            if offset - start < 18 { magnitude = magnitude * 10 + Int64(bytes[offset] - UInt8(ascii: "0")) }
+            offset += 1
+        }
+        let digits = offset - start
+        guard digits > 0, digits <= 18, digits == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: ".") || bytes[offset] | 0x20 == UInt8(ascii: "e") { return nil }
+        return negative ? -magnitude : magnitude
+    }
+
+    private static func hex16(_ digits: Slice<UnsafeRawBufferPointer>) -> Bytes16? {
+        guard digits.count == 32, let high = hexWord(digits.prefix(16)), let low = hexWord(digits.suffix(16)) else { return nil }
+        return Bytes16(high: high, low: low)
+    }
+
+    /// Up to 16 hex digits as one number.
+    private static func hexWord(_ digits: Slice<UnsafeRawBufferPointer>) -> UInt64? {
+        var word: UInt64 = 0
+        for digit in digits {
+            let value: UInt8
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = digit - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            word = word << 4 | UInt64(value)
+        }
+        return word
     }
 }

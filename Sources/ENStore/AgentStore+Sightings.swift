@@ -1,6 +1,7 @@
 import ENCore
 import Foundation
 import GRDB
+import GRDBSQLite
 
 extension AgentStore {
     /// Records a batch of sightings in one transaction: all of them or, on error, none.
@@ -19,6 +20,36 @@ extension AgentStore {
 
     public func sightingCount() throws(StoreError) -> Int {
         try read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sighting") ?? 0 }
+    }
+
+    /// Every sighting, read straight into an index for matching: one pass over the table in
+    /// storage order, no list of sightings held beside the index, one snapshot (the radio may
+    /// record more meanwhile). The columns are read with sqlite3's API, in place: GRDB's rows
+    /// cost several times more than the index itself for millions of sightings.
+    public func sightingIndex() throws(StoreError) -> SightingIndex {
+        try read { db in
+            var index = SightingIndex(expectedCount: try Int.fetchOne(db, sql: "SELECT count(*) FROM sighting") ?? 0)
+            let prepared = try db.makeStatement(sql: "SELECT rpi, aem, rssi, seen_at FROM sighting")
+            // GRDB finalizes the statement when `prepared` goes.
+            defer { withExtendedLifetime(prepared) {} }
+            let statement = prepared.sqliteStatement
+            while true {
+                let step = sqlite3_step(statement)
+                if step == SQLITE_DONE { break }
+                guard step == SQLITE_ROW else {
+                    throw DatabaseError(resultCode: ResultCode(rawValue: step), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+                }
+                // The schema's CHECKs hold the lengths: 16 and 4 bytes.
+                guard sqlite3_column_bytes(statement, 0) == 16, sqlite3_column_bytes(statement, 1) == 4,
+                      let rpi = sqlite3_column_blob(statement, 0), let aem = sqlite3_column_blob(statement, 1)
+                else { throw StoreError.corrupt(path: path, detail: "a sighting's RPI or AEM has the wrong length") }
+                index.add(rpi: Bytes16(UnsafeRawBufferPointer(start: rpi, count: 16)),
+                          aem: AssociatedEncryptedMetadata(rawValue: UInt32(bigEndian: aem.loadUnaligned(as: UInt32.self))),
+                          rssi: sqlite3_column_type(statement, 2) == SQLITE_NULL ? nil : Int8(truncatingIfNeeded: sqlite3_column_int(statement, 2)),
+                          time: sqlite3_column_int64(statement, 3))
+            }
+            return index
+        }
     }
 
     /// Sightings with `from <= time < until` (unix seconds), in time order.

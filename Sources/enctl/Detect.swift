@@ -201,7 +201,7 @@ extension Detect {
                 files.append(DetectionReport.File(path: path, region: export.region, keyCount: export.keyCount, signature: status))
             }
             let recorded = try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!)
-            let (result, windows) = try ExposureDetector(index: SightingIndex(recorded), rssiCorrection: rssiCorrection)
+            let (result, windows) = try ExposureDetector(index: recorded, rssiCorrection: rssiCorrection)
                 .exposureWindows(of: exports, configuration: configuration.v2)
             let time = now ?? Int64(Date().timeIntervalSince1970)
             let report = DetectionReport(

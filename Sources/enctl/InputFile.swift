@@ -21,26 +21,37 @@ enum InputFile {
         return text
     }
 
-    /// Calls `body` with each line of `path` (without its newline) and its number from 1, reading
-    /// 1 MiB at a time: memory stays within the chunk and `maximumLineLength`, whatever the file.
-    static func forEachLine(_ path: String, maximumLineLength: Int, _ body: (Data, Int) throws -> Void) throws {
+    /// Calls `body` with each line of `path` (without its newline, valid only during the call)
+    /// and its number from 1, reading 1 MiB at a time: memory stays within the chunk and
+    /// `maximumLineLength`, whatever the file.
+    static func forEachLine(_ path: String, maximumLineLength: Int, _ body: (UnsafeRawBufferPointer, Int) throws -> Void) throws {
         let (handle, _) = try open(path)
         defer { try? handle.close() }
-        var pending = Data(), number = 0
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            pending.append(chunk)
-            var start = pending.startIndex
-            while let newline = pending[start...].firstIndex(of: 0x0A) {
+        let chunk = 1 << 20
+        // A chunk, after the unfinished line the previous one left at the start.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumLineLength + chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        var pending = 0, number = 0
+        while true {
+            let count = Glibc.read(handle.fileDescriptor, buffer.baseAddress! + pending, chunk)
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            let filled = pending + count
+            var start = 0
+            while let newline = memchr(buffer.baseAddress! + start, 0x0A, filled - start) {
+                let end = buffer.baseAddress!.distance(to: newline)
                 number += 1
-                try body(pending[start..<newline], number)
-                start = pending.index(after: newline)
+                try body(UnsafeRawBufferPointer(rebasing: buffer[start..<end]), number)
+                start = end + 1
             }
-            pending = Data(pending[start...])
-            guard pending.count <= maximumLineLength else {
+            pending = filled - start
+            guard pending <= maximumLineLength else {
                 throw CommandError("\(path):\(number + 1): a line longer than \(maximumLineLength) bytes")
             }
+            buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: pending)
         }
-        if !pending.isEmpty { try body(pending, number + 1) }
+        if pending > 0 { try body(UnsafeRawBufferPointer(rebasing: buffer[..<pending]), number + 1) }
     }
 
     private static func open(_ path: String) throws -> (FileHandle, size: Int) {

@@ -9,25 +9,25 @@ enum SightingsInput {
     /// `Sighting.jsonLine` (ENCore), which the fuzzers reach too.
     /// The file is read a chunk at a time: a line over 4 KiB (a sighting takes about 100 bytes)
     /// is refused, however long, without holding it.
-    static func jsonLines(_ path: String) throws -> [Sighting] {
-        var sightings = [Sighting]()
+    static func jsonLines(_ path: String) throws -> SightingIndex {
+        var index = SightingIndex()
         try InputFile.forEachLine(path, maximumLineLength: maximumLineLength) { line, number in
             do {
-                if let sighting = try Sighting.jsonLine(line, place: "\(path):\(number)") { sightings.append(sighting) }
+                if let sighting = try Sighting.jsonLine(line, place: "\(path):\(number)") { index.add(sighting) }
             } catch let error as SightingsFileError {
                 throw CommandError(error.description)
             }
         }
-        return sightings
+        return index
     }
 
     static let maximumLineLength = 4_096
 
     /// All sightings in an agent database (which must exist: it is not created).
-    static func database(_ path: String) throws -> [Sighting] {
+    static func database(_ path: String) throws -> SightingIndex {
         guard FileManager.default.fileExists(atPath: path) else { throw CommandError("\(path): no such database") }
         do {
-            return try AgentStore(path: path).sightings()
+            return try AgentStore(path: path).sightingIndex()
         } catch {
             throw CommandError("\(error)")
         }

@@ -15,16 +15,25 @@ import Testing
                      time: Int64(5_000 - index), adapter: "hci0")
         }
         let index = SightingIndex(sightings)
-        #expect(index.distinctRPICount == 2_500)
-        for group in [0, 1, 777, 2_499] {
-            let found = index.sightings(of: rpi(group))
-            let times = found.map { $0.time }
-            #expect(found.count == 2)
-            #expect(found.allSatisfy { $0.rpi == rpi(group) })
-            #expect(times == times.sorted())
+        #expect(index.count == 5_000)
+        for group in 0..<2_500 {
+            let expected = sightings.filter { $0.rpi == rpi(group) }.map { IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi) }
+            #expect(index.sightings(of: rpi(group)) == expected.sorted { $0.time < $1.time })
         }
         #expect(index.sightings(of: Bytes16(high: 1, low: 2)).isEmpty)
         #expect(SightingIndex([]).sightings(of: .zero).isEmpty)
+    }
+
+    /// An index that outgrows its first size keeps everything, with the RSSI, the AEM and the time.
+    @Test func anIndexGrowsWithoutLosingASighting() {
+        var index = SightingIndex(expectedCount: 10)
+        let sightings = (0..<3_000).map { n in
+            Sighting(rpi: rpi(n), aem: AssociatedEncryptedMetadata(rawValue: UInt32(n)), rssi: n % 3 == 0 ? nil : Int8(n % 100 - 100),
+                     time: Int64(n) * 1_000, adapter: "hci0")
+        }
+        sightings.forEach { index.add($0) }
+        #expect(index.count == 3_000)
+        #expect(sightings.allSatisfy { index.sightings(of: $0.rpi) == [IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi)] })
     }
 
     @Test func matchesOwnRPIsAndComputesAttenuation() throws {

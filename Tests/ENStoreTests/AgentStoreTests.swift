@@ -201,6 +201,9 @@ import Testing
         try store.record(stored.reversed())
         #expect(try store.sightings() == stored)
         #expect(try store.sightings(from: 20, until: 30) == [stored[1]])
+        let index = try store.sightingIndex()
+        #expect(index.count == 3)
+        #expect(stored.allSatisfy { index.sightings(of: $0.rpi) == [IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi)] })
     }
 
     @Test func keepsOneKeyPerRollingPeriod() throws {

@@ -1,0 +1,83 @@
+import ENCore
+import ENKeyFiles
+import ENStore
+import Foundation
+
+/// Generated inputs for whole-process detection, over the last 14 days (so that the daemon's
+/// retention keeps every sighting): signed exports of 500,000 and 1,000,000 keys, 100,000
+/// sightings as JSON Lines and 4,000,000 in an agent database (14 days of a busy place). In both,
+/// `exposedKeyCount` of the keys were seen 10 times each; the other sightings are random RPIs.
+struct DetectionData {
+    let smallKeyCount = 500_000
+    let largeKeyCount = 1_000_000
+    let jsonLinesSightingCount = 100_000
+    let databaseSightingCount = 4_000_000
+
+    let publicKey: String
+    let smallExport: String
+    let largeExport: String
+    let jsonLines: String
+    let database: String
+
+    /// The files' places in `directory`.
+    init(in directory: String) {
+        publicKey = directory + "/public.pem"
+        smallExport = directory + "/export-500k.zip"
+        largeExport = directory + "/export-1M.zip"
+        jsonLines = directory + "/sightings.jsonl"
+        database = directory + "/state/enagent.db"
+    }
+
+    static func generate(in directory: String) throws {
+        let data = DetectionData(in: directory)
+        let now = Int64(Date().timeIntervalSince1970)
+        let today = ENIntervalNumber(unixSeconds: now)!.rollingPeriodStart.rawValue
+        let firstDay = today - 13 * 144
+        let keys = try (0..<data.largeKeyCount).map { index in
+            DiagnosisKey(key: TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
+                                                   rollingStartIntervalNumber: ENIntervalNumber(firstDay + UInt32(index % 13) * 144)),
+                         reportType: .confirmedTest)
+        }
+        let signer = try P256PrivateKey()
+        try signer.publicKey.pem.write(toFile: data.publicKey, atomically: true, encoding: .utf8)
+        let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "bench", keyVersion: "1")))
+        try writer.zip(keys: Array(keys.prefix(data.smallKeyCount))).write(to: URL(fileURLWithPath: data.smallExport))
+        try writer.zip(keys: keys).write(to: URL(fileURLWithPath: data.largeExport))
+
+        let exposed = try sightings(of: keys.prefix(exposedKeyCount))
+        let window = Int64(firstDay) * 600..<now
+        var text = ""
+        for sighting in exposed + randomSightings(data.jsonLinesSightingCount - exposed.count, in: window) {
+            text += #"{"rpi":"\#(sighting.rpi.hex)","aem":"\#(sighting.aem.hex)","rssi":\#(sighting.rssi!),"time":\#(sighting.time)}"# + "\n"
+        }
+        try text.write(toFile: data.jsonLines, atomically: true, encoding: .utf8)
+
+        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        let store = try AgentStore(path: data.database)
+        try store.record(exposed)
+        for _ in stride(from: exposed.count, to: data.databaseSightingCount, by: 100_000) {
+            try store.record(randomSightings(100_000, in: window))
+        }
+    }
+
+    /// What a device near each key's owner recorded: ten sightings in the key's day.
+    private static func sightings(of keys: ArraySlice<DiagnosisKey>) throws -> [Sighting] {
+        let crypto = try ExposureCrypto()
+        return try keys.flatMap { key in
+            let rpis = try crypto.rollingProximityIdentifiers(key: crypto.rollingProximityIdentifierKey(for: key.key.keyData),
+                                                              from: key.key.rollingStartIntervalNumber, count: 144)
+            let aemk = crypto.associatedEncryptedMetadataKey(for: key.key.keyData)
+            return try (10..<20).map { interval in
+                Sighting(rpi: rpis[interval], aem: try crypto.encryptMetadata(Metadata(transmitPower: -5), key: aemk, rpi: rpis[interval]),
+                         rssi: -70, time: key.key.rollingStartIntervalNumber.unixSeconds + Int64(interval) * 600, adapter: "hci0")
+            }
+        }
+    }
+
+    private static func randomSightings(_ count: Int, in window: Range<Int64>) -> [Sighting] {
+        (0..<count).map { _ in
+            Sighting(rpi: Bytes16(high: .random(in: .min ... .max), low: .random(in: .min ... .max)),
+                     aem: AssociatedEncryptedMetadata(rawValue: .random(in: 0 ... .max)), rssi: -80, time: .random(in: window), adapter: "hci0")
+        }
+    }
+}
