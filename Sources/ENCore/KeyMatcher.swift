@@ -36,6 +36,8 @@ public final class KeyMatcher {
     private let index: SightingIndex
     private let crypto: ExposureCrypto
     private let rssiCorrection: Int
+    /// Per interval of the key being matched: whether the index may hold its RPI.
+    private let candidates = UnsafeMutablePointer<Bool>.allocate(capacity: Int(ENIntervalNumber.tekRollingPeriod))
     /// Sightings dropped for an implausible TX power since this matcher was made.
     public private(set) var implausibleSightings = 0
 
@@ -46,24 +48,29 @@ public final class KeyMatcher {
         crypto = try ExposureCrypto()
     }
 
+    deinit { candidates.deallocate() }
+
     /// The sightings of `key`'s RPIs within its validity ±2 h, or nil when there are none.
     public func match(_ key: DiagnosisKey) throws -> KeyMatch? {
         let tek = key.key
         let earliest = tek.rollingStartIntervalNumber.unixSeconds - Self.validityTolerance
         let latest = Int64(tek.rollingEndIntervalNumber) * ENIntervalNumber.secondsPerInterval + Self.validityTolerance
-        let count = Int(tek.rollingPeriod)
+        // A rolling period is at most 144 (key files are checked so); no key is derived further.
+        let count = min(Int(tek.rollingPeriod), Int(ENIntervalNumber.tekRollingPeriod))
         let rpik = crypto.rollingProximityIdentifierKey(for: tek.keyData)
-        let found: [(RollingProximityIdentifier, IndexedSighting)] = try crypto.withRollingProximityIdentifiers(
-            key: rpik, from: tek.rollingStartIntervalNumber, count: count
-        ) { blocks in
-            var found = [(RollingProximityIdentifier, IndexedSighting)]()
-            for interval in 0..<count {
-                let rpi = Bytes16(blocks, offset: interval * 16)
-                index.forEachSighting(of: rpi) { sighting in
-                    if sighting.time >= earliest && sighting.time < latest { found.append((rpi, sighting)) }
+        let found: [(RollingProximityIdentifier, IndexedSighting)] = try index.withLookup { lookup in
+            try crypto.withRollingProximityIdentifiers(key: rpik, from: tek.rollingStartIntervalNumber, count: count) { blocks in
+                // Two passes: every RPI's filter word is loaded before any is looked up further.
+                for interval in 0..<count { candidates[interval] = lookup.mayContain(Bytes16(blocks, offset: interval * 16)) }
+                var found = [(RollingProximityIdentifier, IndexedSighting)]()
+                for interval in 0..<count where candidates[interval] {
+                    let rpi = Bytes16(blocks, offset: interval * 16)
+                    lookup.forEachSighting(of: rpi) { sighting in
+                        if sighting.time >= earliest && sighting.time < latest { found.append((rpi, sighting)) }
+                    }
                 }
+                return found
             }
-            return found
         }
         guard !found.isEmpty else { return nil }
         let aemk = crypto.associatedEncryptedMetadataKey(for: tek.keyData)

@@ -64,6 +64,7 @@ func benchmarkDerivation(ceiling: String, in directory: String) throws -> Double
 }
 
 func benchmarkInserts(in directory: String) throws {
+    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: directory + "/inserts.db" + suffix) }
     let store = try AgentStore(path: directory + "/inserts.db")
     let batches = (0..<10).map { batch in
         (0..<10_000).map { index in

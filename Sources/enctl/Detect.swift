@@ -190,6 +190,8 @@ extension Detect {
             let configuration = try loadConfiguration()
             let trusted = try publicKeys.map(KeyFileInput.trustedKey)
             let limits = KeyFileInput.limits(maximumFileSizeMiB: size.maxFileSize)
+            // The sightings are read on another core while the key files are read and verified.
+            let sightingsRead = BackgroundWork { [sightings, db] in try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!) }
             var exports = [KeyExport](), files = [DetectionReport.File]()
             for path in keyFiles + self.files {
                 let export = try KeyFileInput.load(path, limits: limits)
@@ -200,7 +202,7 @@ extension Detect {
                 exports.append(export)
                 files.append(DetectionReport.File(path: path, region: export.region, keyCount: export.keyCount, signature: status))
             }
-            let recorded = try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!)
+            let recorded = try sightingsRead.result()
             let (result, windows) = try ExposureDetector(index: recorded, rssiCorrection: rssiCorrection)
                 .exposureWindows(of: exports, configuration: configuration.v2)
             let time = now ?? Int64(Date().timeIntervalSince1970)
@@ -273,4 +275,23 @@ struct DaemonDetection {
         }
     }
 
+}
+
+/// Work started on another thread at once, its result (or error) taken when needed.
+final class BackgroundWork<Value: Sendable>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    // Written once by the worker before `done` is signalled, read after waiting for it.
+    private var outcome: Result<Value, any Error>?
+
+    init(_ work: @escaping @Sendable () throws -> Value) {
+        DispatchQueue.global().async {
+            self.outcome = Result(catching: work)
+            self.done.signal()
+        }
+    }
+
+    func result() throws -> Value {
+        done.wait()
+        return try outcome!.get()
+    }
 }
