@@ -54,10 +54,12 @@ import Testing
         #expect(try matcher.match(try Broadcaster().key) == nil)
     }
 
-    @Test func acceptsSightingsWithinTwoHoursOfTheKeysValidityOnly() throws {
-        let device = try Broadcaster(period: 10)
+    /// Keys of part of a day, a whole day (from midnight) and one from the afternoon into the next day.
+    @Test(arguments: [(2_700_000, 10), (2_700_000, 144), (2_700_100, 144)] as [(UInt32, UInt32)])
+    func acceptsSightingsWithinTwoHoursOfTheKeysValidityOnly(start: UInt32, period: UInt32) throws {
+        let device = try Broadcaster(start: start, period: period)
         let firstInterval = device.key.key.rollingStartIntervalNumber
-        let end = device.start + 10 * 600
+        let end = device.start + Int64(period) * 600
         let times: [Int64] = [device.start - 7_201, device.start - 7_200, end + 7_199, end + 7_200]
         let sightings = try times.map { try device.sighting(at: $0, interval: firstInterval) }
         let match = try #require(try KeyMatcher(index: SightingIndex(sightings)).match(device.key))
