@@ -78,7 +78,7 @@ let package = Package(
             "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles"]),
+        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "TestSupport"]),
 
         .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [

@@ -1,7 +1,9 @@
 import Foundation
+import TestSupport
 
-/// Detection through the API: enagentd without a radio on a private dbus-daemon, its store the
-/// benchmark's database, and `enctl detect files` handing it the 1M-key export.
+/// Detection through the API: enagentd without a radio on a private dbus-daemon (TestSupport's,
+/// as the service tests use it), its store a copy of the benchmark's database, and
+/// `enctl detect files` handing it the 1M-key export.
 struct DaemonDetection {
     let enagentd: String
     let enctl: String
@@ -13,21 +15,8 @@ struct DaemonDetection {
     }
 
     func run() throws -> WholeRun {
-        let socket = directory + "/bus"
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>system</type>
-              <listen>unix:path=\(socket)</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/></policy>
-            </busconfig>
-            """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
-        let bus = try Self.start("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"])
-        defer { Self.stop(bus) }
-        try Self.waitUntilAccepting(socket)
-        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(socket)"]
+        let bus = try PrivateBus()
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
 
         let trusted = directory + "/trusted-keys"
         try? FileManager.default.removeItem(atPath: trusted)
@@ -43,8 +32,12 @@ struct DaemonDetection {
         }
         try "radio = no\nrequire-synchronised-clock = no\nstate-directory = \(state)\ntrusted-keys-directory = \(trusted)\n"
             .write(toFile: directory + "/enagent.conf", atomically: true, encoding: .utf8)
-        let daemon = try Self.start(enagentd, ["--config", directory + "/enagent.conf"], environment: environment)
-        defer { Self.stop(daemon) }
+        let daemon = try ChildProcess(enagentd, ["--config", directory + "/enagent.conf"],
+                                      environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+        defer {
+            daemon.terminate()
+            daemon.waitForExit()
+        }
         // Ready when it answers on the bus.
         let deadline = Date().addingTimeInterval(60)
         while try ChildRun.run(enctl, ["enable"], environment: environment).status != 0 {
@@ -54,38 +47,6 @@ struct DaemonDetection {
         let run = try ChildRun.run(enctl, ["detect", "files", "--json", data.largeExport], environment: environment)
         return WholeRun(label: "  enctl → enagentd, the same through D-Bus", keys: data.largeKeyCount, run: run,
                         daemonPeakMemoryMB: Self.peakMemoryMB(of: daemon.processIdentifier))
-    }
-
-    private static func start(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        try process.run()
-        return process
-    }
-
-    /// The socket file appears at bind(), before listen(): only a connection that succeeds says
-    /// the bus is up.
-    private static func waitUntilAccepting(_ path: String) throws {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path.utf8.prefix($0.count - 1)) }
-        for _ in 0..<500 {
-            let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(descriptor) }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            if connected == 0 { return }
-            usleep(20_000)
-        }
-        throw BenchError("dbus-daemon did not listen on \(path)")
-    }
-
-    private static func stop(_ process: Process) {
-        process.terminate()
-        process.waitUntilExit()
     }
 
     /// VmHWM: the process's peak resident memory so far.
