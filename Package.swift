@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(name: "ENAPITests", dependencies: ["ENAPI"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "ENAgent", "TestSupport", "CENKernel"],
                     exclude: ["Servers"]),
         // Fuzzers (make fuzz)

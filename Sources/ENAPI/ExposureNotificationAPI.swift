@@ -19,6 +19,10 @@ public enum ExposureNotificationAPI {
         public static let resume = MethodContract("Resume")
         public static let getTemporaryExposureKeyHistory = MethodContract("GetTemporaryExposureKeyHistory", KeyHistoryRequest.self, KeyHistory.self)
         public static let detectExposures = MethodContract("DetectExposures", DetectionRequest.self, DetectionReply.self)
+        public static let startDetection = MethodContract("StartDetection", DetectionSessionRequest.self, DetectionSessionHandle.self)
+        public static let addKeyFiles = MethodContract("AddKeyFiles", KeyFileBatch.self, DetectionReply.self)
+        public static let finishDetection = MethodContract("FinishDetection", DetectionSessionHandle.self, DetectionReply.self)
+        public static let cancelDetection = MethodContract("CancelDetection", DetectionSessionHandle.self)
         public static let getExposureWindows = MethodContract("GetExposureWindows", NoArguments.self, ExposureWindows.self)
         public static let getDailySummaries = MethodContract("GetDailySummaries", ConfigurationArgument.self, DailySummaries.self)
         public static let getExposureInfo = MethodContract("GetExposureInfo", NoArguments.self, ExposureInfos.self)
@@ -31,7 +35,8 @@ public enum ExposureNotificationAPI {
 
         /// Every method, in the interface's order.
         public static let all: [any MethodDeclaration] = [
-            setEnabled, pause, resume, getTemporaryExposureKeyHistory, detectExposures, getExposureWindows, getDailySummaries, getExposureInfo,
+            setEnabled, pause, resume, getTemporaryExposureKeyHistory, detectExposures, startDetection, addKeyFiles, finishDetection, cancelDetection,
+            getExposureWindows, getDailySummaries, getExposureInfo,
             addTestResult, getTestResults, queueUpload, getPendingUploads, finishUpload, resetData,
         ]
     }
@@ -60,6 +65,11 @@ public enum ExposureNotificationAPI {
 
     public enum Signals {
         public static let exposureDetected = SignalContract("ExposureDetected", ExposureDetectedArguments.self)
+        /// To the session's owner only, at most once a second while it matches and after every batch.
+        public static let detectionProgress = SignalContract("DetectionProgress", DetectionProgressArguments.self)
+
+        /// Every signal, in the interface's order.
+        public static let declarations = [exposureDetected.declaration, detectionProgress.declaration]
     }
 
     /// The interface's named errors, `org.enagent.ExposureNotification1.Error.*`.
@@ -70,6 +80,12 @@ public enum ExposureNotificationAPI {
         case keyFileRejected = "KeyFileRejected"
         case configurationInvalid = "ConfigurationInvalid"
         case notAvailable = "NotAvailable"
+        /// Another detection session is open; try again when it ends.
+        case busy = "Busy"
+        /// A batch would take the session past its maximum key count.
+        case limitExceeded = "LimitExceeded"
+        /// No such session of this caller: it ended, was idle too long, or is another caller's.
+        case unknownSession = "UnknownSession"
         case failed = "Failed"
 
         public var name: String { "\(interface).Error.\(rawValue)" }
@@ -150,7 +166,65 @@ public struct DetectionReply: DBusRecord, Equatable {
     public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { summary = try reader.next() }
 }
 
-/// What one DetectExposures call did, as an `a{sv}` so that clients can ignore entries they do
+public struct DetectionSessionRequest: DBusRecord, Equatable {
+    public static let members = [DBusArgument("configuration", String.self), DBusArgument("max_keys", UInt64.self)]
+    /// Exposure configuration JSON; "" for the protocol's defaults.
+    public var configuration: String
+    /// The most keys the session may check; 0 for no limit.
+    public var maxKeys: UInt64
+    public init(configuration: String, maxKeys: UInt64) {
+        self.configuration = configuration
+        self.maxKeys = maxKeys
+    }
+    public var values: [DBusValue] { [configuration.dbusValue, maxKeys.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        configuration = try reader.next()
+        maxKeys = try reader.next()
+    }
+}
+
+/// A detection session, named by StartDetection; only the caller that started it may use it.
+public struct DetectionSessionHandle: DBusRecord, Equatable {
+    public static let members = [DBusArgument("session", String.self)]
+    public var session: String
+    public init(session: String) { self.session = session }
+    public var values: [DBusValue] { [session.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { session = try reader.next() }
+}
+
+public struct KeyFileBatch: DBusRecord, Equatable {
+    public static let members = [DBusArgument("session", String.self), DBusArgument("key_files", [FileDescriptor].self)]
+    public var session: String
+    /// Export zips, open for reading; the daemon closes its copies.
+    public var keyFiles: [FileDescriptor]
+    public init(session: String, keyFiles: [FileDescriptor]) {
+        self.session = session
+        self.keyFiles = keyFiles
+    }
+    public var values: [DBusValue] { [session.dbusValue, keyFiles.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        session = try reader.next()
+        keyFiles = try reader.next()
+    }
+}
+
+public struct DetectionProgressArguments: DBusRecord, Equatable {
+    public static let members = [DBusArgument("session", String.self), DBusArgument("progress", DetectionSummary.self)]
+    public var session: String
+    /// The session so far; NewExposureWindows stays 0 until FinishDetection.
+    public var progress: DetectionSummary
+    public init(session: String, progress: DetectionSummary) {
+        self.session = session
+        self.progress = progress
+    }
+    public var values: [DBusValue] { [session.dbusValue, progress.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        session = try reader.next()
+        progress = try reader.next()
+    }
+}
+
+/// What one DetectExposures call or detection session did, as an `a{sv}` so that clients can ignore entries they do
 /// not know. Sums of several calls add up field by field.
 public struct DetectionSummary: DBusRepresentable, Equatable, Encodable {
     public var keyFilesProcessed: UInt32 = 0

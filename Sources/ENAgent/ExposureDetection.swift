@@ -8,6 +8,10 @@ public enum DetectionError: Error, Equatable, CustomStringConvertible {
     case badKeyFile(name: String, reason: String)
     case unverified(name: String, status: SignatureStatus)
     case badConfiguration(String)
+    /// A session's batch would take it past its maximum key count; nothing of the batch was used.
+    case keyLimit(maximum: Int, checked: Int, batch: Int)
+    /// The session was cancelled while the batch ran; nothing of the batch was used.
+    case cancelled
     case store(String)
 
     public var description: String {
@@ -16,6 +20,9 @@ public enum DetectionError: Error, Equatable, CustomStringConvertible {
         case .unverified(let name, let status):
             return "\(name): the signature is \(status.rawValue); only files signed with a trusted key (see trusted-keys-directory) are used"
         case .badConfiguration(let reason): return "the exposure configuration is unusable: \(reason)"
+        case .keyLimit(let maximum, let checked, let batch):
+            return "the batch's \(batch) keys would take the session past its maximum of \(maximum) keys (\(checked) checked so far); nothing of the batch was used"
+        case .cancelled: return "the detection session was cancelled"
         case .store(let reason): return reason
         }
     }
@@ -64,54 +71,131 @@ public struct ExposureDetection: Sendable {
         }
     }
 
-    /// Verifies every file first (one bad file refuses the whole run), then matches the new ones.
+    /// One detection with all its files at once: a session given one batch. Nothing is recorded
+    /// as processed when it fails.
     public func detect(files: [(name: String, data: Data)], configurationJSON: String) throws(DetectionError) -> DetectionOutcome {
-        let started = clock.now
-        do {
-            return try run(files: files, configurationJSON: configurationJSON, started: started)
-        } catch {
-            try? store.recordFailedDetection(startedAt: started, error: error.description)
+        var session = try DetectionSession(detection: self, configurationJSON: configurationJSON)
+        try session.add(files)
+        return try session.finish()
+    }
+
+    /// Runs `body`; when it fails, the failure is the last detection's error (LastDetectionError).
+    /// A cancellation is the client's choice, not a failure.
+    fileprivate func recordingFailure<T>(startedAt: Int64, _ body: () throws(DetectionError) -> T) throws(DetectionError) -> T {
+        do { return try body() } catch {
+            if error != .cancelled { try? store.recordFailedDetection(startedAt: startedAt, error: error.description) }
             throw error
         }
     }
 
-    private func run(files: [(name: String, data: Data)], configurationJSON: String, started: Int64) throws(DetectionError) -> DetectionOutcome {
-        let configuration = try Self.configuration(configurationJSON)
-        var fresh = [(name: String, digest: [UInt8], export: KeyExport)]()
-        var skipped = 0
+    fileprivate func storeCall<T>(_ body: () throws -> T) throws(DetectionError) -> T {
+        do { return try body() } catch { throw .store("\(error)") }
+    }
+}
+
+/// A detection that takes its key files in batches, as the Contact Tracing API's sessions do: a
+/// client can stream hundreds of files without holding them all, and stop at a key budget.
+/// Each batch is verified whole before it is matched (one bad file refuses the batch, and the
+/// session stays as it was); what the batches matched is stored once, by `finish`, as one
+/// detection. A key counts once across the batches: the newest publication wins.
+///
+/// The sightings are those stored when the first new file arrives (the index is built then and
+/// kept for the session).
+public struct DetectionSession: Sendable {
+    public let startedAt: Int64
+    /// The most keys the session checks; nil for no limit.
+    public let maximumKeys: Int?
+    private let detection: ExposureDetection
+    private let configurationJSON: String
+    private let configuration: ExposureConfiguration
+    private var index: SightingIndex?
+    private var fresh = [ProcessedKeyFile]()
+    private var digests = Set<[UInt8]>()
+    private var result = DetectionResult()
+    /// Files handed to the session, new or not: the next file is "key file \(filesReceived + 1)".
+    public private(set) var filesReceived = 0
+    /// Files skipped because one with the same SHA-256 was processed before.
+    public private(set) var keyFilesSkipped = 0
+
+    public var keyFilesProcessed: Int { fresh.count }
+    public var keysChecked: Int { result.keysChecked }
+    public var matchedKeyCount: Int { result.matches.count }
+
+    public init(detection: ExposureDetection, configurationJSON: String, maximumKeys: Int? = nil) throws(DetectionError) {
+        let startedAt = detection.clock.now
+        configuration = try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
+            try ExposureDetection.configuration(configurationJSON)
+        }
+        (self.startedAt, self.detection, self.configurationJSON, self.maximumKeys) = (startedAt, detection, configurationJSON, maximumKeys)
+    }
+
+    /// Verifies the batch's files, then matches those not processed before. `progress` is called
+    /// from the matching threads with the session's keys checked so far; setting `cancellation`
+    /// stops the matching.
+    public mutating func add(_ files: [(name: String, data: Data)], progress: (@Sendable (Int) -> Void)? = nil,
+                             cancellation: CancellationFlag? = nil) throws(DetectionError) {
+        let detection = detection
+        self = try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
+            try adding(files, progress: progress, cancellation: cancellation)
+        }
+    }
+
+    /// The session with the batch added; `self` is left as it was when the batch is refused.
+    private func adding(_ files: [(name: String, data: Data)], progress: (@Sendable (Int) -> Void)?,
+                        cancellation: CancellationFlag?) throws(DetectionError) -> DetectionSession {
+        let limits = detection.limits, store = detection.store
+        var next = self, exports = [KeyExport](), names = [String]()
         for file in files {
             guard file.data.count <= limits.maximumFileSize else {
                 throw .badKeyFile(name: file.name, reason: "\(KeyFileError.tooLarge(bytes: file.data.count, limit: limits.maximumFileSize))")
             }
             let export: KeyExport
             do { export = try KeyExport(contentsOf: file.data, limits: limits) } catch { throw .badKeyFile(name: file.name, reason: "\(error)") }
-            let status = export.signatureStatus(trustedKeys: trustedKeys)
+            let status = export.signatureStatus(trustedKeys: detection.trustedKeys)
             guard status == .verified else { throw .unverified(name: file.name, status: status) }
             let digest = SHA256.digest(file.data)
-            if try storeCall({ try store.hasProcessedKeyFile(sha256: digest) }) || fresh.contains(where: { $0.digest == digest }) {
-                skipped += 1
+            next.filesReceived += 1
+            if try detection.storeCall({ try store.hasProcessedKeyFile(sha256: digest) }) || !next.digests.insert(digest).inserted {
+                next.keyFilesSkipped += 1
             } else {
-                fresh.append((file.name, digest, export))
+                next.fresh.append(ProcessedKeyFile(sha256: digest, name: file.name, region: export.region, keyCount: export.keyCount))
+                exports.append(export)
+                names.append(file.name)
             }
         }
-        let detector = ExposureDetector(index: try storeCall { try store.sightingIndex() }, rssiCorrection: rssiCorrection)
-        let found: (result: DetectionResult, windows: [ExposureWindow])
-        do { found = try detector.exposureWindows(of: fresh.map(\.export), configuration: configuration.v2) } catch {
-            throw .badKeyFile(name: fresh.map(\.name).joined(separator: ", "), reason: "\(error)")
+        guard !exports.isEmpty else { return next }
+        let keys = exports.reduce(0) { $0 + $1.keyCount }
+        if let maximumKeys, keysChecked + keys > maximumKeys {
+            throw .keyLimit(maximum: maximumKeys, checked: keysChecked, batch: keys)
         }
-        let finished = clock.now
-        try storeCall {
-            try store.recordDetection(startedAt: started, finishedAt: finished,
-                                      keyFiles: fresh.map { ProcessedKeyFile(sha256: $0.digest, name: $0.name, region: $0.export.region, keyCount: $0.export.keyCount) },
-                                      matchedKeyCount: found.result.matches.count, windows: found.windows,
-                                      superseding: found.result.matches.map(\.key.key.identity) + found.result.revokedKeys)
-            try store.setSetting(Self.configurationSetting, to: configurationJSON)
+        if next.index == nil { next.index = try detection.storeCall { try store.sightingIndex() } }
+        let checkedBefore = keysChecked
+        let detector = ExposureDetector(index: next.index!, rssiCorrection: detection.rssiCorrection)
+        var keysTaken: (@Sendable (Int) -> Void)?
+        if let progress { keysTaken = { taken in progress(checkedBefore + taken) } }
+        do {
+            next.result.append(try detector.detect(exports, progress: keysTaken, cancellation: cancellation))
+        } catch is CancellationError {
+            throw .cancelled
+        } catch {
+            throw .badKeyFile(name: names.joined(separator: ", "), reason: "\(error)")
         }
-        return DetectionOutcome(keyFilesProcessed: fresh.count, keyFilesSkipped: skipped, keysChecked: found.result.keysChecked,
-                                matchedKeyCount: found.result.matches.count, newWindows: found.windows)
+        return next
     }
 
-    private func storeCall<T>(_ body: () throws -> T) throws(DetectionError) -> T {
-        do { return try body() } catch { throw .store("\(error)") }
+    /// Stores what the batches found as one detection: the files as processed, the exposure
+    /// windows (replacing those of earlier detections for the same keys), the configuration.
+    public func finish() throws(DetectionError) -> DetectionOutcome {
+        try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
+            let windows = result.exposureWindows(configuration: configuration.v2)
+            let store = detection.store, finished = detection.clock.now
+            try detection.storeCall {
+                try store.recordDetection(startedAt: startedAt, finishedAt: finished, keyFiles: fresh, matchedKeyCount: result.matches.count,
+                                          windows: windows, superseding: result.matches.map(\.key.key.identity) + result.revokedKeys)
+                try store.setSetting(ExposureDetection.configurationSetting, to: configurationJSON)
+            }
+            return DetectionOutcome(keyFilesProcessed: fresh.count, keyFilesSkipped: keyFilesSkipped, keysChecked: result.keysChecked,
+                                    matchedKeyCount: result.matches.count, newWindows: windows)
+        }
     }
 }

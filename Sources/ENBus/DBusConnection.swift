@@ -217,9 +217,9 @@ public final class DBusConnection: @unchecked Sendable {
         if let rule, isConnected { dbus_bus_remove_match(raw, rule.text, nil) }
     }
 
-    /// Emits a signal.
-    public func emit(path: String, interface: String, member: String, _ arguments: [DBusValue]) throws(DBusError) {
-        send(try DBusMessage.signal(path: path, interface: interface, member: member, arguments))
+    /// Emits a signal: to every connection whose match rules take it, or to `destination` only.
+    public func emit(path: String, interface: String, member: String, destination: String? = nil, _ arguments: [DBusValue]) throws(DBusError) {
+        send(try DBusMessage.signal(path: path, interface: interface, member: member, destination: destination, arguments))
     }
 
     // MARK: Objects

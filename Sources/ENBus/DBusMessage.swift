@@ -27,11 +27,16 @@ public final class DBusMessage: @unchecked Sendable {
         return message
     }
 
-    public static func signal(path: String, interface: String, member: String, _ arguments: [DBusValue] = []) throws(DBusError) -> DBusMessage {
+    /// A signal; with a `destination`, the bus delivers it to that connection only.
+    public static func signal(path: String, interface: String, member: String, destination: String? = nil,
+                              _ arguments: [DBusValue] = []) throws(DBusError) -> DBusMessage {
         guard let raw = dbus_message_new_signal(path, interface, member) else {
             throw DBusError(name: DBusError.invalidArgs, message: "cannot make the signal \(interface).\(member) on \(path)")
         }
         let message = DBusMessage(owning: raw)
+        if let destination, dbus_message_set_destination(raw, destination) == 0 {
+            throw DBusError(name: DBusError.failed, message: "cannot address the signal \(interface).\(member) to \(destination)")
+        }
         try message.append(arguments)
         return message
     }

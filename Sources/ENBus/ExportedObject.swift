@@ -110,10 +110,10 @@ public final class ExportedObject: Sendable {
                              [.string(name), .properties(values), .strings(invalidated)])
     }
 
-    /// Emits one of this object's signals.
-    public func emit(interface: String, signal: String, _ arguments: [DBusValue]) throws(DBusError) {
+    /// Emits one of this object's signals, to `destination` only when one is given.
+    public func emit(interface: String, signal: String, destination: String? = nil, _ arguments: [DBusValue]) throws(DBusError) {
         guard let connection else { throw DBusError(name: DBusError.failed, message: "\(path) is not exported") }
-        try connection.emit(path: path, interface: interface, member: signal, arguments)
+        try connection.emit(path: path, interface: interface, member: signal, destination: destination, arguments)
     }
 
     /// The reply to `call`, or nil when a method with a queue will send it later.

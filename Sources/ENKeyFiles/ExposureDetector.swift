@@ -1,6 +1,7 @@
 import Dispatch
 import ENCore
 import Foundation
+import Synchronization
 
 /// What matching a set of key files found.
 public struct DetectionResult: Sendable {
@@ -14,6 +15,26 @@ public struct DetectionResult: Sendable {
     public var keysChecked: Int
     /// Sightings that matched but carried an implausible TX power.
     public var implausibleSightings: Int
+
+    public init(matches: [KeyMatch] = [], revokedKeys: [TemporaryExposureKey.Identity] = [], keysChecked: Int = 0, implausibleSightings: Int = 0) {
+        (self.matches, self.revokedKeys, self.keysChecked, self.implausibleSightings) = (matches, revokedKeys, keysChecked, implausibleSightings)
+    }
+
+    /// Adds what files published after these found: a key `later` matched or revoked takes the
+    /// place of what this result held for it, as if all the files had been matched at once.
+    public mutating func append(_ later: DetectionResult) {
+        let renewed = Set(later.matches.map(\.key.key.identity) + later.revokedKeys)
+        matches = matches.filter { !renewed.contains($0.key.key.identity) } + later.matches
+        revokedKeys = revokedKeys.filter { !renewed.contains($0) } + later.revokedKeys
+        keysChecked += later.keysChecked
+        implausibleSightings += later.implausibleSightings
+    }
+
+    /// The matches grouped into exposure windows under `configuration`, ordered by day, then by key.
+    public func exposureWindows(configuration: ExposureConfigurationV2) -> [ExposureWindow] {
+        matches.flatMap { ExposureWindowing.windows(for: $0, configuration: configuration) }
+            .sorted { ($0.date, $0.diagnosisKey.key.rollingStartIntervalNumber) < ($1.date, $1.diagnosisKey.key.rollingStartIntervalNumber) }
+    }
 }
 
 /// Matches diagnosis key files against a sighting index on all cores.
@@ -35,16 +56,21 @@ public struct ExposureDetector: Sendable {
         self.threads = max(1, threads)
     }
 
-    public func detect(_ exports: [KeyExport]) throws -> DetectionResult {
+    /// `progress`, when given, is called from the workers with the number of keys taken so far,
+    /// every `batchSize` keys. Once `cancellation` is set, the workers stop within a batch and
+    /// the call throws CancellationError.
+    public func detect(_ exports: [KeyExport], progress: (@Sendable (Int) -> Void)? = nil,
+                       cancellation: CancellationFlag? = nil) throws -> DetectionResult {
         let matchers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrection: rssiCorrection) }
-        let cursor = KeyCursor(exports)
+        let cursor = KeyCursor(exports, cancellation: cancellation)
         // Each worker initialises only its own slot and uses only its own matcher.
         let shares = UnsafeMutableBufferPointer<Result<WorkerShare, any Error>>.allocate(capacity: threads)
         defer { shares.deinitialize().deallocate() }
         nonisolated(unsafe) let slots = shares, ownMatchers = matchers
         DispatchQueue.concurrentPerform(iterations: threads) { worker in
-            (slots.baseAddress! + worker).initialize(to: Result { try Self.work(matcher: ownMatchers[worker], cursor: cursor) })
+            (slots.baseAddress! + worker).initialize(to: Result { try Self.work(matcher: ownMatchers[worker], cursor: cursor, progress: progress) })
         }
+        if cancellation?.isSet == true { throw CancellationError() }
         return Self.newestPublications(try shares.map { try $0.get() },
                                            implausibleSightings: matchers.reduce(0) { $0 + $1.implausibleSightings })
     }
@@ -56,10 +82,11 @@ public struct ExposureDetector: Sendable {
         var checked = 0
     }
 
-    private static func work(matcher: KeyMatcher, cursor: KeyCursor) throws -> WorkerShare {
+    private static func work(matcher: KeyMatcher, cursor: KeyCursor, progress: (@Sendable (Int) -> Void)?) throws -> WorkerShare {
         var share = WorkerShare(), batch = [KeyExport.EncodedKey]()
         batch.reserveCapacity(batchSize)
         while let first = cursor.next(batchSize, into: &batch) {
+            progress?(first + batch.count)
             for (offset, encoded) in batch.enumerated() {
                 let key = encoded.decode()
                 if key.reportType == .revoked {
@@ -98,17 +125,22 @@ public struct ExposureDetector: Sendable {
 /// batch with the place of its first key (publications are numbered in file order).
 private final class KeyCursor: @unchecked Sendable {
     private let exports: [KeyExport]
+    private let cancellation: CancellationFlag?
     private let lock = NSLock()
     // Guarded by `lock`.
     private var file = 0
     private var offset: Int? = KeyExport.firstFieldOffset
     private var position = 0
 
-    init(_ exports: [KeyExport]) { self.exports = exports }
+    init(_ exports: [KeyExport], cancellation: CancellationFlag?) {
+        self.exports = exports
+        self.cancellation = cancellation
+    }
 
     /// Fills `batch` with up to `limit` keys and returns the first one's place, or nil when every
-    /// key has been handed out.
+    /// key has been handed out or the work is cancelled.
     func next(_ limit: Int, into batch: inout [KeyExport.EncodedKey]) -> Int? {
+        if cancellation?.isSet == true { return nil }
         lock.lock()
         defer { lock.unlock() }
         while batch.count < limit, file < exports.count {
@@ -121,14 +153,20 @@ private final class KeyCursor: @unchecked Sendable {
     }
 }
 
+/// Set once, from any thread, to stop a detection.
+public final class CancellationFlag: Sendable {
+    private let flag = Atomic(false)
+    public init() {}
+    public func set() { flag.store(true, ordering: .relaxed) }
+    public var isSet: Bool { flag.load(ordering: .relaxed) }
+}
+
 extension ExposureDetector {
     /// Matches `exports` and groups the matches into exposure windows under `configuration`,
     /// ordered by day, then by key.
     public func exposureWindows(of exports: [KeyExport], configuration: ExposureConfigurationV2) throws
         -> (result: DetectionResult, windows: [ExposureWindow]) {
         let result = try detect(exports)
-        let windows = result.matches.flatMap { ExposureWindowing.windows(for: $0, configuration: configuration) }
-            .sorted { ($0.date, $0.diagnosisKey.key.rollingStartIntervalNumber) < ($1.date, $1.diagnosisKey.key.rollingStartIntervalNumber) }
-        return (result, windows)
+        return (result, result.exposureWindows(configuration: configuration))
     }
 }

@@ -7,7 +7,7 @@ public struct KeyFileLimits: Sendable, Equatable {
     /// The largest inflated-to-compressed ratio of an entry. Key data is random and barely
     /// compresses, so a real export is close to 1; a zip bomb is in the hundreds or more.
     public var maximumCompressionRatio: Int
-    /// The key files of one detection call together, all held in memory at once: two weeks of a large
+    /// The key files of one detection call (or one batch of a session) together, all held in memory at once: two weeks of a large
     /// country's keys are about 40 MB.
     public var maximumTotalSize = 128 << 20
 

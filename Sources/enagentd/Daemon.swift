@@ -71,10 +71,11 @@ final class Daemon: @unchecked Sendable {
         try DispatchQueue.getSpecific(key: queueKey) != nil ? body() : queue.sync(execute: body)
     }
 
-    /// Sends one of the API's signals (on `queue`); a signal that cannot be sent goes to the journal.
-    func emit<Arguments>(_ signal: SignalContract<Arguments>, _ arguments: Arguments) {
+    /// Sends one of the API's signals (on `queue`), to every listener or to `destination` only; a
+    /// signal that cannot be sent goes to the journal.
+    func emit<Arguments>(_ signal: SignalContract<Arguments>, _ arguments: Arguments, to destination: String? = nil) {
         dispatchPrecondition(condition: .onQueue(queue))
-        do { try serviceObject?.emit(interface: ExposureNotificationAPI.interface, signal: signal.name, arguments.values) } catch {
+        do { try serviceObject?.emit(interface: ExposureNotificationAPI.interface, signal: signal.name, destination: destination, arguments.values) } catch {
             logger.error("cannot send the signal \(signal.name): \(error)")
         }
     }

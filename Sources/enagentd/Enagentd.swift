@@ -110,7 +110,7 @@ struct Enagentd: ParsableCommand {
         let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
         let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radioSettings: radioSettings,
                             bus: radioBus, trustedKeys: trustedKeys, rssiCorrection: file.rssiCorrection ?? 0, logger: logger)
-        let object = ExposureNotificationService(daemon: daemon, bus: serviceBus).object()
+        let object = ExposureNotificationService(daemon: daemon, bus: serviceBus, logger: logger).object()
         daemon.serviceObject = object
         daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) }
         // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that

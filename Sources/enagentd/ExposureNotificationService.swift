@@ -5,6 +5,8 @@ import ENBus
 import ENCore
 import ENStore
 import Foundation
+import Logging
+import Synchronization
 
 /// enagentd's side of the contract in ENAPI: one named handler per method (the table in
 /// `object()`), each callable alone. Anyone may read the properties; changing state, retrieving
@@ -17,16 +19,20 @@ struct ExposureNotificationService: Sendable {
     let daemon: Daemon
     /// Refuses a caller who may not change state, with NotAuthorized.
     private let authorise: @Sendable (DBusMessage) throws(DBusError) -> Void
-    /// Detections run one at a time, off the daemon's queue: the properties stay readable meanwhile.
+    /// Detections and session batches run one at a time, off the daemon's queue: the properties
+    /// stay readable meanwhile.
     private let detectionQueue = DispatchQueue(label: "enagent.detection")
+    let sessions: DetectionSessions
 
-    /// Callers are checked with the bus daemon (their uid) and the group database.
-    init(daemon: Daemon, bus: DBusConnection) {
-        self.init(daemon: daemon) { call throws(DBusError) in try Self.authorise(call, on: bus) }
+    /// Callers are checked with the bus daemon (their uid) and the group database; a session ends
+    /// when its owner leaves `bus`.
+    init(daemon: Daemon, bus: DBusConnection, logger: Logger) {
+        self.init(daemon: daemon, sessions: DetectionSessions(bus: bus, logger: logger)) { call throws(DBusError) in try Self.authorise(call, on: bus) }
     }
 
-    init(daemon: Daemon, authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) {
+    init(daemon: Daemon, sessions: DetectionSessions, authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) {
         self.daemon = daemon
+        self.sessions = sessions
         self.authorise = authorise
     }
 
@@ -44,6 +50,18 @@ struct ExposureNotificationService: Sendable {
                 defer { request.keyFiles.forEach { close($0.rawValue) } }
                 try authorise(call)
                 return try detectExposures(request)
+            },
+            privileged(M.startDetection) { call, request throws(DBusError) in try startDetection(request, caller: try Self.caller(call)) },
+            DBusMethod(M.addKeyFiles, queue: detectionQueue, invalid: API.Failure.invalidArguments.error) { call, batch throws(DBusError) in
+                defer { batch.keyFiles.forEach { close($0.rawValue) } }
+                return try addKeyFiles(batch, caller: try Self.caller(call))
+            },
+            DBusMethod(M.finishDetection, queue: detectionQueue, invalid: API.Failure.invalidArguments.error) { call, handle throws(DBusError) in
+                try finishDetection(handle, caller: try Self.caller(call))
+            },
+            // Not on the detection queue: it stops a batch that runs there.
+            DBusMethod(M.cancelDetection, invalid: API.Failure.invalidArguments.error) { call, handle throws(DBusError) in
+                try cancelDetection(handle, caller: try Self.caller(call))
             },
             privileged(M.getExposureWindows, getExposureWindows),
             privileged(M.getDailySummaries, getDailySummaries),
@@ -71,7 +89,7 @@ struct ExposureNotificationService: Sendable {
             property(P.rssiCorrection) { Int32(daemon.detection.rssiCorrection) },
         ]
         return ExportedObject(path: API.path, interfaces: [
-            DBusInterface(API.interface, methods: methods, properties: properties, signals: [API.Signals.exposureDetected.declaration]),
+            DBusInterface(API.interface, methods: methods, properties: properties, signals: API.Signals.declarations),
         ])
     }
 
@@ -101,13 +119,69 @@ struct ExposureNotificationService: Sendable {
         return KeyHistory(keys: try onDaemonQueue { try daemon.releasableKeys() })
     }
 
-    /// Runs on the detection queue; what changes on the daemon is posted to its queue.
+    /// A detection session with all its files at once; runs on the detection queue.
     func detectExposures(_ request: DetectionRequest) throws(DBusError) -> DetectionReply {
         guard !request.keyFiles.isEmpty else { throw API.Failure.invalidArguments.error("give at least one key file") }
+        try sessions.requireNoneOpen()
+        let files = try readKeyFiles(request.keyFiles, firstNumber: 1)
+        var session = try newSession(configuration: request.configuration, maxKeys: 0)
+        try detecting { () throws(DetectionError) in try session.add(files) }
+        return try finish(session)
+    }
+
+    /// Anyone who may detect may start a session: it is theirs (their bus connection's) alone.
+    func startDetection(_ request: DetectionSessionRequest, caller: String) throws(DBusError) -> DetectionSessionHandle {
+        try sessions.requireNoneOpen()
+        return DetectionSessionHandle(session: try sessions.open(try newSession(configuration: request.configuration, maxKeys: request.maxKeys),
+                                                                 owner: caller))
+    }
+
+    /// Runs on the detection queue: the batch is matched on every core, its progress signalled
+    /// to the session's owner at most once a second and when it is done. A refused batch leaves
+    /// the session as it was.
+    func addKeyFiles(_ batch: KeyFileBatch, caller: String) throws(DBusError) -> DetectionReply {
+        guard !batch.keyFiles.isEmpty else { throw API.Failure.invalidArguments.error("give at least one key file") }
+        var (session, cancellation) = try sessions.take(batch.session, owner: caller)
+        defer { sessions.giveBack(batch.session, session) }
+        let files = try readKeyFiles(batch.keyFiles, firstNumber: session.filesReceived + 1)
+        let before = Self.summary(of: session), throttle = Throttle(interval: .seconds(1))
+        let signal: @Sendable (DetectionSummary) -> Void = { [daemon] progress in
+            daemon.queue.async {
+                daemon.emit(API.Signals.detectionProgress, DetectionProgressArguments(session: batch.session, progress: progress), to: caller)
+            }
+        }
+        try detecting { () throws(DetectionError) in
+            try session.add(files, progress: { checked in
+                guard throttle.ready() else { return }
+                var progress = before
+                progress.keysChecked = UInt64(checked)
+                signal(progress)
+            }, cancellation: cancellation)
+        }
+        let progress = Self.summary(of: session)
+        signal(progress)
+        return DetectionReply(summary: progress)
+    }
+
+    /// Runs on the detection queue: stores what the session found, as one detection.
+    func finishDetection(_ handle: DetectionSessionHandle, caller: String) throws(DBusError) -> DetectionReply {
+        try finish(try sessions.end(handle.session, owner: caller))
+    }
+
+    func cancelDetection(_ handle: DetectionSessionHandle, caller: String) throws(DBusError) -> NoArguments {
+        try sessions.cancel(handle.session, owner: caller)
+        return NoArguments()
+    }
+
+    // MARK: Detection helpers
+
+    /// Reads the descriptors (numbered from `firstNumber` in errors: "key file 3"), within the
+    /// limits per file and per call.
+    private func readKeyFiles(_ descriptors: [FileDescriptor], firstNumber: Int) throws(DBusError) -> [(name: String, data: Data)] {
         let limits = daemon.detection.limits
         var total = 0
-        let files = try request.keyFiles.enumerated().map { index, descriptor throws(DBusError) in
-            let name = "key file \(index + 1)"
+        return try descriptors.enumerated().map { index, descriptor throws(DBusError) in
+            let name = "key file \(firstNumber + index)"
             let left = limits.maximumTotalSize - total
             let data = try left < limits.maximumFileSize
                 ? KeyFileDescriptor.read(descriptor.rawValue, limit: left,
@@ -117,22 +191,46 @@ struct ExposureNotificationService: Sendable {
             total += data.count
             return (name: name, data: data)
         }
-        let outcome: DetectionOutcome
-        do {
-            outcome = try daemon.detection.detect(files: files, configurationJSON: request.configuration)
-        } catch {
+    }
+
+    private func newSession(configuration: String, maxKeys: UInt64) throws(DBusError) -> DetectionSession {
+        try detecting { () throws(DetectionError) in
+            try DetectionSession(detection: daemon.detection, configurationJSON: configuration, maximumKeys: maxKeys == 0 ? nil : Int(clamping: maxKeys))
+        }
+    }
+
+    /// Runs a step of a detection; a refusal has been recorded as the last detection's error, so
+    /// the properties that show it change.
+    private func detecting<T>(_ step: () throws(DetectionError) -> T) throws(DBusError) -> T {
+        do { return try step() } catch {
             daemon.queue.async { [daemon] in daemon.onChange?([API.Properties.lastDetection.name, API.Properties.lastDetectionError.name]) }
             throw Self.dbusError(error)
         }
+    }
+
+    /// Stores the session's findings; what changes on the daemon is posted to its queue.
+    private func finish(_ session: DetectionSession) throws(DBusError) -> DetectionReply {
+        let outcome = try detecting { () throws(DetectionError) in try session.finish() }
         let newWindows = UInt32(outcome.newWindows.count)
         daemon.queue.async { [daemon] in
             daemon.onChange?([API.Properties.lastDetection.name, API.Properties.lastDetectionError.name])
             daemon.checkReminders()
             if newWindows > 0 { daemon.emit(API.Signals.exposureDetected, ExposureDetectedArguments(newWindows: newWindows)) }
         }
-        return DetectionReply(summary: DetectionSummary(
-            keyFilesProcessed: UInt32(outcome.keyFilesProcessed), keyFilesSkipped: UInt32(outcome.keyFilesSkipped), keysChecked: UInt64(outcome.keysChecked),
-            matchedKeys: UInt32(outcome.matchedKeyCount), newExposureWindows: newWindows))
+        var summary = Self.summary(of: session)
+        summary.newExposureWindows = newWindows
+        return DetectionReply(summary: summary)
+    }
+
+    private static func summary(of session: DetectionSession) -> DetectionSummary {
+        DetectionSummary(keyFilesProcessed: UInt32(session.keyFilesProcessed), keyFilesSkipped: UInt32(session.keyFilesSkipped),
+                         keysChecked: UInt64(session.keysChecked), matchedKeys: UInt32(session.matchedKeyCount))
+    }
+
+    /// The unique bus name of a call's sender: the owner of the sessions it starts.
+    private static func caller(_ call: DBusMessage) throws(DBusError) -> String {
+        guard let sender = call.sender else { throw API.Failure.notAuthorized.error("the caller is unknown") }
+        return sender
     }
 
     func getExposureWindows(_: NoArguments) throws(DBusError) -> ExposureWindows {
@@ -226,9 +324,14 @@ struct ExposureNotificationService: Sendable {
     /// A method that only privileged callers may call, answered on the connection's thread.
     private func privileged<Input, Output>(_ contract: MethodContract<Input, Output>,
                                            _ handler: @escaping @Sendable (Input) throws(DBusError) -> Output) -> DBusMethod {
+        privileged(contract) { _, input throws(DBusError) in try handler(input) }
+    }
+
+    private func privileged<Input, Output>(_ contract: MethodContract<Input, Output>,
+                                           _ handler: @escaping @Sendable (DBusMessage, Input) throws(DBusError) -> Output) -> DBusMethod {
         DBusMethod(contract, invalid: API.Failure.invalidArguments.error) { [authorise] call, input throws(DBusError) in
             try authorise(call)
-            return try handler(input)
+            return try handler(call, input)
         }
     }
 
@@ -266,11 +369,30 @@ struct ExposureNotificationService: Sendable {
         switch error {
         case .badConfiguration: return API.Failure.configurationInvalid.error(error.description)
         case .badKeyFile, .unverified: return API.Failure.keyFileRejected.error(error.description)
+        case .keyLimit: return API.Failure.limitExceeded.error(error.description)
+        case .cancelled: return API.Failure.unknownSession.error(error.description)
         case .store: return API.Failure.failed.error(error.description)
         }
     }
 
     private static func configuration(_ json: String) throws(DBusError) -> ExposureConfiguration {
         do { return try ExposureDetection.configuration(json) } catch { throw API.Failure.configurationInvalid.error(error.description) }
+    }
+}
+
+/// Says yes at most once per `interval` (the first time at once).
+private final class Throttle: Sendable {
+    private let interval: Duration
+    private let last = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(interval: Duration) { self.interval = interval }
+
+    func ready() -> Bool {
+        last.withLock { last in
+            let now = ContinuousClock.now
+            if let last, now - last < interval { return false }
+            last = now
+            return true
+        }
     }
 }

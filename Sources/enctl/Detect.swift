@@ -4,6 +4,7 @@ import ENBus
 import ENCore
 import ENKeyFiles
 import Foundation
+import Synchronization
 
 /// `enctl detect`: the three ways of detecting, as subcommands that share their options.
 struct Detect: ParsableCommand {
@@ -44,21 +45,37 @@ struct KeyFileSizeOption: ParsableArguments {
     func validate() throws { try KeyFileInput.validate(maximumFileSizeMiB: maxFileSize) }
 }
 
+/// --max-keys, for detection through enagentd.
+struct KeyBudgetOption: ParsableArguments {
+    @Option(help: ArgumentHelp("Refuse, before matching it, a batch of files that would take the run past this many keys (default: no limit).",
+                               valueName: "count"))
+    var maxKeys: UInt64?
+
+    func validate() throws {
+        if maxKeys == 0 { throw ValidationError("--max-keys must be at least 1.") }
+    }
+}
+
 extension Detect {
     /// `enctl detect files`: enagentd detects with the files given.
     struct Files: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Hand key files to enagentd, which detects against its own sightings (needs group enagent).",
             discussion: """
-                enctl passes the files as open file descriptors (the daemon never opens your \
-                paths); enagentd verifies them against its trusted keys (trusted-keys-directory), \
-                matches them against its sightings, stores the exposure windows and skips files \
-                it processed before. 'enctl windows', 'enctl summary' and 'enctl exposures' show \
-                the results.
+                enctl opens a detection session with enagentd and passes the files as open file \
+                descriptors, \(DaemonDetection.batchSize) at a time (the daemon never opens your \
+                paths); enagentd verifies each batch against its trusted keys \
+                (trusted-keys-directory), matches it against its sightings and, when the session \
+                finishes, stores the exposure windows as one detection; files it processed \
+                before are skipped, and a key published in several files counts once. Any error \
+                cancels the session: nothing of it is recorded. 'enctl windows', 'enctl summary' \
+                and 'enctl exposures' show the results.
                 """)
 
         @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
         var files: [String] = []
+
+        @OptionGroup var budget: KeyBudgetOption
 
         @OptionGroup var options: DetectionOptions
 
@@ -67,7 +84,8 @@ extension Detect {
         }
 
         func run() throws {
-            try DaemonDetection(options: options).run(paths: files, names: files, configuration: try options.configurationText())
+            try DaemonDetection(options: options, maxKeys: budget.maxKeys ?? 0)
+                .run(paths: files, names: files, configuration: try options.configurationText())
         }
     }
 
@@ -90,6 +108,8 @@ extension Detect {
         var cacheDir: String?
 
         @OptionGroup var size: KeyFileSizeOption
+
+        @OptionGroup var budget: KeyBudgetOption
 
         @OptionGroup var options: DetectionOptions
 
@@ -128,7 +148,8 @@ extension Detect {
             let configuration = try options.config == nil ? keyServer.exposureConfigurationText() : options.configurationText()
             progress.show(pending.count, "matching \(pending.count) files")
             progress.finish()
-            try DaemonDetection(options: options).run(paths: pending.map(cache.file(for:)), names: pending, configuration: configuration)
+            try DaemonDetection(options: options, maxKeys: budget.maxKeys ?? 0)
+                .run(paths: pending.map(cache.file(for:)), names: pending, configuration: configuration)
             try cache.markProcessed(pending)
         }
     }
@@ -234,19 +255,45 @@ extension Detect {
     }
 }
 
-/// Detection by enagentd, with the files handed over as descriptors.
+/// Detection by enagentd in one session: the files handed over as descriptors, a batch at a
+/// time, so that only one batch is open at once however many files there are.
 struct DaemonDetection {
+    typealias API = DaemonClient.API
     let options: DetectionOptions
+    var maxKeys: UInt64 = 0
+    /// Files per AddKeyFiles call.
+    static let batchSize = DBusConnection.maximumDescriptorsPerMessage
 
-    /// Hands the files to enagentd, as many per call as one message can carry, and prints the
-    /// summed summary; `names` replace the daemon's "key file N" in errors.
+    /// Starts a session, adds the files, finishes it and prints its summary; on any error the
+    /// session is cancelled (nothing of it is recorded). `names` replace the daemon's "key file
+    /// N" in errors.
     func run(paths: [String], names: [String], configuration: String) throws {
-        let batch = DBusConnection.maximumDescriptorsPerMessage
-        var summary = DetectionSummary()
-        for start in stride(from: 0, to: max(paths.count, 1), by: batch) {
-            let range = start..<min(start + batch, paths.count)
-            summary = summary + (try detectThroughDaemon(paths: Array(paths[range]), names: Array(names[range]), configuration: configuration))
+        let client = try DaemonClient()
+        let handle = try client.call(API.Methods.startDetection, DetectionSessionRequest(configuration: configuration, maxKeys: maxKeys))
+        let progress = Progress(total: paths.count)
+        let filesDone = Mutex(0)
+        let watch = try? client.connection.subscribe(MatchRule(sender: API.busName, path: API.path, interface: API.interface,
+                                                               member: API.Signals.detectionProgress.name)) { message in
+            guard let signal = try? API.Signals.detectionProgress.arguments(message.arguments), signal.session == handle.session else { return }
+            progress.show(filesDone.withLock { $0 }, "\(signal.progress.keysChecked) keys checked")
         }
+        defer {
+            watch?.cancel()
+            progress.finish()
+        }
+        let summary: DetectionSummary
+        do {
+            for start in stride(from: 0, to: paths.count, by: Self.batchSize) {
+                let range = start..<min(start + Self.batchSize, paths.count)
+                try add(Array(paths[range]), names: Array(names[range]), firstNumber: start + 1, to: handle, client: client)
+                filesDone.withLock { $0 = range.upperBound }
+            }
+            summary = try client.call(API.Methods.finishDetection, handle, timeout: .seconds(600)).summary
+        } catch {
+            _ = try? client.call(API.Methods.cancelDetection, handle)
+            throw error
+        }
+        progress.finish()
         if options.json { return try printJSON(summary) }
         printColumns([
             ["Key files processed", String(summary.keyFilesProcessed)],
@@ -257,7 +304,7 @@ struct DaemonDetection {
         ])
     }
 
-    private func detectThroughDaemon(paths: [String], names: [String], configuration: String) throws -> DetectionSummary {
+    private func add(_ paths: [String], names: [String], firstNumber: Int, to handle: DetectionSessionHandle, client: DaemonClient) throws {
         let descriptors = try paths.map { path in
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
@@ -265,16 +312,14 @@ struct DaemonDetection {
         }
         defer { descriptors.forEach { close($0) } }
         do {
-            return try DaemonClient().call(DaemonClient.API.Methods.detectExposures,
-                                           DetectionRequest(keyFiles: descriptors.map(FileDescriptor.init), configuration: configuration),
-                                           timeout: .seconds(600)).summary
+            try client.call(API.Methods.addKeyFiles, KeyFileBatch(session: handle.session, keyFiles: descriptors.map(FileDescriptor.init)),
+                            timeout: .seconds(600))
         } catch let error as CommandError {
             throw CommandError(names.enumerated().reversed().reduce(error.description) { text, named in
-                text.replacingOccurrences(of: "key file \(named.offset + 1)", with: named.element)
+                text.replacingOccurrences(of: "key file \(firstNumber + named.offset)", with: named.element)
             })
         }
     }
-
 }
 
 /// Work started on another thread at once, its result (or error) taken when needed.

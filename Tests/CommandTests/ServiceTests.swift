@@ -4,6 +4,7 @@ import ENKeyFiles
 import ENStore
 import Foundation
 import TestSupport
+import Synchronization
 import Testing
 
 /// enagentd's D-Bus API through enctl and a raw bus connection, on a private dbus-daemon.
@@ -222,6 +223,91 @@ import Testing
         try Data("not a zip".utf8).write(to: URL(fileURLWithPath: garbage))
         #expect(try service.enctl("detect", garbage).standardError.contains("[KeyFileRejected]"))
         #expect(try service.enctl("detect", file, "--config", garbage).standardError.contains("[ConfigurationInvalid]"))
+    }
+
+    /// enctl's session over 20 files (two batches): a key published in the first and the last file
+    /// counts once; --max-keys refuses a batch past it.
+    @Test func enctlDetectsInOneSessionOverSeveralBatches() throws {
+        let signer = try P256PrivateKey()
+        let service = try Service.enabled(in: directory, trusting: signer)
+        let start = ENIntervalNumber(ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue - 2 * 144)
+        let met = try Broadcaster(start: start.rawValue)
+        try AgentStore(path: service.state + "/enagent.db").record(try (0..<5).map { try met.sighting(at: met.start + 3_600 + Int64($0) * 60) })
+        let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+        let files = try (1...20).map { number in
+            let file = directory.file("export-\(number).zip")
+            let keys = number == 1 || number == 20 ? [met.key] : [try Broadcaster(start: start.rawValue).key]
+            try writer.zip(keys: keys).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        let result = try Command.enctl(["detect"] + files + ["--json"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        #expect(result.status == 0, "\(result.standardError)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Int])
+        #expect(summary == ["KeyFilesProcessed": 20, "KeyFilesSkipped": 0, "KeysChecked": 20, "MatchedKeys": 1, "NewExposureWindows": 1])
+
+        let two = directory.file("two-keys.zip")
+        try writer.zip(keys: [try Broadcaster().key, try Broadcaster().key]).write(to: URL(fileURLWithPath: two))
+        let limited = try service.enctl("detect", "--max-keys", "1", two)
+        #expect(limited.status == 1 && limited.standardError.contains("past its maximum of 1 keys") && limited.standardError.contains("[LimitExceeded]"),
+                "\(limited.standardError)")
+        #expect(try service.status()["lastDetectionError"] as? String ?? "" != "")
+    }
+
+    /// A session over a raw connection: its progress goes to its owner only, another caller is
+    /// refused while it is open, and it ends when its owner leaves the bus.
+    @Test func aSessionSignalsItsOwnerAndEndsWhenTheOwnerLeaves() throws {
+        let signer = try P256PrivateKey()
+        let service = try Service.enabled(in: directory, trusting: signer)
+        let file = directory.file("export.zip")
+        let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+        try writer.zip(keys: try (0..<3).map { _ in try Broadcaster().key }).write(to: URL(fileURLWithPath: file))
+        let api = (destination: "org.enagent.ExposureNotification1", path: "/org/enagent/ExposureNotification1", interface: "org.enagent.ExposureNotification1")
+        final class Received: Sendable {
+            let signals = Mutex([[DBusValue]]())
+        }
+        final class Listener: Sendable {
+            let connection: DBusConnection
+            let received = Received()
+            let subscription: SignalSubscription?
+
+            init(_ connection: DBusConnection, rule: MatchRule) throws {
+                self.connection = connection
+                let received = self.received
+                subscription = try connection.subscribe(rule) { message in received.signals.withLock { $0.append(message.arguments) } }
+            }
+        }
+        func connect() throws -> Listener {
+            try Listener(try DBusConnection(address: service.bus.address), rule: MatchRule(path: api.path, interface: api.interface, member: "DetectionProgress"))
+        }
+        func call(_ connection: DBusConnection, _ method: String, _ arguments: [DBusValue]) throws(DBusError) -> [DBusValue] {
+            try connection.call(destination: api.destination, path: api.path, interface: api.interface, member: method, arguments)
+        }
+        let owner = try connect(), other = try connect()
+        let session = try #require(try call(owner.connection, "StartDetection", [.string(""), .uint64(0)]).first?.string)
+        let descriptor = open(file, O_RDONLY)
+        defer { close(descriptor) }
+        let reply = try call(owner.connection, "AddKeyFiles", [.string(session), .array(elementSignature: "h", [.unixFD(descriptor)])])
+        #expect(reply.first?.stringKeyed?["KeysChecked"]?.unwrapped == .uint64(3))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while owner.received.signals.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(owner.received.signals.withLock { $0.first?.first } == .string(session), "the owner hears its session's progress")
+        #expect(other.received.signals.withLock { $0.isEmpty }, "no one else does")
+        #expect(throws: DBusError.self) { try call(other.connection, "AddKeyFiles", [.string(session), .array(elementSignature: "h", [.unixFD(descriptor)])]) }
+        do { _ = try call(other.connection, "StartDetection", [.string(""), .uint64(0)]) } catch {
+            #expect(error.name == "org.enagent.ExposureNotification1.Error.Busy")
+        }
+        owner.subscription?.cancel()
+        owner.connection.close()
+        var started: String?
+        while started == nil && ContinuousClock.now < deadline + .seconds(5) {
+            started = try? call(other.connection, "StartDetection", [.string(""), .uint64(0)]).first?.string
+            if started == nil { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        #expect(started != nil, "the session ended when its owner left")
+        #expect(try service.status()["lastDetection"] as? Int == 0, "nothing of it was recorded")
+        service.daemon.terminate()
+        service.daemon.waitForExit()
+        #expect(service.daemon.standardError().contains("ended unfinished: its owner"))
     }
 
     @Test func servesExactlyTheDocumentedInterface() throws {

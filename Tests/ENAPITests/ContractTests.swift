@@ -31,6 +31,9 @@ import Testing
         QueuedUpload(testResultId: "abc", url: "https://keys.example/v1/publish", body: "{}", keys: [Array(0..<16), Array(16..<32)]),
         PendingUploadList(uploads: [PendingUploadRecord(testResultId: "abc", url: "u", body: "b", attempts: 2, lastError: "HTTP 503", nextAttemptAt: 99)]),
         UploadOutcome(testResultId: "abc", outcome: .retry, reason: "HTTP 429", retryAfter: 60), ExposureDetectedArguments(newWindows: 2), NoArguments(),
+        DetectionSessionRequest(configuration: "{}", maxKeys: 1_000_000), DetectionSessionHandle(session: "4f1c"),
+        KeyFileBatch(session: "4f1c", keyFiles: [FileDescriptor(5), FileDescriptor(6)]),
+        DetectionProgressArguments(session: "4f1c", progress: DetectionSummary(keyFilesProcessed: 16, keysChecked: 8_000, matchedKeys: 1)),
     ]
 
     @Test func everyRecordRoundTripsWithTheSignatureItDeclares() throws {
@@ -84,7 +87,7 @@ import Testing
             ExposureNotificationAPI.interface,
             methods: ExposureNotificationAPI.Methods.all.map { DBusMethod($0.name, in: $0.inArguments, out: $0.outArguments) { _ in [] } },
             properties: AgentProperties.declarations.map { DBusProperty($0.name, $0.signature) { .boolean(false) } },
-            signals: [ExposureNotificationAPI.Signals.exposureDetected.declaration])
+            signals: ExposureNotificationAPI.Signals.declarations)
         let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../dbus/org.enagent.ExposureNotification1.xml")
         let text = try String(contentsOf: document, encoding: .utf8)
         #expect(text.contains(ExportedObject.xml(contract)), "regenerate it with scripts/interface-xml.sh after changing the contract")

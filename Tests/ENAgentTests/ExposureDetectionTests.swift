@@ -4,6 +4,7 @@ import ENKeyFiles
 import ENStore
 import Foundation
 import TestSupport
+import Synchronization
 import Testing
 
 /// Detection inside the agent, across runs: what one detection stored, a later one with another
@@ -60,5 +61,81 @@ import Testing
         let outcome = try detection.detect(files: [try keyFile([revoked], batch: 2)], configurationJSON: "")
         #expect(outcome.keyFilesProcessed == 1 && outcome.matchedKeyCount == 0)
         #expect(try store.exposureWindows().isEmpty)
+    }
+
+    // MARK: Sessions
+
+    @Test func aSessionCountsAKeyOnceAcrossBatchesAndStoresOneDetection() throws {
+        let exposed = try Broadcaster(), other = try Broadcaster()
+        try store.record([try exposed.sighting(at: exposed.start + 600, rssi: -60), try other.sighting(at: other.start + 1_200, rssi: -60)])
+        var session = try DetectionSession(detection: detection, configurationJSON: "")
+        let first = try keyFile([exposed.key], batch: 1)
+        try session.add([first])
+        var revised = exposed.key
+        revised.reportType = .selfReport
+        try session.add([try keyFile([revised, other.key], batch: 2), first])
+        #expect(session.filesReceived == 3 && session.keyFilesProcessed == 2 && session.keyFilesSkipped == 1, "the same file twice is skipped")
+        #expect(session.keysChecked == 3 && session.matchedKeyCount == 2, "the key published twice is one match")
+        #expect(try store.lastDetection() == nil, "nothing is stored before the session finishes")
+        let outcome = try session.finish()
+        let windows = try store.exposureWindows()
+        #expect(outcome.matchedKeyCount == 2 && windows.count == outcome.newWindows.count)
+        #expect(windows.filter { $0.diagnosisKey.key.identity == exposed.key.key.identity }.allSatisfy { $0.diagnosisKey == revised },
+                "the later batch's revision wins")
+        #expect(try store.lastDetection()?.keyFileCount == 2 && (try store.lastDetection())?.error == nil)
+    }
+
+    @Test func aLaterBatchRevokesWhatAnEarlierOneMatched() throws {
+        let exposed = try Broadcaster()
+        try store.record([try exposed.sighting(at: exposed.start + 600)])
+        var session = try DetectionSession(detection: detection, configurationJSON: "")
+        try session.add([try keyFile([exposed.key], batch: 1)])
+        #expect(session.matchedKeyCount == 1)
+        var revoked = exposed.key
+        revoked.reportType = .revoked
+        try session.add([try keyFile([revoked], batch: 2)])
+        #expect(session.matchedKeyCount == 0)
+        #expect(try session.finish().newWindows.isEmpty && store.exposureWindows().isEmpty)
+    }
+
+    @Test func aRefusedBatchLeavesTheSessionAsItWas() throws {
+        let exposed = try Broadcaster(), later = try Broadcaster()
+        try store.record([try exposed.sighting(at: exposed.start + 600), try later.sighting(at: later.start + 600)])
+        var session = try DetectionSession(detection: detection, configurationJSON: "", maximumKeys: 3)
+        try session.add([try keyFile([exposed.key], batch: 1)])
+        let stranger = KeyExportWriter(region: "US", startTimestamp: 9, endTimestamp: 10, signer: (try P256PrivateKey(), SignatureInfo(keyId: "x", keyVersion: "1")))
+        let forged = ("forged", try stranger.zip(keys: [later.key]))
+        #expect { try session.add([try keyFile([later.key], batch: 2), forged]) } throws: { error in
+            if case .unverified(name: "forged", _)? = error as? DetectionError { return true }
+            return false
+        }
+        #expect(try store.lastDetection()?.error?.contains("forged") == true, "a refused batch is the last detection's error")
+        #expect(throws: DetectionError.keyLimit(maximum: 3, checked: 1, batch: 3)) {
+            try session.add([try keyFile([later.key, try Broadcaster().key, try Broadcaster().key], batch: 3)])
+        }
+        #expect(session.filesReceived == 1 && session.keysChecked == 1 && session.matchedKeyCount == 1)
+        try session.add([try keyFile([later.key], batch: 2)])
+        let outcome = try session.finish()
+        #expect(outcome.keyFilesProcessed == 2 && outcome.keysChecked == 2 && outcome.matchedKeyCount == 2, "the batch refused before is new now")
+        #expect(try store.lastDetection()?.error == nil)
+    }
+
+    @Test func aCancelledBatchIsNeitherUsedNorAFailure() throws {
+        let exposed = try Broadcaster()
+        try store.record([try exposed.sighting(at: exposed.start + 600)])
+        var session = try DetectionSession(detection: detection, configurationJSON: "")
+        let cancellation = CancellationFlag()
+        cancellation.set()
+        #expect(throws: DetectionError.cancelled) { try session.add([try keyFile([exposed.key], batch: 1)], cancellation: cancellation) }
+        #expect(session.keysChecked == 0 && session.filesReceived == 0)
+        #expect(try store.lastDetection() == nil, "cancelling is the client's choice, not a failure")
+    }
+
+    @Test func progressCountsTheSessionsKeys() throws {
+        var session = try DetectionSession(detection: detection, configurationJSON: "")
+        try session.add([try keyFile(try (0..<3).map { _ in try Broadcaster().key }, batch: 1)])
+        let seen = Mutex([Int]())
+        try session.add([try keyFile(try (0..<2).map { _ in try Broadcaster().key }, batch: 2)], progress: { count in seen.withLock { $0.append(count) } })
+        #expect(seen.withLock { $0 } == [5], "keys checked by the session so far, the earlier batch's included")
     }
 }

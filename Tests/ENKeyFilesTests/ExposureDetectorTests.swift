@@ -43,6 +43,35 @@ import Testing
         #expect(single.matches.allSatisfy { $0.sightings.first?.attenuation == -8 - -65 })
     }
 
+    /// A session's batches, appended in order, find what all their files at once would find.
+    @Test func appendingLaterFilesEqualsMatchingAllAtOnce() throws {
+        let keys = try KeyExportWriterTests.randomKeys(4)
+        let index = SightingIndex(try keys.map { try sighting(of: $0, at: $0.key.rollingStartIntervalNumber.unixSeconds + 60) })
+        var revoked = keys[0], revised = keys[1], revokedThenRevised = keys[2]
+        revoked.reportType = .revoked
+        revised.reportType = .selfReport
+        revokedThenRevised.reportType = .revoked
+        var restored = keys[2]
+        restored.reportType = .confirmedTest
+        let files = [try export(keys), try export([revoked, revised, revokedThenRevised]), try export([restored])]
+        let detector = ExposureDetector(index: index, threads: 2)
+        let atOnce = try detector.detect(files)
+        var appended = DetectionResult()
+        for file in files { appended.append(try detector.detect([file])) }
+        #expect(Set(atOnce.matches.map(\.key)) == [revised, restored, keys[3]])
+        #expect(Set(appended.matches.map(\.key)) == Set(atOnce.matches.map(\.key)))
+        #expect(appended.revokedKeys == atOnce.revokedKeys && atOnce.revokedKeys == [keys[0].key.identity])
+        #expect(appended.keysChecked == atOnce.keysChecked && atOnce.keysChecked == 8)
+    }
+
+    @Test func cancellingStopsTheWorkers() throws {
+        let cancellation = CancellationFlag()
+        cancellation.set()
+        #expect(throws: CancellationError.self) {
+            try ExposureDetector(index: SightingIndex([])).detect([try export(try KeyExportWriterTests.randomKeys(3))], cancellation: cancellation)
+        }
+    }
+
     @Test func revisionsApplyAndRevokedKeysDoNotCount() throws {
         var keys = try KeyExportWriterTests.randomKeys(3).map { key -> DiagnosisKey in
             var key = key

@@ -1,6 +1,9 @@
 import Dispatch
 import ENAgent
 import ENAPI
+import ENCore
+import ENKeyFiles
+import Foundation
 import ENBus
 import ENStore
 @testable import enagentd
@@ -14,13 +17,25 @@ import Testing
     let directory = TemporaryDirectory()
     let store: AgentStore
     let service: ExposureNotificationService
+    let signer: P256PrivateKey
 
     init() throws {
         store = try AgentStore(path: directory.file("enagent.db"))
+        signer = try P256PrivateKey()
         let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration())
         let daemon = Daemon(store: store, clock: SystemClock(), retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
-                            bus: nil, trustedKeys: [], logger: Logger(label: "test"), queue: DispatchQueue(label: "test.daemon"))
-        service = ExposureNotificationService(daemon: daemon) { _ in }
+                            bus: nil, trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: Logger(label: "test"),
+                            queue: DispatchQueue(label: "test.daemon"))
+        service = ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .milliseconds(300), logger: Logger(label: "test"))) { _ in }
+    }
+
+    /// A signed key file, open for reading (the handler closes its descriptors as the service does).
+    func keyFile(_ keys: [DiagnosisKey], batch: UInt64) throws -> FileDescriptor {
+        let writer = KeyExportWriter(region: "US", startTimestamp: batch, endTimestamp: batch + 1,
+                                     signer: (signer, SignatureInfo(keyId: "test", keyVersion: "1")))
+        let path = directory.file("batch-\(batch).zip")
+        try writer.zip(keys: keys).write(to: URL(fileURLWithPath: path))
+        return FileDescriptor(open(path, O_RDONLY))
     }
 
     func failure(_ body: () throws -> Void) -> ExposureNotificationAPI.Failure? {
@@ -70,5 +85,52 @@ import Testing
             #expect(failure { _ = try get(name) } == .failed, "\(name)")
         }
         #expect(try get("Status") == .string("store-unreadable"), "the status says so itself")
+    }
+
+    // MARK: Detection sessions
+
+    @Test func aSessionTakesBatchesAndFinishesWithOneSummary() throws {
+        let exposed = try Broadcaster(), other = try Broadcaster()
+        try store.record([try exposed.sighting(at: exposed.start + 600, rssi: -60), try other.sighting(at: other.start + 600, rssi: -60)])
+        let handle = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.7")
+        let first = try service.addKeyFiles(KeyFileBatch(session: handle.session, keyFiles: [try keyFile([exposed.key], batch: 1)]), caller: ":1.7")
+        #expect(first.summary == DetectionSummary(keyFilesProcessed: 1, keysChecked: 1, matchedKeys: 1))
+        var revised = exposed.key
+        revised.reportType = .selfReport
+        let second = try service.addKeyFiles(KeyFileBatch(session: handle.session, keyFiles: [try keyFile([revised, other.key], batch: 2)]), caller: ":1.7")
+        #expect(second.summary == DetectionSummary(keyFilesProcessed: 2, keysChecked: 3, matchedKeys: 2), "the revised key is the same match")
+        #expect(failure { _ = try service.addKeyFiles(KeyFileBatch(session: handle.session, keyFiles: [try keyFile([], batch: 3)]), caller: ":1.8") }
+                == .unknownSession, "a session is its owner's alone")
+        #expect(failure { _ = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.8") } == .busy)
+        #expect(failure { _ = try service.detectExposures(DetectionRequest(keyFiles: [try keyFile([], batch: 4)], configuration: "")) } == .busy)
+        #expect(try store.exposureWindows().isEmpty)
+        let summary = try service.finishDetection(handle, caller: ":1.7").summary
+        let stored = try store.exposureWindows()
+        #expect(summary.matchedKeys == 2 && summary.newExposureWindows == UInt32(stored.count) && stored.count >= 2)
+        #expect(failure { _ = try service.finishDetection(handle, caller: ":1.7") } == .unknownSession, "a finished session is gone")
+        _ = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.8")
+    }
+
+    @Test func aSessionHonoursItsKeyBudgetAndCancelsWithoutATrace() throws {
+        let handle = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 2), caller: ":1.7")
+        let keys = try (0..<3).map { _ in try Broadcaster().key }
+        #expect(failure { _ = try service.addKeyFiles(KeyFileBatch(session: handle.session, keyFiles: [try keyFile(keys, batch: 1)]), caller: ":1.7") }
+                == .limitExceeded)
+        let fits = try service.addKeyFiles(KeyFileBatch(session: handle.session, keyFiles: [try keyFile(Array(keys.prefix(2)), batch: 2)]), caller: ":1.7")
+        #expect(fits.summary.keysChecked == 2, "the session goes on after a refused batch")
+        #expect(failure { _ = try service.cancelDetection(handle, caller: ":1.8") } == .unknownSession)
+        _ = try service.cancelDetection(handle, caller: ":1.7")
+        #expect(failure { _ = try service.finishDetection(handle, caller: ":1.7") } == .unknownSession)
+        #expect(try store.lastSuccessfulDetection() == nil, "a cancelled session records nothing")
+        #expect(failure { _ = try service.startDetection(DetectionSessionRequest(configuration: "{", maxKeys: 0), caller: ":1.7") } == .configurationInvalid)
+    }
+
+    @Test func anIdleSessionEndsByItself() throws {
+        let handle = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.7")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (try? service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.9")) == nil && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(failure { _ = try service.finishDetection(handle, caller: ":1.7") } == .unknownSession, "idle for longer than 300 ms")
     }
 }
