@@ -15,8 +15,8 @@ public struct IndexedSighting: Hashable, Sendable {
 }
 
 /// Sightings by RPI for matching: each derived RPI is looked up in constant time, and memory
-/// stays near 33 bytes a sighting (4 million sightings, 14 days of a busy place, in about
-/// 135 MB).
+/// stays near 31 bytes a sighting (4 million sightings, 14 days of a busy place, in about
+/// 126 MB).
 ///
 /// RPIs are AES output, so their bits are already uniformly random and serve as their own hash.
 /// A blocked filter (16 bits a sighting, two bits in one word: about 1.5 % false positives)
@@ -29,9 +29,14 @@ public struct SightingIndex: Sendable {
     /// The sightings in the index.
     public private(set) var count = 0
 
+    /// At most this many percent of the table's slots hold a sighting: only lookups that pass
+    /// the filter probe the table, so its probes may be a little longer (85 % instead of 80 %
+    /// cost no measurable time at 4 million sightings and saved 10 MB).
+    static let maximumLoadPercent = 85
+
     /// An index sized for about `expectedCount` sightings (it grows beyond that when needed).
     public init(expectedCount: Int = 0) {
-        storage = Storage(capacity: max(16, expectedCount + expectedCount / 4))
+        storage = Storage(capacity: max(16, expectedCount * 100 / Self.maximumLoadPercent + 1))
     }
 
     public init(_ sightings: [Sighting]) {
@@ -44,8 +49,7 @@ public struct SightingIndex: Sendable {
     }
 
     public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64) {
-        // At most 80 % full, so that linear probing stays short.
-        if (count + 1) * 5 > storage.capacity * 4 {
+        if (count + 1) * 100 > storage.capacity * Self.maximumLoadPercent {
             storage = storage.resized(to: max(16, count * 2 + count / 2))
         } else if !isKnownUniquelyReferenced(&storage) {
             storage = storage.resized(to: storage.capacity)
@@ -123,7 +127,8 @@ public struct SightingIndex: Sendable {
 
         init(capacity: Int) {
             self.capacity = capacity
-            filterWords = max(1, capacity / 5)
+            // 16 bits a sighting when the table is full.
+            filterWords = max(1, capacity * SightingIndex.maximumLoadPercent / 400)
             rpis = Self.allocate(capacity, repeating: .zero)
             times = Self.allocate(capacity, repeating: Self.emptySlot)
             aems = Self.allocate(capacity, repeating: 0)
