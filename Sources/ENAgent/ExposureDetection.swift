@@ -8,6 +8,8 @@ public enum DetectionError: Error, Equatable, CustomStringConvertible {
     case badKeyFile(name: String, reason: String)
     case unverified(name: String, status: SignatureStatus)
     case badConfiguration(String)
+    /// A key file could not be read (the message names it).
+    case unreadable(String)
     /// A session's batch would take it past its maximum key count; nothing of the batch was used.
     case keyLimit(maximum: Int, checked: Int, batch: Int)
     /// The session was cancelled while the batch ran; nothing of the batch was used.
@@ -22,6 +24,7 @@ public enum DetectionError: Error, Equatable, CustomStringConvertible {
         case .badConfiguration(let reason): return "the exposure configuration is unusable: \(reason)"
         case .keyLimit(let maximum, let checked, let batch):
             return "the batch's \(batch) keys would take the session past its maximum of \(maximum) keys (\(checked) checked so far); nothing of the batch was used"
+        case .unreadable(let reason): return reason
         case .cancelled: return "the detection session was cancelled"
         case .store(let reason): return reason
         }
@@ -71,14 +74,6 @@ public struct ExposureDetection: Sendable {
         }
     }
 
-    /// One detection with all its files at once: a session given one batch. Nothing is recorded
-    /// as processed when it fails.
-    public func detect(files: [(name: String, data: Data)], configurationJSON: String) throws(DetectionError) -> DetectionOutcome {
-        var session = try DetectionSession(detection: self, configurationJSON: configurationJSON)
-        try session.add(files)
-        return try session.finish()
-    }
-
     /// Runs `body`; when it fails, the failure is the last detection's error (LastDetectionError).
     /// A cancellation is the client's choice, not a failure.
     fileprivate func recordingFailure<T>(startedAt: Int64, _ body: () throws(DetectionError) -> T) throws(DetectionError) -> T {
@@ -90,6 +85,23 @@ public struct ExposureDetection: Sendable {
 
     fileprivate func storeCall<T>(_ body: () throws -> T) throws(DetectionError) -> T {
         do { return try body() } catch { throw .store("\(error)") }
+    }
+}
+
+/// A key file for a detection session: its name (for errors) and how to read it. The session
+/// reads each file when it reaches it and keeps only what it parsed, so a batch never holds two
+/// files' bytes, nor any while it matches.
+public struct KeyFileSource {
+    public let name: String
+    let read: () throws(DetectionError) -> Data
+
+    public init(name: String, read: @escaping () throws(DetectionError) -> Data) {
+        self.name = name
+        self.read = read
+    }
+
+    public init(name: String, data: Data) {
+        self.init(name: name) { data }
     }
 }
 
@@ -132,7 +144,7 @@ public struct DetectionSession: Sendable {
     /// Verifies the batch's files, then matches those not processed before. `progress` is called
     /// from the matching threads with the session's keys checked so far; setting `cancellation`
     /// stops the matching.
-    public mutating func add(_ files: [(name: String, data: Data)], progress: (@Sendable (Int) -> Void)? = nil,
+    public mutating func add(_ files: [KeyFileSource], progress: (@Sendable (Int) -> Void)? = nil,
                              cancellation: CancellationFlag? = nil) throws(DetectionError) {
         let detection = detection
         self = try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
@@ -141,19 +153,20 @@ public struct DetectionSession: Sendable {
     }
 
     /// The session with the batch added; `self` is left as it was when the batch is refused.
-    private func adding(_ files: [(name: String, data: Data)], progress: (@Sendable (Int) -> Void)?,
+    private func adding(_ files: [KeyFileSource], progress: (@Sendable (Int) -> Void)?,
                         cancellation: CancellationFlag?) throws(DetectionError) -> DetectionSession {
         let limits = detection.limits, store = detection.store
         var next = self, exports = [KeyExport](), names = [String]()
         for file in files {
-            guard file.data.count <= limits.maximumFileSize else {
-                throw .badKeyFile(name: file.name, reason: "\(KeyFileError.tooLarge(bytes: file.data.count, limit: limits.maximumFileSize))")
+            let data = try file.read()
+            guard data.count <= limits.maximumFileSize else {
+                throw .badKeyFile(name: file.name, reason: "\(KeyFileError.tooLarge(bytes: data.count, limit: limits.maximumFileSize))")
             }
             let export: KeyExport
-            do { export = try KeyExport(contentsOf: file.data, limits: limits) } catch { throw .badKeyFile(name: file.name, reason: "\(error)") }
+            do { export = try KeyExport(contentsOf: data, limits: limits) } catch { throw .badKeyFile(name: file.name, reason: "\(error)") }
             let status = export.signatureStatus(trustedKeys: detection.trustedKeys)
             guard status == .verified else { throw .unverified(name: file.name, status: status) }
-            let digest = SHA256.digest(file.data)
+            let digest = SHA256.digest(data)
             next.filesReceived += 1
             if try detection.storeCall({ try store.hasProcessedKeyFile(sha256: digest) }) || !next.digests.insert(digest).inserted {
                 next.keyFilesSkipped += 1

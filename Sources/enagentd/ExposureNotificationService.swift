@@ -123,7 +123,7 @@ struct ExposureNotificationService: Sendable {
     func detectExposures(_ request: DetectionRequest) throws(DBusError) -> DetectionReply {
         guard !request.keyFiles.isEmpty else { throw API.Failure.invalidArguments.error("give at least one key file") }
         try sessions.requireNoneOpen()
-        let files = try readKeyFiles(request.keyFiles, firstNumber: 1)
+        let files = try keyFiles(request.keyFiles, firstNumber: 1)
         var session = try newSession(configuration: request.configuration, maxKeys: 0)
         try detecting { () throws(DetectionError) in try session.add(files) }
         return try finish(session)
@@ -143,7 +143,7 @@ struct ExposureNotificationService: Sendable {
         guard !batch.keyFiles.isEmpty else { throw API.Failure.invalidArguments.error("give at least one key file") }
         var (session, cancellation) = try sessions.take(batch.session, owner: caller)
         defer { sessions.giveBack(batch.session, session) }
-        let files = try readKeyFiles(batch.keyFiles, firstNumber: session.filesReceived + 1)
+        let files = try keyFiles(batch.keyFiles, firstNumber: session.filesReceived + 1)
         let before = Self.summary(of: session), throttle = Throttle(interval: .seconds(1))
         let signal: @Sendable (DetectionSummary) -> Void = { [daemon] progress in
             daemon.queue.async {
@@ -175,21 +175,26 @@ struct ExposureNotificationService: Sendable {
 
     // MARK: Detection helpers
 
-    /// Reads the descriptors (numbered from `firstNumber` in errors: "key file 3"), within the
-    /// limits per file and per call.
-    private func readKeyFiles(_ descriptors: [FileDescriptor], firstNumber: Int) throws(DBusError) -> [(name: String, data: Data)] {
+    /// The descriptors as key files numbered from `firstNumber` in errors ("key file 3"): each is
+    /// checked now (a regular file, within the limits per file and per call), and read when the
+    /// session reaches it.
+    private func keyFiles(_ descriptors: [FileDescriptor], firstNumber: Int) throws(DBusError) -> [KeyFileSource] {
         let limits = daemon.detection.limits
         var total = 0
         return try descriptors.enumerated().map { index, descriptor throws(DBusError) in
-            let name = "key file \(firstNumber + index)"
-            let left = limits.maximumTotalSize - total
-            let data = try left < limits.maximumFileSize
-                ? KeyFileDescriptor.read(descriptor.rawValue, limit: left,
-                                         limitName: "the \(limits.maximumTotalSize >> 20) MiB all key files of one call may have together", name: name)
-                : KeyFileDescriptor.read(descriptor.rawValue, limit: limits.maximumFileSize,
-                                         limitName: "the limit of \(limits.maximumFileSize >> 20) MiB per key file", name: name)
-            total += data.count
-            return (name: name, data: data)
+            let name = "key file \(firstNumber + index)", left = limits.maximumTotalSize - total
+            let (limit, limitName) = left < limits.maximumFileSize
+                ? (left, "the \(limits.maximumTotalSize >> 20) MiB all key files of one call may have together")
+                : (limits.maximumFileSize, "the limit of \(limits.maximumFileSize >> 20) MiB per key file")
+            let size = try KeyFileDescriptor.check(descriptor.rawValue, limit: limit, limitName: limitName, name: name)
+            total += size
+            return KeyFileSource(name: name) { () throws(DetectionError) in
+                do throws(DBusError) {
+                    return try KeyFileDescriptor.read(descriptor.rawValue, size: size, limit: limit, limitName: limitName, name: name)
+                } catch {
+                    throw .unreadable(error.message)
+                }
+            }
         }
     }
 
@@ -368,7 +373,7 @@ struct ExposureNotificationService: Sendable {
     private static func dbusError(_ error: DetectionError) -> DBusError {
         switch error {
         case .badConfiguration: return API.Failure.configurationInvalid.error(error.description)
-        case .badKeyFile, .unverified: return API.Failure.keyFileRejected.error(error.description)
+        case .badKeyFile, .unverified, .unreadable: return API.Failure.keyFileRejected.error(error.description)
         case .keyLimit: return API.Failure.limitExceeded.error(error.description)
         case .cancelled: return API.Failure.unknownSession.error(error.description)
         case .store: return API.Failure.failed.error(error.description)

@@ -2,13 +2,15 @@ import ENAPI
 import ENBus
 import Foundation
 
-/// Reads a key file passed as a file descriptor, refusing more than `limit` bytes (`limitName`
-/// says which limit that is, for the caller).
+/// A key file passed as a file descriptor: checked when the call arrives, read when its turn
+/// comes, refusing more than `limit` bytes (`limitName` says which limit that is, for the caller).
 ///
 /// Only a regular file open for reading is read: a pipe, FIFO or socket can be held open by the
 /// caller forever, and a device can be endless, so those are refused before the first read.
 enum KeyFileDescriptor {
-    static func read(_ descriptor: Int32, limit: Int, limitName: String, name: String) throws(DBusError) -> Data {
+    /// Checks that `descriptor` is a regular file open for reading, of at most `limit` bytes, and
+    /// returns its size.
+    static func check(_ descriptor: Int32, limit: Int, limitName: String, name: String) throws(DBusError) -> Int {
         let refused = ExposureNotificationAPI.Failure.keyFileRejected
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw refused.error("\(name): \(String(cString: strerror(errno)))") }
@@ -16,9 +18,14 @@ enum KeyFileDescriptor {
         let access = fcntl(descriptor, F_GETFL) & O_ACCMODE
         guard access == O_RDONLY || access == O_RDWR else { throw refused.error("\(name) is not open for reading") }
         guard status.st_size <= limit else { throw refused.error("\(name): \(status.st_size) bytes, more than \(limitName)") }
+        return Int(status.st_size)
+    }
 
+    /// Reads a file `check` passed, refusing more than `limit` bytes should it grow meanwhile.
+    static func read(_ descriptor: Int32, size: Int, limit: Int, limitName: String, name: String) throws(DBusError) -> Data {
+        let refused = ExposureNotificationAPI.Failure.keyFileRejected
         var data = Data()
-        data.reserveCapacity(Int(status.st_size))
+        data.reserveCapacity(size)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = Foundation.read(descriptor, &buffer, buffer.count)

@@ -23,23 +23,30 @@ import Testing
     }
 
     /// A signed key file; `batch` makes files with the same keys differ (as a server's daily files do).
-    func keyFile(_ keys: [DiagnosisKey], batch: UInt64) throws -> (name: String, data: Data) {
+    func keyFile(_ keys: [DiagnosisKey], batch: UInt64) throws -> KeyFileSource {
         let writer = KeyExportWriter(region: "US", startTimestamp: batch, endTimestamp: batch + 1,
                                      signer: (signer, SignatureInfo(keyId: "test", keyVersion: "1")))
-        return ("batch \(batch)", try writer.zip(keys: keys))
+        return KeyFileSource(name: "batch \(batch)", data: try writer.zip(keys: keys))
+    }
+
+    /// One detection with all its files: a session given one batch.
+    func detect(files: [KeyFileSource]) throws -> DetectionOutcome {
+        var session = try DetectionSession(detection: detection, configurationJSON: "")
+        try session.add(files)
+        return try session.finish()
     }
 
     @Test func aKeyPublishedAgainInALaterFileIsNotCountedTwice() throws {
         let exposed = try Broadcaster(reportType: .selfReport), other = try Broadcaster()
         try store.record([try exposed.sighting(at: exposed.start + 600, rssi: -60),
                           try exposed.sighting(at: exposed.start + 900, rssi: -55)])
-        let first = try detection.detect(files: [try keyFile([exposed.key], batch: 1)], configurationJSON: "")
+        let first = try detect(files: [try keyFile([exposed.key], batch: 1)])
         #expect(first.matchedKeyCount == 1 && !first.newWindows.isEmpty)
         let stored = try store.exposureWindows()
 
         var confirmed = exposed.key
         confirmed.reportType = .confirmedTest
-        let second = try detection.detect(files: [try keyFile([other.key, confirmed], batch: 2)], configurationJSON: "")
+        let second = try detect(files: [try keyFile([other.key, confirmed], batch: 2)])
         #expect(second.keyFilesProcessed == 1 && second.matchedKeyCount == 1)
         let windows = try store.exposureWindows()
         #expect(windows.count == stored.count, "the key's windows are replaced, not added")
@@ -54,11 +61,11 @@ import Testing
     @Test func aLaterRevocationRemovesWhatAnEarlierDetectionFound() throws {
         let exposed = try Broadcaster()
         try store.record([try exposed.sighting(at: exposed.start + 600)])
-        _ = try detection.detect(files: [try keyFile([exposed.key], batch: 1)], configurationJSON: "")
+        _ = try detect(files: [try keyFile([exposed.key], batch: 1)])
         #expect(try !store.exposureWindows().isEmpty)
         var revoked = exposed.key
         revoked.reportType = .revoked
-        let outcome = try detection.detect(files: [try keyFile([revoked], batch: 2)], configurationJSON: "")
+        let outcome = try detect(files: [try keyFile([revoked], batch: 2)])
         #expect(outcome.keyFilesProcessed == 1 && outcome.matchedKeyCount == 0)
         #expect(try store.exposureWindows().isEmpty)
     }
@@ -104,7 +111,7 @@ import Testing
         var session = try DetectionSession(detection: detection, configurationJSON: "", maximumKeys: 3)
         try session.add([try keyFile([exposed.key], batch: 1)])
         let stranger = KeyExportWriter(region: "US", startTimestamp: 9, endTimestamp: 10, signer: (try P256PrivateKey(), SignatureInfo(keyId: "x", keyVersion: "1")))
-        let forged = ("forged", try stranger.zip(keys: [later.key]))
+        let forged = KeyFileSource(name: "forged", data: try stranger.zip(keys: [later.key]))
         #expect { try session.add([try keyFile([later.key], batch: 2), forged]) } throws: { error in
             if case .unverified(name: "forged", _)? = error as? DetectionError { return true }
             return false
