@@ -59,14 +59,14 @@ test: deps
 	$(MAKE) lab-service
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
-# enbench runs the release enctl and enagentd built beside it (README: Performance).
+# enbench runs the enctl and enagentd built beside it as the package builds them (README: Performance).
 bench: deps
-	$(SWIFT) build -c release --product enbench
-	$(SWIFT) build -c release --product enctl
-	$(SWIFT) build -c release --product enagentd
+	$(RELEASE) --product enbench
+	$(RELEASE) --product enctl
+	$(RELEASE) --product enagentd
 	mkdir -p $(SCRATCH)/bench
 	cc -O2 -Wall -Wno-deprecated-declarations -o $(SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
-	$(RELEASE_TOOLS_BIN)/enbench $(SCRATCH)/bench/derivation-ceiling
+	$(RELEASE_BIN)/enbench $(SCRATCH)/bench/derivation-ceiling
 
 # The fuzzers (Fuzz/README.md) under libFuzzer and AddressSanitizer, each for FUZZ_SECONDS (60);
 # fails when one crashes, hangs or goes over 256 MB, naming the input.

@@ -9,21 +9,23 @@ struct ChildRun {
     var standardOutput: String
 
     /// Runs `executable` with `arguments` (and `environment` added to ours), its standard output
-    /// captured and its standard error passed through.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ChildRun {
+    /// captured and its standard error passed through (or dropped when `quiet`).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:], quiet: Bool = false) throws -> ChildRun {
         let path = NSTemporaryDirectory() + "/enbench-output-\(getpid())"
         guard FileManager.default.createFile(atPath: path, contents: nil) else { throw BenchError("\(path): cannot be created") }
         defer { unlink(path) }
         let output = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         defer { try? output.close() }
-        return try runWith(executable, arguments, environment: environment, output: output)
+        return try runWith(executable, arguments, environment: environment, output: output, quiet: quiet)
     }
 
-    private static func runWith(_ executable: String, _ arguments: [String], environment: [String: String], output: FileHandle) throws -> ChildRun {
+    private static func runWith(_ executable: String, _ arguments: [String], environment: [String: String], output: FileHandle,
+                                quiet: Bool) throws -> ChildRun {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, output.fileDescriptor, 1)
+        if quiet { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
