@@ -36,8 +36,9 @@ public final class KeyMatcher {
     private let index: SightingIndex
     private let crypto: ExposureCrypto
     private let rssiCorrection: Int
-    /// Per interval of the key being matched: whether the index may hold its RPI.
-    private let candidates = UnsafeMutablePointer<Bool>.allocate(capacity: Int(ENIntervalNumber.tekRollingPeriod))
+    /// Per interval of the key being matched, a bit: whether the index may hold its RPI.
+    private let candidates = UnsafeMutablePointer<UInt64>.allocate(capacity: KeyMatcher.candidateWords)
+    private static let candidateWords = (Int(ENIntervalNumber.tekRollingPeriod) + 63) / 64
     /// Sightings dropped for an implausible TX power since this matcher was made.
     public private(set) var implausibleSightings = 0
 
@@ -60,13 +61,25 @@ public final class KeyMatcher {
         let rpik = crypto.rollingProximityIdentifierKey(for: tek.keyData)
         let found: [(RollingProximityIdentifier, IndexedSighting)] = try index.withLookup { lookup in
             try crypto.withRollingProximityIdentifiers(key: rpik, from: tek.rollingStartIntervalNumber, count: count) { blocks in
-                // Two passes: every RPI's filter word is loaded before any is looked up further.
-                for interval in 0..<count { candidates[interval] = lookup.mayContain(Bytes16(blocks, offset: interval * 16)) }
+                // Two passes: every RPI's filter word is loaded before any is looked up further,
+                // and the second visits only the few RPIs the filter let through.
+                let words = (count + 63) / 64
+                for word in 0..<words {
+                    var bits: UInt64 = 0
+                    for interval in word * 64..<min(count, word * 64 + 64) {
+                        bits |= (lookup.mayContain(Bytes16(blocks, offset: interval * 16)) ? 1 : 0) << (interval & 63)
+                    }
+                    candidates[word] = bits
+                }
                 var found = [(RollingProximityIdentifier, IndexedSighting)]()
-                for interval in 0..<count where candidates[interval] {
-                    let rpi = Bytes16(blocks, offset: interval * 16)
-                    lookup.forEachSighting(of: rpi) { sighting in
-                        if sighting.time >= earliest && sighting.time < latest { found.append((rpi, sighting)) }
+                for word in 0..<words {
+                    var bits = candidates[word]
+                    while bits != 0 {
+                        let rpi = Bytes16(blocks, offset: (word * 64 + bits.trailingZeroBitCount) * 16)
+                        bits &= bits - 1
+                        lookup.forEachSighting(of: rpi) { sighting in
+                            if sighting.time >= earliest && sighting.time < latest { found.append((rpi, sighting)) }
+                        }
                     }
                 }
                 return found

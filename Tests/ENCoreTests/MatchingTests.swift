@@ -66,6 +66,15 @@ import Testing
         #expect(match.sightings.map(\.time) == [device.start - 7_200, end + 7_199])
     }
 
+    /// Every interval of a whole day's key is found, across the words of the matcher's candidate bits.
+    @Test func everyIntervalOfTheDayIsFound() throws {
+        let device = try Broadcaster(period: 144)
+        let intervals: [Int64] = [0, 1, 62, 63, 64, 65, 100, 127, 128, 129, 143]
+        let sightings = try intervals.map { try device.sighting(at: device.start + $0 * 600 + 30) }
+        let match = try #require(try KeyMatcher(index: SightingIndex(sightings)).match(device.key))
+        #expect(match.sightings.map(\.time) == intervals.map { device.start + $0 * 600 + 30 })
+    }
+
     @Test func onlyIntervalsOfTheRollingPeriodAreDerived() throws {
         let device = try Broadcaster(period: 2)
         let outside = try device.sighting(at: device.start + 1_300)  // third interval: not in a 2-interval key
