@@ -131,8 +131,7 @@ struct ExposureNotificationService: Sendable {
 
     /// Anyone who may detect may start a session: it is theirs (their bus connection's) alone.
     func startDetection(_ request: DetectionSessionRequest, caller: String) throws(DBusError) -> DetectionSessionHandle {
-        try sessions.requireNoneOpen()
-        return DetectionSessionHandle(session: try sessions.open(try newSession(configuration: request.configuration, maxKeys: request.maxKeys),
+        DetectionSessionHandle(session: try sessions.open(try newSession(configuration: request.configuration, maxKeys: request.maxKeys),
                                                                  owner: caller))
     }
 
