@@ -1,3 +1,4 @@
+import Dispatch
 import ENCore
 import Foundation
 import GRDB
@@ -28,11 +29,16 @@ extension AgentStore {
     /// cost several times more than the index itself for millions of sightings.
     public func sightingIndex() throws(StoreError) -> SightingIndex {
         try read { db in
-            var index = SightingIndex(expectedCount: try Int.fetchOne(db, sql: "SELECT count(*) FROM sighting") ?? 0)
+            // Two cores at work: this thread steps sqlite3 and copies the columns out, another
+            // adds them to the index (random writes into a table of up to hundreds of MB).
+            let builder = IndexBuilder(expectedCount: try Int.fetchOne(db, sql: "SELECT count(*) FROM sighting") ?? 0)
+            defer { builder.finish() }
             let prepared = try db.makeStatement(sql: "SELECT rpi, aem, rssi, seen_at FROM sighting")
             // GRDB finalizes the statement when `prepared` goes.
             defer { withExtendedLifetime(prepared) {} }
             let statement = prepared.sqliteStatement
+            var batch = IndexBuilder.Batch()
+            batch.reserveCapacity(IndexBuilder.batchSize)
             while true {
                 let step = sqlite3_step(statement)
                 if step == SQLITE_DONE { break }
@@ -43,12 +49,18 @@ extension AgentStore {
                 guard sqlite3_column_bytes(statement, 0) == 16, sqlite3_column_bytes(statement, 1) == 4,
                       let rpi = sqlite3_column_blob(statement, 0), let aem = sqlite3_column_blob(statement, 1)
                 else { throw StoreError.corrupt(path: path, detail: "a sighting's RPI or AEM has the wrong length") }
-                index.add(rpi: Bytes16(UnsafeRawBufferPointer(start: rpi, count: 16)),
-                          aem: AssociatedEncryptedMetadata(rawValue: UInt32(bigEndian: aem.loadUnaligned(as: UInt32.self))),
-                          rssi: sqlite3_column_type(statement, 2) == SQLITE_NULL ? nil : Int8(truncatingIfNeeded: sqlite3_column_int(statement, 2)),
-                          time: sqlite3_column_int64(statement, 3))
+                batch.append((rpi: Bytes16(UnsafeRawBufferPointer(start: rpi, count: 16)),
+                              aem: AssociatedEncryptedMetadata(rawValue: UInt32(bigEndian: aem.loadUnaligned(as: UInt32.self))),
+                              rssi: sqlite3_column_type(statement, 2) == SQLITE_NULL ? nil : Int8(truncatingIfNeeded: sqlite3_column_int(statement, 2)),
+                              time: sqlite3_column_int64(statement, 3)))
+                if batch.count == IndexBuilder.batchSize {
+                    builder.add(batch)
+                    batch = IndexBuilder.Batch()
+                    batch.reserveCapacity(IndexBuilder.batchSize)
+                }
             }
-            return index
+            builder.add(batch)
+            return builder.finish()
         }
     }
 
@@ -65,5 +77,67 @@ extension AgentStore {
         let aem: Data = row["aem"]
         return Sighting(rpi: Bytes16(bytes: rpi)!, aem: AssociatedEncryptedMetadata(bytes: aem)!,
                         rssi: row["rssi"], time: row["seen_at"], adapter: row["adapter"])
+    }
+}
+
+/// A sighting index filled on another thread from batches of rows: at most two batches wait,
+/// so memory stays a few hundred KB beside the index.
+private final class IndexBuilder: @unchecked Sendable {
+    typealias Batch = [(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64)]
+    static let batchSize = 4_096
+
+    private let condition = NSCondition()
+    // Guarded by `condition`.
+    private var waiting = [Batch]()
+    private var closed = false
+    // Written by the worker before `done` is signalled, read after waiting for it.
+    private var index: SightingIndex
+    private var finished: SightingIndex?
+    private let done = DispatchSemaphore(value: 0)
+
+    init(expectedCount: Int) {
+        index = SightingIndex(expectedCount: expectedCount)
+        DispatchQueue.global().async { self.run() }
+    }
+
+    /// Hands a batch over, waiting while two are still waiting.
+    func add(_ batch: Batch) {
+        condition.lock()
+        while waiting.count >= 2 { condition.wait() }
+        waiting.append(batch)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits for every batch handed over to be in the index and returns it; later calls (the
+    /// `defer` of a read that failed) return at once.
+    @discardableResult
+    func finish() -> SightingIndex {
+        condition.lock()
+        let first = !closed
+        closed = true
+        condition.broadcast()
+        condition.unlock()
+        if first {
+            done.wait()
+            finished = index
+        }
+        return finished ?? SightingIndex()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while waiting.isEmpty && !closed { condition.wait() }
+            guard !waiting.isEmpty else {
+                condition.unlock()
+                break
+            }
+            let batch = waiting.removeFirst()
+            condition.broadcast()
+            condition.unlock()
+            for row in batch { index.add(rpi: row.rpi, aem: row.aem, rssi: row.rssi, time: row.time) }
+        }
+        done.signal()
     }
 }

@@ -206,6 +206,19 @@ import Testing
         #expect(stored.allSatisfy { index.sightings(of: $0.rpi) == [IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi)] })
     }
 
+    /// The index is filled on another thread, batch by batch: every sighting arrives, once.
+    @Test func theIndexHoldsEverySightingOfSeveralBatches() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let stored = (0..<10_001).map { (seed: UInt64) in
+            Sighting(rpi: Bytes16(high: seed &* 0x9E37_79B9_7F4A_7C15, low: seed), aem: AssociatedEncryptedMetadata(rawValue: UInt32(seed)),
+                     rssi: seed % 7 == 0 ? nil : Int8(-(Int(seed) % 100)), time: 1_000 + Int64(seed), adapter: "hci0")
+        }
+        try store.record(stored)
+        let index = try store.sightingIndex()
+        #expect(index.count == stored.count)
+        #expect(stored.allSatisfy { index.sightings(of: $0.rpi) == [IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi)] })
+    }
+
     @Test func keepsOneKeyPerRollingPeriod() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let start = ENIntervalNumber(2_642_976)
