@@ -95,9 +95,11 @@ private final class IndexBuilder: @unchecked Sendable {
     private var finished: SightingIndex?
     private let done = DispatchSemaphore(value: 0)
 
+    /// The worker is a thread of its own, not Dispatch's pool: on a one-core machine the pool
+    /// may have no thread to spare while the reading thread waits for it.
     init(expectedCount: Int) {
         index = SightingIndex(expectedCount: expectedCount)
-        DispatchQueue.global().async { self.run() }
+        Thread { self.run() }.start()
     }
 
     /// Hands a batch over, waiting while two are still waiting.
