@@ -92,7 +92,6 @@ private final class IndexBuilder: @unchecked Sendable {
     private var closed = false
     // Written by the worker before `done` is signalled, read after waiting for it.
     private var index: SightingIndex
-    private var finished: SightingIndex?
     private let done = DispatchSemaphore(value: 0)
 
     /// The worker is a thread of its own, not Dispatch's pool: on a one-core machine the pool
@@ -112,7 +111,7 @@ private final class IndexBuilder: @unchecked Sendable {
     }
 
     /// Waits for every batch handed over to be in the index and returns it; later calls (the
-    /// `defer` of a read that failed) return at once.
+    /// `defer` of a read that failed, or of one that returned) find the worker done already.
     @discardableResult
     func finish() -> SightingIndex {
         condition.lock()
@@ -120,11 +119,8 @@ private final class IndexBuilder: @unchecked Sendable {
         closed = true
         condition.broadcast()
         condition.unlock()
-        if first {
-            done.wait()
-            finished = index
-        }
-        return finished ?? SightingIndex()
+        if first { done.wait() }
+        return index
     }
 
     private func run() {

@@ -62,8 +62,7 @@ final class DetectionSessions: Sendable {
     /// Takes the session out for a batch; `giveBack` returns it (unless it was cancelled meanwhile).
     func take(_ id: String, owner: String) throws(DBusError) -> (session: DetectionSession, cancellation: CancellationFlag) {
         try state.withLock { (state) throws(DBusError) in
-            let open = try Self.find(id, owner: owner, in: state)
-            guard let session = open.session else { throw API.Failure.busy.error("a batch of detection session \(id) is still running") }
+            let (open, session) = try Self.findIdle(id, owner: owner, in: state)
             state.open!.session = nil
             state.open!.idleTimer?.cancel()
             state.open!.idleTimer = nil
@@ -82,8 +81,7 @@ final class DetectionSessions: Sendable {
     /// Ends the session and returns it, for FinishDetection.
     func end(_ id: String, owner: String) throws(DBusError) -> DetectionSession {
         let session = try state.withLock { (state) throws(DBusError) in
-            let open = try Self.find(id, owner: owner, in: state)
-            guard let session = open.session else { throw API.Failure.busy.error("a batch of detection session \(id) is still running") }
+            let (open, session) = try Self.findIdle(id, owner: owner, in: state)
             open.close()
             state.open = nil
             return session
@@ -149,6 +147,13 @@ final class DetectionSessions: Sendable {
             throw API.Failure.unknownSession.error("no detection session \(id) of this caller: it ended (finished, cancelled, or idle too long) or is another's")
         }
         return open
+    }
+
+    /// The session and its state between batches; Busy while one of its batches runs.
+    private static func findIdle(_ id: String, owner: String, in state: State) throws(DBusError) -> (Open, DetectionSession) {
+        let open = try find(id, owner: owner, in: state)
+        guard let session = open.session else { throw API.Failure.busy.error("a batch of detection session \(id) is still running") }
+        return (open, session)
     }
 
     private static func busy(_ open: Open) -> DBusError {
