@@ -120,7 +120,7 @@ public struct DetectionSession: Sendable {
     private let detection: ExposureDetection
     private let configurationJSON: String
     private let configuration: ExposureConfiguration
-    private var index: SightingIndex?
+    private var index: MatchingIndex?
     private var fresh = [ProcessedKeyFile]()
     private var digests = Set<[UInt8]>()
     private var result = DetectionResult()
@@ -181,7 +181,7 @@ public struct DetectionSession: Sendable {
         if let maximumKeys, keysChecked + keys > maximumKeys {
             throw .keyLimit(maximum: maximumKeys, checked: keysChecked, batch: keys)
         }
-        if next.index == nil { next.index = try detection.storeCall { try store.sightingIndex() } }
+        if next.index == nil { next.index = MatchingIndex(try detection.storeCall { try store.sightingIndex() }) }
         let checkedBefore = keysChecked
         let detector = ExposureDetector(index: next.index!, rssiCorrection: detection.rssiCorrection)
         var keysTaken: (@Sendable (Int) -> Void)?

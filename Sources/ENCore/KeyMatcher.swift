@@ -33,7 +33,7 @@ public final class KeyMatcher {
     /// cannot be scored and is not counted.
     public static let plausibleTransmitPower: ClosedRange<Int8> = -50...20
 
-    private let index: SightingIndex
+    private let index: MatchingIndex
     private let crypto: ExposureCrypto
     private let rssiCorrection: Int
     /// Per interval of the key being matched, a bit: whether the index may hold its RPI.
@@ -43,10 +43,14 @@ public final class KeyMatcher {
     public private(set) var implausibleSightings = 0
 
     /// - Parameter rssiCorrection: this device's receive calibration in dB, added to each RSSI.
-    public init(index: SightingIndex, rssiCorrection: Int = 0) throws {
+    public init(index: MatchingIndex, rssiCorrection: Int = 0) throws {
         self.index = index
         self.rssiCorrection = rssiCorrection
         crypto = try ExposureCrypto()
+    }
+
+    public convenience init(index: SightingIndex, rssiCorrection: Int = 0) throws {
+        try self.init(index: MatchingIndex(index), rssiCorrection: rssiCorrection)
     }
 
     deinit { candidates.deallocate() }
@@ -54,23 +58,21 @@ public final class KeyMatcher {
     /// The sightings of `key`'s RPIs within its validity ±2 h, or nil when there are none.
     public func match(_ key: DiagnosisKey) throws -> KeyMatch? {
         let tek = key.key
-        let earliest = tek.rollingStartIntervalNumber.unixSeconds - Self.validityTolerance
-        let latest = Int64(tek.rollingEndIntervalNumber) * ENIntervalNumber.secondsPerInterval + Self.validityTolerance
+        let validity = tek.rollingStartIntervalNumber.unixSeconds..<Int64(tek.rollingEndIntervalNumber) * ENIntervalNumber.secondsPerInterval
+        let earliest = validity.lowerBound - Self.validityTolerance, latest = validity.upperBound + Self.validityTolerance
         // A rolling period is at most 144 (key files are checked so); no key is derived further.
         let count = min(Int(tek.rollingPeriod), Int(ENIntervalNumber.tekRollingPeriod))
         let rpik = crypto.rollingProximityIdentifierKey(for: tek.keyData)
-        let found: [(RollingProximityIdentifier, IndexedSighting)] = try index.withLookup { lookup in
+        let found: [(RollingProximityIdentifier, IndexedSighting)] = try index.withLookup(validity: validity) { lookup, filter, nextDay in
             try crypto.withRollingProximityIdentifiers(key: rpik, from: tek.rollingStartIntervalNumber, count: count) { blocks in
                 // Two passes: every RPI's filter word is loaded before any is looked up further,
                 // and the second visits only the few RPIs the filter let through.
-                let words = (count + 63) / 64
-                for word in 0..<words {
-                    var bits: UInt64 = 0
-                    for interval in word * 64..<min(count, word * 64 + 64) {
-                        bits |= (lookup.mayContain(Bytes16(blocks, offset: interval * 16)) ? 1 : 0) << (interval & 63)
-                    }
-                    candidates[word] = bits
+                if let nextDay {
+                    markCandidates(blocks, count: count) { filter.mayContain($0) || nextDay.mayContain($0) }
+                } else {
+                    markCandidates(blocks, count: count) { filter.mayContain($0) }
                 }
+                let words = (count + 63) / 64
                 var found = [(RollingProximityIdentifier, IndexedSighting)]()
                 for word in 0..<words {
                     var bits = candidates[word]
@@ -100,5 +102,17 @@ public final class KeyMatcher {
         guard !matched.isEmpty else { return nil }
         matched.sort { ($0.time, $0.attenuation ?? -1, $0.metadata.transmitPower) < ($1.time, $1.attenuation ?? -1, $1.metadata.transmitPower) }
         return KeyMatch(key: key, sightings: matched)
+    }
+
+    /// Sets a bit in `candidates` for each of the `count` RPIs in `blocks` that `mayContain`.
+    @inline(__always)
+    private func markCandidates(_ blocks: UnsafeRawBufferPointer, count: Int, _ mayContain: (RollingProximityIdentifier) -> Bool) {
+        for word in 0..<(count + 63) / 64 {
+            var bits: UInt64 = 0
+            for interval in word * 64..<min(count, word * 64 + 64) {
+                bits |= (mayContain(Bytes16(blocks, offset: interval * 16)) ? 1 : 0) << (interval & 63)
+            }
+            candidates[word] = bits
+        }
     }
 }

@@ -14,23 +14,21 @@ public struct IndexedSighting: Hashable, Sendable {
     }
 }
 
-/// Sightings by RPI for matching: each derived RPI is looked up in constant time, and memory
-/// stays near 31 bytes a sighting (4 million sightings, 14 days of a busy place, in about
-/// 126 MB).
+/// Sightings by RPI: an open-addressed table, its columns in separate arrays, in about 30 bytes a
+/// sighting (4 million sightings, 14 days of a busy place, in about 118 MB). Sightings are added
+/// as they are read, so no list of them is held beside the index. Matching looks RPIs up through
+/// `MatchingIndex`, which puts a filter for each day before the table.
 ///
 /// RPIs are AES output, so their bits are already uniformly random and serve as their own hash.
-/// A blocked filter (16 bits a sighting, two bits in one word: about 1.5 % false positives)
-/// rejects almost every lookup in one probe; an open-addressed table, its columns in separate
-/// arrays, finds the rest. Sightings are added as they are read, so no list of them is held
-/// beside the index. The columns sit on huge pages where the kernel allows: a million keys make
-/// 144 million lookups, each at a random place in megabytes.
+/// The columns sit on huge pages where the kernel allows: a million keys make 144 million
+/// lookups.
 public struct SightingIndex: Sendable {
     private var storage: Storage
     /// The sightings in the index.
     public private(set) var count = 0
 
     /// At most this many percent of the table's slots hold a sighting: only lookups that pass
-    /// the filter probe the table, so its probes may be a little longer (85 % instead of 80 %
+    /// a filter probe the table, so its probes may be a little longer (85 % instead of 80 %
     /// cost no measurable time at 4 million sightings and saved 10 MB).
     static let maximumLoadPercent = 85
 
@@ -73,26 +71,14 @@ public struct SightingIndex: Sendable {
     /// The index's columns as `withLookup` lends them.
     public struct Lookup {
         let capacity: Int
-        let filterWords: Int
         let rpis: UnsafePointer<RollingProximityIdentifier>
         let times: UnsafePointer<UInt32>
         let aems: UnsafePointer<UInt32>
         let rssis: UnsafePointer<Int8>
-        let filter: UnsafePointer<UInt64>
-
-        /// Whether `rpi` may be in the index: false for all but about 1.5 % of the RPIs never
-        /// seen. Without a branch, so that a loop over many RPIs has all their filter words in
-        /// flight at once instead of waiting for each cache miss in turn.
-        @inline(__always)
-        public func mayContain(_ rpi: RollingProximityIdentifier) -> Bool {
-            let (word, bits) = Storage.filterBits(rpi, filterWords)
-            return filter[word] & bits == bits
-        }
 
         /// Calls `body` with each sighting of `rpi`, in no particular order.
         @inline(__always)
         public func forEachSighting(of rpi: RollingProximityIdentifier, _ body: (IndexedSighting) throws -> Void) rethrows {
-            guard mayContain(rpi) else { return }
             var slot = Storage.reduce(rpi.high, capacity)
             while times[slot] != Storage.emptySlot {
                 if rpis[slot] == rpi {
@@ -111,29 +97,24 @@ public struct SightingIndex: Sendable {
         return found.sorted { ($0.time, $0.aem.rawValue) < ($1.time, $1.aem.rawValue) }
     }
 
-    /// The table and the filter, in memory the index owns (never shared while it changes).
-    fileprivate final class Storage: @unchecked Sendable {
+    /// The table, in memory the index owns (never shared while it changes).
+    final class Storage: @unchecked Sendable {
         static let emptySlot = UInt32.max
 
         let capacity: Int
-        private let filterWords: Int
         private let rpis: UnsafeMutablePointer<RollingProximityIdentifier>
         /// `emptySlot` where no sighting is.
         private let times: UnsafeMutablePointer<UInt32>
         private let aems: UnsafeMutablePointer<UInt32>
         /// `Sighting.rssiNotAvailable` for an unknown RSSI.
         private let rssis: UnsafeMutablePointer<Int8>
-        private let filter: UnsafeMutablePointer<UInt64>
 
         init(capacity: Int) {
             self.capacity = capacity
-            // 16 bits a sighting when the table is full.
-            filterWords = max(1, capacity * SightingIndex.maximumLoadPercent / 400)
             rpis = Self.allocate(capacity, repeating: .zero)
             times = Self.allocate(capacity, repeating: Self.emptySlot)
             aems = Self.allocate(capacity, repeating: 0)
             rssis = Self.allocate(capacity, repeating: 0)
-            filter = Self.allocate(filterWords, repeating: 0)
         }
 
         deinit {
@@ -141,7 +122,6 @@ public struct SightingIndex: Sendable {
             free(times)
             free(aems)
             free(rssis)
-            free(filter)
         }
 
         /// A copy of every sighting in a new table of `capacity` slots.
@@ -160,31 +140,23 @@ public struct SightingIndex: Sendable {
             times[slot] = time
             aems[slot] = aem
             rssis[slot] = rssi
-            let (word, bits) = Self.filterBits(rpi, filterWords)
-            filter[word] |= bits
         }
 
         var lookup: Lookup {
-            Lookup(capacity: capacity, filterWords: filterWords, rpis: rpis, times: times, aems: aems, rssis: rssis, filter: filter)
+            Lookup(capacity: capacity, rpis: rpis, times: times, aems: aems, rssis: rssis)
         }
 
-        /// `value` scaled into 0..<`range` (Lemire's multiply-shift): uses the high bits, so that
-        /// the table and the filter draw on different bits of the RPI.
+        /// `value` scaled into 0..<`range` (Lemire's multiply-shift). The table uses an RPI's
+        /// high half, the filters its low one.
         @inline(__always)
         static func reduce(_ value: UInt64, _ range: Int) -> Int {
             Int(truncatingIfNeeded: value.multipliedFullWidth(by: UInt64(range)).high)
         }
 
-        /// The filter word for `rpi` and its two bits in it.
-        @inline(__always)
-        static func filterBits(_ rpi: RollingProximityIdentifier, _ words: Int) -> (Int, UInt64) {
-            (reduce(rpi.low, words), 1 << (rpi.low & 63) | 1 << ((rpi.low >> 6) & 63))
-        }
-
         private static let hugePage = 2 << 20
 
         /// `count` elements; a column of 2 MiB or more is aligned to and advised for huge pages.
-        private static func allocate<Element>(_ count: Int, repeating value: Element) -> UnsafeMutablePointer<Element> {
+        static func allocate<Element>(_ count: Int, repeating value: Element) -> UnsafeMutablePointer<Element> {
             let bytes = max(1, count * MemoryLayout<Element>.stride)
             let huge = bytes >= hugePage
             var memory: UnsafeMutableRawPointer?

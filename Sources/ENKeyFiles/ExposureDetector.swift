@@ -41,19 +41,24 @@ public struct DetectionResult: Sendable {
 ///
 /// Every worker takes the next few hundred keys from the files itself, so reading the files
 /// overlaps with matching and no thread waits for a batch to finish; memory holds the files and
-/// what matched, however many keys they carry.
+/// what matched, however many keys they carry. A worker matches its batch day by day (servers
+/// shuffle the keys of a file), so that lookups go to one day's filter while it is in the cache.
 public struct ExposureDetector: Sendable {
     /// Keys a worker takes at a time: enough to make the shared cursor's lock rare.
     public static let batchSize = 512
 
-    public let index: SightingIndex
+    public let index: MatchingIndex
     public var rssiCorrection: Int
     public var threads: Int
 
-    public init(index: SightingIndex, rssiCorrection: Int = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    public init(index: MatchingIndex, rssiCorrection: Int = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.index = index
         self.rssiCorrection = rssiCorrection
         self.threads = max(1, threads)
+    }
+
+    public init(index: SightingIndex, rssiCorrection: Int = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.init(index: MatchingIndex(index), rssiCorrection: rssiCorrection, threads: threads)
     }
 
     /// `progress`, when given, is called from the workers with the number of keys taken so far,
@@ -83,12 +88,14 @@ public struct ExposureDetector: Sendable {
     }
 
     private static func work(matcher: KeyMatcher, cursor: KeyCursor, progress: (@Sendable (Int) -> Void)?) throws -> WorkerShare {
-        var share = WorkerShare(), batch = [KeyExport.EncodedKey]()
+        var share = WorkerShare(), batch = [KeyExport.EncodedKey](), keys = [DiagnosisKey]()
         batch.reserveCapacity(batchSize)
+        keys.reserveCapacity(batchSize)
         while let first = cursor.next(batchSize, into: &batch) {
             progress?(first + batch.count)
-            for (offset, encoded) in batch.enumerated() {
-                let key = encoded.decode()
+            keys.append(contentsOf: batch.lazy.map { $0.decode() })
+            for offset in keys.indices.sorted(by: { keys[$0].key.rollingStartIntervalNumber < keys[$1].key.rollingStartIntervalNumber }) {
+                let key = keys[offset]
                 if key.reportType == .revoked {
                     share.revocations.append((first + offset, key))
                 } else if let match = try matcher.match(key) {
@@ -97,6 +104,7 @@ public struct ExposureDetector: Sendable {
             }
             share.checked += batch.count
             batch.removeAll(keepingCapacity: true)
+            keys.removeAll(keepingCapacity: true)
         }
         return share
     }

@@ -86,10 +86,10 @@ func benchmarkSightingInput(jsonLines: String, database: String) throws {
             try bytes.split(separator: 0x0A).compactMap { line in try Sighting.jsonLine(UnsafeRawBufferPointer(rebasing: line), place: "bench") }
         }
     }
-    let (index, loadSeconds) = try measure { try AgentStore(path: database).sightingIndex() }
+    let (index, loadSeconds) = try measure { MatchingIndex(try AgentStore(path: database).sightingIndex()) }
     print("Sighting input")
     print("  JSON Lines, lines/s:                  \(rate(parsed.count, parseSeconds))  (\(parsed.count) lines)")
-    print("  agent database into the index, sightings/s: \(rate(index.count, loadSeconds))  (\(index.count) sightings)")
+    print("  agent database into the matching index, sightings/s: \(rate(index.sightings.count, loadSeconds))  (\(index.sightings.count) sightings)")
 }
 
 /// One whole-process run: enctl (or enctl and enagentd) from start to exit.

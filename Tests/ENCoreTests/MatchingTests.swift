@@ -87,4 +87,44 @@ import Testing
         #expect(try matcher.match(loud.key) == nil)
         #expect(matcher.implausibleSightings == 1)
     }
+
+    /// The day filters hold every sighting for each key validity it may match (the key's days
+    /// ±2 h, across midnight), and refuse almost every RPI never seen.
+    @Test func dayFiltersHoldWhatAKeyOfTheDayCanMatch() {
+        let day: Int64 = 86_400, firstDay: Int64 = 19_000
+        // Sightings over five days, many near midnight, a few at the range's very ends.
+        let times = (0..<20_000).map { (n: Int) -> Int64 in
+            let spread: Int64 = Int64(n) * 5 * day / 20_000
+            return firstDay * day + spread + Int64(n % 5) - 2
+        }
+        let sightings = times.enumerated().map { n, time in
+            Sighting(rpi: rpi(n), aem: AssociatedEncryptedMetadata(rawValue: 0), rssi: nil, time: time, adapter: "hci0")
+        }
+        let index = MatchingIndex(SightingIndex(sightings))
+        #expect(index.sightings.count == sightings.count)
+        let tolerance = KeyMatcher.validityTolerance
+        // Whole days, part of a day, and a validity from one afternoon into the next day.
+        let validities: [Range<Int64>] = (-1..<6).flatMap { d in
+            let start = (firstDay + Int64(d)) * day
+            return [start..<start + day, start + 3_600..<start + 7_200, start + day / 2..<start + day + day / 2]
+        }
+        for validity in validities {
+            let within = sightings.filter { $0.time >= validity.lowerBound - tolerance && $0.time < validity.upperBound + tolerance }
+            index.withLookup(validity: validity) { _, filter, nextDay in
+                let missed = within.filter { !filter.mayContain($0.rpi) && !(nextDay?.mayContain($0.rpi) ?? false) }
+                #expect(missed.count == 0, "sightings of \(validity) missed")
+                let spansTwoDays = (validity.upperBound - 1) / day > validity.lowerBound / day
+                #expect((nextDay != nil) == spansTwoDays)
+                let unseen = (100_000..<110_000).filter { n in filter.mayContain(rpi(n)) }
+                #expect(unseen.count < 300, "\(unseen.count) of 10,000 RPIs never seen pass the filter of \(validity)")
+            }
+        }
+        // A day far from every sighting has an empty filter.
+        index.withLookup(validity: 0..<day) { _, filter, _ in
+            #expect(!sightings.contains { filter.mayContain($0.rpi) })
+        }
+        MatchingIndex(SightingIndex([])).withLookup(validity: 0..<day) { _, filter, nextDay in
+            #expect(!filter.mayContain(rpi(1)) && nextDay == nil)
+        }
+    }
 }
