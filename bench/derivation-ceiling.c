@@ -4,10 +4,16 @@
  * info "EN-RPIK", 16) and the 144 RPIs, AES-128-ECB over the padded data in one call.
  * HMAC's pads for the constant salt are hashed once; the per-key ones cannot be.
  *
- *   derivation-ceiling KEYS.bin      KEYS.bin: 16-byte TEKs, back to back
+ *   derivation-ceiling KEYS.bin [RPIS.bin]
  *
- * Prints the keys per second and the XOR of every RPI, so that enbench can check that the
- * baseline derives what enagent derives.
+ * KEYS.bin: 16-byte TEKs, back to back. Prints the keys per second and the XOR of every RPI, so
+ * that enbench can check that the baseline derives what enagent derives.
+ *
+ * With RPIS.bin (sightings' 16-byte RPIs, back to back) it also looks every derived RPI up among
+ * them, as detection must, and prints the keys per second of derivation and lookups together and
+ * the number of RPIs found: the single-core floor of matching before any file is read. The set is
+ * what a careful C program would build: a blocked filter of 16 bits a sighting (two bits in one
+ * word; RPIs are AES output, so their bits are their hash) before an open-addressed table.
  */
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -41,17 +47,84 @@ static void hmac_finish(SHA256_CTX inner, SHA256_CTX outer, const uint8_t *data,
     SHA256_Final(out, &outer);
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: %s KEYS.bin\n", argv[0]); return 64; }
-    FILE *file = fopen(argv[1], "rb");
-    if (!file) { perror(argv[1]); return 1; }
+/* A whole file of 16-byte records. */
+static uint8_t *read_records(const char *path, size_t *count) {
+    FILE *file = fopen(path, "rb");
+    if (!file) { perror(path); exit(1); }
     fseek(file, 0, SEEK_END);
     long size = ftell(file);
     rewind(file);
-    size_t count = (size_t)size / 16;
-    uint8_t *keys = malloc((size_t)size);
-    if (!keys || fread(keys, 16, count, file) != count) { fprintf(stderr, "%s: unreadable\n", argv[1]); return 1; }
+    *count = (size_t)size / 16;
+    uint8_t *records = malloc((size_t)size + 1);
+    if (!records || fread(records, 16, *count, file) != *count) { fprintf(stderr, "%s: unreadable\n", path); exit(1); }
     fclose(file);
+    return records;
+}
+
+struct rpi_set {
+    uint64_t *filter, (*slots)[2];
+    size_t filter_words, slot_mask;
+};
+
+static uint64_t word_at(const uint8_t *bytes) { uint64_t word; memcpy(&word, bytes, 8); return word; }
+
+static size_t filter_word(const struct rpi_set *set, uint64_t low) {
+    return (size_t)(((unsigned __int128)low * set->filter_words) >> 64);
+}
+
+static uint64_t filter_bits(uint64_t low) { return 1ull << (low & 63) | 1ull << ((low >> 6) & 63); }
+
+static struct rpi_set rpi_set_build(const uint8_t *rpis, size_t count) {
+    struct rpi_set set;
+    set.filter_words = count / 4 + 1;
+    set.filter = calloc(set.filter_words, 8);
+    size_t slots = 16;
+    while (slots < count * 2) slots *= 2;
+    set.slots = calloc(slots, 16);
+    set.slot_mask = slots - 1;
+    if (!set.filter || !set.slots) { fprintf(stderr, "out of memory\n"); exit(1); }
+    for (size_t i = 0; i < count; i++) {
+        uint64_t low = word_at(rpis + 16 * i), high = word_at(rpis + 16 * i + 8);
+        set.filter[filter_word(&set, low)] |= filter_bits(low);
+        size_t slot = (size_t)high & set.slot_mask;
+        while (set.slots[slot][0] | set.slots[slot][1]) slot = (slot + 1) & set.slot_mask;
+        set.slots[slot][0] = low;
+        set.slots[slot][1] = high;
+    }
+    return set;
+}
+
+static int rpi_set_contains(const struct rpi_set *set, const uint8_t *rpi) {
+    uint64_t low = word_at(rpi), high = word_at(rpi + 8);
+    for (size_t slot = (size_t)high & set->slot_mask; set->slots[slot][0] | set->slots[slot][1]; slot = (slot + 1) & set->slot_mask)
+        if (set->slots[slot][0] == low && set->slots[slot][1] == high) return 1;
+    return 0;
+}
+
+/* How many of a key's RPIs the set holds: the filter first for all of them, without a branch,
+ * so that their filter words are loaded in parallel; the table only for those that pass. */
+static uint64_t rpi_set_count(const struct rpi_set *set, const uint8_t *rpis) {
+    uint64_t passed[(INTERVALS + 63) / 64] = {0}, found = 0;
+    for (int j = 0; j < INTERVALS; j++) {
+        uint64_t low = word_at(rpis + 16 * j), bits = filter_bits(low);
+        passed[j / 64] |= (uint64_t)((set->filter[filter_word(set, low)] & bits) == bits) << (j % 64);
+    }
+    for (int w = 0; w < (INTERVALS + 63) / 64; w++)
+        for (uint64_t m = passed[w]; m; m &= m - 1)
+            found += (uint64_t)rpi_set_contains(set, rpis + 16 * (w * 64 + __builtin_ctzll(m)));
+    return found;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2 && argc != 3) { fprintf(stderr, "usage: %s KEYS.bin [RPIS.bin]\n", argv[0]); return 64; }
+    size_t count, sighting_count = 0;
+    uint8_t *keys = read_records(argv[1], &count);
+    struct rpi_set set = {0};
+    if (argc == 3) {
+        uint8_t *sightings = read_records(argv[2], &sighting_count);
+        set = rpi_set_build(sightings, sighting_count);
+        free(sightings);
+    }
 
     static uint8_t padded[INTERVALS * 16], rpis[INTERVALS * 16];
     for (uint32_t j = 0; j < INTERVALS; j++) {
@@ -67,7 +140,7 @@ int main(int argc, char **argv) {
     EVP_CIPHER_CTX *aes = EVP_CIPHER_CTX_new();
     EVP_EncryptInit_ex(aes, EVP_aes_128_ecb(), NULL, NULL, NULL);
     EVP_CIPHER_CTX_set_padding(aes, 0);
-    uint64_t checksum[2] = {0, 0};
+    uint64_t checksum[2] = {0, 0}, found = 0;
 
     struct timespec start, end;
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -80,18 +153,24 @@ int main(int argc, char **argv) {
         int length = 0;
         EVP_EncryptInit_ex(aes, NULL, NULL, okm, NULL);
         EVP_EncryptUpdate(aes, rpis, &length, padded, sizeof padded);
-        for (int j = 0; j < INTERVALS; j++) {
-            uint64_t words[2];
-            memcpy(words, rpis + 16 * j, 16);
-            checksum[0] ^= words[0];
-            checksum[1] ^= words[1];
+        if (argc == 3) {
+            found += rpi_set_count(&set, rpis);
+        } else {
+            for (int j = 0; j < INTERVALS; j++) {
+                checksum[0] ^= word_at(rpis + 16 * j);
+                checksum[1] ^= word_at(rpis + 16 * j + 8);
+            }
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &end);
     double seconds = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
     printf("%.0f ", (double)count / seconds);
-    for (int i = 0; i < 16; i++) printf("%02x", ((const uint8_t *)checksum)[i]);
-    printf("\n");
+    if (argc == 3) {
+        printf("%llu\n", (unsigned long long)found);
+    } else {
+        for (int i = 0; i < 16; i++) printf("%02x", ((const uint8_t *)checksum)[i]);
+        printf("\n");
+    }
     EVP_CIPHER_CTX_free(aes);
     free(keys);
     return 0;
