@@ -137,6 +137,11 @@ final class DetectionSessions: Sendable {
                 return true
             }
             if !kept { watch.cancel() }
+            // An owner gone before the watch began sent its signal to no one.
+            if try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                            member: "NameHasOwner", [.string(owner)]).first?.bool == false {
+                drop(id, because: "its owner \(owner) left the bus")
+            }
         } catch {
             logger.warning("cannot watch \(owner) on the bus (\(error)); its detection session ends when idle for \(idleLimit)")
         }

@@ -125,6 +125,19 @@ import Testing
         #expect(failure { _ = try service.startDetection(DetectionSessionRequest(configuration: "{", maxKeys: 0), caller: ":1.7") } == .configurationInvalid)
     }
 
+    /// An owner that left the bus before the daemon began to watch it never holds the session.
+    @Test func aSessionOfACallerAlreadyGoneEndsAtOnce() throws {
+        let bus = try PrivateBus()
+        let daemonConnection = try DBusConnection(address: bus.address), caller = try DBusConnection(address: bus.address)
+        let gone = caller.uniqueName
+        caller.close()
+        let sessions = DetectionSessions(bus: daemonConnection, logger: Logger(label: "test"))
+        let service = ExposureNotificationService(daemon: self.service.daemon, sessions: sessions) { _ in }
+        let handle = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: gone)
+        #expect(failure { _ = try service.cancelDetection(handle, caller: gone) } == .unknownSession)
+        _ = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: daemonConnection.uniqueName)
+    }
+
     @Test func anIdleSessionEndsByItself() throws {
         let handle = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.7")
         let deadline = ContinuousClock.now + .seconds(10)
