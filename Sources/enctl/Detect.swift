@@ -211,8 +211,11 @@ extension Detect {
             let configuration = try loadConfiguration()
             let trusted = try publicKeys.map(KeyFileInput.trustedKey)
             let limits = KeyFileInput.limits(maximumFileSizeMiB: size.maxFileSize)
-            // The sightings are read on another core while the key files are read and verified.
-            let sightingsRead = BackgroundWork { [sightings, db] in try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!) }
+            // The sightings are read, and their day filters built, on another core while the key
+            // files are read and verified.
+            let sightingsRead = BackgroundWork { [sightings, db] in
+                MatchingIndex(try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!))
+            }
             var exports = [KeyExport](), files = [DetectionReport.File]()
             for path in keyFiles + self.files {
                 let export = try KeyFileInput.load(path, limits: limits)
@@ -228,7 +231,7 @@ extension Detect {
                 .exposureWindows(of: exports, configuration: configuration.v2)
             let time = now ?? Int64(Date().timeIntervalSince1970)
             let report = DetectionReport(
-                files: files, sightingCount: recorded.count, keysChecked: result.keysChecked,
+                files: files, sightingCount: recorded.sightings.count, keysChecked: result.keysChecked,
                 matchedKeyCount: result.matches.count, windows: windows,
                 dailySummaries: configuration.v2.dailySummaries(of: windows, now: time),
                 v1: configuration.v1.map { DetectionReport.V1(summary: $0.summary(of: windows, now: time), exposureInfos: $0.exposureInfos(of: windows, now: time)) })
