@@ -7,7 +7,7 @@ import Foundation
 /// fourteenth of one filter for all the sightings, so that it stays in a core's cache while the
 /// keys of that day are matched (4 million sightings: 680 kB instead of 8 MB).
 ///
-/// Built once from a finished index, in one pass over its table; the index is kept, so sightings
+/// Built once from a finished index, in passes over its table; the index is kept, so sightings
 /// added to it later are not seen here.
 public struct MatchingIndex: Sendable {
     public let sightings: SightingIndex
@@ -22,7 +22,8 @@ public struct MatchingIndex: Sendable {
     /// spans two UTC days) that hold every RPI seen within `validity` ±2 h.
     public func withLookup<Result>(validity: Range<Int64>,
                                    _ body: (SightingIndex.Lookup, DayFilter, DayFilter?) throws -> Result) rethrows -> Result {
-        let first = Self.day(validity.lowerBound), last = Self.day(max(validity.lowerBound, validity.upperBound - 1))
+        let first = UTCDay(containing: validity.lowerBound).number
+        let last = UTCDay(containing: max(validity.lowerBound, validity.upperBound - 1)).number
         return try withExtendedLifetime(filters) {
             try sightings.withLookup { lookup in
                 try body(lookup, filters.filter(day: first), last == first ? nil : filters.filter(day: last))
@@ -30,17 +31,10 @@ public struct MatchingIndex: Sendable {
         }
     }
 
-    static let secondsPerDay: Int64 = 86_400
-
-    /// The UTC day of `seconds` (days before 1970 negative).
-    static func day(_ seconds: Int64) -> Int64 {
-        seconds >= 0 ? seconds / secondsPerDay : (seconds + 1) / secondsPerDay - 1
-    }
-
-    /// The days whose filter holds a sighting at `time`: its own, and its neighbour when it lies
-    /// within 2 h of it.
+    /// The numbers of the days whose filter holds a sighting at `time`: its own, and its
+    /// neighbour when it lies within 2 h of it.
     static func days(holding time: Int64) -> ClosedRange<Int64> {
-        day(time - KeyMatcher.validityTolerance)...day(time + KeyMatcher.validityTolerance)
+        UTCDay(containing: time - KeyMatcher.validityTolerance).number...UTCDay(containing: time + KeyMatcher.validityTolerance).number
     }
 }
 

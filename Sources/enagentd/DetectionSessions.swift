@@ -7,8 +7,8 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The API's detection sessions. One is open at a time: each holds a sighting index (about 25
-/// bytes a sighting) and its batches use every core. A session belongs to the bus connection
+/// The API's detection sessions. One is open at a time: each holds a sighting index and its day
+/// filters (about 32 bytes a sighting) and its batches use every core. A session belongs to the bus connection
 /// that started it and ends with FinishDetection or CancelDetection, when its owner leaves the
 /// bus, or after `idleLimit` without a call, so that a client that dies holds nothing for long.
 final class DetectionSessions: Sendable {
@@ -136,7 +136,7 @@ final class DetectionSessions: Sendable {
                 state.open!.ownerWatch = watch
                 return true
             }
-            if !kept { watch.cancel() }
+            guard kept else { return watch.cancel() }
             // An owner gone before the watch began sent its signal to no one.
             if try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
                             member: "NameHasOwner", [.string(owner)]).first?.bool == false {
