@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
         .testTarget(name: "ENAPITests", dependencies: ["ENAPI"]),
-        .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"]),
+        .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "ENAgent", "TestSupport", "CENKernel"],
