@@ -16,19 +16,18 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
-        // Layer 1: C libraries. sqlite3 comes through GRDB's own system library target
-        // (`GRDBSQLite`); a second module over the same library would only duplicate it.
+        // Layer 1: C libraries.
         systemLibrary("CENOpenSSL", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CENDBus", pkgConfig: "dbus-1", apt: "libdbus-1-dev"),
         systemLibrary("CENSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
         systemLibrary("CENZlib", pkgConfig: "zlib", apt: "zlib1g-dev"),
         systemLibrary("CENBluetooth", pkgConfig: "bluez", apt: "libbluetooth-dev"),
         systemLibrary("CENCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        systemLibrary("CENSQLite", pkgConfig: "sqlite3", apt: "libsqlite3-dev"),
         // adjtimex(2) and prctl(2), from libc: no library to link.
         .systemLibrary(name: "CENKernel"),
 
@@ -48,13 +47,10 @@ let package = Package(
             .product(name: "ZIPFoundation", package: "ZIPFoundation"),
         ], exclude: ["Proto"]),
 
-        // Layer 4: the SQLite store.
-        .target(name: "ENStore", dependencies: [
-            "ENCore",
-            .product(name: "GRDB", package: "GRDB.swift"),
-            // sqlite3's own API, for the one read that GRDB's rows make slow: every sighting into the index.
-            .product(name: "GRDBSQLite", package: "GRDB.swift"),
-        ]),
+        // Layer 4: a typed layer on sqlite3's C API (connections, statements, transactions), and
+        // the agent's database on it.
+        .target(name: "ENSQLite", dependencies: ["CENSQLite"]),
+        .target(name: "ENStore", dependencies: ["ENCore", "ENSQLite"]),
 
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
         .target(name: "ENBus", dependencies: ["CENDBus"]),
@@ -82,7 +78,7 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
-            "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl", "CENKernel",
+            "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl", "CENKernel", "CENSQLite",
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
@@ -90,7 +86,8 @@ let package = Package(
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
         .testTarget(name: "ENAPITests", dependencies: ["ENAPI"]),
-        .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENSQLiteTests", dependencies: ["ENSQLite", "TestSupport"]),
+        .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "ENSQLite", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "ENAgent", "TestSupport", "CENKernel"],

@@ -1,6 +1,5 @@
 import ENCore
-import Foundation
-import GRDB
+import ENSQLite
 
 /// One run of exposure detection, as kept in the store.
 public struct DetectionRecord: Sendable, Equatable {
@@ -25,31 +24,29 @@ extension AgentStore {
     public func recordDetection(startedAt: Int64, finishedAt: Int64, keyFiles: [ProcessedKeyFile], matchedKeyCount: Int,
                                 windows: [ExposureWindow], superseding: [TemporaryExposureKey.Identity] = []) throws(StoreError) -> Int64 {
         try write { db in
-            try db.execute(sql: """
-                INSERT INTO exposure_detection (started_at, finished_at, key_file_count, matched_key_count) VALUES (?, ?, ?, ?)
-                """, arguments: [startedAt, finishedAt, keyFiles.count, matchedKeyCount])
+            try db.execute("INSERT INTO exposure_detection (started_at, finished_at, key_file_count, matched_key_count) VALUES (?, ?, ?, ?)",
+                           startedAt, finishedAt, keyFiles.count, matchedKeyCount)
             let detection = db.lastInsertedRowID
             for file in keyFiles { try Self.insert(file, at: finishedAt, in: db) }
             for key in superseding {
                 // scan_instance rows go with their window (ON DELETE CASCADE).
-                try db.execute(sql: "DELETE FROM exposure_window WHERE key_data = ? AND rolling_start_interval_number = ?",
-                               arguments: [Data(key.keyData.bytes), key.rollingStartIntervalNumber.rawValue])
+                try db.execute("DELETE FROM exposure_window WHERE key_data = ? AND rolling_start_interval_number = ?",
+                               key.keyData.bytes, key.rollingStartIntervalNumber.rawValue)
             }
             for window in windows {
                 let key = window.diagnosisKey
-                try db.execute(sql: """
+                try db.execute("""
                     INSERT INTO exposure_window (detection_id, day, report_type, infectiousness, calibration_confidence, key_data,
                         rolling_start_interval_number, rolling_period, transmission_risk_level, days_since_onset_of_symptoms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [detection, window.date, key.reportType.rawValue, window.infectiousness.rawValue,
-                                     window.calibrationConfidence, Data(key.key.keyData.bytes), key.key.rollingStartIntervalNumber.rawValue,
-                                     key.key.rollingPeriod, key.key.transmissionRiskLevel, key.daysSinceOnsetOfSymptoms])
+                    """, detection, window.date, key.reportType.rawValue, window.infectiousness.rawValue,
+                    window.calibrationConfidence, key.key.keyData.bytes, key.key.rollingStartIntervalNumber.rawValue,
+                    key.key.rollingPeriod, key.key.transmissionRiskLevel, key.daysSinceOnsetOfSymptoms)
                 let windowID = db.lastInsertedRowID
                 for scan in window.scanInstances {
                     // An unknown attenuation is stored as -1 (the columns are NOT NULL).
-                    try db.execute(sql: """
-                        INSERT INTO scan_instance (window_id, min_attenuation, typical_attenuation, seconds_since_last_scan) VALUES (?, ?, ?, ?)
-                        """, arguments: [windowID, scan.minAttenuation ?? -1, scan.typicalAttenuation ?? -1, scan.secondsSinceLastScan])
+                    try db.execute("INSERT INTO scan_instance (window_id, min_attenuation, typical_attenuation, seconds_since_last_scan) VALUES (?, ?, ?, ?)",
+                                   windowID, scan.minAttenuation ?? -1, scan.typicalAttenuation ?? -1, scan.secondsSinceLastScan)
                 }
             }
             return detection
@@ -59,40 +56,46 @@ extension AgentStore {
     /// Records a detection that failed, so that its error can be shown.
     public func recordFailedDetection(startedAt: Int64, error: String) throws(StoreError) {
         try write { db in
-            try db.execute(sql: "INSERT INTO exposure_detection (started_at, error) VALUES (?, ?)", arguments: [startedAt, error])
+            try db.execute("INSERT INTO exposure_detection (started_at, error) VALUES (?, ?)", startedAt, error)
         }
     }
 
     /// The latest detection run, or nil if none ran.
     public func lastDetection() throws(StoreError) -> DetectionRecord? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM exposure_detection ORDER BY id DESC LIMIT 1").map {
-                DetectionRecord(id: $0["id"], startedAt: $0["started_at"], finishedAt: $0["finished_at"], keyFileCount: $0["key_file_count"],
-                                matchedKeyCount: $0["matched_key_count"], error: $0["error"])
-            }
+            try db.fetchAll("""
+                SELECT id, started_at, finished_at, key_file_count, matched_key_count, error FROM exposure_detection ORDER BY id DESC LIMIT 1
+                """) { row throws(SQLiteError) in
+                DetectionRecord(id: try row.column(0), startedAt: try row.column(1), finishedAt: try row.column(2), keyFileCount: try row.column(3),
+                                matchedKeyCount: try row.column(4), error: try row.column(5))
+            }.first
         }
     }
 
     /// Every stored exposure window, oldest day first.
     public func exposureWindows() throws(StoreError) -> [ExposureWindow] {
         try read { db in
-            let scans = Dictionary(grouping: try Row.fetchAll(db, sql: "SELECT * FROM scan_instance ORDER BY rowid")) { (row: Row) -> Int64 in row["window_id"] }
-            return try Row.fetchAll(db, sql: "SELECT * FROM exposure_window ORDER BY day, id").compactMap { row -> ExposureWindow? in
-                let keyData: Data = row["key_data"]
-                guard let reportType = ReportType(rawValue: row["report_type"]), let infectiousness = Infectiousness(rawValue: row["infectiousness"])
-                else { return nil }
-                let key = TemporaryExposureKey(keyData: keyData.withUnsafeBytes { Bytes16($0) },
-                                               rollingStartIntervalNumber: ENIntervalNumber(row["rolling_start_interval_number"]),
-                                               rollingPeriod: row["rolling_period"], transmissionRiskLevel: row["transmission_risk_level"])
-                let instances = (scans[row["id"]] ?? []).map { scan -> ScanInstance in
-                    let minimum: Int = scan["min_attenuation"], typical: Int = scan["typical_attenuation"]
-                    return ScanInstance(minAttenuation: minimum < 0 ? nil : minimum, typicalAttenuation: typical < 0 ? nil : typical,
-                                        secondsSinceLastScan: scan["seconds_since_last_scan"])
-                }
-                return ExposureWindow(date: row["day"], reportType: reportType, infectiousness: infectiousness,
-                                      calibrationConfidence: row["calibration_confidence"], scanInstances: instances,
-                                      diagnosisKey: DiagnosisKey(key: key, reportType: reportType, daysSinceOnsetOfSymptoms: row["days_since_onset_of_symptoms"]))
+            var scans = [Int64: [ScanInstance]]()
+            try db.forEachRow("SELECT window_id, min_attenuation, typical_attenuation, seconds_since_last_scan FROM scan_instance ORDER BY rowid") { row throws(SQLiteError) in
+                // An unknown attenuation is stored as -1.
+                let minimum: Int = try row.column(1), typical: Int = try row.column(2)
+                scans[try row.column(0), default: []].append(
+                    ScanInstance(minAttenuation: minimum < 0 ? nil : minimum, typicalAttenuation: typical < 0 ? nil : typical,
+                                 secondsSinceLastScan: try row.column(3)))
             }
+            return try db.fetchAll("""
+                SELECT id, day, report_type, infectiousness, calibration_confidence, key_data, rolling_start_interval_number, rolling_period,
+                    transmission_risk_level, days_since_onset_of_symptoms
+                FROM exposure_window ORDER BY day, id
+                """) { row throws(SQLiteError) -> ExposureWindow? in
+                guard let reportType = ReportType(rawValue: try row.column(2)), let infectiousness = Infectiousness(rawValue: try row.column(3))
+                else { return nil }
+                let key = TemporaryExposureKey(keyData: try row.bytes16(5), rollingStartIntervalNumber: ENIntervalNumber(try row.column(6, as: UInt32.self)),
+                                               rollingPeriod: try row.column(7), transmissionRiskLevel: try row.column(8))
+                return ExposureWindow(date: try row.column(1), reportType: reportType, infectiousness: infectiousness,
+                                      calibrationConfidence: try row.column(4), scanInstances: scans[try row.column(0)] ?? [],
+                                      diagnosisKey: DiagnosisKey(key: key, reportType: reportType, daysSinceOnsetOfSymptoms: try row.column(9)))
+            }.compactMap { $0 }
         }
     }
 
@@ -104,7 +107,7 @@ extension AgentStore {
         try write { db in
             for table in ["scan_instance", "exposure_window", "exposure_detection", "key_file", "sighting", "temporary_exposure_key",
                           "pending_upload", "shared_key", "test_result"] {
-                try db.execute(sql: "DELETE FROM \(table)")
+                try db.execute("DELETE FROM \(table)")
             }
         }
     }
@@ -113,11 +116,11 @@ extension AgentStore {
 extension AgentStore {
     /// When the last detection that succeeded finished, or nil.
     public func lastSuccessfulDetection() throws(StoreError) -> Int64? {
-        try read { db in try Int64.fetchOne(db, sql: "SELECT max(finished_at) FROM exposure_detection WHERE error IS NULL") }
+        try read { db in try db.fetchOne(Int64?.self, "SELECT max(finished_at) FROM exposure_detection WHERE error IS NULL") ?? nil }
     }
 
     /// The most recent day with an exposure window (unix seconds of its UTC midnight), or nil.
     public func latestExposureDay() throws(StoreError) -> Int64? {
-        try read { db in try Int64.fetchOne(db, sql: "SELECT max(day) FROM exposure_window") }
+        try read { db in try db.fetchOne(Int64?.self, "SELECT max(day) FROM exposure_window") ?? nil }
     }
 }

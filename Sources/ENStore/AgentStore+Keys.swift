@@ -1,6 +1,5 @@
 import ENCore
-import Foundation
-import GRDB
+import ENSQLite
 
 extension AgentStore {
     /// The device's current TEK for the day starting at `start` (the newest of its keys), if one was made.
@@ -25,13 +24,13 @@ extension AgentStore {
                                          createdAt: Int64, limit: Int) throws(StoreError) -> TemporaryExposureKey? {
         try write { db in
             let start = replacement.rollingStartIntervalNumber
-            let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM temporary_exposure_key WHERE rolling_start_interval_number = ?",
-                                         arguments: [start.rawValue]) ?? 0
+            let count = try db.fetchOne(Int.self, "SELECT count(*) FROM temporary_exposure_key WHERE rolling_start_interval_number = ?",
+                                        start.rawValue) ?? 0
             guard count < limit, lastInterval.rawValue >= start.rawValue else { return nil }
-            try db.execute(sql: """
+            try db.execute("""
                 UPDATE temporary_exposure_key SET rolling_period = min(rolling_period, ?)
                 WHERE id = (SELECT max(id) FROM temporary_exposure_key WHERE rolling_start_interval_number = ?)
-                """, arguments: [lastInterval.rawValue - start.rawValue + 1, start.rawValue])
+                """, lastInterval.rawValue - start.rawValue + 1, start.rawValue)
             try Self.insert(replacement, createdAt: createdAt, db)
             return replacement
         }
@@ -40,35 +39,32 @@ extension AgentStore {
     /// The device's keys whose validity reaches past `cutoff` (unix seconds), oldest first.
     public func temporaryExposureKeys(validAfter cutoff: Int64) throws(StoreError) -> [TemporaryExposureKey] {
         try read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT * FROM temporary_exposure_key WHERE \(Self.keyValidityEnd) > ?
+            try db.fetchAll("""
+                SELECT \(Self.keyColumns) FROM temporary_exposure_key WHERE \(Self.keyValidityEnd) > ?
                 ORDER BY rolling_start_interval_number, id
-                """, arguments: [cutoff]).map(Self.key(from:))
+                """, cutoff, row: Self.key(from:))
         }
     }
 
     /// Unix seconds at which a stored key stops being valid.
     static let keyValidityEnd = "(rolling_start_interval_number + rolling_period) * \(ENIntervalNumber.secondsPerInterval)"
 
-    private static func currentKey(_ db: Database, startingAt start: ENIntervalNumber) throws -> TemporaryExposureKey? {
-        try Row.fetchOne(db, sql: "SELECT * FROM temporary_exposure_key WHERE rolling_start_interval_number = ? ORDER BY id DESC LIMIT 1",
-                         arguments: [start.rawValue]).map(Self.key(from:))
+    private static func currentKey(_ db: SQLiteConnection, startingAt start: ENIntervalNumber) throws(SQLiteError) -> TemporaryExposureKey? {
+        try db.fetchAll("SELECT \(keyColumns) FROM temporary_exposure_key WHERE rolling_start_interval_number = ? ORDER BY id DESC LIMIT 1",
+                        start.rawValue, row: key(from:)).first
     }
 
-    private static func insert(_ key: TemporaryExposureKey, createdAt: Int64, _ db: Database) throws {
-        try db.execute(sql: """
+    private static func insert(_ key: TemporaryExposureKey, createdAt: Int64, _ db: SQLiteConnection) throws(SQLiteError) {
+        try db.execute("""
             INSERT INTO temporary_exposure_key (rolling_start_interval_number, key_data, rolling_period, transmission_risk_level, created_at)
             VALUES (?, ?, ?, ?, ?)
-            """, arguments: [key.rollingStartIntervalNumber.rawValue, Data(key.keyData.bytes), key.rollingPeriod,
-                             key.transmissionRiskLevel, createdAt])
+            """, key.rollingStartIntervalNumber.rawValue, key.keyData.bytes, key.rollingPeriod, key.transmissionRiskLevel, createdAt)
     }
 
-    private static func key(from row: Row) -> TemporaryExposureKey {
-        let keyData: Data = row["key_data"]
-        return TemporaryExposureKey(
-            keyData: Bytes16(bytes: keyData)!,
-            rollingStartIntervalNumber: ENIntervalNumber(row["rolling_start_interval_number"] as UInt32),
-            rollingPeriod: row["rolling_period"],
-            transmissionRiskLevel: row["transmission_risk_level"])
+    private static let keyColumns = "key_data, rolling_start_interval_number, rolling_period, transmission_risk_level"
+
+    private static func key(from row: SQLiteStatement) throws(SQLiteError) -> TemporaryExposureKey {
+        TemporaryExposureKey(keyData: try row.bytes16(0), rollingStartIntervalNumber: ENIntervalNumber(try row.column(1, as: UInt32.self)),
+                             rollingPeriod: try row.column(2), transmissionRiskLevel: try row.column(3))
     }
 }

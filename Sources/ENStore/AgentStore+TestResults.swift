@@ -1,6 +1,5 @@
 import ENCore
-import Foundation
-import GRDB
+import ENSQLite
 
 /// A positive test the person recorded, and how it was verified.
 public struct TestResult: Sendable, Equatable {
@@ -61,11 +60,11 @@ public enum UploadResult: Sendable, Equatable {
 extension AgentStore {
     public func recordTestResult(_ result: TestResult) throws(StoreError) {
         try write { db in
-            try db.execute(sql: """
+            try db.execute("""
                 INSERT INTO test_result (id, test_date, verification_method, verification_detail, recorded_at, verification_token)
                 VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: [result.id, result.testDate, result.verificationMethod, result.verificationDetail, result.recordedAt,
-                                 result.verificationToken])
+                """, result.id, result.testDate, result.verificationMethod, result.verificationDetail, result.recordedAt,
+                result.verificationToken)
         }
     }
 
@@ -74,18 +73,19 @@ extension AgentStore {
         try read { db in
             // Every result's shared keys in one query, not one query per result.
             var sharedKeys = [String: [TemporaryExposureKeyData]]()
-            for row in try Row.fetchAll(db, sql: "SELECT test_result_id, key_data FROM shared_key ORDER BY key_data") {
-                if let key = Bytes16(bytes: row["key_data"] as Data) { sharedKeys[row["test_result_id"], default: []].append(key) }
+            try db.forEachRow("SELECT test_result_id, key_data FROM shared_key ORDER BY key_data") { row throws(SQLiteError) in
+                sharedKeys[try row.column(0), default: []].append(try row.bytes16(1))
             }
-            return try Row.fetchAll(db, sql: """
-                SELECT test_result.*, pending_upload.test_result_id IS NOT NULL AS pending FROM test_result
-                LEFT JOIN pending_upload ON pending_upload.test_result_id = test_result.id ORDER BY recorded_at DESC, id
-                """).map { row in
-                var result = TestResult(id: row["id"], testDate: row["test_date"], verificationMethod: row["verification_method"],
-                                        verificationDetail: row["verification_detail"], recordedAt: row["recorded_at"], sharedAt: row["shared_at"],
-                                        verificationToken: row["verification_token"], uploadPending: row["pending"])
-                result.uploadFailure = row["upload_failure"]
-                result.revisionToken = row["revision_token"]
+            return try db.fetchAll("""
+                SELECT test_result.id, test_date, verification_method, verification_detail, recorded_at, shared_at, verification_token,
+                    pending_upload.test_result_id IS NOT NULL, upload_failure, revision_token
+                FROM test_result LEFT JOIN pending_upload ON pending_upload.test_result_id = test_result.id ORDER BY recorded_at DESC, test_result.id
+                """) { row throws(SQLiteError) in
+                var result = TestResult(id: try row.column(0), testDate: try row.column(1), verificationMethod: try row.column(2),
+                                        verificationDetail: try row.column(3), recordedAt: try row.column(4), sharedAt: try row.column(5),
+                                        verificationToken: try row.column(6), uploadPending: try row.column(7))
+                result.uploadFailure = try row.column(8)
+                result.revisionToken = try row.column(9)
                 result.sharedKeys = sharedKeys[result.id] ?? []
                 return result
             }
@@ -97,20 +97,20 @@ extension AgentStore {
     public func queueUpload(testResultId: String, url: String, body: String, keys: [TemporaryExposureKeyData] = [],
                             at time: Int64) throws(StoreError) {
         try write { db in
-            try db.execute(sql: """
+            try db.execute("""
                 INSERT INTO pending_upload (test_result_id, url, body, queued_at, key_data) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (test_result_id) DO UPDATE SET url = excluded.url, body = excluded.body, key_data = excluded.key_data,
                     attempts = 0, last_error = NULL, next_attempt_at = 0
-                """, arguments: [testResultId, url, body, time, Data(keys.flatMap(\.bytes))])
-            try db.execute(sql: "UPDATE test_result SET upload_failure = NULL WHERE id = ?", arguments: [testResultId])
+                """, testResultId, url, body, time, keys.flatMap(\.bytes))
+            try db.execute("UPDATE test_result SET upload_failure = NULL WHERE id = ?", testResultId)
         }
     }
 
     public func pendingUploads() throws(StoreError) -> [PendingUpload] {
         try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM pending_upload ORDER BY queued_at").map {
-                PendingUpload(testResultId: $0["test_result_id"], url: $0["url"], body: $0["body"], attempts: $0["attempts"], lastError: $0["last_error"],
-                              nextAttemptAt: $0["next_attempt_at"])
+            try db.fetchAll("SELECT test_result_id, url, body, attempts, last_error, next_attempt_at FROM pending_upload ORDER BY queued_at") { row throws(SQLiteError) in
+                PendingUpload(testResultId: try row.column(0), url: try row.column(1), body: try row.column(2), attempts: try row.column(3),
+                              lastError: try row.column(4), nextAttemptAt: try row.column(5))
             }
         }
     }
@@ -122,20 +122,20 @@ extension AgentStore {
         try write { db in
             switch result {
             case .accepted(let revisionToken):
-                let keys = try Data.fetchOne(db, sql: "SELECT key_data FROM pending_upload WHERE test_result_id = ?", arguments: [testResultId]) ?? Data()
+                let keys = try db.fetchOne([UInt8].self, "SELECT key_data FROM pending_upload WHERE test_result_id = ?", testResultId) ?? []
                 for start in stride(from: 0, to: keys.count, by: 16) {
-                    try db.execute(sql: "INSERT OR IGNORE INTO shared_key (test_result_id, key_data) VALUES (?, ?)",
-                                   arguments: [testResultId, keys.subdata(in: start..<start + 16)])
+                    try db.execute("INSERT OR IGNORE INTO shared_key (test_result_id, key_data) VALUES (?, ?)",
+                                   testResultId, Array(keys[start..<start + 16]))
                 }
-                try db.execute(sql: "DELETE FROM pending_upload WHERE test_result_id = ?", arguments: [testResultId])
-                try db.execute(sql: "UPDATE test_result SET shared_at = ?, upload_failure = NULL, revision_token = coalesce(?, revision_token) WHERE id = ?",
-                               arguments: [time, revisionToken, testResultId])
+                try db.execute("DELETE FROM pending_upload WHERE test_result_id = ?", testResultId)
+                try db.execute("UPDATE test_result SET shared_at = ?, upload_failure = NULL, revision_token = coalesce(?, revision_token) WHERE id = ?",
+                               time, revisionToken, testResultId)
             case .retry(let reason, let retryAt):
-                try db.execute(sql: "UPDATE pending_upload SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE test_result_id = ?",
-                               arguments: [reason, retryAt, testResultId])
+                try db.execute("UPDATE pending_upload SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE test_result_id = ?",
+                               reason, retryAt, testResultId)
             case .refused(let reason):
-                try db.execute(sql: "DELETE FROM pending_upload WHERE test_result_id = ?", arguments: [testResultId])
-                try db.execute(sql: "UPDATE test_result SET upload_failure = ? WHERE id = ?", arguments: [reason, testResultId])
+                try db.execute("DELETE FROM pending_upload WHERE test_result_id = ?", testResultId)
+                try db.execute("UPDATE test_result SET upload_failure = ? WHERE id = ?", reason, testResultId)
             }
         }
     }

@@ -1,58 +1,90 @@
 import ENCore
-import Foundation
-import GRDB
+import ENSQLite
+import Glibc
+import Synchronization
 
 /// The agent's SQLite database: keys, sightings, processed key files, exposure results,
 /// settings, consent and test results.
 ///
-/// WAL mode with one writer and concurrent readers (a GRDB `DatabasePool`). The file is created
-/// with mode 0600 in a 0700 directory, because it holds the device's keys and everyone it met.
-/// Deleted rows are overwritten (`secure_delete`), so retention really forgets.
+/// WAL mode with one writer and concurrent readers: writes take the writer connection in turn,
+/// each read takes an idle reader connection (or opens one) and reads one snapshot. The file is
+/// created with mode 0600 in a 0700 directory, because it holds the device's keys and everyone it
+/// met. Deleted rows are overwritten (`secure_delete`), so retention really forgets.
 public final class AgentStore: Sendable {
     public let path: String
-    let pool: DatabasePool
+    private let writer: Mutex<SQLiteConnection>
+    private let idleReaders = Mutex<[SQLiteConnection]>([])
+    private let closed = Atomic<Bool>(false)
+    /// Readers kept open between reads; more than this are closed after their read.
+    private static let idleReaderLimit = 4
 
     /// Opens (creating when absent) the database at `path`, migrates it and checks its integrity.
     public init(path: String) throws(StoreError) {
         self.path = path
         try Self.prepareFile(at: path)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-        }
         do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try pool.read { db in
-                let problems = try String.fetchAll(db, sql: "PRAGMA quick_check")
-                if problems != ["ok"] {
-                    throw StoreError.corrupt(path: path, detail: problems.prefix(3).joined(separator: "; "))
-                }
+            let connection = try SQLiteConnection(path: path)
+            // foreign_keys: the schema's ON DELETE CASCADE (scan_instance, shared_key, pending_upload).
+            try connection.execute(script: "PRAGMA journal_mode = WAL; PRAGMA secure_delete = ON; PRAGMA foreign_keys = ON")
+            let problems = try connection.fetchAll(String.self, "PRAGMA quick_check")
+            if problems != ["ok"] {
+                throw StoreError.corrupt(path: path, detail: problems.prefix(3).joined(separator: "; "))
             }
-            let migrator = Schema.migrator
-            if try pool.read({ try migrator.hasBeenSuperseded($0) }) { throw StoreError.newerSchema(path: path) }
-            try migrator.migrate(pool)
-        } catch let error as StoreError {
-            throw error
+            try Schema.migrate(connection, path: path)
+            writer = Mutex(connection)
         } catch {
             throw Self.translate(error, path: path)
         }
     }
 
-    /// Runs `body` in one write transaction.
-    func write<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
-        do { return try pool.write(body) } catch { throw Self.translate(error, path: path) }
+    /// Runs `body` in one write transaction: all of it is stored, or on error nothing.
+    func write<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T {
+        try checkOpen()
+        do {
+            return try writer.withLock { connection in try connection.transaction(.immediate) { try body(connection) } }
+        } catch {
+            throw Self.translate(error, path: path)
+        }
     }
 
-    func read<T>(_ body: (Database) throws -> T) throws(StoreError) -> T {
-        do { return try pool.read(body) } catch { throw Self.translate(error, path: path) }
+    /// Runs `body` on one snapshot of the database, beside the writer and other readers.
+    func read<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T {
+        try checkOpen()
+        do {
+            let connection = try idleReaders.withLock { $0.popLast() } ?? openReader()
+            defer {
+                idleReaders.withLock { idle in
+                    if idle.count < Self.idleReaderLimit { idle.append(connection) }
+                }
+            }
+            return try connection.transaction(.deferred) { try body(connection) }
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
+    private func checkOpen() throws(StoreError) {
+        if closed.load(ordering: .acquiring) { throw .sqlite("the database \(path) is closed") }
+    }
+
+    private func openReader() throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path, create: false)
+        try connection.execute(script: "PRAGMA query_only = ON")
+        return connection
     }
 
     /// Folds the write-ahead log into the database file and closes it; later calls fail.
     public func close() throws(StoreError) {
+        closed.store(true, ordering: .releasing)
         do {
-            _ = try pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
-            try pool.close()
+            try writer.withLock { connection in
+                try connection.execute(script: "PRAGMA wal_checkpoint(TRUNCATE)")
+                try idleReaders.withLock { idle in
+                    for reader in idle { try reader.close() }
+                    idle.removeAll()
+                }
+                try connection.close()
+            }
         } catch {
             throw Self.translate(error, path: path)
         }
@@ -63,7 +95,7 @@ public final class AgentStore: Sendable {
         try narrowDirectory(of: path)
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
-        defer { Foundation.close(descriptor) }
+        defer { Glibc.close(descriptor) }
         // An existing file keeps its mode unless we narrow it; SQLite gives -wal and -shm the same mode.
         guard fchmod(descriptor, 0o600) == 0 else { throw .cannotOpen(path: path, reason: String(cString: strerror(errno))) }
     }
@@ -93,16 +125,10 @@ public final class AgentStore: Sendable {
 
     static func translate(_ error: any Error, path: String) -> StoreError {
         if let error = error as? StoreError { return error }
-        guard let error = error as? DatabaseError else { return .sqlite("\(error)") }
-        switch error.resultCode {
-        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return .corrupt(path: path, detail: error.message ?? "\(error.resultCode)")
-        case .SQLITE_FULL:
-            return .full(path: path)
-        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY:
-            return .cannotOpen(path: path, reason: error.message ?? "\(error.resultCode)")
-        default:
-            return .sqlite(error.message ?? "\(error)")
-        }
+        guard let error = error as? SQLiteError else { return .sqlite("\(error)") }
+        if error.isCorrupt { return .corrupt(path: path, detail: error.message) }
+        if error.isFull { return .full(path: path) }
+        if error.isCannotOpen { return .cannotOpen(path: path, reason: error.message) }
+        return .sqlite(error.description)
     }
 }

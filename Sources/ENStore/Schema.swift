@@ -1,149 +1,167 @@
-import GRDB
+import ENSQLite
 
-/// The versioned schema. Migrations are append-only: a released one is never edited.
+/// The versioned schema, its version in `PRAGMA user_version`. Migrations are append-only: a
+/// released one is never edited; migration n brings a database from version n - 1 to n.
 enum Schema {
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE temporary_exposure_key (
-                    rolling_start_interval_number INTEGER PRIMARY KEY
-                        CHECK (rolling_start_interval_number BETWEEN 0 AND 4294967295),
-                    key_data BLOB NOT NULL UNIQUE CHECK (length(key_data) = 16),
-                    rolling_period INTEGER NOT NULL CHECK (rolling_period BETWEEN 1 AND 144),
-                    transmission_risk_level INTEGER NOT NULL DEFAULT 0 CHECK (transmission_risk_level BETWEEN 0 AND 8),
-                    created_at INTEGER NOT NULL
-                );
+    static let migrations = [
+        """
+        CREATE TABLE temporary_exposure_key (
+            rolling_start_interval_number INTEGER PRIMARY KEY
+                CHECK (rolling_start_interval_number BETWEEN 0 AND 4294967295),
+            key_data BLOB NOT NULL UNIQUE CHECK (length(key_data) = 16),
+            rolling_period INTEGER NOT NULL CHECK (rolling_period BETWEEN 1 AND 144),
+            transmission_risk_level INTEGER NOT NULL DEFAULT 0 CHECK (transmission_risk_level BETWEEN 0 AND 8),
+            created_at INTEGER NOT NULL
+        );
 
-                -- rssi NULL: the controller reported none.
-                CREATE TABLE sighting (
-                    id INTEGER PRIMARY KEY,
-                    rpi BLOB NOT NULL CHECK (length(rpi) = 16),
-                    aem BLOB NOT NULL CHECK (length(aem) = 4),
-                    rssi INTEGER CHECK (rssi BETWEEN -128 AND 126),
-                    seen_at INTEGER NOT NULL CHECK (seen_at >= 0),
-                    adapter TEXT NOT NULL
-                );
-                CREATE INDEX sighting_by_rpi ON sighting(rpi);
-                CREATE INDEX sighting_by_time ON sighting(seen_at);
+        -- rssi NULL: the controller reported none.
+        CREATE TABLE sighting (
+            id INTEGER PRIMARY KEY,
+            rpi BLOB NOT NULL CHECK (length(rpi) = 16),
+            aem BLOB NOT NULL CHECK (length(aem) = 4),
+            rssi INTEGER CHECK (rssi BETWEEN -128 AND 126),
+            seen_at INTEGER NOT NULL CHECK (seen_at >= 0),
+            adapter TEXT NOT NULL
+        );
+        CREATE INDEX sighting_by_rpi ON sighting(rpi);
+        CREATE INDEX sighting_by_time ON sighting(seen_at);
 
-                -- Diagnosis key files already checked, by content, so each is matched once.
-                CREATE TABLE key_file (
-                    sha256 BLOB PRIMARY KEY CHECK (length(sha256) = 32),
-                    name TEXT NOT NULL,
-                    region TEXT,
-                    key_count INTEGER NOT NULL CHECK (key_count >= 0),
-                    processed_at INTEGER NOT NULL
-                );
+        -- Diagnosis key files already checked, by content, so each is matched once.
+        CREATE TABLE key_file (
+            sha256 BLOB PRIMARY KEY CHECK (length(sha256) = 32),
+            name TEXT NOT NULL,
+            region TEXT,
+            key_count INTEGER NOT NULL CHECK (key_count >= 0),
+            processed_at INTEGER NOT NULL
+        );
 
-                CREATE TABLE exposure_detection (
-                    id INTEGER PRIMARY KEY,
-                    started_at INTEGER NOT NULL,
-                    finished_at INTEGER,
-                    key_file_count INTEGER NOT NULL DEFAULT 0,
-                    matched_key_count INTEGER NOT NULL DEFAULT 0,
-                    error TEXT
-                );
-                -- day: unix seconds of the UTC midnight the window falls on.
-                CREATE TABLE exposure_window (
-                    id INTEGER PRIMARY KEY,
-                    detection_id INTEGER NOT NULL REFERENCES exposure_detection(id) ON DELETE CASCADE,
-                    day INTEGER NOT NULL,
-                    report_type INTEGER NOT NULL,
-                    infectiousness INTEGER NOT NULL,
-                    calibration_confidence INTEGER NOT NULL,
-                    key_data BLOB NOT NULL CHECK (length(key_data) = 16),
-                    rolling_start_interval_number INTEGER NOT NULL,
-                    rolling_period INTEGER NOT NULL,
-                    transmission_risk_level INTEGER NOT NULL,
-                    days_since_onset_of_symptoms INTEGER
-                );
-                CREATE INDEX exposure_window_by_detection ON exposure_window(detection_id);
-                CREATE TABLE scan_instance (
-                    window_id INTEGER NOT NULL REFERENCES exposure_window(id) ON DELETE CASCADE,
-                    min_attenuation INTEGER NOT NULL,
-                    typical_attenuation INTEGER NOT NULL,
-                    seconds_since_last_scan INTEGER NOT NULL
-                );
-                CREATE INDEX scan_instance_by_window ON scan_instance(window_id);
+        CREATE TABLE exposure_detection (
+            id INTEGER PRIMARY KEY,
+            started_at INTEGER NOT NULL,
+            finished_at INTEGER,
+            key_file_count INTEGER NOT NULL DEFAULT 0,
+            matched_key_count INTEGER NOT NULL DEFAULT 0,
+            error TEXT
+        );
+        -- day: unix seconds of the UTC midnight the window falls on.
+        CREATE TABLE exposure_window (
+            id INTEGER PRIMARY KEY,
+            detection_id INTEGER NOT NULL REFERENCES exposure_detection(id) ON DELETE CASCADE,
+            day INTEGER NOT NULL,
+            report_type INTEGER NOT NULL,
+            infectiousness INTEGER NOT NULL,
+            calibration_confidence INTEGER NOT NULL,
+            key_data BLOB NOT NULL CHECK (length(key_data) = 16),
+            rolling_start_interval_number INTEGER NOT NULL,
+            rolling_period INTEGER NOT NULL,
+            transmission_risk_level INTEGER NOT NULL,
+            days_since_onset_of_symptoms INTEGER
+        );
+        CREATE INDEX exposure_window_by_detection ON exposure_window(detection_id);
+        CREATE TABLE scan_instance (
+            window_id INTEGER NOT NULL REFERENCES exposure_window(id) ON DELETE CASCADE,
+            min_attenuation INTEGER NOT NULL,
+            typical_attenuation INTEGER NOT NULL,
+            seconds_since_last_scan INTEGER NOT NULL
+        );
+        CREATE INDEX scan_instance_by_window ON scan_instance(window_id);
 
-                CREATE TABLE setting (
-                    name TEXT PRIMARY KEY,
-                    value TEXT NOT NULL
-                );
+        CREATE TABLE setting (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
 
-                -- Every grant or withdrawal of consent, newest last: the latest row is the state.
-                CREATE TABLE consent_event (
-                    id INTEGER PRIMARY KEY,
-                    granted BOOLEAN NOT NULL,
-                    recorded_at INTEGER NOT NULL
-                );
+        -- Every grant or withdrawal of consent, newest last: the latest row is the state.
+        CREATE TABLE consent_event (
+            id INTEGER PRIMARY KEY,
+            granted BOOLEAN NOT NULL,
+            recorded_at INTEGER NOT NULL
+        );
 
-                CREATE TABLE test_result (
-                    id TEXT PRIMARY KEY,
-                    test_date INTEGER NOT NULL,
-                    verification_method TEXT NOT NULL,
-                    verification_detail TEXT,
-                    recorded_at INTEGER NOT NULL,
-                    shared_at INTEGER
-                );
-                """)
-        }
+        CREATE TABLE test_result (
+            id TEXT PRIMARY KEY,
+            test_date INTEGER NOT NULL,
+            verification_method TEXT NOT NULL,
+            verification_detail TEXT,
+            recorded_at INTEGER NOT NULL,
+            shared_at INTEGER
+        );
+        """,
         // v2: the verification server's token for a test result, and uploads waiting to be sent.
-        migrator.registerMigration("v2") { db in
-            try db.execute(sql: """
-                ALTER TABLE test_result ADD COLUMN verification_token TEXT;
-                CREATE TABLE pending_upload (
-                    test_result_id TEXT PRIMARY KEY REFERENCES test_result(id) ON DELETE CASCADE,
-                    url TEXT NOT NULL,
-                    body TEXT NOT NULL,
-                    queued_at INTEGER NOT NULL,
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    last_error TEXT
-                );
-                """)
-        }
+        """
+        ALTER TABLE test_result ADD COLUMN verification_token TEXT;
+        CREATE TABLE pending_upload (
+            test_result_id TEXT PRIMARY KEY REFERENCES test_result(id) ON DELETE CASCADE,
+            url TEXT NOT NULL,
+            body TEXT NOT NULL,
+            queued_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT
+        );
+        """,
         // v3: a day may have several keys (up to KeySchedule.maximumKeysPerDay): when the agent
         // must put a new identifier on the air within an interval whose RPI went out already
         // (after a restart), it ends the day's key there and rolls to a fresh one, as EN v1.5's
         // same-day release does. The keys of a day share their rolling start.
-        migrator.registerMigration("v3") { db in
-            try db.execute(sql: """
-                CREATE TABLE temporary_exposure_key_v3 (
-                    id INTEGER PRIMARY KEY,
-                    rolling_start_interval_number INTEGER NOT NULL
-                        CHECK (rolling_start_interval_number BETWEEN 0 AND 4294967295),
-                    key_data BLOB NOT NULL UNIQUE CHECK (length(key_data) = 16),
-                    rolling_period INTEGER NOT NULL CHECK (rolling_period BETWEEN 1 AND 144),
-                    transmission_risk_level INTEGER NOT NULL DEFAULT 0 CHECK (transmission_risk_level BETWEEN 0 AND 8),
-                    created_at INTEGER NOT NULL
-                );
-                INSERT INTO temporary_exposure_key_v3
-                    (rolling_start_interval_number, key_data, rolling_period, transmission_risk_level, created_at)
-                    SELECT rolling_start_interval_number, key_data, rolling_period, transmission_risk_level, created_at
-                    FROM temporary_exposure_key ORDER BY rolling_start_interval_number;
-                DROP TABLE temporary_exposure_key;
-                ALTER TABLE temporary_exposure_key_v3 RENAME TO temporary_exposure_key;
-                CREATE INDEX temporary_exposure_key_by_start ON temporary_exposure_key(rolling_start_interval_number, id);
-                """)
-        }
+        """
+        CREATE TABLE temporary_exposure_key_v3 (
+            id INTEGER PRIMARY KEY,
+            rolling_start_interval_number INTEGER NOT NULL
+                CHECK (rolling_start_interval_number BETWEEN 0 AND 4294967295),
+            key_data BLOB NOT NULL UNIQUE CHECK (length(key_data) = 16),
+            rolling_period INTEGER NOT NULL CHECK (rolling_period BETWEEN 1 AND 144),
+            transmission_risk_level INTEGER NOT NULL DEFAULT 0 CHECK (transmission_risk_level BETWEEN 0 AND 8),
+            created_at INTEGER NOT NULL
+        );
+        INSERT INTO temporary_exposure_key_v3
+            (rolling_start_interval_number, key_data, rolling_period, transmission_risk_level, created_at)
+            SELECT rolling_start_interval_number, key_data, rolling_period, transmission_risk_level, created_at
+            FROM temporary_exposure_key ORDER BY rolling_start_interval_number;
+        DROP TABLE temporary_exposure_key;
+        ALTER TABLE temporary_exposure_key_v3 RENAME TO temporary_exposure_key;
+        CREATE INDEX temporary_exposure_key_by_start ON temporary_exposure_key(rolling_start_interval_number, id);
+        """,
         // v4: an upload the key server refused for good ends as the result's upload_failure and is
         // not sent again; one refused for now waits for next_attempt_at (backoff, Retry-After).
         // An accepted upload keeps the server's revision_token and which keys it carried
         // (shared_key), so that the next day's upload sends only the keys not sent before.
-        migrator.registerMigration("v4") { db in
-            try db.execute(sql: """
-                ALTER TABLE pending_upload ADD COLUMN next_attempt_at INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE pending_upload ADD COLUMN key_data BLOB NOT NULL DEFAULT x'' CHECK (length(key_data) % 16 = 0);
-                ALTER TABLE test_result ADD COLUMN upload_failure TEXT;
-                ALTER TABLE test_result ADD COLUMN revision_token TEXT;
-                CREATE TABLE shared_key (
-                    test_result_id TEXT NOT NULL REFERENCES test_result(id) ON DELETE CASCADE,
-                    key_data BLOB NOT NULL CHECK (length(key_data) = 16),
-                    PRIMARY KEY (test_result_id, key_data)
-                );
-                """)
+        """
+        ALTER TABLE pending_upload ADD COLUMN next_attempt_at INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE pending_upload ADD COLUMN key_data BLOB NOT NULL DEFAULT x'' CHECK (length(key_data) % 16 = 0);
+        ALTER TABLE test_result ADD COLUMN upload_failure TEXT;
+        ALTER TABLE test_result ADD COLUMN revision_token TEXT;
+        CREATE TABLE shared_key (
+            test_result_id TEXT NOT NULL REFERENCES test_result(id) ON DELETE CASCADE,
+            key_data BLOB NOT NULL CHECK (length(key_data) = 16),
+            PRIMARY KEY (test_result_id, key_data)
+        );
+        """,
+    ]
+
+    /// The migration identifiers of the GRDB store that wrote schema versions 1 to 4, in order.
+    static let grdbMigrations = ["v1", "v2", "v3", "v4"]
+
+    /// Brings the database to the latest version, each migration in a transaction of its own
+    /// with the version it reaches: a process killed in between leaves the last whole version.
+    static func migrate(_ connection: SQLiteConnection, path: String) throws {
+        try connection.transaction(.immediate) { try adoptGRDBVersion(connection, path: path) }
+        let version = try connection.fetchOne(Int.self, "PRAGMA user_version") ?? 0
+        guard version <= migrations.count else { throw StoreError.newerSchema(path: path) }
+        for (index, script) in migrations.enumerated().dropFirst(version) {
+            try connection.transaction(.immediate) {
+                try connection.execute(script: script)
+                try connection.execute(script: "PRAGMA user_version = \(index + 1)")
+            }
         }
-        return migrator
+    }
+
+    /// A database of the GRDB store (enagent 0.x) has its migrations in `grdb_migrations` and
+    /// user_version 0: its version becomes the number of migrations applied, and the table goes.
+    private static func adoptGRDBVersion(_ connection: SQLiteConnection, path: String) throws {
+        let hasGRDBTable = try connection.fetchOne(Bool.self, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grdb_migrations')") ?? false
+        guard hasGRDBTable, try connection.fetchOne(Int.self, "PRAGMA user_version") == 0 else { return }
+        let applied = try connection.fetchAll(String.self, "SELECT identifier FROM grdb_migrations ORDER BY rowid")
+        guard applied == Array(grdbMigrations.prefix(applied.count)) else { throw StoreError.newerSchema(path: path) }
+        try connection.execute(script: "DROP TABLE grdb_migrations; PRAGMA user_version = \(applied.count)")
     }
 }

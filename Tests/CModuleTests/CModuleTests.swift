@@ -3,6 +3,7 @@ import CENCurl
 import CENDBus
 import CENKernel
 import CENOpenSSL
+import CENSQLite
 import CENSystemd
 import CENZlib
 import Testing
@@ -40,6 +41,12 @@ import Testing
         let info = curl_version_info(CENCURL_VERSION_NOW)!.pointee
         #expect(String(cString: info.ssl_version).hasPrefix("OpenSSL/3"))
         #expect(info.features & CURL_VERSION_SSL != 0)
+    }
+
+    @Test func sqlite3IsThreadSafeVersion3() {
+        // sqlite3_threadsafe: 1 or 2 means SQLITE_OPEN_FULLMUTEX serializes a connection's calls.
+        #expect(sqlite3_libversion_number() >= 3_037_000)
+        #expect(sqlite3_threadsafe() != 0)
     }
 
     @Test func libbluetoothKnowsItsCompanyIdentifiers() {

@@ -86,7 +86,7 @@ import Testing
         let store = try AgentStore(path: service.state + "/enagent.db")
         let next = try #require(try store.pendingUploads().first?.nextAttemptAt) - Int64(Date().timeIntervalSince1970)
         #expect((UploadBackoff.first - 60...UploadBackoff.first).contains(next), "the first retry in 15 minutes: \(next) s")
-        try store.write { try $0.execute(sql: "UPDATE pending_upload SET next_attempt_at = 0") }  // the 15 minutes have passed
+        try store.write { try $0.execute("UPDATE pending_upload SET next_attempt_at = 0") }  // the 15 minutes have passed
 
         let retried = try service.enctl("share", "--pending")
         #expect(retried.status == 0, "\(retried.standardError)")

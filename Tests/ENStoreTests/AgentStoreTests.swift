@@ -1,7 +1,7 @@
 import ENCore
 import Foundation
+import ENSQLite
 @testable import ENStore
-import GRDB
 import TestSupport
 import Testing
 
@@ -24,7 +24,7 @@ import Testing
         #expect(try mode(path) == 0o600)
         #expect(try mode(directory.file("state")) == 0o700)
         #expect(try mode(path + "-wal") == 0o600)
-        #expect(try store.read { try String.fetchOne($0, sql: "PRAGMA journal_mode") } == "wal")
+        #expect(try store.read { try $0.fetchOne(String.self, "PRAGMA journal_mode") } == "wal")
     }
 
     @Test func narrowsTheModeOfAnExistingFile() throws {
@@ -61,12 +61,12 @@ import Testing
         }
         let reopened = try AgentStore(path: path)
         #expect(try reopened.sightingCount() == 1)
-        let tables = try reopened.read { try String.fetchAll($0, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") }
+        let tables = try reopened.read { try $0.fetchAll(String.self, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") }
         for table in ["consent_event", "exposure_detection", "exposure_window", "key_file", "scan_instance",
                       "setting", "sighting", "temporary_exposure_key", "test_result", "pending_upload"] {
             #expect(tables.contains(table), "table \(table)")
         }
-        #expect(try reopened.read { try Schema.migrator.appliedIdentifiers($0) } == ["v1", "v2", "v3", "v4"])
+        #expect(try reopened.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == Schema.migrations.count)
     }
 
     @Test func aDetectionIsRecordedWithItsFilesAndWindowsAndErasedWithEverythingElse() throws {
@@ -94,10 +94,9 @@ import Testing
 
     @Test func aVersion1DatabaseIsMigratedKeepingItsTestResults() throws {
         let path = directory.file("v1.db")
-        let queue = try DatabaseQueue(path: path)
-        try Schema.migrator.migrate(queue, upTo: "v1")
-        try queue.write { try $0.execute(sql: "INSERT INTO test_result (id, test_date, verification_method, recorded_at) VALUES ('r1', 86400, 'verification-code', 90000)") }
-        try queue.close()
+        let connection = try database(at: path, version: 1)
+        try connection.execute("INSERT INTO test_result (id, test_date, verification_method, recorded_at) VALUES ('r1', 86400, 'verification-code', 90000)")
+        try connection.close()
         let store = try AgentStore(path: path)
         #expect(try store.testResults().map(\.id) == ["r1"])
         try store.queueUpload(testResultId: "r1", url: "http://127.0.0.1/v1/publish", body: "{}", at: 100)
@@ -136,11 +135,18 @@ import Testing
         #expect(try store.testResults().isEmpty)
     }
 
+    /// A database at schema version `version`, made by the store's own migrations.
+    func database(at path: String, version: Int) throws -> SQLiteConnection {
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute(script: Schema.migrations.prefix(version).joined(separator: ";\n") + "; PRAGMA user_version = \(version)")
+        return connection
+    }
+
     @Test func refusesADatabaseFromANewerVersion() throws {
         let path = directory.file("enagent.db")
-        let store = try AgentStore(path: path)
-        try store.write { try $0.execute(sql: "INSERT INTO grdb_migrations VALUES ('v99-from-the-future')") }
-        try store.close()
+        let connection = try database(at: path, version: Schema.migrations.count)
+        try connection.execute(script: "PRAGMA user_version = \(Schema.migrations.count + 1)")
+        try connection.close()
         #expect { try AgentStore(path: path) } throws: { error in
             guard case StoreError.newerSchema = error else { return false }
             return "\(error)".contains("newer version")
@@ -250,17 +256,12 @@ import Testing
 
     @Test func aVersion2DatabaseKeepsItsKeysInVersion3() throws {
         let path = directory.file("v2.db")
-        let queue = try DatabaseQueue(path: path)
-        try Schema.migrator.migrate(queue, upTo: "v2")
-        try queue.write { db in
-            for (day, byte) in [(2_642_976, 1), (2_643_120, 2)] {
-                try db.execute(sql: """
-                    INSERT INTO temporary_exposure_key (rolling_start_interval_number, key_data, rolling_period, created_at)
-                    VALUES (?, ?, 144, 1)
-                    """, arguments: [day, Data(repeating: UInt8(byte), count: 16)])
-            }
+        let connection = try database(at: path, version: 2)
+        for (day, byte) in [(2_642_976, 1), (2_643_120, 2)] {
+            try connection.execute("INSERT INTO temporary_exposure_key (rolling_start_interval_number, key_data, rolling_period, created_at) VALUES (?, ?, 144, 1)",
+                                   day, [UInt8](repeating: UInt8(byte), count: 16))
         }
-        try queue.close()
+        try connection.close()
         let store = try AgentStore(path: path)
         let keys = try store.temporaryExposureKeys(validAfter: 0)
         #expect(keys.map(\.rollingStartIntervalNumber.rawValue) == [2_642_976, 2_643_120])
@@ -278,14 +279,14 @@ import Testing
         }
         try store.record([sighting(1, time: now - 14 * day - 1), sighting(2, time: now - 14 * day), sighting(3, time: now)])
         try store.write { db in
-            try db.execute(sql: "INSERT INTO exposure_detection (id, started_at) VALUES (1, 0)")
+            try db.execute("INSERT INTO exposure_detection (id, started_at) VALUES (1, 0)")
             for (id, dayStart) in [(1, 20_000 - 15), (2, 20_000 - 14), (3, 20_000)] {
-                try db.execute(sql: """
+                try db.execute("""
                     INSERT INTO exposure_window (id, detection_id, day, report_type, infectiousness, calibration_confidence,
                         key_data, rolling_start_interval_number, rolling_period, transmission_risk_level)
                     VALUES (?, 1, ?, 1, 1, 0, zeroblob(16), 0, 144, 0)
-                    """, arguments: [id, Int64(dayStart) * day])
-                try db.execute(sql: "INSERT INTO scan_instance VALUES (?, 50, 55, 120)", arguments: [id])
+                    """, id, Int64(dayStart) * day)
+                try db.execute("INSERT INTO scan_instance VALUES (?, 50, 55, 120)", id)
             }
         }
 
@@ -296,7 +297,7 @@ import Testing
         #expect(report == RetentionReport(temporaryExposureKeys: 2, sightings: 1, exposureWindows: 1))
         #expect(try store.temporaryExposureKeys(validAfter: RetentionPolicy.protocolDefault.cutoff(now: now)).count == 15)
         #expect(try store.sightings().map(\.time) == [now - 14 * day, now])
-        #expect(try store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM scan_instance") } == 2)
+        #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM scan_instance") } == 2, "a window's scans go with it")
         #expect(try store.applyRetention(.protocolDefault, now: now) == RetentionReport(temporaryExposureKeys: 0, sightings: 0, exposureWindows: 0))
     }
 
@@ -324,6 +325,7 @@ import Testing
 
     @Test func deletedRowsAreOverwritten() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
-        #expect(try store.read { try Int.fetchOne($0, sql: "PRAGMA secure_delete") } == 1)
+        #expect(try store.write { try $0.fetchOne(Int.self, "PRAGMA secure_delete") } == 1)
+        #expect(try store.write { try $0.fetchOne(Int.self, "PRAGMA foreign_keys") } == 1, "ON DELETE CASCADE needs it")
     }
 }

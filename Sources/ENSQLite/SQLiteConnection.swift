@@ -1,0 +1,151 @@
+import CENSQLite
+
+/// One connection to a SQLite database file, with its prepared statements cached by SQL.
+///
+/// Sendable because sqlite3 opens it in serialized mode (`SQLITE_OPEN_FULLMUTEX`: every call
+/// on the connection takes its mutex); a sequence of calls that must not interleave (a
+/// transaction, the steps of one statement) needs one user at a time, which the owner of the
+/// connection ensures (ENStore's `AgentStore` lends each connection to one caller under a lock).
+public final class SQLiteConnection: @unchecked Sendable {
+    private var handle: OpaquePointer?
+    public let path: String
+    private var statements = [String: SQLiteStatement]()
+
+    /// Opens the database at `path`, creating it when `create` is set. sqlite3 waits up to
+    /// `busyTimeoutMilliseconds` for another connection's lock before it reports SQLITE_BUSY.
+    public init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
+        self.path = path
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW
+        let result = sqlite3_open_v2(path, &handle, flags, nil)
+        guard result == SQLITE_OK else {
+            let error = SQLiteError.last(handle, result: result)
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        self.handle = handle
+        sqlite3_extended_result_codes(handle, 1)
+        sqlite3_busy_timeout(handle, busyTimeoutMilliseconds)
+    }
+
+    deinit {
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Finalizes the statements and closes the connection; calls after it fail with SQLITE_MISUSE.
+    public func close() throws(SQLiteError) {
+        statements.removeAll()
+        let result = sqlite3_close(handle)
+        guard result == SQLITE_OK else { throw SQLiteError.last(handle, result: result) }
+        handle = nil
+    }
+
+    private func open() throws(SQLiteError) -> OpaquePointer {
+        guard let handle else { throw SQLiteError(extendedCode: SQLITE_MISUSE, message: "the database \(path) is closed") }
+        return handle
+    }
+
+    /// Runs one or more statements without arguments (a migration's script, a PRAGMA).
+    public func execute(script sql: String) throws(SQLiteError) {
+        let handle = try open()
+        var message: UnsafeMutablePointer<CChar>?
+        let result = sqlite3_exec(handle, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard result == SQLITE_OK else {
+            throw SQLiteError(extendedCode: sqlite3_extended_errcode(handle),
+                              message: message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(result)), sql: sql)
+        }
+    }
+
+    /// The cached statement for `sql`, prepared on first use, with `arguments` bound.
+    public func statement(_ sql: String, _ arguments: [any SQLiteBindable] = []) throws(SQLiteError) -> SQLiteStatement {
+        let statement: SQLiteStatement
+        if let cached = statements[sql] {
+            statement = cached
+        } else {
+            statement = try SQLiteStatement(connection: try open(), sql: sql)
+            statements[sql] = statement
+        }
+        try statement.bind(arguments)
+        return statement
+    }
+
+    /// Runs one statement that returns no rows.
+    public func execute(_ sql: String, _ arguments: any SQLiteBindable...) throws(SQLiteError) {
+        let statement = try statement(sql, arguments)
+        defer { statement.reset() }
+        while try statement.step() {}
+    }
+
+    /// Calls `body` on each row of `sql`; the statement is reset afterwards, also on error.
+    public func forEachRow(_ sql: String, _ arguments: [any SQLiteBindable] = [],
+                           _ body: (SQLiteStatement) throws(SQLiteError) -> Void) throws(SQLiteError) {
+        let statement = try statement(sql, arguments)
+        defer { statement.reset() }
+        while try statement.step() { try body(statement) }
+    }
+
+    /// Every row of `sql`, each made by `row`.
+    public func fetchAll<Row>(_ sql: String, _ arguments: any SQLiteBindable...,
+                              row: (SQLiteStatement) throws(SQLiteError) -> Row) throws(SQLiteError) -> [Row] {
+        var rows = [Row]()
+        try forEachRow(sql, arguments) { statement throws(SQLiteError) in rows.append(try row(statement)) }
+        return rows
+    }
+
+    /// The first column of every row of `sql`.
+    public func fetchAll<V: SQLiteColumnValue>(_ type: V.Type, _ sql: String, _ arguments: any SQLiteBindable...) throws(SQLiteError) -> [V] {
+        var values = [V]()
+        try forEachRow(sql, arguments) { statement throws(SQLiteError) in values.append(try statement.column(0)) }
+        return values
+    }
+
+    /// The first column of the first row of `sql`, or nil when it returns no row. (A NULL in
+    /// that column is also nil when `V` is an Optional: read `V?` as `V??` to tell them apart.)
+    public func fetchOne<V: SQLiteColumnValue>(_ type: V.Type, _ sql: String, _ arguments: any SQLiteBindable...) throws(SQLiteError) -> V? {
+        let statement = try statement(sql, arguments)
+        defer { statement.reset() }
+        return try statement.step() ? try statement.column(0) as V : nil
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int { handle.map { Int(sqlite3_changes64($0)) } ?? 0 }
+
+    public var lastInsertedRowID: Int64 { handle.map { sqlite3_last_insert_rowid($0) } ?? 0 }
+
+    public var isInTransaction: Bool { handle.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+
+    public enum TransactionKind: String, Sendable {
+        /// Takes the write lock at once, so the transaction never fails half-way on a lock it
+        /// could not upgrade to (sqlite3 does not wait for that one).
+        case immediate = "BEGIN IMMEDIATE"
+        /// Reads from one snapshot of the database, taken at the first read.
+        case deferred = "BEGIN DEFERRED"
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws
+    /// (its error is rethrown).
+    public func transaction<Result>(_ kind: TransactionKind, _ body: () throws -> Result) throws -> Result {
+        try execute(script: kind.rawValue)
+        let result: Result
+        do {
+            result = try body()
+        } catch {
+            rollBack()
+            throw error
+        }
+        do {
+            try execute(script: "COMMIT")
+        } catch {
+            rollBack()
+            throw error
+        }
+        return result
+    }
+
+    /// A failed COMMIT, or SQLITE_FULL during the body, may have rolled back already.
+    private func rollBack() {
+        if isInTransaction { try? execute(script: "ROLLBACK") }  // a failed ROLLBACK leaves nothing more to undo
+    }
+}

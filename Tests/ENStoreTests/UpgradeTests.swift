@@ -1,0 +1,105 @@
+import ENCore
+import ENSQLite
+@testable import ENStore
+import Foundation
+import TestSupport
+import Testing
+
+/// Nothing is lost on upgrade: a database that enagent's GRDB store wrote (schema v4, its
+/// `grdb_migrations` table; Fixtures/README.md says what it holds) opens in today's store with
+/// every key, sighting, result, setting, consent event and upload.
+@Suite struct UpgradeTests {
+    let directory = TemporaryDirectory()
+
+    func copyOfFixture() throws -> String {
+        let fixture = try #require(Bundle.module.path(forResource: "agent-v4", ofType: "db", inDirectory: "Fixtures"))
+        let path = directory.file("state/enagent.db")
+        try FileManager.default.createDirectory(atPath: directory.file("state"), withIntermediateDirectories: false)
+        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+        return path
+    }
+
+    @Test func theGRDBStoresDatabaseKeepsEverything() throws {
+        let store = try AgentStore(path: try copyOfFixture())
+        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == 4)
+        #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'grdb_migrations'") } == 0)
+
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        #expect(keys.map(\.keyData) == [Bytes16(high: 0x0101_0101_0101_0101, low: 1), Bytes16(high: 0x0202_0202_0202_0202, low: 2),
+                                         Bytes16(high: 0x0303_0303_0303_0303, low: 3)])
+        #expect(keys.map(\.rollingStartIntervalNumber.rawValue) == [2_900_016, 2_900_016, 2_900_160])
+        #expect(keys.map(\.rollingPeriod) == [41, 144, 144], "the rolled key keeps its end")
+        #expect(try store.temporaryExposureKey(startingAt: ENIntervalNumber(2_900_016))?.keyData == keys[1].keyData)
+
+        let sightings = try store.sightings()
+        #expect(sightings.count == 300)
+        #expect(sightings.filter { $0.adapter == "hci1" }.count == 100 && sightings.filter { $0.rssi == nil }.count == 6)
+        #expect(sightings[7] == Sighting(rpi: Bytes16(high: 7 &* 0x9E37_79B9_7F4A_7C15, low: 7), aem: AssociatedEncryptedMetadata(rawValue: 7 &* 2_654_435_761),
+                                         rssi: -37, time: 1_740_009_600 + 7 * 60, adapter: "hci0"))
+        #expect(try store.sightingIndex().count == 300)
+
+        #expect(try store.lastSuccessfulDetection() == 1_740_100_004)
+        #expect(try store.lastDetection()?.error == "export-3.zip: the signature does not verify")
+        #expect(try store.hasProcessedKeyFile(sha256: Array(repeating: 0x11, count: 32)) && store.hasProcessedKeyFile(sha256: Array(repeating: 0x22, count: 32)))
+        let window = try #require(try store.exposureWindows().first)
+        #expect(window.date == 1_740_009_600 && window.reportType == .confirmedTest && window.infectiousness == .high)
+        #expect(window.diagnosisKey.key.keyData == Bytes16(high: 0xAAAA, low: 0xBBBB) && window.diagnosisKey.daysSinceOnsetOfSymptoms == 2)
+        #expect(window.scanInstances == [ScanInstance(minAttenuation: 55, typicalAttenuation: 60, secondsSinceLastScan: 120),
+                                         ScanInstance(minAttenuation: nil, typicalAttenuation: nil, secondsSinceLastScan: 300)])
+
+        #expect(try store.setting("paused-until") == "1740200000" && store.setting("last-advertised-interval") == "2900100")
+        #expect(try store.currentConsent() == ConsentEvent(granted: true, recordedAt: 1_740_060_000))
+
+        let results = try store.testResults()
+        #expect(results.map(\.id) == ["result-refused", "result-pending", "result-shared"])
+        #expect(results[0].uploadFailure == "HTTP 400: the certificate has expired" && !results[0].uploadPending)
+        #expect(results[1].uploadPending && results[1].verificationDetail == "issuer https://example.org")
+        #expect(results[2].sharedAt == 1_740_020_020 && results[2].revisionToken == "rev-1" && results[2].verificationToken == "token-1")
+        #expect(results[2].sharedKeys == [keys[0].keyData, keys[1].keyData])
+        #expect(try store.pendingUploads() == [PendingUpload(testResultId: "result-pending", url: "http://127.0.0.1:8080/v1/publish", body: "{\"b\":2}",
+                                                             attempts: 1, lastError: "HTTP 503", nextAttemptAt: 1_740_031_000)])
+
+        // And it goes on: a new sighting is stored and the database opens again.
+        try store.record([Sighting(rpi: Bytes16(high: 1, low: 2), aem: AssociatedEncryptedMetadata(rawValue: 3), rssi: -50, time: 1_740_200_000, adapter: "hci0")])
+        try store.close()
+        #expect(try AgentStore(path: store.path).sightingCount() == 301)
+    }
+
+    @Test func aGRDBDatabaseOfANewerReleaseIsRefused() throws {
+        let path = try copyOfFixture()
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("INSERT INTO grdb_migrations VALUES ('v5-from-the-future')")
+        try connection.close()
+        #expect { try AgentStore(path: path) } throws: { error in
+            guard case StoreError.newerSchema = error else { return false }
+            return true
+        }
+    }
+
+    /// A process killed while a migration runs leaves the files as they were on disk at that
+    /// moment: the migration's pages in the write-ahead log, uncommitted. The database opens at
+    /// the version before and migrates again.
+    @Test func aMigrationKilledHalfWayLeavesADatabaseThatOpens() throws {
+        let path = directory.file("v1.db")
+        do {
+            let connection = try SQLiteConnection(path: path)
+            try connection.execute(script: "PRAGMA journal_mode = WAL; \(Schema.migrations[0]); PRAGMA user_version = 1")
+            try connection.execute("INSERT INTO test_result (id, test_date, verification_method, recorded_at) VALUES ('r1', 86400, 'verification-code', 90000)")
+            try connection.close()
+        }
+        let migrating = try SQLiteConnection(path: path)
+        // A one-page cache writes the migration's pages to the log before it commits.
+        try migrating.execute(script: "PRAGMA cache_size = 1; BEGIN IMMEDIATE; \(Schema.migrations[1]); \(Schema.migrations[2]); PRAGMA user_version = 3")
+        let killed = directory.file("killed")
+        try FileManager.default.createDirectory(atPath: killed, withIntermediateDirectories: false)
+        for suffix in ["", "-wal"] { try FileManager.default.copyItem(atPath: path + suffix, toPath: killed + "/enagent.db" + suffix) }
+        #expect(try FileManager.default.attributesOfItem(atPath: killed + "/enagent.db-wal")[.size] as? Int ?? 0 > 0,
+                "the copy holds the half-done migration's pages")
+        try migrating.execute(script: "ROLLBACK")
+        try migrating.close()
+
+        let store = try AgentStore(path: killed + "/enagent.db")
+        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == Schema.migrations.count)
+        #expect(try store.testResults().map(\.id) == ["r1"])
+    }
+}
