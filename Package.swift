@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "ENStore", dependencies: ["ENCore", "ENSQLite"]),
 
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
-        .target(name: "ENBus", dependencies: ["CENDBus"]),
+        .target(name: "ENBus", dependencies: ["ENCore", "CENDBus"]),
         .target(name: "ENBlueZ", dependencies: ["ENBus", "CENBluetooth"]),
         // Layer 5: enagentd's D-Bus contract, which the daemon serves and enctl calls.
         .target(name: "ENAPI", dependencies: ["ENCore", "ENBus"]),

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A zip archive from an untrusted source, read from memory.
 ///

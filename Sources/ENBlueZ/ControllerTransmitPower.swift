@@ -1,5 +1,6 @@
 import CENBluetooth
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The controller's advertising TX power, asked over a raw HCI socket (libbluetooth): BlueZ's
 /// D-Bus API does not tell it, and receivers need it to compute attenuation.

@@ -1,5 +1,6 @@
 import CENBluetooth
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One command of the kernel's Bluetooth management interface (BlueZ's doc/mgmt-api.txt): its
 /// opcode, its parameters as the kernel reads them, and how its reply is decoded. Encoding and

@@ -1,5 +1,7 @@
 import CENDBus
-import Foundation
+import ENCore
+import FoundationEssentials
+import Glibc
 import Dispatch
 import Synchronization
 
@@ -23,7 +25,7 @@ public final class DBusConnection: @unchecked Sendable {
     let raw: OpaquePointer
     private let state = Mutex(State())
     private let loop = DBusMainLoop()
-    private var dispatcher: Thread?
+    private var dispatcher: DedicatedThread?
 
     private struct State {
         var objects = [String: ExportedObject]()
@@ -71,10 +73,7 @@ public final class DBusConnection: @unchecked Sendable {
         // The thread holds the loop and the connection, never self: deinit waits for it to end.
         let loop = loop
         nonisolated(unsafe) let dispatched = raw  // unref'd only after the thread has ended
-        let thread = Thread { loop.run(dispatched) }
-        thread.name = "dbus-dispatch"
-        dispatcher = thread
-        thread.start()
+        dispatcher = DedicatedThread { loop.run(dispatched) }
     }
 
     deinit {
@@ -90,7 +89,7 @@ public final class DBusConnection: @unchecked Sendable {
         }
         guard wasOpen else { return }
         loop.stop()
-        while dispatcher?.isFinished == false { usleep(1_000) }
+        dispatcher?.join()
         dbus_connection_flush(raw)  // what was sent last, such as a call that wants no reply
         dbus_connection_close(raw)
     }
@@ -111,7 +110,7 @@ public final class DBusConnection: @unchecked Sendable {
     public func call(_ message: DBusMessage, timeout: Duration = .seconds(25)) throws(DBusError) -> DBusMessage {
         let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let reply: DBusMessage
-        if Thread.current == dispatcher {
+        if dispatcher?.isCurrent == true {
             var error = CDBusError()
             dbus_error_init(&error)
             guard let raw = dbus_connection_send_with_reply_and_block(raw, message.raw, milliseconds, &error) else { throw Self.take(&error) }

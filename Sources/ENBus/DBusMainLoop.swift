@@ -1,5 +1,7 @@
 import CENDBus
-import Foundation
+import FoundationEssentials
+import Glibc
+import Synchronization
 
 /// The dispatcher thread's loop: polls libdbus's watches and a wake-up pipe, runs its timeouts,
 /// and dispatches queued messages.
@@ -9,7 +11,7 @@ import Foundation
 /// another thread queues outgoing data or reads incoming messages.
 /// Sendable by hand: its mutable members are under `lock`.
 final class DBusMainLoop: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var watches = [OpaquePointer]()
     /// Enabled timeouts and when each next fires.
     private var timeouts = [OpaquePointer: ContinuousClock.Instant]()
@@ -76,7 +78,7 @@ final class DBusMainLoop: @unchecked Sendable {
             while read(wakeRead, &byte, 1) > 0 {}
             for (watch, descriptor) in zip(watched, descriptors.dropFirst()) where descriptor.revents != 0 {
                 // An earlier watch's handling may have removed this one.
-                guard lock.withLock({ watches.contains(watch) }) else { continue }
+                guard lock.withLock({ _ in watches.contains(watch) }) else { continue }
                 let revents = Int32(descriptor.revents)
                 var flags: UInt32 = 0
                 if revents & Int32(POLLIN) != 0 { flags |= DBUS_WATCH_READABLE.rawValue }
@@ -93,7 +95,7 @@ final class DBusMainLoop: @unchecked Sendable {
     /// goes this way: libdbus frees a connection's watches when a send on another thread finds
     /// the connection lost, while this thread may be about to handle one of them.
     func perform(_ job: @escaping () -> Void) {
-        let now = lock.withLock { () -> Bool in
+        let now = lock.withLock { _ -> Bool in
             if ended { return true }
             jobs.append(job)
             return false
@@ -102,7 +104,7 @@ final class DBusMainLoop: @unchecked Sendable {
     }
 
     private func takeJobs() -> [() -> Void] {
-        lock.withLock {
+        lock.withLock { _ in
             defer { jobs = [] }
             return jobs
         }
@@ -110,7 +112,7 @@ final class DBusMainLoop: @unchecked Sendable {
 
     /// From now on `perform` runs its job at once; what was queued before runs here.
     private func finish() {
-        lock.withLock { ended = true }
+        lock.withLock { _ in ended = true }
         takeJobs().forEach { $0() }
     }
 
@@ -121,7 +123,7 @@ final class DBusMainLoop: @unchecked Sendable {
 
     /// The enabled watches, how long to wait for them (until the next timeout), and whether to stop.
     private func prepare() -> ([OpaquePointer], Int32, Bool) {
-        lock.withLock {
+        lock.withLock { _ in
             let enabled = watches.filter { dbus_watch_get_enabled($0) != 0 }
             let now = ContinuousClock.now
             let wait = timeouts.values.min().map { deadline -> Int32 in
@@ -134,7 +136,7 @@ final class DBusMainLoop: @unchecked Sendable {
 
     /// The timeouts that are due, each re-armed for its next interval.
     private func dueTimeouts() -> [OpaquePointer] {
-        lock.withLock {
+        lock.withLock { _ in
             let now = ContinuousClock.now
             let due = timeouts.filter { $0.value <= now }.map(\.key)
             for timeout in due { arm(timeout) }
@@ -149,7 +151,7 @@ final class DBusMainLoop: @unchecked Sendable {
     }
 
     private func update(_ change: (DBusMainLoop) -> Void) {
-        lock.withLock { change(self) }
+        lock.withLock { _ in change(self) }
         wake()
     }
 

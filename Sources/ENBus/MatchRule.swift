@@ -27,7 +27,7 @@ public struct MatchRule: Sendable, Equatable {
         let fields: [(String, String?)] = [("sender", sender), ("path", path), ("path_namespace", pathNamespace),
                                            ("interface", interface), ("member", member), ("arg0", arg0)]
         return (["type='signal'"] + fields.compactMap { name, value in
-            value.map { "\(name)='\($0.replacingOccurrences(of: "'", with: "'\\''"))'" }
+            value.map { "\(name)='\($0.replacing("'", with: "'\\''"))'" }
         }).joined(separator: ",")
     }
 

@@ -23,7 +23,10 @@ public final class DedicatedThread: Sendable {
         self.thread = thread
     }
 
-    /// Waits for the thread's body to return. Call it once.
+    /// Whether the caller runs on this thread.
+    public var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+
+    /// Waits for the thread's body to return. Call it once, from another thread.
     public func join() {
         pthread_join(thread, nil)
     }

@@ -1,5 +1,6 @@
 import CENOpenSSL
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// HMAC-SHA256 of a whole message (for the verification protocol; HKDF has its own fast path).
 public enum HMACSHA256 {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The text of a `key = value` configuration file: `#` starts a comment, blank lines are
 /// ignored. enagentd's configuration and enctl's key server configuration share it, so both
@@ -29,7 +30,7 @@ public struct KeyValueFile: Sendable {
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let content = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             guard !content.allSatisfy(\.isWhitespace) else { continue }
-            let parts = content.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = content.split(separator: "=", maxSplits: 1).map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
                 throw Error(path: path, line: index + 1, reason: "expected key = value")
             }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A sighting index ready for matching: before its table, a blocked filter for each UTC day
 /// (16 bits a sighting, two bits in one word: about 1.5 % false positives) of the sightings a key

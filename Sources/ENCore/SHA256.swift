@@ -1,5 +1,6 @@
 import CENOpenSSL
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// SHA-256 of whole files, to recognise a key file already processed whatever its name.
 public enum SHA256 {

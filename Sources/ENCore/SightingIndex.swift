@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A sighting as the index keeps it: what matching needs, without the RPI it was found by.
 public struct IndexedSighting: Hashable, Sendable {

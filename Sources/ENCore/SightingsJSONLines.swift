@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why a JSON Lines sightings file was refused: the place (`path:line`) and what is wrong.
 public struct SightingsFileError: Error, Equatable, CustomStringConvertible {
