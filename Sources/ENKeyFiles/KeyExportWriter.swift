@@ -36,11 +36,17 @@ public struct KeyExportWriter {
     /// export.sig for `exportBin`, signed by `signer`.
     public func signatureList(for exportBin: Data) throws -> Data {
         guard let signer else { return Data() }
+        return try signatureList(signature: try exportBin.withUnsafeBytes { try signer.key.signature(for: $0) }, info: signer.info)
+    }
+
+    /// export.sig carrying `signature` by the key `info` names. Apart from signing (ECDSA signatures
+    /// are random), so that tests can hold the encoding to fixed bytes.
+    func signatureList(signature der: [UInt8], info: SignatureInfo) throws -> Data {
         var signature = ExportProtoTEKSignature()
-        signature.signatureInfo = ExportProtoSignatureInfo(signer.info)
+        signature.signatureInfo = ExportProtoSignatureInfo(info)
         signature.batchNum = Int32(batchNumber)
         signature.batchSize = Int32(batchSize)
-        signature.signature = Data(try exportBin.withUnsafeBytes { try signer.key.signature(for: $0) })
+        signature.signature = Data(der)
         var list = ExportProtoTEKSignatureList()
         list.signatures = [signature]
         return try list.serializedBytes()
