@@ -1,4 +1,5 @@
 import ENCore
+@testable import ENKeyFileWriter
 @testable import ENKeyFiles
 import Foundation
 import Testing
@@ -35,7 +36,7 @@ import Testing
     }
 
     @Test func signatureListIsTheBytesSwiftProtobufWrote() throws {
-        let list = try Self.signedWriter.signatureList(signature: Self.fixedSignature, info: SignatureInfo(keyId: "262", keyVersion: "v2"))
+        let list = Self.signedWriter.signatureList(signature: Self.fixedSignature, info: SignatureInfo(keyId: "262", keyVersion: "v2"))
         #expect(list == (try Fixture.data("writer-fixed-signature.export.sig")))
     }
 
