@@ -30,9 +30,8 @@ DEB_NAME = enagent_$$(dpkg-parsechangelog -S Version)_$$(dpkg-architecture -qDEB
 RUN_DIR ?= $(CURDIR)/run
 # Where `swift build` (debug) and `swift build -c release` put the binaries, for the recipes' shell.
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
-RELEASE_TOOLS_BIN = $$($(SWIFT) build -c release --show-bin-path)
 
-.PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean proto \
+.PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean \
 	man check-man deb lint-deb
 
 all: build
@@ -113,14 +112,6 @@ soak: deps
 	LAB=$(LAB) NCTRL=2 BTVIRT_OPTS=-l2 QEMU_TIMEOUT=$$(( $(SOAK_SECONDS) + 400 )) \
 		lab/boot-lab.sh "$(CURDIR)/lab/soak.sh $(DEBUG_BIN) $(LAB)/out $(SOAK_SECONDS)"
 	/usr/bin/python3 lab/soak-report.py $(LAB)/out --check
-
-# Regenerates the committed Swift for the key export protobuf (only after editing the .proto).
-PROTO_DIR = Sources/ENKeyFiles/Proto
-proto:
-	@scripts/install-deps.sh protobuf-compiler
-	$(SWIFT) build -c release --product protoc-gen-swift
-	protoc --plugin=protoc-gen-swift=$(RELEASE_TOOLS_BIN)/protoc-gen-swift \
-		--swift_opt=Visibility=Internal --swift_out=Sources/ENKeyFiles/Generated -I $(PROTO_DIR) $(PROTO_DIR)/export.proto
 
 # Everything but the binaries: units, bus policy, users, configuration. The configuration file
 # is the administrator's: installed only where there is none.

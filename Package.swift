@@ -16,7 +16,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
@@ -38,14 +37,14 @@ let package = Package(
         .target(name: "ENArchive", dependencies: ["CENZlib"]),
         // Layer 3: proofs of a positive diagnosis (SMART Health Cards).
         .target(name: "ENDiagnosis", dependencies: ["ENCore", "ENArchive"]),
-        // Layer 3: diagnosis key export files. The .proto is in Proto/, its Swift in Generated/
-        // (`make proto`), so no build plugin compiles protoc.
-        .target(name: "ENKeyFiles", dependencies: [
-            "ENCore", "ENArchive",
-            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-            // Writes the archives we make; reading untrusted ones is ENArchive's.
-            .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-        ], exclude: ["Proto"]),
+        // Layer 3: diagnosis key export files: reading, verifying, matching. Its own protobuf wire
+        // code; Proto/export.proto documents the format.
+        .target(name: "ENKeyFiles", dependencies: ["ENCore", "ENArchive"], exclude: ["Proto"]),
+        // Layer 3: writing key export files (enctl, enbench, tests), apart so that enagentd does
+        // not link ZIPFoundation, which writes the archives (reading untrusted ones is ENArchive's).
+        .target(name: "ENKeyFileWriter", dependencies: [
+            "ENCore", "ENKeyFiles", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+        ]),
 
         // Layer 4: a typed layer on sqlite3's C API (connections, statements, transactions), and
         // the agent's database on it.
@@ -71,10 +70,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
+            "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "TestSupport"]),
+        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "TestSupport"]),
 
         .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
@@ -82,15 +81,15 @@ let package = Package(
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENArchive", "TestSupport", .product(name: "ZIPFoundation", package: "ZIPFoundation")], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENKeyFileWriter", "ENArchive", "TestSupport", .product(name: "ZIPFoundation", package: "ZIPFoundation")], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
         .testTarget(name: "ENAPITests", dependencies: ["ENAPI"]),
         .testTarget(name: "ENSQLiteTests", dependencies: ["ENSQLite", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "ENSQLite", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENBus", "ENAgent", "TestSupport", "CENKernel"],
+        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "ENKeyFileWriter", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENKeyFileWriter", "ENBus", "ENAgent", "TestSupport", "CENKernel"],
                     exclude: ["Servers"]),
         // Fuzzers (make fuzz)
         // One libFuzzer executable per parser strangers can feed, and their corpus replayed as a test (Fuzz/README.md).

@@ -73,12 +73,24 @@ public final class DBusConnection: @unchecked Sendable {
         // The thread holds the loop and the connection, never self: deinit waits for it to end.
         let loop = loop
         nonisolated(unsafe) let dispatched = raw  // unref'd only after the thread has ended
-        dispatcher = DedicatedThread { loop.run(dispatched) }
+        dispatcher = DedicatedThread {
+            guard loop.run(dispatched) == .released else { return }
+            dbus_connection_flush(dispatched)
+            dbus_connection_close(dispatched)
+            dbus_connection_unref(dispatched)
+        }
     }
 
     deinit {
-        close()
-        dbus_connection_unref(raw)
+        if dispatcher?.isCurrent == true {
+            // The last reference went in a handler on the dispatcher thread, which cannot wait
+            // for itself: the thread lets go of the connection when its loop returns.
+            loop.release()
+            dispatcher?.detach()
+        } else {
+            close()
+            dbus_connection_unref(raw)
+        }
     }
 
     /// Disconnects; exported objects vanish from the bus and pending calls fail.
@@ -89,7 +101,7 @@ public final class DBusConnection: @unchecked Sendable {
         }
         guard wasOpen else { return }
         loop.stop()
-        dispatcher?.join()
+        if dispatcher?.isCurrent == true { dispatcher?.detach() } else { dispatcher?.join() }
         dbus_connection_flush(raw)  // what was sent last, such as a call that wants no reply
         dbus_connection_close(raw)
     }

@@ -16,6 +16,8 @@ final class DBusMainLoop: @unchecked Sendable {
     /// Enabled timeouts and when each next fires.
     private var timeouts = [OpaquePointer: ContinuousClock.Instant]()
     private var stopping = false
+    /// The connection's owner is gone: the dispatcher thread releases the connection.
+    private var released = false
     /// Work for the dispatcher thread (sending), and whether that thread has ended.
     private var jobs = [() -> Void]()
     private var ended = false
@@ -61,13 +63,16 @@ final class DBusMainLoop: @unchecked Sendable {
     }
 
     /// Runs until `stop()` or until the connection is lost.
-    func run(_ connection: OpaquePointer) {
+    enum Ending { case stopped, released }
+
+    /// Runs until `stop` or `release` is called or the connection is lost.
+    func run(_ connection: OpaquePointer) -> Ending {
         defer { finish() }
         while true {
             takeJobs().forEach { $0() }
             while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
             let (watched, waitMilliseconds, stop) = prepare()
-            if stop || dbus_connection_get_is_connected(connection) == 0 { return }
+            if stop || dbus_connection_get_is_connected(connection) == 0 { return lock.withLock { _ in released } ? .released : .stopped }
             var descriptors = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)] + watched.map { watch in
                 let flags = dbus_watch_get_flags(watch)
                 let events = (flags & DBUS_WATCH_READABLE.rawValue != 0 ? POLLIN : 0) | (flags & DBUS_WATCH_WRITABLE.rawValue != 0 ? POLLOUT : 0)
@@ -119,6 +124,14 @@ final class DBusMainLoop: @unchecked Sendable {
     /// Makes `run` return soon.
     func stop() {
         update { $0.stopping = true }
+    }
+
+    /// Makes `run` return soon, saying that the connection is the dispatcher thread's to release.
+    func release() {
+        update { loop in
+            loop.stopping = true
+            loop.released = true
+        }
     }
 
     /// The enabled watches, how long to wait for them (until the next timeout), and whether to stop.

@@ -26,8 +26,13 @@ public final class DedicatedThread: Sendable {
     /// Whether the caller runs on this thread.
     public var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
-    /// Waits for the thread's body to return. Call it once, from another thread.
+    /// Waits for the thread's body to return. Call it (or `detach`) once, from another thread.
     public func join() {
         pthread_join(thread, nil)
+    }
+
+    /// Lets the thread end by itself, for a caller that cannot wait for it (the thread itself).
+    public func detach() {
+        pthread_detach(thread)
     }
 }

@@ -11,12 +11,12 @@ import Foundation
 /// CRC-32 stops nearly every mutation of export.sig before its protobuf is decoded.
 ///
 /// The bytes are also taken as one TemporaryExposureKey message: a key the fast scanner reads
-/// must be the key SwiftProtobuf decodes (the scanner may only decline).
+/// must be the key the full reader decodes (the scanner may only decline).
 public func fuzzKeyExport(_ input: UnsafeRawBufferPointer) {
     let file = Data(input)
     if let scanned = KeyExport.scannedKey(input) {
         let decoded = try? KeyExport.decodedKey(file)
-        precondition(decoded == scanned, "the scanner read \(scanned), SwiftProtobuf \(String(describing: decoded)), from \(Array(input))")
+        precondition(decoded == scanned, "the scanner read \(scanned), the full reader \(String(describing: decoded)), from \(Array(input))")
     }
     if let export = try? KeyExport(exportBin: KeyExportFixtures.exportBin, signatureList: file) {
         _ = export.signatureStatus(trustedKeys: KeyExportFixtures.trustedKeys)

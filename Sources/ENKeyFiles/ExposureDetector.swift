@@ -1,6 +1,6 @@
 import Dispatch
 import ENCore
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// What matching a set of key files found.
@@ -131,14 +131,16 @@ public struct ExposureDetector: Sendable {
 
 /// The keys of a list of files, handed out a batch at a time to whichever worker asks, each
 /// batch with the place of its first key (publications are numbered in file order).
-private final class KeyCursor: @unchecked Sendable {
+private final class KeyCursor: Sendable {
+    private struct Place {
+        var file = 0
+        var offset: Int? = KeyExport.firstFieldOffset
+        var position = 0
+    }
+
     private let exports: [KeyExport]
     private let cancellation: CancellationFlag?
-    private let lock = NSLock()
-    // Guarded by `lock`.
-    private var file = 0
-    private var offset: Int? = KeyExport.firstFieldOffset
-    private var position = 0
+    private let place = Mutex(Place())
 
     init(_ exports: [KeyExport], cancellation: CancellationFlag?) {
         self.exports = exports
@@ -149,15 +151,15 @@ private final class KeyCursor: @unchecked Sendable {
     /// key has been handed out or the work is cancelled.
     func next(_ limit: Int, into batch: inout [KeyExport.EncodedKey]) -> Int? {
         if cancellation?.isSet == true { return nil }
-        lock.lock()
-        defer { lock.unlock() }
-        while batch.count < limit, file < exports.count {
-            offset = exports[file].encodedKeys(from: offset!, limit: limit - batch.count, into: &batch)
-            if offset == nil { file += 1; offset = KeyExport.firstFieldOffset }
+        return place.withLock { place in
+            while batch.count < limit, place.file < exports.count {
+                place.offset = exports[place.file].encodedKeys(from: place.offset!, limit: limit - batch.count, into: &batch)
+                if place.offset == nil { place.file += 1; place.offset = KeyExport.firstFieldOffset }
+            }
+            guard !batch.isEmpty else { return nil }
+            defer { place.position += batch.count }
+            return place.position
         }
-        guard !batch.isEmpty else { return nil }
-        defer { position += batch.count }
-        return position
     }
 }
 

@@ -1,6 +1,5 @@
 import ENCore
-import Foundation
-import SwiftProtobuf
+import FoundationEssentials
 
 /// What a SignatureInfo says about the key that signed an export.
 public struct SignatureInfo: Hashable, Sendable {
@@ -67,40 +66,38 @@ public struct KeyExport: Sendable {
     /// Checks the header and every key of `exportBin`, and parses `signatureList` (export.sig).
     public init(exportBin: Data, signatureList: Data?) throws(KeyFileError) {
         guard exportBin.starts(with: Self.header) else { throw .badHeader }
-        // Key ranges are offsets from 0 (RawSpan counts so): a slice is rebased once here.
+        // Key ranges are offsets from 0: a slice is rebased once here.
         let exportBin = exportBin.startIndex == 0 ? exportBin : Data(exportBin)
         self.exportBin = exportBin
         signatures = try signatureList.map(Self.parseSignatures)
         var start: UInt64 = 0, end: UInt64 = 0, batchNumber = 0, batchSize = 0
         var region = "", infos = [SignatureInfo](), keys = 0, revised = 0
-        do {
-            try Self.walk(exportBin) { field, value in
-                switch (field, value) {
-                case (1, .fixed64(let value)): start = value
-                case (2, .fixed64(let value)): end = value
-                case (3, .bytes(let range)):
-                    guard let text = String(bytes: exportBin[range], encoding: .utf8) else { throw KeyFileError.malformedExport("region is not UTF-8") }
-                    region = text
-                case (4, .varint(let value)): batchNumber = Int(Int32(truncatingIfNeeded: value))
-                case (5, .varint(let value)): batchSize = Int(Int32(truncatingIfNeeded: value))
-                case (6, .bytes(let range)):
-                    infos.append(SignatureInfo(try ExportProtoSignatureInfo(serializedBytes: exportBin[range])))
-                case (7, .bytes(let range)):
-                    _ = try Self.decodeKey(in: exportBin, range, index: keys)
-                    keys += 1
-                case (8, .bytes(let range)):
-                    _ = try Self.decodeKey(in: exportBin, range, index: keys + revised)
-                    revised += 1
-                case (1...8, _):
-                    throw KeyFileError.malformedExport("field \(field) has the wrong wire type")
-                default:
-                    break  // Unknown fields from a newer format version are skipped.
+        try Self.withBytes(of: exportBin) { bytes throws(KeyFileError) in
+            var wire = ProtobufWire(bytes, in: Self.firstFieldOffset..<bytes.count)
+            do {
+                while let field = try wire.next() {
+                    switch field.number {
+                    case 1: start = try field.fixed64("start_timestamp")
+                    case 2: end = try field.fixed64("end_timestamp")
+                    case 3: region = try field.string("region", in: bytes)
+                    case 4: batchNumber = Int(try field.int32("batch_num"))
+                    case 5: batchSize = Int(try field.int32("batch_size"))
+                    case 6: infos.append(SignatureInfo(try field.message("signature_infos", in: bytes) as ExportProto.SignatureInfo))
+                    case 7:
+                        _ = try Self.decodeKey(in: bytes, try field.contents("keys"), index: keys)
+                        keys += 1
+                    case 8:
+                        _ = try Self.decodeKey(in: bytes, try field.contents("revised_keys"), index: keys + revised)
+                        revised += 1
+                    default:
+                        break  // Unknown fields from a newer format version are skipped.
+                    }
                 }
+            } catch let error as KeyFileError {
+                throw error
+            } catch {
+                throw .malformedExport("\(error)")
             }
-        } catch let error as KeyFileError {
-            throw error
-        } catch {
-            throw .malformedExport("\(error)")
         }
         startTimestamp = start
         endTimestamp = end
@@ -123,16 +120,18 @@ public struct KeyExport: Sendable {
 
         /// The key; it was checked when the file was read, so decoding cannot fail.
         public func decode() -> DiagnosisKey {
-            try! KeyExport.decodeKey(in: exportBin, range, index: 0)
+            exportBin.withUnsafeBytes { try! KeyExport.decodeKey(in: $0, range, index: 0) }
         }
     }
 
     /// Calls `body` with each key, in file order, still encoded; rethrows what `body` throws
     /// (the file itself was checked when it was read).
     public func forEachEncodedKey(_ body: (EncodedKey) throws -> Void) throws {
-        try Self.walk(exportBin) { field, value in
-            guard field == 7 || field == 8, case .bytes(let range) = value else { return }
-            try body(EncodedKey(exportBin: exportBin, range: range, isRevision: field == 8))
+        try exportBin.withUnsafeBytes { bytes in
+            var wire = ProtobufWire(bytes, in: Self.firstFieldOffset..<bytes.count)
+            while let field = try! wire.next() {
+                if let key = encodedKey(field) { try body(key) }
+            }
         }
     }
 
@@ -144,16 +143,22 @@ public struct KeyExport: Sendable {
     /// from one file a batch at a time.
     public func encodedKeys(from offset: Int, limit: Int, into batch: inout [EncodedKey]) -> Int? {
         exportBin.withUnsafeBytes { bytes in
-            var wire = ProtobufWire(bytes, from: offset)
+            var wire = ProtobufWire(bytes, in: offset..<bytes.count)
             var taken = 0
             // The file was walked whole when it was read, so walking it again cannot fail.
-            while taken < limit, let (field, value) = try! wire.next() {
-                guard field == 7 || field == 8, case .bytes(let range) = value else { continue }
-                batch.append(EncodedKey(exportBin: exportBin, range: range, isRevision: field == 8))
+            while taken < limit, let field = try! wire.next() {
+                guard let key = encodedKey(field) else { continue }
+                batch.append(key)
                 taken += 1
             }
             return wire.offset < bytes.count ? wire.offset : nil
         }
+    }
+
+    /// The key a keys or revised_keys field holds; nil for any other field.
+    private func encodedKey(_ field: ProtobufField) -> EncodedKey? {
+        guard field.number == 7 || field.number == 8, case .bytes(let range) = field.value else { return nil }
+        return EncodedKey(exportBin: exportBin, range: range, isRevision: field.number == 8)
     }
 
     /// Calls `body` with each key and whether it is a revision of an earlier one.
@@ -161,56 +166,47 @@ public struct KeyExport: Sendable {
         try forEachEncodedKey { try body($0.decode(), $0.isRevision) }
     }
 
-    private static func walk(_ exportBin: Data, _ visit: (Int, ProtobufWire.Value) throws -> Void) throws {
-        try exportBin.withUnsafeBytes { bytes in
-            var wire = ProtobufWire(bytes, from: header.count)
-            do {
-                while let (field, value) = try wire.next() {
-                    let base = exportBin.startIndex
-                    if case .bytes(let range) = value {
-                        try visit(field, .bytes(base + range.lowerBound..<base + range.upperBound))
-                    } else {
-                        try visit(field, value)
-                    }
-                }
-            } catch let malformed as ProtobufWire.Malformed {
-                throw KeyFileError.malformedExport(malformed.reason)
-            }
+    /// `body` with the bytes of `data` in place, keeping its typed error (`withUnsafeBytes` only rethrows).
+    private static func withBytes<Value>(of data: Data, _ body: (UnsafeRawBufferPointer) throws(KeyFileError) -> Value) throws(KeyFileError) -> Value {
+        let outcome = data.withUnsafeBytes { bytes -> Result<Value, KeyFileError> in
+            do throws(KeyFileError) { return .success(try body(bytes)) } catch { return .failure(error) }
         }
+        return try outcome.get()
     }
 
     /// Decodes and checks the key at `range` of `exportBin`, read in place (no copy of the bytes).
-    private static func decodeKey(in exportBin: Data, _ range: Range<Int>, index: Int) throws(KeyFileError) -> DiagnosisKey {
-        let scanned = exportBin.withUnsafeBytes { scannedKey(UnsafeRawBufferPointer(rebasing: $0[range])) }
-        if let scanned { return scanned }
-        return try decodedKey(exportBin[range], index: index)
+    private static func decodeKey(in exportBin: UnsafeRawBufferPointer, _ range: Range<Int>, index: Int) throws(KeyFileError) -> DiagnosisKey {
+        if let scanned = scannedKey(UnsafeRawBufferPointer(rebasing: exportBin[range])) { return scanned }
+        return try decodedKey(in: exportBin, range, index: index)
     }
 
-    /// A TemporaryExposureKey message decoded by SwiftProtobuf and checked; a refusal names the
-    /// key by its `index` in the file.
+    /// A TemporaryExposureKey message decoded in full and checked; a refusal names the key by its
+    /// `index` in the file, and what is wrong.
     public static func decodedKey(_ message: Data, index: Int = 0) throws(KeyFileError) -> DiagnosisKey {
-        let decoded: ExportProtoTemporaryExposureKey
-        do { decoded = try ExportProtoTemporaryExposureKey(serializedBytes: message) } catch {
+        try withBytes(of: message) { bytes throws(KeyFileError) in try decodedKey(in: bytes, 0..<bytes.count, index: index) }
+    }
+
+    private static func decodedKey(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>, index: Int) throws(KeyFileError) -> DiagnosisKey {
+        let message: ExportProto.TemporaryExposureKey
+        do { message = try ExportProto.TemporaryExposureKey(bytes, in: range) } catch {
             throw .invalidKey(index: index, reason: "not a TemporaryExposureKey message (\(error))")
         }
-        do { return try diagnosisKey(decoded, index: index) } catch let error as KeyFileError { throw error } catch {
-            throw .invalidKey(index: index, reason: "\(error)")
-        }
+        return try diagnosisKey(message, index: index)
     }
 
     /// A TemporaryExposureKey message read in place, or nil when it is not a valid key in the
     /// plain form servers write (each field once, in range, no unknown field), so that
     /// `decodedKey` decides and words the refusal. A million keys are read twice per file (checked,
-    /// then matched); this costs a tenth of SwiftProtobuf's decoding. The fuzzer checks that
-    /// the two agree.
+    /// then matched), so this skips what the full reader spends on the unusual (repeats, unknown
+    /// fields, errors worded). The fuzzer checks that the two agree.
     public static func scannedKey(_ message: UnsafeRawBufferPointer) -> DiagnosisKey? {
         var wire = ProtobufWire(message)
         var keyData: Bytes16?, risk: UInt64?, start: UInt64?, period: UInt64?, reportType: UInt64?, onset: UInt64?
         while true {
-            let next: (field: Int, value: ProtobufWire.Value)?
+            let next: ProtobufField?
             do { next = try wire.next() } catch { return nil }
-            guard let (field, value) = next else { break }
-            switch (field, value) {
+            guard let field = next else { break }
+            switch (field.number, field.value) {
             case (1, .bytes(let range)) where keyData == nil && range.count == 16:
                 keyData = Bytes16(message, offset: range.lowerBound)
             case (2, .varint(let value)) where risk == nil && value <= 8: risk = value
@@ -226,31 +222,31 @@ public struct KeyExport: Sendable {
             key: TemporaryExposureKey(keyData: keyData, rollingStartIntervalNumber: ENIntervalNumber(UInt32(start)),
                                       rollingPeriod: UInt32(period ?? 144), transmissionRiskLevel: Int(risk ?? 0)),
             reportType: ReportType(rawValue: Int(reportType ?? 0))!,
-            // sint32: ZigZag.
-            daysSinceOnsetOfSymptoms: onset.map { Int(Int32(truncatingIfNeeded: $0 >> 1) ^ -Int32(truncatingIfNeeded: $0 & 1)) })
+            daysSinceOnsetOfSymptoms: onset.map { Int(ProtobufField.sint32(zigZag: $0)) })
     }
 
-    private static func diagnosisKey(_ message: ExportProtoTemporaryExposureKey, index: Int) throws -> DiagnosisKey {
-        guard let keyData = Bytes16(bytes: message.keyData) else {
-            throw KeyFileError.invalidKey(index: index, reason: "key data is \(message.keyData.count) bytes, not 16")
+    private static func diagnosisKey(_ message: ExportProto.TemporaryExposureKey, index: Int) throws(KeyFileError) -> DiagnosisKey {
+        let keyBytes = message.keyData ?? []
+        guard let keyData = Bytes16(bytes: keyBytes) else {
+            throw .invalidKey(index: index, reason: "key data is \(keyBytes.count) bytes, not 16")
         }
-        guard message.hasRollingStartIntervalNumber, message.rollingStartIntervalNumber >= 0 else {
-            throw KeyFileError.invalidKey(index: index, reason: message.hasRollingStartIntervalNumber
-                ? "rolling start interval number \(message.rollingStartIntervalNumber) is negative" : "it has no rolling start interval number")
+        guard let start = message.rollingStartIntervalNumber else {
+            throw .invalidKey(index: index, reason: "it has no rolling start interval number")
         }
-        guard (1...144).contains(message.rollingPeriod) else {
-            throw KeyFileError.invalidKey(index: index, reason: "rolling period \(message.rollingPeriod) is outside 1...144")
+        guard start >= 0 else { throw .invalidKey(index: index, reason: "rolling start interval number \(start) is negative") }
+        let period = message.rollingPeriod ?? Int32(ENIntervalNumber.tekRollingPeriod)
+        guard (1...144).contains(period) else {
+            throw .invalidKey(index: index, reason: "rolling period \(period) is outside 1...144")
         }
-        guard (0...8).contains(message.transmissionRiskLevel) else {
-            throw KeyFileError.invalidKey(index: index, reason: "transmission risk level \(message.transmissionRiskLevel) is outside 0...8")
+        let risk = message.transmissionRiskLevel ?? 0
+        guard (0...8).contains(risk) else {
+            throw .invalidKey(index: index, reason: "transmission risk level \(risk) is outside 0...8")
         }
         return DiagnosisKey(
-            key: TemporaryExposureKey(keyData: keyData,
-                                      rollingStartIntervalNumber: ENIntervalNumber(UInt32(message.rollingStartIntervalNumber)),
-                                      rollingPeriod: UInt32(message.rollingPeriod),
-                                      transmissionRiskLevel: Int(message.transmissionRiskLevel)),
-            reportType: ReportType(rawValue: message.reportType.rawValue) ?? .unknown,
-            daysSinceOnsetOfSymptoms: message.hasDaysSinceOnsetOfSymptoms ? Int(message.daysSinceOnsetOfSymptoms) : nil)
+            key: TemporaryExposureKey(keyData: keyData, rollingStartIntervalNumber: ENIntervalNumber(UInt32(start)),
+                                      rollingPeriod: UInt32(period), transmissionRiskLevel: Int(risk)),
+            reportType: message.reportType ?? .unknown,
+            daysSinceOnsetOfSymptoms: message.daysSinceOnsetOfSymptoms.map(Int.init))
     }
 
     /// Signatures one export.sig may carry: one per signing key, and servers sign with one or
@@ -258,20 +254,22 @@ public struct KeyExport: Sendable {
     public static let maximumSignatures = 16
 
     private static func parseSignatures(_ data: Data) throws(KeyFileError) -> [ExportSignature] {
-        let list: ExportProtoTEKSignatureList
-        do { list = try ExportProtoTEKSignatureList(serializedBytes: data) } catch { throw .malformedSignatureList("\(error)") }
+        let list: ExportProto.TEKSignatureList
+        do { list = try ExportProto.TEKSignatureList(serializedBytes: data) } catch { throw .malformedSignatureList(error.description) }
         guard list.signatures.count <= maximumSignatures else {
             throw .malformedSignatureList("\(list.signatures.count) signatures, more than \(maximumSignatures)")
         }
         return list.signatures.map { signature in
-            ExportSignature(info: SignatureInfo(signature.signatureInfo), batchNumber: Int(signature.batchNum),
-                            batchSize: Int(signature.batchSize), signature: Array(signature.signature))
+            ExportSignature(info: SignatureInfo(signature.signatureInfo ?? ExportProto.SignatureInfo()),
+                            batchNumber: Int(signature.batchNumber ?? 0), batchSize: Int(signature.batchSize ?? 0),
+                            signature: signature.signature ?? [])
         }
     }
 }
 
 extension SignatureInfo {
-    init(_ message: ExportProtoSignatureInfo) {
-        self.init(keyId: message.verificationKeyID, keyVersion: message.verificationKeyVersion, algorithm: message.signatureAlgorithm)
+    package init(_ message: ExportProto.SignatureInfo) {
+        self.init(keyId: message.verificationKeyId ?? "", keyVersion: message.verificationKeyVersion ?? "",
+                  algorithm: message.signatureAlgorithm ?? "")
     }
 }

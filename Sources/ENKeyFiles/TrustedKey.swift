@@ -1,5 +1,5 @@
 import ENCore
-import Foundation
+import FoundationEssentials
 
 /// A public key trusted to sign key files, for one (key id, key version) or, with nil, any.
 public struct TrustedKey: Sendable {

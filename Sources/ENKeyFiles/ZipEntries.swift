@@ -1,5 +1,5 @@
 import ENArchive
-import Foundation
+import FoundationEssentials
 
 /// The entries of a key file's zip archive, inflated only within `KeyFileLimits`.
 struct ZipEntries {

@@ -1,4 +1,5 @@
 import ENCore
+import ENKeyFileWriter
 import ENKeyFiles
 import ENStore
 import Foundation

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ENCore
+import ENKeyFileWriter
 import ENKeyFiles
 import Foundation
 

@@ -1,5 +1,6 @@
 import ENBus
 import ENCore
+import ENKeyFileWriter
 import ENKeyFiles
 import ENStore
 import Foundation

@@ -231,6 +231,31 @@ final class Locked<Value: Sendable>: Sendable {
         #expect(happened.wait(for: 2, seconds: 0.5) == ["wanted"])
     }
 
+    /// The last reference to a connection can go in one of its own handlers, on its dispatcher
+    /// thread, which cannot wait for itself to end: the connection still closes and leaves the bus.
+    @Test func aConnectionReleasedInItsOwnHandlerLeavesTheBus() throws {
+        let heard = DispatchSemaphore(value: 0)
+        let uniqueName: String
+        do {
+            let doomed = try DBusConnection(address: bus.address)
+            uniqueName = doomed.uniqueName
+            let holder = Locked<DBusConnection?>(doomed)
+            _ = try doomed.subscribe(MatchRule(interface: "org.enagent.Test", member: "Happened")) { _ in
+                holder.current = nil  // the last reference
+                heard.signal()
+            }
+        }
+        try server.emit(path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Happened", [.string("now")])
+        #expect(heard.wait(timeout: .now() + 5) == .success)
+        let deadline = ContinuousClock.now + .seconds(5)
+        func hasOwner() throws -> Bool {
+            try client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                            member: "NameHasOwner", [.string(uniqueName)]).first?.bool ?? true
+        }
+        while try hasOwner() && ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(try !hasOwner(), "the connection closed")
+    }
+
     @Test func nameOwnerChangesAreFollowed() throws {
         let owners = Received<[String]>()
         let subscription = try client.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",

@@ -1,4 +1,5 @@
 import ENCore
+import ENKeyFileWriter
 import ENKeyFiles
 import Foundation
 import TestSupport
@@ -12,10 +13,10 @@ import Testing
 
     func export(_ keys: [DiagnosisKey], revised: [DiagnosisKey] = []) throws -> KeyExport {
         let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1)
-        var bin = try writer.exportBin(keys: keys)
+        var bin = writer.exportBin(keys: keys)
         // Revised keys are field 8: the same encoding as keys (field 7) under another tag.
         for key in revised {
-            let single = try writer.exportBin(keys: [key]).dropFirst(KeyExport.header.count)
+            let single = writer.exportBin(keys: [key]).dropFirst(KeyExport.header.count)
             let keyField = single[single.firstIndex(of: 0x3a)!...]
             bin.append(0x42)
             bin.append(contentsOf: keyField.dropFirst())

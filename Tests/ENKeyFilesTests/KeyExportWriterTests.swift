@@ -1,4 +1,5 @@
 import ENCore
+import ENKeyFileWriter
 @testable import ENKeyFiles
 import Foundation
 import Testing
@@ -30,7 +31,7 @@ import Testing
 
     @Test func aSliceOfLargerDataReadsTheSameKeys() throws {
         let keys = try Self.randomKeys(20)
-        let bin = try KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1).exportBin(keys: keys)
+        let bin = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1).exportBin(keys: keys)
         let slice = (Data([0xff, 0xff, 0xff]) + bin)[3...]
         var read = [DiagnosisKey]()
         try KeyExport(exportBin: slice, signatureList: nil).forEachEncodedKey { read.append($0.decode()) }
@@ -40,7 +41,7 @@ import Testing
     @Test func anyChangedByteOfExportBinBreaksTheSignature() throws {
         let signingKey = try P256PrivateKey()
         let writer = KeyExportWriter(region: "US", startTimestamp: 1, endTimestamp: 2, signer: (signingKey, SignatureInfo(keyId: "a", keyVersion: "1")))
-        var exportBin = try writer.exportBin(keys: try Self.randomKeys(3))
+        var exportBin = writer.exportBin(keys: try Self.randomKeys(3))
         let signatures = try writer.signatureList(for: exportBin)
         let trusted = [TrustedKey(publicKey: signingKey.publicKey)]
         #expect(try KeyExport(exportBin: exportBin, signatureList: signatures).signatureStatus(trustedKeys: trusted) == .verified)

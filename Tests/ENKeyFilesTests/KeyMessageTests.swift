@@ -3,7 +3,7 @@ import ENKeyFiles
 import Foundation
 import Testing
 
-/// TemporaryExposureKey messages: the scanner reads the plain form, SwiftProtobuf everything
+/// TemporaryExposureKey messages: the scanner reads the plain form, the full reader everything
 /// else, and both read a key the same way.
 @Suite struct KeyMessageTests {
     static let keyData = (1...16).map { UInt8($0) }
@@ -40,7 +40,7 @@ import Testing
         #expect(key.key.rollingPeriod == 144 && key.key.transmissionRiskLevel == 0 && key.reportType == .unknown && key.daysSinceOnsetOfSymptoms == nil)
     }
 
-    /// Valid keys the scanner leaves to SwiftProtobuf: an unknown field, a field twice (the last
+    /// Valid keys the scanner leaves to the full reader: an unknown field, a field twice (the last
     /// wins), a risk level that truncates into range.
     @Test(arguments: [
         message([0x48, 1]),

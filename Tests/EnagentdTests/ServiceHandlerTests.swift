@@ -2,6 +2,7 @@ import Dispatch
 import ENAgent
 import ENAPI
 import ENCore
+import ENKeyFileWriter
 import ENKeyFiles
 import Foundation
 import ENBus

@@ -1,6 +1,6 @@
 import ENCore
-import Foundation
-import SwiftProtobuf
+import ENKeyFiles
+import FoundationEssentials
 import ZIPFoundation
 
 /// Writes key export files: for tests, and for publishing the device's own keys.
@@ -21,34 +21,40 @@ public struct KeyExportWriter {
     }
 
     /// The header followed by the serialized TemporaryExposureKeyExport.
-    public func exportBin(keys: [DiagnosisKey]) throws -> Data {
-        var export = ExportProtoTemporaryExposureKeyExport()
+    public func exportBin(keys: [DiagnosisKey]) -> Data {
+        var export = ExportProto.TemporaryExposureKeyExport()
         export.startTimestamp = startTimestamp
         export.endTimestamp = endTimestamp
         export.region = region
-        export.batchNum = Int32(batchNumber)
+        export.batchNumber = Int32(batchNumber)
         export.batchSize = Int32(batchSize)
-        if let signer { export.signatureInfos = [ExportProtoSignatureInfo(signer.info)] }
-        export.keys = keys.map(ExportProtoTemporaryExposureKey.init)
-        return Data(KeyExport.header) + (try export.serializedBytes() as Data)
+        if let signer { export.signatureInfos = [ExportProto.SignatureInfo(signer.info)] }
+        export.keys = keys.map(ExportProto.TemporaryExposureKey.init)
+        return Data(KeyExport.header + export.serializedBytes())
     }
 
     /// export.sig for `exportBin`, signed by `signer`.
     public func signatureList(for exportBin: Data) throws -> Data {
         guard let signer else { return Data() }
-        var signature = ExportProtoTEKSignature()
-        signature.signatureInfo = ExportProtoSignatureInfo(signer.info)
-        signature.batchNum = Int32(batchNumber)
+        return signatureList(signature: try exportBin.withUnsafeBytes { try signer.key.signature(for: $0) }, info: signer.info)
+    }
+
+    /// export.sig carrying `signature` by the key `info` names. Apart from signing (ECDSA signatures
+    /// are random), so that tests can hold the encoding to fixed bytes.
+    func signatureList(signature der: [UInt8], info: SignatureInfo) -> Data {
+        var signature = ExportProto.TEKSignature()
+        signature.signatureInfo = ExportProto.SignatureInfo(info)
+        signature.batchNumber = Int32(batchNumber)
         signature.batchSize = Int32(batchSize)
-        signature.signature = Data(try exportBin.withUnsafeBytes { try signer.key.signature(for: $0) })
-        var list = ExportProtoTEKSignatureList()
+        signature.signature = der
+        var list = ExportProto.TEKSignatureList()
         list.signatures = [signature]
-        return try list.serializedBytes()
+        return Data(list.serializedBytes())
     }
 
     /// A zip with export.bin and, when there is a signer, export.sig.
     public func zip(keys: [DiagnosisKey]) throws -> Data {
-        let exportBin = try exportBin(keys: keys)
+        let exportBin = exportBin(keys: keys)
         let archive = try Archive(data: Data(), accessMode: .create)
         try Self.add("export.bin", exportBin, to: archive)
         if signer != nil { try Self.add("export.sig", try signatureList(for: exportBin), to: archive) }
@@ -62,23 +68,23 @@ public struct KeyExportWriter {
     }
 }
 
-extension ExportProtoSignatureInfo {
+extension ExportProto.SignatureInfo {
     init(_ info: SignatureInfo) {
         self.init()
-        verificationKeyID = info.keyId
+        verificationKeyId = info.keyId
         verificationKeyVersion = info.keyVersion
         signatureAlgorithm = info.algorithm
     }
 }
 
-extension ExportProtoTemporaryExposureKey {
+extension ExportProto.TemporaryExposureKey {
     init(_ diagnosisKey: DiagnosisKey) {
         self.init()
-        keyData = Data(diagnosisKey.key.keyData.bytes)
+        keyData = diagnosisKey.key.keyData.bytes
         rollingStartIntervalNumber = Int32(bitPattern: diagnosisKey.key.rollingStartIntervalNumber.rawValue)
         rollingPeriod = Int32(diagnosisKey.key.rollingPeriod)
         transmissionRiskLevel = Int32(diagnosisKey.key.transmissionRiskLevel)
-        reportType = ReportType(rawValue: diagnosisKey.reportType.rawValue) ?? .unknown
+        reportType = diagnosisKey.reportType
         if let days = diagnosisKey.daysSinceOnsetOfSymptoms { daysSinceOnsetOfSymptoms = Int32(days) }
     }
 }
