@@ -155,7 +155,7 @@ enum Schema {
         }
     }
 
-    /// A database of the GRDB store (enagent 0.x) has its migrations in `grdb_migrations` and
+    /// A database of the GRDB store (enagent 0.5 and earlier) has its migrations in `grdb_migrations` and
     /// user_version 0: its version becomes the number of migrations applied, and the table goes.
     private static func adoptGRDBVersion(_ connection: SQLiteConnection, path: String) throws {
         let hasGRDBTable = try connection.fetchOne(Bool.self, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grdb_migrations')") ?? false
