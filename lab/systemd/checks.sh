@@ -156,16 +156,42 @@ mkdir -p /srv/keys/exports
 enctl keys sign /root/phones.zip --private-key /root/authority.pem --key-id 228 --region LAB --out /srv/keys/exports/1.zip
 echo exports/1.zip > /srv/keys/index.txt
 python3 -m http.server 8000 --bind 127.0.0.1 --directory /srv/keys 2> "$OUT/key-server.log" & SERVER=$!
+check timer "enagent-detect.timer enables: $(systemctl enable --now enagent-detect.timer 2>&1 | tail -1); $(systemctl is-active enagent-detect.timer), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
+    systemctl -q is-active enagent-detect.timer
+# detect_runs: how often systemd has started enagent-detect.service since boot (its UNIT_STARTING entries).
+detect_runs() { journalctl -b -u enagent-detect.service -o cat MESSAGE_ID=7d4958e842da4a758f6c1cdc7b36dcc5 | grep -c . ; }
+skipped_at=$(date +%s)
+systemctl start enagent-detect.service
+complaints=$(journalctl -u enagent-detect.service -p warning --since "@$skipped_at" -o cat | grep -c .)
+skipped() { [ "$(systemctl show -p ConditionResult --value enagent-detect.service)" = no ] && [ "$complaints" = 0 ] \
+    && systemctl -q is-active enagent-detect.timer && ! systemctl -q is-failed enagent-detect.service; }
+check detection-skipped "no key server configured: the service's condition $(systemctl show -p ConditionResult --value enagent-detect.service), result $(systemctl show -p Result --value enagent-detect.service), $complaints journal lines at warning or above, timer $(systemctl is-active enagent-detect.timer)" \
+    skipped
 printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = index.txt' 'region = LAB' > /etc/enagent/key-server.conf
 key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
 wait_for 60 key_server_up
-check timer "enagent-detect.timer enables: $(systemctl enable --now enagent-detect.timer 2>&1 | tail -1); $(systemctl is-active enagent-detect.timer)" \
-    systemctl -q is-active enagent-detect.timer
 systemctl start enagent-detect.service; detect_rc=$?
 journalctl -u enagent-detect --no-pager -o cat | tail -8
 windows=$(enctl windows --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 check detection "enagent-detect.service: exit $detect_rc ($(systemctl show -p Result --value enagent-detect.service)); $windows exposure windows recorded" \
     sh -c "[ $detect_rc = 0 ] && [ '$windows' -gt 0 ]"
+# A run missed while the machine was off: the timer's stamp (its last run) a day old, then the
+# timer started as at boot. The lab's drop-in sets RandomizedDelaySec=0 (30 min in the unit).
+step "the detection timer after a missed run"
+mkdir -p /run/systemd/system/enagent-detect.timer.d
+printf '[Timer]\nRandomizedDelaySec=0\n' > /run/systemd/system/enagent-detect.timer.d/lab.conf
+systemctl daemon-reload
+runs_before=$(detect_runs)
+touch -d '-1 day' /var/lib/systemd/timers/stamp-enagent-detect.timer
+caught_up_at=$(now)
+systemctl restart enagent-detect.timer
+ran_once() { [ "$(detect_runs)" = $(( runs_before + 1 )) ]; }
+wait_for 120 ran_once; caught_up_after=$(awk -v a="$caught_up_at" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+sleep 20
+check timer-catch-up "the last run a day ago: enagent-detect.service ran $(( $(detect_runs) - runs_before )) time(s) in ${caught_up_after} s and 20 s after, result $(systemctl show -p Result --value enagent-detect.service); next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
+    sh -c "[ $(( $(detect_runs) - runs_before )) = 1 ] && systemctl -q is-active enagent-detect.timer"
+figure "detection timer: a missed run caught up ${caught_up_after} s after the timer started (RandomizedDelaySec=0 in the lab)"
+rm -r /run/systemd/system/enagent-detect.timer.d; systemctl daemon-reload
 kill $SERVER
 
 step "idle footprint (radio on: advertising, a 4 s scan every 20 s)"
