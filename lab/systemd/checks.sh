@@ -230,6 +230,30 @@ check clock-journal "the steps are warnings in the journal: $(journalctl -u enag
 # The right time again: what the guest writes to the lab share from now on is dated as on the host.
 date -s "@$(( stepped_at + $(cut -d. -f1 /proc/uptime) - stepped_uptime ))" > /dev/null
 
+step "a hung enagentd (SIGSTOP) under systemd's watchdog"
+# The lab's drop-in shortens WatchdogSec (60 s in the unit) so that the phase takes seconds.
+mkdir -p /run/systemd/system/enagentd.service.d
+printf '[Service]\nWatchdogSec=10s\n' > /run/systemd/system/enagentd.service.d/lab-watchdog.conf
+systemctl daemon-reload; systemctl restart enagentd
+wait_for 60 status_is active; sleep 5
+snapshot > "$OUT/before-hang.json"
+hung_pid=$(systemctl show -p MainPID --value enagentd) hung_at=$(now)
+kill -STOP "$hung_pid"
+back=$(advertised "$hung_at" 60)
+pid=$(systemctl show -p MainPID --value enagentd)
+wait_for 30 status_is active
+snapshot > "$OUT/after-hang.json"
+watchdog_said=$(journalctl -u enagentd --since "@${hung_at%.*}" -o cat | grep -i -m1 'watchdog timeout')
+nothing_lost() { python3 -c 'import json, sys
+before, after = (json.load(open(p)) for p in sys.argv[1:])
+# A key may end early (a restart rolls the day to a fresh key): compare key data only.
+sys.exit(not (after["sightings"] >= before["sightings"] and {k[2] for k in before["keys"]} <= {k[2] for k in after["keys"]}))' "$OUT/before-hang.json" "$OUT/after-hang.json"; }
+watchdog_restarted() { [ "$pid" != "$hung_pid" ] && [ "$pid" != 0 ] && [ -n "$watchdog_said" ] && within 40 "$back" && nothing_lost; }
+check watchdog-restart "stopped pid $hung_pid; systemd: \"${watchdog_said:-no watchdog timeout logged}\"; restarted as pid $pid, hci0 advertising a new RPI from a new address ${back%% *} s after the hang (at most 40: 10 s watchdog, 2 s RestartSec, the start); sightings $(json_field "$OUT/before-hang.json" 'd["sightings"]') before, $(json_field "$OUT/after-hang.json" 'd["sightings"]') after, every key kept" \
+    watchdog_restarted
+figure "watchdog: a hung enagentd advertising again from a fresh address ${back%% *} s after it stopped (WatchdogSec=10s in the lab)"
+rm -r /run/systemd/system/enagentd.service.d; systemctl daemon-reload
+
 step "the journal"
 journalctl -o export > /run/journal.export
 python3 - "$database" /run/journal.export <<'PY' > /run/journal-keys
