@@ -32,7 +32,7 @@ RUN_DIR ?= $(CURDIR)/run
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean \
-	man check-man deb lint-deb
+	man check-man deb lint-deb check-footprint
 
 all: build
 
@@ -54,6 +54,7 @@ test: deps
 	$(MAKE) verify-units
 	$(MAKE) check-man
 	$(MAKE) deb
+	$(MAKE) check-footprint
 	$(MAKE) lab-test
 	$(MAKE) lab-service
 
@@ -179,6 +180,10 @@ deb: deps
 
 lint-deb:
 	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb
+
+# The package's and its binaries' sizes against the footprint goals, and no ICU data in them.
+check-footprint:
+	scripts/check-footprint.sh $(DIST)/$(DEB_NAME).deb
 
 # Rewrites dbus/org.enagent.ExposureNotification1.xml from what enagentd serves (after an API change).
 interface-xml:
