@@ -8,10 +8,20 @@ public final class SQLiteStatement {
 
     init(connection: OpaquePointer, sql: String) throws(SQLiteError) {
         var handle: OpaquePointer?
-        let result = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        var rest = ""
+        let result = sql.withCString { text in
+            var tail: UnsafePointer<CChar>?
+            defer { rest = tail.map { String(cString: $0) } ?? "" }
+            return sqlite3_prepare_v3(connection, text, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, &tail)
+        }
         guard result == SQLITE_OK, let handle else {
             sqlite3_finalize(handle)
             throw SQLiteError.last(connection, result: result, sql: sql)
+        }
+        // sqlite3 prepares the first statement only: a second one would be silently skipped.
+        guard rest.allSatisfy({ $0.isWhitespace || $0 == ";" }) else {
+            sqlite3_finalize(handle)
+            throw SQLiteError(extendedCode: SQLITE_MISUSE, message: "more than one statement (run a script with execute(script:))", sql: sql)
         }
         self.handle = handle
         self.sql = sql

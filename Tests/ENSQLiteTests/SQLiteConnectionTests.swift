@@ -62,6 +62,8 @@ import Testing
         }
         #expect { try db.execute("SELECT x FROM nowhere") } throws: { error in "\(error)".contains("no such table: nowhere") }
         #expect { try db.execute("INSERT INTO t VALUES (?)") } throws: { error in "\(error)".contains("0 arguments for 1 parameters") }
+        #expect { try db.execute("INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)") } throws: { error in "\(error)".contains("more than one statement") }
+        #expect(try db.fetchOne(Int.self, "SELECT count(*) FROM t;") == 0, "nothing of the refused script ran; a trailing semicolon is fine")
         let notADatabase = directory.file("junk.db")
         try Data(repeating: 0x5a, count: 4096).write(to: URL(fileURLWithPath: notADatabase))
         let junk = try SQLiteConnection(path: notADatabase)
