@@ -183,7 +183,7 @@ func prepareInputs(in directory: String) throws {
     let complete = directory + "/complete"
     if !FileManager.default.fileExists(atPath: complete) {
         let (_, seconds) = try measure { try DetectionData.generate(in: directory) }
-        FileManager.default.createFile(atPath: complete, contents: nil)
+        _ = FileManager.default.createFile(atPath: complete, contents: nil)
         print(String(format: "(detection data generated in %.0f s)", seconds))
     }
     let data = DetectionData(in: directory)
