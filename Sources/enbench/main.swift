@@ -214,6 +214,9 @@ do {
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     defer { if arguments.count == 2 { try? FileManager.default.removeItem(atPath: directory) } }
 
+    let startup = try Startup(enagentd: enagentd, directory: directory).measure()
+    print(String(format: "enagentd start (no radio, a new database): exec to READY=1 %.0f ms fastest, %.0f ms median of 7; idle RSS %.1f MB",
+                 startup.fastest, startup.median, startup.idleRSSMB))
     let ceiling = try benchmarkDerivation(ceiling: arguments[1], in: directory)
     let inputs = try ChildRun.run(binaries + "/enbench", ["inputs", directory])
     print(inputs.standardOutput.trimmingCharacters(in: .newlines))
