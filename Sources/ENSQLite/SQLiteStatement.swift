@@ -12,7 +12,7 @@ public final class SQLiteStatement {
         let result = sql.withCString { text in
             var tail: UnsafePointer<CChar>?
             defer { rest = tail.map { String(cString: $0) } ?? "" }
-            return sqlite3_prepare_v3(connection, text, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, &tail)
+            return sqlite3_prepare_v3(connection, text, -1, 0, &handle, &tail)
         }
         guard result == SQLITE_OK, let handle else {
             sqlite3_finalize(handle)

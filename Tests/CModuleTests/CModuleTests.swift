@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func sqlite3IsThreadSafeVersion3() {
-        // sqlite3_threadsafe: 1 or 2 means SQLITE_OPEN_FULLMUTEX serializes a connection's calls.
+        // sqlite3_threadsafe: 0 would make even separate connections unsafe to use from two threads.
         #expect(sqlite3_libversion_number() >= 3_037_000)
         #expect(sqlite3_threadsafe() != 0)
     }
