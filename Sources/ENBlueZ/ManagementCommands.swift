@@ -50,6 +50,15 @@ public struct ReadAdvertisingFeatures: ManagementCommand {
         public var maximumDataLength: UInt8
         public var maximumInstances: UInt8
         public var instances: [UInt8]
+
+        /// The instance for a new advertisement of a program that added `own` before (nil: none):
+        /// `own` while the controller still has it (the program removes it and adds it anew),
+        /// else the highest that no one uses (bluetoothd hands out the lowest first); nil when
+        /// every instance is taken. Never another program's instance.
+        public func instanceToTake(own: UInt8?) -> UInt8? {
+            if let own, instances.contains(own) { return own }
+            return maximumInstances == 0 ? nil : (1...maximumInstances).reversed().first { !instances.contains($0) }
+        }
     }
 
     public static func decode(_ reply: [UInt8]) throws(ManagementError) -> Features {

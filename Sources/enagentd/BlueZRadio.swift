@@ -1,6 +1,7 @@
 import ENAgent
 import ENBlueZ
 import ENBus
+import ENStore
 import Synchronization
 
 /// The agent's radio: the adapter and discovery through bluetoothd, the advertisement through
@@ -10,8 +11,10 @@ import Synchronization
 /// Flags on a non-connectable (broadcast) advertisement and ignores MinInterval/MaxInterval
 /// outside experimental mode, so its advertisements went out at 1280 ms without Flags. The
 /// management interface takes the interval and the exact AD bytes per instance.
-/// enagentd uses the adapter's highest instance (bluetoothd hands out the lowest first) and adds
-/// it again whenever bluetoothd returns (bluetoothd clears every instance when it starts). No
+/// enagentd takes the adapter's highest free instance (bluetoothd hands out the lowest first),
+/// never one another program added, and adds it again whenever bluetoothd returns (bluetoothd
+/// clears every instance when it starts). It remembers its instance in the store, so that one
+/// left by a run that was killed is removed at the next start, not kept beside a new one. No
 /// instance timeout (see AddExtendedAdvertisingParameters): with one, the lab's advertisements
 /// ended after about a second.
 final class BlueZRadio: Radio {
@@ -29,7 +32,8 @@ final class BlueZRadio: Radio {
             case .connectable(let name):
                 return "not advertising: \(name) is connectable, so the kernel would send the identifier in connectable PDUs "
                     + "from the adapter's own address, which links every RPI; switch it off with 'btmgmt --index \(name.dropFirst(3)) connectable off'"
-            case .cannotAdvertise(let name): return "\(name) offers no advertising instance"
+            case .cannotAdvertise(let name):
+                return "every advertising instance of \(name) is taken by other programs ('btmgmt --index \(name.dropFirst(3)) advinfo' lists them)"
             }
         }
 
@@ -45,7 +49,11 @@ final class BlueZRadio: Radio {
     private let client: BlueZClient
     private let adapterName: String?
     private let mayPowerOn: Bool
+    private let store: AgentStore
     private let state = Mutex(State())
+
+    /// The store's setting that names the instance this agent added last: "ADAPTER INSTANCE".
+    static let instanceSetting = "advertising-instance"
 
     private struct State {
         var advertisement: (instance: UInt8, adapter: Adapter)?
@@ -54,10 +62,11 @@ final class BlueZRadio: Radio {
         var chosenAdapter: String?
     }
 
-    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool) {
+    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, store: AgentStore) {
         self.client = client
         self.adapterName = adapterName
         self.mayPowerOn = mayPowerOn
+        self.store = store
     }
 
     /// The configured adapter, else the first that can advertise; powered on when allowed.
@@ -82,15 +91,18 @@ final class BlueZRadio: Radio {
     }
 
     func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
-        stopAdvertising()
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
+        let previous = state.withLock { state in defer { state.advertisement = nil }; return state.advertisement }
+        if let previous, previous.adapter.name != adapter.name { remove(previous.instance, from: previous.adapter) }
         let settings = try Management.send(ReadControllerInformation(), controller: controller)
         guard !settings.contains(.connectable) else { throw Failure.connectable(adapter.name) }
-        let instance = try Management.send(ReadAdvertisingFeatures(), controller: controller).maximumInstances
-        guard instance > 0 else { throw Failure.cannotAdvertise(adapter.name) }
+        let own = previous?.adapter.name == adapter.name ? previous?.instance : try rememberedInstance(on: adapter)
+        let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
+        guard let instance = features.instanceToTake(own: own) else { throw Failure.cannotAdvertise(adapter.name) }
         // A fresh instance, so the kernel gives it a fresh non-resolvable address.
-        _ = try? Management.send(RemoveAdvertising(instance: instance), controller: controller)
+        if features.instances.contains(instance) { _ = try? Management.send(RemoveAdvertising(instance: instance), controller: controller) }  // gone already is as good
+        if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
         let interval = ExposureNotificationAdvertisement.intervalMilliseconds
         let parameters = try Management.send(AddExtendedAdvertisingParameters(
             instance: instance, flags: [.useInterval],
@@ -104,9 +116,21 @@ final class BlueZRadio: Radio {
             controller: controller)
     }
 
+    /// The instance this agent added on `adapter` in an earlier run (the store's note), if any.
+    private func rememberedInstance(on adapter: Adapter) throws -> UInt8? {
+        guard let note = try store.setting(Self.instanceSetting) else { return nil }
+        let fields = note.split(separator: " ")
+        return fields.count == 2 && fields[0] == adapter.name ? UInt8(fields[1]) : nil
+    }
+
     func stopAdvertising() {
-        guard let (instance, adapter) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }),
-              let controller = adapter.index else { return }
+        guard let (instance, adapter) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
+        remove(instance, from: adapter)
+    }
+
+    /// Removes this agent's instance; one gone already (bluetoothd restarted, the adapter went) is as good.
+    private func remove(_ instance: UInt8, from adapter: Adapter) {
+        guard let controller = adapter.index else { return }
         _ = try? Management.send(RemoveAdvertising(instance: instance), controller: controller)
     }
 

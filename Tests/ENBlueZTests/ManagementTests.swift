@@ -31,6 +31,21 @@ import Testing
                  ReadAdvertisingFeatures.opcode, ReadControllerInformation.opcode] == [0x0055, 0x003F, 0x0024, 0x003D, 0x0004])
     }
 
+    /// Another program's instance is never taken (nor removed): the agent keeps to its own, or
+    /// the highest free one.
+    @Test func anInstanceIsTakenOnlyWhenFreeOrOwn() {
+        func features(_ maximum: UInt8, inUse: [UInt8]) -> ReadAdvertisingFeatures.Features {
+            .init(supportedFlags: 0, maximumDataLength: 31, maximumInstances: maximum, instances: inUse)
+        }
+        #expect(features(5, inUse: []).instanceToTake(own: nil) == 5)
+        #expect(features(5, inUse: [5]).instanceToTake(own: nil) == 4, "a beacon holds the highest")
+        #expect(features(5, inUse: [5, 4]).instanceToTake(own: 4) == 4, "its own from the last run, to be replaced")
+        #expect(features(5, inUse: [5]).instanceToTake(own: 3) == 4, "its own is gone: the highest free one")
+        #expect(features(5, inUse: [1, 2, 3, 4, 5]).instanceToTake(own: nil) == nil)
+        #expect(features(0, inUse: []).instanceToTake(own: nil) == nil, "no advertising at all")
+        #expect(features(1, inUse: [1]).instanceToTake(own: 1) == 1)
+    }
+
     @Test func repliesDecodeAndShortOnesAreRefused() throws {
         let features = try ReadAdvertisingFeatures.decode([0xFF, 0xF7, 0x01, 0x00, 0x1F, 0x1F, 0x05, 0x02, 0x01, 0x05])
         #expect(features == .init(supportedFlags: 0x0001_F7FF, maximumDataLength: 31, maximumInstances: 5, instances: [1, 5]))

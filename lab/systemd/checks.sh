@@ -135,7 +135,27 @@ stored = {rpi.hex() for (rpi,) in db.execute("SELECT rpi FROM sighting")}
 print(len(rpis & stored), len(rpis))' "$OUT/phones.jsonl" "$database")
 check sightings "enagentd stored ${heard% *} of the ${heard#* } phones' RPIs" sh -c "[ '${heard% *}' = '${heard#* }' ] && [ '${heard% *}' -gt 0 ]"
 
+step "another program's advertisement on hci0, in the instance enagentd would take"
+# A beacon (manufacturer data "lab-beacon") added through the kernel's management interface in
+# the highest instance, the one enagentd takes when it is free, while enagentd is stopped.
+BEACON=6c61622d626561636f6e
+advinfo() { btmgmt --index 0 advinfo 2>/dev/null; }
+instances_in_use() { advinfo | awk '/Instances list/ {list = 1; next} list && /^[[:space:]]*[0-9]+[[:space:]]*$/ {printf "%s ", $1}'; }
+systemctl stop enagentd
+highest=$(advinfo | sed -n 's/.*Max instances: \([0-9]*\).*/\1/p')
+beacon_at=$(now)
+btmgmt --index 0 add-adv -d "0dffffff$BEACON" "$highest" > /dev/null 2>&1
+systemctl start enagentd
+back=$(advertised "$beacon_at" 30)
+sleep 5
+beacon=$(python3 "$SD/beacon.py" "$BTSNOOP" 0 "$beacon_at" "$BEACON")
+in_use=$(instances_in_use)
+both_on_air() { within 30 "$back" && [ "${beacon%% *}" = on-air ] && [ "$(echo $in_use | wc -w)" = 2 ]; }
+check other-advertiser "a beacon in instance $highest: enagentd advertising ${back%% *} s after its start, the beacon $beacon (btmon), instances in use: $in_use" \
+    both_on_air
+
 step "systemctl kill -s KILL enagentd"
+pid=$(systemctl show -p MainPID --value enagentd)
 killed_pid=$pid killed_at=$(now)
 systemctl kill -s KILL enagentd
 back=$(advertised "$killed_at" 20)
@@ -143,6 +163,13 @@ pid=$(systemctl show -p MainPID --value enagentd)
 restarted_in_time() { [ "$pid" != "$killed_pid" ] && [ "$pid" != 0 ] && within 10 "$back"; }
 check kill-restart "restarted by systemd (pid $killed_pid -> $pid, NRestarts $(systemctl show -p NRestarts --value enagentd)); hci0 advertising a new RPI from a new address ${back%% *} s after the kill (at most 10)" \
     restarted_in_time
+sleep 3
+beacon=$(python3 "$SD/beacon.py" "$BTSNOOP" 0 "$beacon_at" "$BEACON")
+in_use=$(instances_in_use)
+own_cleaned() { [ "${beacon%% *}" = on-air ] && [ "$(echo $in_use | wc -w)" = 2 ]; }
+check kill-own-instance "after the SIGKILL the killed run's instance is replaced, the beacon's kept: beacon $beacon, instances in use: $in_use (the beacon's and enagentd's)" \
+    own_cleaned
+btmgmt --index 0 rm-adv "$highest" > /dev/null 2>&1
 
 step "systemctl restart bluetooth"
 restarted_at=$(now)
