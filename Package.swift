@@ -15,7 +15,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
@@ -54,20 +53,20 @@ let package = Package(
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
         .target(name: "ENBus", dependencies: ["ENCore", "CENDBus"]),
         .target(name: "ENBlueZ", dependencies: ["ENBus", "CENBluetooth"]),
+        // Layer 5: the service manager's interfaces: sd_notify, the watchdog, logging to the journal.
+        .target(name: "ENSystemd", dependencies: ["CENSystemd"]),
         // Layer 5: enagentd's D-Bus contract, which the daemon serves and enctl calls.
         .target(name: "ENAPI", dependencies: ["ENCore", "ENBus"]),
 
         // Layer 6: the agent's logic against injected clock and store.
         .target(name: "ENAgent", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore",
-            .product(name: "Logging", package: "swift-log"),
+            "ENCore", "ENKeyFiles", "ENStore", "ENSystemd",
         ]),
 
         // Layer 7: executables.
         .executableTarget(name: "enagentd", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENBlueZ", "CENSystemd", "CENKernel",
+            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENBlueZ", "ENSystemd", "CENKernel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
             "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
@@ -75,7 +74,7 @@ let package = Package(
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "TestSupport"]),
 
-        .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent", "ENSystemd"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl", "CENKernel", "CENSQLite",
         ]),
@@ -85,10 +84,11 @@ let package = Package(
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
         .testTarget(name: "ENAPITests", dependencies: ["ENAPI"]),
+        .testTarget(name: "ENSystemdTests", dependencies: ["ENSystemd", "TestSupport"]),
         .testTarget(name: "ENSQLiteTests", dependencies: ["ENSQLite", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "ENSQLite", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "ENKeyFileWriter", "TestSupport", .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "TestSupport", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "ENKeyFileWriter", "TestSupport", "ENSystemd"]),
+        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "TestSupport", "ENSystemd"]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENKeyFileWriter", "ENBus", "ENAgent", "TestSupport", "CENKernel"],
                     exclude: ["Servers"]),
         // Fuzzers (make fuzz)

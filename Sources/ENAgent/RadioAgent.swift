@@ -1,7 +1,7 @@
 import Dispatch
 import ENCore
 import ENStore
-import Logging
+import ENSystemd
 
 /// Advertises the device's rotating identifier, scans on a schedule and records what it hears.
 ///
@@ -107,7 +107,7 @@ public final class RadioAgent: @unchecked Sendable {
     /// and the scan with it.
     public func radioLost() {
         queue.async { [self] in
-            if !lostSinceAdvertising { logger.info("radio lost: the adapter went away or was switched off") }
+            if !lostSinceAdvertising { logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost) }
             lostSinceAdvertising = true
             state = RadioState(problem: .bluetoothOff)
         }
@@ -126,7 +126,7 @@ public final class RadioAgent: @unchecked Sendable {
                 // A return without a loss (an adapter reporting itself powered) leaves the
                 // advertisement on the air as it is.
                 if lostSinceAdvertising || !state.advertising {
-                    logger.info("radio available again: advertising and scanning anew")
+                    logger.notice("radio available again: advertising and scanning anew", event: .radioBack)
                     state.advertising = false
                     rotate()
                 }
@@ -324,7 +324,11 @@ public final class RadioAgent: @unchecked Sendable {
 
     /// Marks the store as failing; logs the first failure only, so a full disk does not fill the journal too.
     private func storeFailed(_ error: StoreError, doing what: String) {
-        if !storeFailing { logger.error("cannot \(what): \(error)") } else { logger.debug("still cannot \(what): \(error)") }
+        if !storeFailing {
+            logger.error("cannot \(what): \(error)", event: error.isFull ? .storeFull : nil)
+        } else {
+            logger.debug("still cannot \(what): \(error)")
+        }
         storeFailing = true
         state.problem = .storeUnwritable
     }

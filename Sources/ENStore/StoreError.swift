@@ -11,6 +11,12 @@ public enum StoreError: Error, CustomStringConvertible {
     /// A query failed after the database opened.
     case sqlite(String)
 
+    /// Whether the disk is full (the store resumes by itself once there is room).
+    public var isFull: Bool {
+        if case .full = self { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .corrupt(let path, let detail):

@@ -7,7 +7,7 @@ import ENCore
 import ENKeyFiles
 import ENStore
 import Foundation
-import Logging
+import ENSystemd
 
 /// The daemon's state and its running parts: the key schedule's upkeep and the radio run while
 /// the status allows (consent given, not paused, clock trusted).
@@ -205,7 +205,7 @@ final class Daemon: @unchecked Sendable {
         guard try on != enabled else { return }
         try store.recordConsent(ConsentEvent(granted: on, recordedAt: clock.now))
         if on { try store.setSetting(Self.pausedUntilSetting, to: nil) }
-        logger.info(on ? "enabled: consent recorded" : "disabled: consent withdrawn")
+        logger.notice(on ? "enabled: consent recorded" : "disabled: consent withdrawn", event: on ? .consentGiven : .consentWithdrawn)
         apply()
     }
 

@@ -4,7 +4,7 @@ import ENAPI
 import ENBus
 import ENKeyFiles
 import Foundation
-import Logging
+import ENSystemd
 import Synchronization
 
 /// The API's detection sessions. One is open at a time: each holds a sighting index and its day
@@ -37,7 +37,7 @@ final class DetectionSessions: Sendable {
     private let state = Mutex(State())
     let idleLimit: Duration
     private let bus: DBusConnection?
-    private let logger: Logger
+    let logger: Logger
 
     /// `bus`, when given, is watched for owners leaving it.
     init(bus: DBusConnection?, idleLimit: Duration = .seconds(600), logger: Logger) {

@@ -8,7 +8,7 @@ import ENCore
 import ENKeyFiles
 import ENStore
 import Foundation
-import Logging
+import ENSystemd
 
 @main
 struct Enagentd: ParsableCommand {
@@ -75,17 +75,7 @@ struct Enagentd: ParsableCommand {
     func run() throws {
         // Before the first key is read: a core dump or a debugger must not carry keys away.
         let undumpable = cen_make_undumpable() == 0
-        let toJournal = JournalLogHandler.standardErrorIsJournal
-        LoggingSystem.bootstrap { [verbose] label in
-            let level: Logger.Level = verbose ? .debug : .info
-            guard toJournal else {
-                var handler = StreamLogHandler.standardError(label: label)
-                handler.logLevel = level
-                return handler
-            }
-            return JournalLogHandler(label: label, logLevel: level)
-        }
-        let logger = Logger(label: "enagentd")
+        let logger = Logger(label: "enagentd", level: verbose ? .debug : .info)
         if !undumpable { logger.warning("cannot mark the process undumpable: a core dump could hold keys") }
         let file = try loadConfiguration()
         let radioSettings = try RadioSettings(options: radio, file: file)

@@ -5,7 +5,7 @@ import ENBus
 import ENCore
 import ENStore
 import Foundation
-import Logging
+import ENSystemd
 import Synchronization
 
 /// enagentd's side of the contract in ENAPI: one named handler per method (the table in
@@ -223,6 +223,8 @@ struct ExposureNotificationService: Sendable {
         }
         var summary = Self.summary(of: session)
         summary.newExposureWindows = newWindows
+        sessions.logger.notice("exposure detection finished: \(summary.keyFilesProcessed) key files, \(summary.keysChecked) keys checked, "
+                               + "\(summary.matchedKeys) matched, \(newWindows) new exposure windows", event: .detectionFinished)
         return DetectionReply(summary: summary)
     }
 

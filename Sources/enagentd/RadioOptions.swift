@@ -1,7 +1,7 @@
 import ArgumentParser
 import ENAgent
 import ENBlueZ
-import Logging
+import ENSystemd
 
 /// enagentd's radio settings; each overrides the configuration file's key of the same name.
 struct RadioOptions: ParsableArguments {

@@ -2,7 +2,7 @@ import Dispatch
 import ENAgent
 import ENCore
 import ENStore
-import Logging
+import ENSystemd
 
 /// The daemon's periodic work: make sure the day's key exists (so it is in the history even
 /// when nothing asked for it) and forget what is past the retention period.

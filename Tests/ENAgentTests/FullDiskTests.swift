@@ -2,7 +2,7 @@ import ENAgent
 import ENCore
 import ENStore
 import Foundation
-import Logging
+import ENSystemd
 import TestSupport
 import Testing
 

@@ -1,7 +1,7 @@
 import ENAgent
 import ENStore
 @testable import enagentd
-import Logging
+import ENSystemd
 import TestSupport
 import Testing
 

@@ -8,7 +8,7 @@ import Foundation
 import ENBus
 import ENStore
 @testable import enagentd
-import Logging
+import ENSystemd
 import TestSupport
 import Testing
 
@@ -19,15 +19,16 @@ import Testing
     let store: AgentStore
     let service: ExposureNotificationService
     let signer: P256PrivateKey
+    let log = LogCapture()
 
     init() throws {
         store = try AgentStore(path: directory.file("enagent.db"))
         signer = try P256PrivateKey()
         let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration())
         let daemon = Daemon(store: store, clock: SystemClock(), retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
-                            bus: nil, trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: Logger(label: "test"),
+                            bus: nil, trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: log.logger(level: .info),
                             queue: DispatchQueue(label: "test.daemon"))
-        service = ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .milliseconds(300), logger: Logger(label: "test"))) { _ in }
+        service = ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .milliseconds(300), logger: log.logger(level: .info))) { _ in }
     }
 
     /// A signed key file, open for reading (the handler closes its descriptors as the service does).
@@ -42,6 +43,15 @@ import Testing
     func failure(_ body: () throws -> Void) -> ExposureNotificationAPI.Failure? {
         do { try body() } catch let error as DBusError { return ExposureNotificationAPI.Failure(error) } catch { return nil }
         return nil
+    }
+
+    /// Consent given and withdrawn are journal events (MESSAGE_ID) an administrator can filter on.
+    @Test func consentChangesAreJournalEvents() throws {
+        _ = try service.setEnabled(SetEnabledArguments(enabled: true))
+        _ = try service.setEnabled(SetEnabledArguments(enabled: true))
+        _ = try service.setEnabled(SetEnabledArguments(enabled: false))
+        #expect(log.records.compactMap(\.event) == [.consentGiven, .consentWithdrawn], "a change is logged once, a repeat not at all")
+        #expect(log.records.allSatisfy { $0.level == .notice })
     }
 
     @Test func badArgumentsAreRefusedByName() {
@@ -106,6 +116,7 @@ import Testing
         #expect(failure { _ = try service.detectExposures(DetectionRequest(keyFiles: [try keyFile([], batch: 4)], configuration: "")) } == .busy)
         #expect(try store.exposureWindows().isEmpty)
         let summary = try service.finishDetection(handle, caller: ":1.7").summary
+        #expect(log.records.filter { $0.event == .detectionFinished }.count == 1, "one journal event for the finished detection")
         let stored = try store.exposureWindows()
         #expect(summary.matchedKeys == 2 && summary.newExposureWindows == UInt32(stored.count) && stored.count >= 2)
         #expect(failure { _ = try service.finishDetection(handle, caller: ":1.7") } == .unknownSession, "a finished session is gone")

@@ -308,6 +308,10 @@ read -r key_count leaked _ < /run/journal-keys
 check journal-no-keys "$key_count TEKs looked for in the whole journal (hex, HEX, base64): $leaked found" [ "$leaked" = 0 ]
 fields=$(journalctl -u enagentd -o export | grep -a -o '^ENAGENT_[A-Z_]*=' | sort -u | tr -d = | tr '\n' ' ')
 check journal-fields "enagentd's entries carry priorities and fields: $fields" sh -c "[ -n '$fields' ] && journalctl -u enagentd -p notice -o cat | grep -q ."
+# The consent given earlier (enctl enable), as an administrator finds it: by its MESSAGE_ID.
+consent=$(journalctl -u enagentd -o export MESSAGE_ID=e4df84d666ce40ba8fed2d848ad4b854 | grep -a -E '^(PRIORITY|SYSLOG_IDENTIFIER|MESSAGE)=' | sort -u | tr '\n' ' ')
+check journal-event "journalctl MESSAGE_ID=e4df84d6… (consent given): $consent" \
+    sh -c "echo '$consent' | grep -q 'PRIORITY=5' && echo '$consent' | grep -q 'SYSLOG_IDENTIFIER=enagentd' && echo '$consent' | grep -q 'consent recorded'"
 journalctl -u enagentd -u enagent-detect -u bluetooth --no-pager -o short-monotonic > "$OUT/journal.txt"
 
 step "systemd-analyze security"
