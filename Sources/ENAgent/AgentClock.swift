@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the agent reads the time, so tests can run days in milliseconds.
 public protocol AgentClock: Sendable {

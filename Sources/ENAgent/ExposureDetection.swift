@@ -1,7 +1,8 @@
 import ENCore
 import ENKeyFiles
 import ENStore
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why a detection run was refused. Nothing is recorded as processed when it fails.
 public enum DetectionError: Error, Equatable, CustomStringConvertible {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Who may change the agent's state: root, the daemon's own user, and members of a group.
 enum CallerAuthorisation {

@@ -6,7 +6,8 @@ import ENBus
 import ENCore
 import ENKeyFiles
 import ENStore
-import Foundation
+import FoundationEssentials
+import Glibc
 import ENSystemd
 
 /// The daemon's state and its running parts: the key schedule's upkeep and the radio run while
@@ -129,7 +130,7 @@ final class Daemon: @unchecked Sendable {
         if status.runsAgent && upkeepTimer == nil {
             do { try startRunning() } catch {
                 logger.critical("cannot start: \(error)")
-                Foundation.exit(1)
+                Glibc.exit(1)
             }
         } else if !status.runsAgent && upkeepTimer != nil {
             stopRunning()

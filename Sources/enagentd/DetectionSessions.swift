@@ -3,7 +3,8 @@ import ENAgent
 import ENAPI
 import ENBus
 import ENKeyFiles
-import Foundation
+import FoundationEssentials
+import Glibc
 import ENSystemd
 import Synchronization
 

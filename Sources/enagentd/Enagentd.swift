@@ -7,7 +7,8 @@ import ENBus
 import ENCore
 import ENKeyFiles
 import ENStore
-import Foundation
+import FoundationEssentials
+import Glibc
 import ENSystemd
 
 @main
@@ -118,7 +119,7 @@ struct Enagentd: ParsableCommand {
             Systemd.notify("STOPPING=1")
             logger.info("stopping")
             daemon.stop()
-            Foundation.exit(0)
+            Glibc.exit(0)
         }
         let gate = ClockGate(synchronisation: synchronisation, clock: clock, queue: .main)
         Systemd.notify("READY=1")

@@ -4,7 +4,8 @@ import ENAPI
 import ENBus
 import ENCore
 import ENStore
-import Foundation
+import FoundationEssentials
+import Glibc
 import ENSystemd
 import Synchronization
 

@@ -1,6 +1,7 @@
 import ENAPI
 import ENBus
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A key file passed as a file descriptor: checked when the call arrives, read when its turn
 /// comes, refusing more than `limit` bytes (`limitName` says which limit that is, for the caller).
@@ -28,7 +29,7 @@ enum KeyFileDescriptor {
         data.reserveCapacity(size)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = Foundation.read(descriptor, &buffer, buffer.count)
+            let count = Glibc.read(descriptor, &buffer, buffer.count)
             if count == 0 { return data }
             guard count > 0 else {
                 if errno == EINTR { continue }

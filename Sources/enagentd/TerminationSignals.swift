@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// SIGTERM and SIGINT delivered as a byte on a pipe.
 ///

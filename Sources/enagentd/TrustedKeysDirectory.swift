@@ -1,5 +1,6 @@
 import ENKeyFiles
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The health authorities' public keys: every `*.pem` file in a directory. `KEYID_VERSION.pem`
 /// (such as `310_v1.pem`) is trusted for that key id and version only, any other name for any.
