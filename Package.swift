@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.0
 import PackageDescription
 
 /// A system library target: a module map plus a shim header over a Debian -dev package.
