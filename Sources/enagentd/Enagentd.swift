@@ -123,6 +123,7 @@ struct Enagentd: ParsableCommand {
         }
         let gate = ClockGate(synchronisation: synchronisation, clock: clock, queue: .main)
         Systemd.notify("READY=1")
+        CodeResidency.dropUntouched()
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
         DispatchQueue.main.async {
             daemon.apply()
