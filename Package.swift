@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENKeyFileWriter", "ENArchive", "TestSupport", .product(name: "ZIPFoundation", package: "ZIPFoundation")], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
-        .testTarget(name: "ENAPITests", dependencies: ["ENAPI"]),
+        .testTarget(name: "ENAPITests", dependencies: ["ENAPI", "TestSupport"]),
         .testTarget(name: "ENSystemdTests", dependencies: ["ENSystemd", "TestSupport"]),
         .testTarget(name: "ENSQLiteTests", dependencies: ["ENSQLite", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "ENSQLite", "TestSupport"], resources: [.copy("Fixtures")]),

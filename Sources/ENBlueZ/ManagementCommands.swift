@@ -112,8 +112,10 @@ public struct AddExtendedAdvertisingParameters: ManagementCommand {
     /// Duration and timeout are 0: no round-robin share, no expiry (kernels up to at least 6.1
     /// hand a timeout to the controller as 16-bit milliseconds, so above 65 s it wraps).
     public var parameters: [UInt8] {
-        [instance] + flags.rawValue.littleEndianBytes + UInt16(0).littleEndianBytes + UInt16(0).littleEndianBytes
-            + interval.lowerBound.littleEndianBytes + interval.upperBound.littleEndianBytes + [UInt8(bitPattern: transmitPower)]
+        let durationAndTimeout: [UInt8] = [0, 0, 0, 0]
+        let fields: [[UInt8]] = [[instance], flags.rawValue.littleEndianBytes, durationAndTimeout,
+                                 interval.lowerBound.littleEndianBytes, interval.upperBound.littleEndianBytes, [UInt8(bitPattern: transmitPower)]]
+        return fields.flatMap { $0 }
     }
 
     public struct Reply: Equatable, Sendable {

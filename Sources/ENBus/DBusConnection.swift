@@ -306,7 +306,8 @@ public final class DBusConnection: @unchecked Sendable {
 
 /// Ends a signal subscription when cancelled.
 public final class SignalSubscription: Sendable {
-    private weak let connection: DBusConnection?
+    // Written once, in init (Swift 6.0 has no `weak let`); weak references are atomic.
+    nonisolated(unsafe) private weak var connection: DBusConnection?
     private let id: Int
 
     init(connection: DBusConnection, id: Int) {

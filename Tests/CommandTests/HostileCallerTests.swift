@@ -115,7 +115,8 @@ extension HostileCallerTests {
         let connection = try DBusConnection(address: service.bus.address)
         let xml = try connection.call(destination: Self.destination, path: Self.path, interface: "org.freedesktop.DBus.Introspectable",
                                       member: "Introspect").first?.string ?? ""
-        let interface = try #require(xml.split(separator: "<interface name=\"\(Self.destination)\">").last?.split(separator: "</interface>").first)
+        let parts = xml.split(separator: "<interface name=\"\(Self.destination)\">").last?.split(separator: "</interface>") ?? []
+        let interface = try #require(parts.first)
         let methods = try interface.matches(of: Regex(#"<method name="(\w+)"(/>|>([\s\S]*?)</method>)"#)).map { match in
             let body = match.output[3].substring ?? ""
             let signature = try body.matches(of: Regex(#"type="([^"]+)" direction="in""#)).compactMap { $0.output[1].substring }.joined()

@@ -2,6 +2,7 @@
 import ENBus
 import ENCore
 import Foundation
+import TestSupport
 import Testing
 
 /// The contract's records convert both ways, name what does not match, and are what the interface
@@ -48,14 +49,14 @@ import Testing
     @Test func aMismatchNamesTheMemberInsteadOfAnsweringZero() throws {
         var window = ExposureWindows(windows: []).values
         window = [.array(elementSignature: "(uuuua(iiu))", [.structure([.uint32(1), .uint32(1), .uint32(1), .uint32(1), .array(elementSignature: "(iiu)", [])])])]
-        let wrongDate = #expect(throws: ContractMismatch.self) { try ExposureNotificationAPI.Methods.getExposureWindows.output(window) }
+        let wrongDate = expectError(ContractMismatch.self) { try ExposureNotificationAPI.Methods.getExposureWindows.output(window) }
         #expect(wrongDate?.description == "the reply to GetExposureWindows: expected (a(tuuua(iiu))), got (a(uuuua(iiu)))")
 
         let shortKey = DBusValue.structure([.bytes(Array(repeating: 1, count: 15)), .uint32(1), .uint32(144), .uint32(0)])
-        let short = #expect(throws: ContractMismatch.self) { try ExposureNotificationAPI.Methods.getTemporaryExposureKeyHistory.output([.array(elementSignature: "(ayuuu)", [shortKey])]) }
+        let short = expectError(ContractMismatch.self) { try ExposureNotificationAPI.Methods.getTemporaryExposureKeyHistory.output([.array(elementSignature: "(ayuuu)", [shortKey])]) }
         #expect(short?.description == "the reply to GetTemporaryExposureKeyHistory: keys: element 0: key_data: expected 16 bytes, got 15")
 
-        let missing = #expect(throws: ContractMismatch.self) {
+        let missing = expectError(ContractMismatch.self) {
             try DetectionSummary(dbusValue: .properties(["KeyFilesProcessed": .uint32(1)]))
         }
         #expect(missing?.description == "KeyFilesSkipped is missing")

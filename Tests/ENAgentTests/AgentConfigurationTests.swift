@@ -1,6 +1,7 @@
 import ENAgent
 import ENStore
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct AgentConfigurationTests {
@@ -49,7 +50,7 @@ import Testing
         ("just words", 1, "expected key = value"),
     ])
     func refusesBadLinesNamingThem(text: String, line: Int, reason: String) {
-        #expect { try AgentConfiguration(text: text, path: "enagent.conf") } throws: { error in
+        expectError({ try AgentConfiguration(text: text, path: "enagent.conf") }) { error in
             guard let error = error as? AgentConfiguration.Error else { return false }
             return error.line == line && error.reason.hasPrefix(reason) && error.description.hasPrefix("enagent.conf:\(line): ")
         }

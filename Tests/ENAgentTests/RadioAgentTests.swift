@@ -82,8 +82,10 @@ final class StateLog: Sendable {
         agent.stop()
         let keys = try KeySchedule(store: store, clock: clock)
         let sent = try #require(radio.serviceData.first)
-        #expect(sent == (try keys.broadcast(metadata: Metadata(transmitPower: 7))).serviceData)
-        #expect(sent != (try keys.broadcast(metadata: metadata)).serviceData)
+        let withSeven = try keys.broadcast(metadata: Metadata(transmitPower: 7)).serviceData
+        let withOwn = try keys.broadcast(metadata: metadata).serviceData
+        #expect(sent == withSeven)
+        #expect(sent != withOwn)
     }
 
     /// An RPI already on the air is never put on the air again (a new registration comes from a new
@@ -133,8 +135,8 @@ final class StateLog: Sendable {
         fourth.stop()
         let current = try #require(keys.last)
         let next = ENIntervalNumber(interval.rawValue + 1)
-        #expect(nextInterval.serviceData.first.map { Array($0.prefix(16)) }
-                == (try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: current.keyData), interval: next)).bytes)
+        let expected = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: current.keyData), interval: next).bytes
+        #expect(nextInterval.serviceData.first.map { Array($0.prefix(16)) } == expected)
     }
 
     /// Told of a clock step, a running agent acts at once, not at its next rotation (minutes
@@ -187,8 +189,8 @@ final class StateLog: Sendable {
         let interval = try #require(ENIntervalNumber(unixSeconds: clock.now))
         let crypto = try ExposureCrypto()
         let fresh = try #require(keys.last)
-        #expect(radio.serviceData.last.map { Array($0.prefix(16)) }
-                == (try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: fresh.keyData), interval: interval)).bytes)
+        let expected = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: fresh.keyData), interval: interval).bytes
+        #expect(radio.serviceData.last.map { Array($0.prefix(16)) } == expected)
     }
 
     /// An adapter that reports itself powered, with no loss before, changes nothing on the air:

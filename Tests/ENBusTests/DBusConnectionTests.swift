@@ -134,14 +134,14 @@ final class Locked<Value: Sendable>: Sendable {
             try self.client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test", member: member, arguments)
         }
         #expect(throws: DBusError(name: "org.enagent.Test.Error.Refused", message: "no, because")) { try call("Fail", []) }
-        #expect { try call("Missing", []) } throws: { ($0 as? DBusError)?.name == DBusError.unknownMethod }
-        #expect { try call("Echo", [.string("not a variant")]) } throws: { error in
+        expectError({ try call("Missing", []) }) { ($0 as? DBusError)?.name == DBusError.unknownMethod }
+        expectError({ try call("Echo", [.string("not a variant")]) }) { error in
             (error as? DBusError)?.name == DBusError.invalidArgs && "\(error)".contains("Echo takes (v), not (s)")
         }
-        #expect { try self.client.call(destination: "org.enagent.Test", path: "/nowhere", interface: "org.enagent.Test", member: "Echo") } throws: {
+        expectError({ try self.client.call(destination: "org.enagent.Test", path: "/nowhere", interface: "org.enagent.Test", member: "Echo") }) {
             ($0 as? DBusError)?.name == DBusError.unknownObject
         }
-        #expect { try self.client.call(destination: "org.enagent.Nobody", path: "/", interface: "x.y", member: "Z") } throws: {
+        expectError({ try self.client.call(destination: "org.enagent.Nobody", path: "/", interface: "x.y", member: "Z") }) {
             ($0 as? DBusError)?.name == "org.freedesktop.DBus.Error.ServiceUnknown"
         }
     }
@@ -170,13 +170,13 @@ final class Locked<Value: Sendable>: Sendable {
         let signal = try #require(changes.wait().first)
         #expect(signal[0] == .string("org.enagent.Test"))
         #expect(signal[1].stringKeyed?["Name"]?.string == "changed")
-        #expect { try properties("Set", [.string("org.enagent.Test"), .string("Version"), .variant(.string("2"))]) } throws: {
+        expectError({ try properties("Set", [.string("org.enagent.Test"), .string("Version"), .variant(.string("2"))]) }) {
             ($0 as? DBusError)?.name == DBusError.propertyReadOnly
         }
-        #expect { try properties("Set", [.string("org.enagent.Test"), .string("Name"), .variant(.int32(2))]) } throws: {
+        expectError({ try properties("Set", [.string("org.enagent.Test"), .string("Name"), .variant(.int32(2))]) }) {
             ($0 as? DBusError)?.name == DBusError.invalidArgs
         }
-        #expect { try properties("Get", [.string("org.enagent.Test"), .string("Nope")]) } throws: {
+        expectError({ try properties("Get", [.string("org.enagent.Test"), .string("Nope")]) }) {
             ($0 as? DBusError)?.name == DBusError.unknownProperty
         }
     }
@@ -265,7 +265,7 @@ final class Locked<Value: Sendable>: Sendable {
         defer { subscription.cancel() }
         let other = try DBusConnection(address: bus.address)
         try other.requestName("org.enagent.Other")
-        #expect { try DBusConnection(address: bus.address).requestName("org.enagent.Other") } throws: { "\($0)".contains("already owned") }
+        expectError({ try DBusConnection(address: bus.address).requestName("org.enagent.Other") }) { "\($0)".contains("already owned") }
         let unique = other.uniqueName
         other.close()
         let changes = owners.wait(for: 2)

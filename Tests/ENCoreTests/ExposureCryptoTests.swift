@@ -74,7 +74,8 @@ import Testing
     @Test func intervalsWrapAtTheEndOfTheUInt32Range() throws {
         let rpik = crypto.rollingProximityIdentifierKey(for: tek)
         let rpis = try crypto.rollingProximityIdentifiers(key: rpik, from: ENIntervalNumber(UInt32.max), count: 2)
-        #expect(rpis[1] == (try crypto.rollingProximityIdentifier(key: rpik, interval: ENIntervalNumber(0))))
+        let wrapped = try crypto.rollingProximityIdentifier(key: rpik, interval: ENIntervalNumber(0))
+        #expect(rpis[1] == wrapped)
     }
 
     @Test func zeroIntervalsGiveNoIdentifiers() throws {

@@ -27,9 +27,9 @@ import Testing
     /// An index that outgrows its first size keeps everything, with the RSSI, the AEM and the time.
     @Test func anIndexGrowsWithoutLosingASighting() {
         var index = SightingIndex(expectedCount: 10)
-        let sightings = (0..<3_000).map { n in
-            Sighting(rpi: rpi(n), aem: AssociatedEncryptedMetadata(rawValue: UInt32(n)), rssi: n % 3 == 0 ? nil : Int8(n % 100 - 100),
-                     time: Int64(n) * 1_000, adapter: "hci0")
+        let sightings = (0..<3_000).map { (n: Int) -> Sighting in
+            let rssi: Int8? = n % 3 == 0 ? nil : Int8(n % 100 - 100)
+            return Sighting(rpi: rpi(n), aem: AssociatedEncryptedMetadata(rawValue: UInt32(n)), rssi: rssi, time: Int64(n) * 1_000, adapter: "hci0")
         }
         sightings.forEach { index.add($0) }
         #expect(index.count == 3_000)

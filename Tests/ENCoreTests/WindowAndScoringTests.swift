@@ -136,7 +136,7 @@ import Testing
         (#"{"minimumRiskscore":3}"#, "minimumRiskscore"),
     ])
     func invalidConfigurationsNameTheKey(json: String, key: String) throws {
-        #expect { try self.decode(ExposureConfiguration.self, json) } throws: { error in
+        expectError({ try self.decode(ExposureConfiguration.self, json) }) { error in
             (error as? ConfigurationError)?.key == key
         }
     }

@@ -2,15 +2,17 @@ import ENCore
 import ENKeyFileWriter
 @testable import ENKeyFiles
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct KeyExportWriterTests {
     static func randomKeys(_ count: Int) throws -> [DiagnosisKey] {
-        try (0..<count).map { index in
-            DiagnosisKey(key: TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
-                                                   rollingStartIntervalNumber: ENIntervalNumber(2_700_000 + UInt32(index % 14) * 144),
-                                                   rollingPeriod: UInt32(index % 144 + 1), transmissionRiskLevel: index % 9),
-                         reportType: ReportType(rawValue: index % 6)!, daysSinceOnsetOfSymptoms: index % 3 == 0 ? nil : index % 29 - 14)
+        try (0..<count).map { (index: Int) throws -> DiagnosisKey in
+            let start = ENIntervalNumber(2_700_000 + UInt32(index % 14) * 144)
+            let onset: Int? = index % 3 == 0 ? nil : index % 29 - 14
+            let key = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(), rollingStartIntervalNumber: start,
+                                           rollingPeriod: UInt32(index % 144 + 1), transmissionRiskLevel: index % 9)
+            return DiagnosisKey(key: key, reportType: ReportType(rawValue: index % 6)!, daysSinceOnsetOfSymptoms: onset)
         }
     }
 
@@ -66,7 +68,7 @@ import Testing
         #expect(throws: P256KeyError.unreadablePrivateKey) { try P256PrivateKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
         // An Ed25519 SubjectPublicKeyInfo.
         let ed25519 = "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE="
-        #expect { try TrustedKey.publicKey(from: ed25519) } throws: { error in
+        expectError({ try TrustedKey.publicKey(from: ed25519) }) { error in
             guard case P256KeyError.notP256 = error else { return false }
             return true
         }

@@ -1,6 +1,7 @@
 import ENCore
 import ENKeyFiles
 import Foundation
+import TestSupport
 import Testing
 
 /// TemporaryExposureKey messages: the scanner reads the plain form, the full reader everything
@@ -63,7 +64,7 @@ import Testing
     ] as [([UInt8], String)])
     func invalidKeysAreRefused(message: [UInt8], reason: String) {
         #expect(scanned(message) == nil)
-        let error = #expect(throws: KeyFileError.self) { try KeyExport.decodedKey(Data(message)) }
+        let error = expectError(KeyFileError.self) { try KeyExport.decodedKey(Data(message)) }
         #expect(error.map { "\($0)".contains(reason) } == true, "\(String(describing: error))")
     }
 }

@@ -38,8 +38,9 @@ import Testing
 
     /// Unknown fields of every wire type, a group with a group inside included, are skipped.
     @Test func unknownFieldsOfEveryWireTypeAreSkipped() throws {
-        let unknown: [UInt8] = [0x48, 0x96, 0x01] + [0x51] + Array(repeating: 0, count: 8) + [0x5a, 0x02, 0x68, 0x69]
-            + [0x63, 0x08, 0x01, 0x6b, 0x6c, 0x64] + [0x75, 1, 2, 3, 4]
+        let varint: [UInt8] = [0x48, 0x96, 0x01], fixed64: [UInt8] = [0x51, 0, 0, 0, 0, 0, 0, 0, 0], bytes: [UInt8] = [0x5a, 0x02, 0x68, 0x69]
+        let groups: [UInt8] = [0x63, 0x08, 0x01, 0x6b, 0x6c, 0x64], fixed32: [UInt8] = [0x75, 1, 2, 3, 4]
+        let unknown = [varint, fixed64, bytes, groups, fixed32].flatMap { $0 }
         let message = KeyMessageTests.message(unknown)
         #expect(try KeyExport.decodedKey(Data(message)) == KeyExport.decodedKey(Data(KeyMessageTests.message())))
     }

@@ -43,7 +43,7 @@ import Testing
     @Test func aValueThatDoesNotFitIsAnErrorNamingTheColumn() throws {
         let db = try connection()
         try db.execute(script: "CREATE TABLE t (name TEXT, n INTEGER); INSERT INTO t VALUES (NULL, 300), ('x', -1)")
-        #expect { try db.fetchOne(String.self, "SELECT name FROM t WHERE n = 300") } throws: { error in
+        expectError({ try db.fetchOne(String.self, "SELECT name FROM t WHERE n = 300") }) { error in
             "\(error)".contains("column name is NULL")
         }
         #expect(throws: SQLiteError.self) { try db.fetchOne(Int8.self, "SELECT n FROM t WHERE n = 300") }
@@ -55,20 +55,20 @@ import Testing
     @Test func errorsCarrySQLitesCodeMessageAndStatement() throws {
         let db = try connection()
         try db.execute(script: "CREATE TABLE t (n INTEGER NOT NULL CHECK (n > 0))")
-        #expect { try db.execute("INSERT INTO t VALUES (?)", 0) } throws: { error in
+        expectError({ try db.execute("INSERT INTO t VALUES (?)", 0) }) { error in
             guard let error = error as? SQLiteError else { return false }
             return error.code == 19 /* SQLITE_CONSTRAINT */ && error.extendedCode == 275 /* _CHECK */
                 && error.sql == "INSERT INTO t VALUES (?)" && "\(error)".contains("CHECK constraint failed")
         }
-        #expect { try db.execute("SELECT x FROM nowhere") } throws: { error in "\(error)".contains("no such table: nowhere") }
-        #expect { try db.execute("INSERT INTO t VALUES (?)") } throws: { error in "\(error)".contains("0 arguments for 1 parameters") }
-        #expect { try db.execute("INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)") } throws: { error in "\(error)".contains("more than one statement") }
+        expectError({ try db.execute("SELECT x FROM nowhere") }) { error in "\(error)".contains("no such table: nowhere") }
+        expectError({ try db.execute("INSERT INTO t VALUES (?)") }) { error in "\(error)".contains("0 arguments for 1 parameters") }
+        expectError({ try db.execute("INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)") }) { error in "\(error)".contains("more than one statement") }
         #expect(try db.fetchOne(Int.self, "SELECT count(*) FROM t;") == 0, "nothing of the refused script ran; a trailing semicolon is fine")
         let notADatabase = directory.file("junk.db")
         try Data(repeating: 0x5a, count: 4096).write(to: URL(fileURLWithPath: notADatabase))
         let junk = try SQLiteConnection(path: notADatabase)
-        #expect { try junk.execute(script: "PRAGMA journal_mode = WAL") } throws: { error in (error as? SQLiteError)?.isCorrupt == true }
-        #expect { try SQLiteConnection(path: directory.file("missing/x.db")) } throws: { error in (error as? SQLiteError)?.isCannotOpen == true }
+        expectError({ try junk.execute(script: "PRAGMA journal_mode = WAL") }) { error in (error as? SQLiteError)?.isCorrupt == true }
+        expectError({ try SQLiteConnection(path: directory.file("missing/x.db")) }) { error in (error as? SQLiteError)?.isCannotOpen == true }
     }
 
     @Test func aTransactionIsRolledBackWhenItsBodyThrows() throws {
@@ -108,7 +108,7 @@ import Testing
         let first = try connection(), impatient = try connection(busyTimeoutMilliseconds: 100), patient = try connection()
         try first.execute(script: "CREATE TABLE t (n INTEGER); BEGIN IMMEDIATE; INSERT INTO t VALUES (1)")
         let started = DispatchTime.now()
-        #expect { try impatient.transaction(.immediate) { try impatient.execute("INSERT INTO t VALUES (2)") } } throws: { error in
+        expectError({ try impatient.transaction(.immediate) { try impatient.execute("INSERT INTO t VALUES (2)") } }) { error in
             (error as? SQLiteError)?.isBusy == true
         }
         #expect(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds >= 100_000_000, "it waited for its timeout")
@@ -134,6 +134,6 @@ import Testing
         #expect(try other.fetchAll("PRAGMA wal_checkpoint(TRUNCATE)") { row throws(SQLiteError) in try row.column(0, as: Int.self) } == [0])
         _ = try db.fetchOne(Int.self, "SELECT count(*) FROM t")
         try db.close()
-        #expect { try db.execute("SELECT 1") } throws: { error in "\(error)".contains("is closed") }
+        expectError({ try db.execute("SELECT 1") }) { error in "\(error)".contains("is closed") }
     }
 }

@@ -147,7 +147,7 @@ import Testing
         let connection = try database(at: path, version: Schema.migrations.count)
         try connection.execute(script: "PRAGMA user_version = \(Schema.migrations.count + 1)")
         try connection.close()
-        #expect { try AgentStore(path: path) } throws: { error in
+        expectError({ _ = try AgentStore(path: path) }) { error in
             guard case StoreError.newerSchema = error else { return false }
             return "\(error)".contains("newer version")
         }
@@ -156,7 +156,7 @@ import Testing
     @Test func reportsAFileThatIsNotADatabase() throws {
         let path = directory.file("enagent.db")
         try Data(repeating: 0x5a, count: 8192).write(to: URL(fileURLWithPath: path))
-        #expect { try AgentStore(path: path) } throws: { error in
+        expectError({ _ = try AgentStore(path: path) }) { error in
             guard case StoreError.corrupt(let reportedPath, _) = error else { return false }
             return reportedPath == path && "\(error)".contains("move the file aside")
         }
@@ -175,7 +175,7 @@ import Testing
         try handle.seek(toOffset: size / 2)
         try handle.write(contentsOf: Data(repeating: 0xa5, count: 8192))
         try handle.close()
-        #expect { try AgentStore(path: path) } throws: { error in
+        expectError({ _ = try AgentStore(path: path) }) { error in
             guard case StoreError.corrupt = error else { return false }
             return true
         }
@@ -184,7 +184,7 @@ import Testing
     @Test func reportsAnUnwritableLocation() throws {
         let path = directory.file("enagent.db")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        #expect { try AgentStore(path: path) } throws: { error in
+        expectError({ _ = try AgentStore(path: path) }) { error in
             guard case StoreError.cannotOpen = error else { return false }
             return true
         }
