@@ -32,7 +32,7 @@ RUN_DIR ?= $(CURDIR)/run
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean \
-	man check-man deb lint-deb check-footprint
+	man check-man deb lint-deb check-footprint test-swift6.0
 
 all: build
 
@@ -51,12 +51,21 @@ release: deps
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) test-swift6.0
 	$(MAKE) verify-units
 	$(MAKE) check-man
 	$(MAKE) deb
 	$(MAKE) check-footprint
 	$(MAKE) lab-test
 	$(MAKE) lab-service
+
+# The same tests built and run with Debian trixie's own Swift 6.0.3 (`swiftlang`, what a Pi owner
+# gets from apt), in a trixie root that scripts/trixie-root.sh makes with debootstrap once and
+# caches (/var/cache/enagent/trixie-swift6.0, TRIXIE_ROOT=; about 3 GB).
+SWIFT60_SCRATCH ?= .build-swift6.0
+test-swift6.0:
+	scripts/trixie-root.sh swift build --build-tests --scratch-path $(SWIFT60_SCRATCH)
+	scripts/trixie-root.sh swift test --skip-build --scratch-path $(SWIFT60_SCRATCH)
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
 # enbench runs the enctl and enagentd built beside it as the package builds them (README: Performance).

@@ -1,0 +1,66 @@
+#!/bin/bash
+# trixie-root.sh: a Debian trixie root (debootstrap, minbase) with Debian's own Swift 6.0.3
+# (`swiftlang`), lld and the -dev packages enagent builds with, made once and cached like the
+# lab's kernel: the marker written last says it is whole, so a root left half-made is never used.
+# Then runs a command in it as root, with the project bound at /src and the Swift packages' mirror
+# (git's url.insteadOf of the host) at the same path as on the host.
+#
+# Usage: scripts/trixie-root.sh [COMMAND...]      (no COMMAND: make the root and print its path)
+# Env:   TRIXIE_ROOT (default /var/cache/enagent/trixie-swift6.0)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+PROJECT=$(cd "$HERE/.." && pwd)
+ROOT=${TRIXIE_ROOT:-/var/cache/enagent/trixie-swift6.0}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# What enagent builds and tests with (scripts/install-deps.sh has the same list for the host),
+# Swift and its linker, git for SwiftPM, and dbus-daemon for the tests' private buses.
+PACKAGES="swiftlang lld git ca-certificates pkg-config make python3 openssl dbus-daemon dbus
+libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev"
+
+if [ ! -e "$ROOT/.complete" ]; then
+    [ "$(id -u)" = 0 ] || { echo "trixie-root: making the root needs root (debootstrap, chroot)" >&2; exit 1; }
+    "$HERE/install-deps.sh" debootstrap
+    echo "trixie-root: making $ROOT (debootstrap trixie, then swiftlang: a few minutes, about 3 GB)" >&2
+    rm -rf "$ROOT.partial"
+    mkdir -p "$(dirname "$ROOT")"
+    debootstrap --variant=minbase trixie "$ROOT.partial" "$MIRROR" > "$(dirname "$ROOT")/debootstrap.log" 2>&1 \
+        || { tail -20 "$(dirname "$ROOT")/debootstrap.log" >&2; echo "trixie-root: debootstrap failed" >&2; exit 1; }
+    mount -t proc proc "$ROOT.partial/proc"
+    trap 'umount "$ROOT.partial/proc" 2>/dev/null || true' EXIT
+    chroot "$ROOT.partial" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $PACKAGES)" \
+        > "$(dirname "$ROOT")/apt.log" 2>&1 || { tail -20 "$(dirname "$ROOT")/apt.log" >&2; echo "trixie-root: installing Swift failed" >&2; exit 1; }
+    chroot "$ROOT.partial" apt-get clean
+    umount "$ROOT.partial/proc"
+    trap - EXIT
+    touch "$ROOT.partial/.complete"
+    rm -rf "$ROOT"
+    mv "$ROOT.partial" "$ROOT"
+fi
+[ $# -gt 0 ] || { echo "$ROOT"; exit 0; }
+
+# The host's git rewrites github.com to a local mirror of the Swift packages: the same inside.
+mounts=()
+cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "${mounts[i]}" 2>/dev/null || true; done; }
+trap cleanup EXIT
+bind() {  # bind SOURCE TARGET-in-root
+    mkdir -p "$ROOT$2"
+    mount --bind "$1" "$ROOT$2"
+    mounts+=("$ROOT$2")
+}
+mount -t proc proc "$ROOT/proc"; mounts+=("$ROOT/proc")
+bind /dev /dev
+mount -t tmpfs tmpfs "$ROOT/tmp"; mounts+=("$ROOT/tmp")
+bind "$PROJECT" /src
+git_rewrites=$(git config --system --get-regexp '^url\..*\.insteadof$' 2>/dev/null || true)
+while read -r key value; do
+    [ -n "$key" ] || continue
+    directory=${key#url.}; directory=${directory%.insteadof}
+    [ -d "$directory" ] && ! mountpoint -q "$ROOT$directory" && bind "$directory" "$directory"
+    chroot "$ROOT" git config --system --add "$key" "$value"
+done <<< "$git_rewrites"
+chroot "$ROOT" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    sh -c 'cd /src && exec "$@"' trixie-root "$@"
+status=$?
+# The rewrites were for this run: the next adds them again.
+while read -r key value; do [ -n "$key" ] && chroot "$ROOT" git config --system --unset-all "$key" || true; done <<< "$git_rewrites"
+exit $status
