@@ -15,7 +15,7 @@ import Synchronization
 /// bus policy says the same).
 struct ExposureNotificationService: Sendable {
     typealias API = ExposureNotificationAPI
-    static let version = "0.5.0"
+    static let version = "0.6.0"
 
     let daemon: Daemon
     /// Refuses a caller who may not change state, with NotAuthorized.
