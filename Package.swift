@@ -67,7 +67,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
+            "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "TestSupport"]),
