@@ -2,7 +2,7 @@
 import PackageDescription
 
 /// A system library target: a module map plus a shim header over a Debian -dev package.
-/// The `CEN` prefix keeps the names clear of dependencies' own C modules (ZIPFoundation has `CZlib`).
+/// The `CEN` prefix keeps the names clear of other packages' C modules (a `CZlib`, say).
 func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
 }
@@ -15,7 +15,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         // Layer 1: C libraries.
@@ -39,11 +38,9 @@ let package = Package(
         // Layer 3: diagnosis key export files: reading, verifying, matching. Its own protobuf wire
         // code; Proto/export.proto documents the format.
         .target(name: "ENKeyFiles", dependencies: ["ENCore", "ENArchive"], exclude: ["Proto"]),
-        // Layer 3: writing key export files (enctl, enbench, tests), apart so that enagentd does
-        // not link ZIPFoundation, which writes the archives (reading untrusted ones is ENArchive's).
-        .target(name: "ENKeyFileWriter", dependencies: [
-            "ENCore", "ENKeyFiles", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-        ]),
+        // Layer 3: writing key export files (enctl, enbench, tests): the protobuf wire writer, and
+        // the archive through ENArchive's ZipWriter.
+        .target(name: "ENKeyFileWriter", dependencies: ["ENCore", "ENKeyFiles", "ENArchive"]),
 
         // Layer 4: a typed layer on sqlite3's C API (connections, statements, transactions), and
         // the agent's database on it.
@@ -69,7 +66,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
+            "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "TestSupport"]),
@@ -80,7 +77,7 @@ let package = Package(
         ]),
         .testTarget(name: "ENCoreTests", dependencies: ["ENCore", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENKeyFileWriter", "ENArchive", "TestSupport", .product(name: "ZIPFoundation", package: "ZIPFoundation")], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENKeyFileWriter", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
         .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
         .testTarget(name: "ENAPITests", dependencies: ["ENAPI", "TestSupport"]),

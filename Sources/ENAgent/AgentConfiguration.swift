@@ -48,7 +48,7 @@ public struct AgentConfiguration: Equatable, Sendable {
             case "power-on": powerOn = try Self.boolean(value, key: key, fail)
             case "tx-power": txPower = Int8(try Self.integer(value, in: -127...20, key: key, fail))
             case "rotation-seconds":
-                let bounds = value.split(separator: "-").compactMap { Int($0.trimmingWhitespace) }
+                let bounds = value.split(separator: "-").compactMap { Int($0.trimmingWhitespace()) }
                 guard bounds.count == 2, bounds[0] >= 1, bounds[0] <= bounds[1] else { throw fail("rotation-seconds must be MIN-MAX, such as 600-1200") }
                 rotationSeconds = bounds[0]...bounds[1]
             case "scan-seconds": scanSeconds = try Self.integer(value, in: 1...300, key: key, fail)

@@ -1,7 +1,8 @@
 import CENZlib
 
 /// Raw DEFLATE (no zlib header), as zip entries and the payload of a SMART Health Card carry it,
-/// inflated with a bound on the output so a small input cannot expand into gigabytes.
+/// inflated with a bound on the output so a small input cannot expand into gigabytes, and
+/// deflated for the zip archives we write.
 public enum RawDeflate {
     public enum Failure: Error, Equatable {
         case corrupt
@@ -42,11 +43,7 @@ public enum RawDeflate {
         stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
         var remaining = input.count
         while true {
-            // avail_in is 32 bits: feed a larger input in slices.
-            if stream.avail_in == 0 && remaining > 0 {
-                stream.avail_in = UInt32(min(remaining, Int(UInt32.max)))
-                remaining -= Int(stream.avail_in)
-            }
+            stream.feed(&remaining)
             let status = chunk.withUnsafeMutableBufferPointer { buffer -> Int32 in
                 stream.next_out = buffer.baseAddress
                 stream.avail_out = UInt32(buffer.count)
@@ -60,6 +57,34 @@ public enum RawDeflate {
         }
     }
 
+    /// `input` as raw DEFLATE at zlib's default level: the same input gives the same bytes (with
+    /// the same zlib).
+    public static func deflate(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+        var stream = z_stream()
+        // Negative window bits: raw DEFLATE. With these constant parameters zlib fails only when
+        // it cannot allocate its state, which Swift's own allocations treat as fatal as well.
+        let setUp = deflateInit2_(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, CENZLIB_VERSION, CENZLIB_STREAM_SIZE)
+        guard setUp == Z_OK else { fatalError("zlib could not start a deflate stream (status \(setUp): out of memory)") }
+        defer { deflateEnd(&stream) }
+        var output = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+        var remaining = input.count
+        while true {
+            stream.feed(&remaining)
+            let status = chunk.withUnsafeMutableBufferPointer { buffer -> Int32 in
+                stream.next_out = buffer.baseAddress
+                stream.avail_out = UInt32(buffer.count)
+                return CENZlib.deflate(&stream, remaining == 0 ? Z_FINISH : Z_NO_FLUSH)
+            }
+            output.append(contentsOf: chunk[..<(chunk.count - Int(stream.avail_out))])
+            if status == Z_STREAM_END { return output }
+            // Each call has fresh output space, so zlib always makes progress: anything but
+            // Z_OK would be a misused stream.
+            precondition(status == Z_OK, "deflate returned \(status)")
+        }
+    }
+
     /// The CRC-32 a zip entry declares for its inflated bytes.
     public static func crc32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var crc: uLong = 0
@@ -70,5 +95,14 @@ public enum RawDeflate {
             offset += length
         }
         return UInt32(truncatingIfNeeded: crc)
+    }
+}
+
+extension z_stream {
+    /// avail_in is 32 bits: a larger input goes in in slices, the next one once zlib took the last.
+    fileprivate mutating func feed(_ remaining: inout Int) {
+        guard avail_in == 0 && remaining > 0 else { return }
+        avail_in = UInt32(min(remaining, Int(UInt32.max)))
+        remaining -= Int(avail_in)
     }
 }

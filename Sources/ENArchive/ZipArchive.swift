@@ -7,7 +7,7 @@ import Glibc
 /// the archive declares is checked against the bytes before it is used, and any inconsistency is
 /// an error naming it, never a trap. Only what key files need is supported: one disk, no ZIP64,
 /// no encryption, stored or deflated entries. (ZIPFoundation's in-memory reader trapped on an
-/// offset past the end, which took the daemon down; it still writes the archives we make.)
+/// offset past the end, which took the daemon down. ZipWriter writes the archives we make.)
 public struct ZipArchive: Sendable {
     public struct Entry: Sendable, Equatable {
         public let name: String

@@ -30,7 +30,7 @@ public struct KeyValueFile: Sendable {
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let content = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             guard !content.allSatisfy(\.isWhitespace) else { continue }
-            let parts = content.split(separator: "=", maxSplits: 1).map(\.trimmingWhitespace)
+            let parts = content.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
                 throw Error(path: path, line: index + 1, reason: "expected key = value")
             }

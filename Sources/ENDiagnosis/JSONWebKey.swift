@@ -1,5 +1,5 @@
 import ENCore
-import Foundation
+import FoundationEssentials
 
 /// An issuer's public key from its JWKS: EC P-256 (`kty` EC, `crv` P-256, `x`, `y`).
 public struct JSONWebKey: Sendable {
@@ -9,12 +9,12 @@ public struct JSONWebKey: Sendable {
     /// The keys of a JWKS document (`{"keys": [...]}`) that are EC P-256 and whose `kid` is the
     /// RFC 7638 thumbprint of the key, as SMART Health Cards require; other keys are skipped.
     public static func keySet(_ data: Data) throws(HealthCardError) -> [JSONWebKey] {
-        guard let document = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let keys = document["keys"] as? [[String: Any]] else {
+        guard let keys = JSONValue(parsing: data)?["keys"]?.array else {
             throw .badIssuerKeys("not a JWKS document ({\"keys\": [...]})")
         }
         return keys.compactMap { key in
-            guard key["kty"] as? String == "EC", key["crv"] as? String == "P-256", let x = key["x"] as? String, let y = key["y"] as? String,
-                  let kid = key["kid"] as? String, let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),
+            guard key["kty"]?.string == "EC", key["crv"]?.string == "P-256", let x = key["x"]?.string, let y = key["y"]?.string,
+                  let kid = key["kid"]?.string, let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),
                   kid == thumbprint(x: x, y: y), let publicKey = try? P256PublicKey(x: xBytes, y: yBytes) else { return nil }
             return JSONWebKey(kid: kid, publicKey: publicKey)
         }

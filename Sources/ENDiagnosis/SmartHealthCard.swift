@@ -1,6 +1,6 @@
 import ENCore
 import ENArchive
-import Foundation
+import FoundationEssentials
 
 /// What a verified SMART Health Card says, for the person to check.
 public struct HealthCard: Sendable, Equatable, Codable {
@@ -73,7 +73,7 @@ public struct HealthCardVerifier: Sendable {
         var issuers = [String: [JSONWebKey]]()
         for name in names.sorted() where name.hasSuffix(".json") {
             guard let data = FileManager.default.contents(atPath: path + "/" + name),
-                  let issuer = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["iss"] as? String else {
+                  let issuer = JSONValue(parsing: data)?["iss"]?.string else {
                 throw .badIssuerKeys("\(path)/\(name) needs an \"iss\" member naming the issuer")
             }
             issuers[issuer, default: []] += try JSONWebKey.keySet(data)
@@ -83,10 +83,9 @@ public struct HealthCardVerifier: Sendable {
 
     /// The compact JWS of a `.smart-health-card` file, a bare JWS, or `shc:/` numeric QR text.
     public static func jws(from input: String) throws(HealthCardError) -> String {
-        let text = input.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = input.trimmingWhitespace()
         if text.hasPrefix("{") {
-            guard let file = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                  let credentials = file["verifiableCredential"] as? [String], let first = credentials.first else {
+            guard let first = JSONValue(parsing: Data(text.utf8))?["verifiableCredential"]?.array?.first?.string else {
                 throw .unreadable("a JSON file without a \"verifiableCredential\" list")
             }
             return first
@@ -111,34 +110,34 @@ public struct HealthCardVerifier: Sendable {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .unreadable("a compact JWS has three parts separated by dots") }
         guard let headerBytes = Base64URL.decode(parts[0]),
-              let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any] else {
+              let header = JSONValue(parsing: Data(headerBytes)), case .object = header else {
             throw .badHeader("not base64url JSON")
         }
-        guard let algorithm = header["alg"] as? String else { throw .badHeader("no \"alg\"") }
+        guard let algorithm = header["alg"]?.string else { throw .badHeader("no \"alg\"") }
         guard algorithm == "ES256" else { throw .unsupportedAlgorithm(algorithm) }
-        guard let kid = header["kid"] as? String else { throw .badHeader("no \"kid\"") }
-        guard header["zip"] as? String == "DEF" else { throw .badHeader("the payload must be compressed (\"zip\": \"DEF\")") }
+        guard let kid = header["kid"]?.string else { throw .badHeader("no \"kid\"") }
+        guard header["zip"]?.string == "DEF" else { throw .badHeader("the payload must be compressed (\"zip\": \"DEF\")") }
         guard let compressed = Base64URL.decode(parts[1]) else { throw .badPayload("not base64url") }
         let payloadBytes: [UInt8]
         do { payloadBytes = try RawDeflate.inflate(compressed, limit: Self.maximumPayloadSize) } catch {
             throw .badPayload(error == .corrupt ? "not raw DEFLATE" : "larger than \(Self.maximumPayloadSize >> 10) KiB inflated")
         }
-        guard let payload = try? JSONSerialization.jsonObject(with: Data(payloadBytes)) as? [String: Any] else {
+        guard let payload = JSONValue(parsing: Data(payloadBytes)), case .object = payload else {
             throw .badPayload("not a JSON object")
         }
-        guard let issuer = payload["iss"] as? String else { throw .badPayload("no \"iss\"") }
+        guard let issuer = payload["iss"]?.string else { throw .badPayload("no \"iss\"") }
         let candidates = anyIssuerKeys + (issuers[issuer] ?? [])
         guard !candidates.isEmpty else { throw .unknownIssuer(issuer) }
         guard let key = candidates.first(where: { $0.kid == kid }) else { throw .unknownKey(issuer: issuer, kid: kid) }
         guard let signature = Base64URL.decode(parts[2]) else { throw .badSignature }
         let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
         guard signingInput.withUnsafeBytes({ key.publicKey.isValidRawSignature(signature, for: $0) }) else { throw .badSignature }
-        guard let nbf = payload["nbf"] as? NSNumber else { throw .badPayload("no \"nbf\"") }
+        guard let nbf = payload["nbf"]?.number else { throw .badPayload("no \"nbf\"") }
         // Seconds, possibly with a fraction; a number past Int64 (1e300) would trap on conversion.
         guard let notBefore = Self.seconds(nbf) else { throw .badPayload("\"nbf\" is not a time in unix seconds") }
         guard notBefore <= now + Self.clockSkewSeconds else { throw .notYetValid(notBefore: notBefore) }
         var expires: Int64?
-        if let exp = payload["exp"] as? NSNumber {
+        if let exp = payload["exp"]?.number {
             guard let seconds = Self.seconds(exp) else { throw .badPayload("\"exp\" is not a time in unix seconds") }
             expires = seconds
         }
@@ -148,32 +147,32 @@ public struct HealthCardVerifier: Sendable {
 
     /// Whole unix seconds of a JSON number (a fraction dropped), or nil when it is no finite
     /// number within Int64.
-    static func seconds(_ number: NSNumber) -> Int64? {
-        Int64(exactly: number.doubleValue.rounded(.towardZero))
+    static func seconds(_ number: Double) -> Int64? {
+        Int64(exactly: number.rounded(.towardZero))
     }
 
     /// The person's name and the bundle's immunizations and observations.
-    static func card(issuer: String, notBefore: Int64, expires: Int64?, payload: [String: Any]) -> HealthCard {
-        let bundle = ((payload["vc"] as? [String: Any])?["credentialSubject"] as? [String: Any])?["fhirBundle"] as? [String: Any]
-        let resources = (bundle?["entry"] as? [[String: Any]] ?? []).compactMap { $0["resource"] as? [String: Any] }
+    static func card(issuer: String, notBefore: Int64, expires: Int64?, payload: JSONValue) -> HealthCard {
+        let resources = (payload["vc"]?["credentialSubject"]?["fhirBundle"]?["entry"]?.array ?? []).compactMap { $0["resource"] }
         var card = HealthCard(issuer: issuer, notBefore: notBefore, expires: expires, entries: [])
         for resource in resources {
-            let performer = ((resource["performer"] as? [[String: Any]])?.first?["actor"] as? [String: Any])?["display"] as? String
-            switch resource["resourceType"] as? String {
+            let performer = resource["performer"]?.array?.first?["actor"]?["display"]?.string
+            switch resource["resourceType"]?.string {
             case "Patient":
-                let name = (resource["name"] as? [[String: Any]])?.first
-                card.patientName = (((name?["given"] as? [String]) ?? []) + [name?["family"] as? String].compactMap { $0 }).joined(separator: " ")
-                card.birthDate = resource["birthDate"] as? String
+                let name = resource["name"]?.array?.first
+                let given = name?["given"]?.array.map { $0.compactMap(\.string) } ?? []
+                card.patientName = (given + [name?["family"]?.string].compactMap { $0 }).joined(separator: " ")
+                card.birthDate = resource["birthDate"]?.string
             case "Immunization":
                 card.entries.append(HealthCard.Entry(kind: "immunization", what: "vaccine " + coding(resource["vaccineCode"]),
-                                                     date: resource["occurrenceDateTime"] as? String, performer: performer))
+                                                     date: resource["occurrenceDateTime"]?.string, performer: performer))
             case "Observation":
                 card.laboratoryResults.append(HealthCard.LaboratoryResult(
-                    test: code(resource["code"]), result: code(resource["valueCodeableConcept"]), status: resource["status"] as? String,
-                    date: resource["effectiveDateTime"] as? String ?? (resource["effectivePeriod"] as? [String: Any])?["start"] as? String))
-                let value = resource["valueCodeableConcept"].map(coding) ?? (resource["valueString"] as? String ?? "")
+                    test: code(resource["code"]), result: code(resource["valueCodeableConcept"]), status: resource["status"]?.string,
+                    date: resource["effectiveDateTime"]?.string ?? resource["effectivePeriod"]?["start"]?.string))
+                let value = resource["valueCodeableConcept"].map(coding) ?? (resource["valueString"]?.string ?? "")
                 card.entries.append(HealthCard.Entry(kind: "observation", what: coding(resource["code"]) + (value.isEmpty ? "" : ": " + value),
-                                                     date: resource["effectiveDateTime"] as? String, performer: performer))
+                                                     date: resource["effectiveDateTime"]?.string, performer: performer))
             default: continue
             }
         }
@@ -181,20 +180,20 @@ public struct HealthCardVerifier: Sendable {
     }
 
     /// A CodeableConcept's first coding, as JSON.
-    static func firstCoding(_ concept: Any?) -> [String: Any]? {
-        ((concept as? [String: Any])?["coding"] as? [[String: Any]])?.first
+    static func firstCoding(_ concept: JSONValue?) -> JSONValue? {
+        concept?["coding"]?.array?.first
     }
 
     /// A CodeableConcept's first coding, when it has a system and a code.
-    static func code(_ concept: Any?) -> HealthCard.Code? {
-        guard let coding = firstCoding(concept), let system = coding["system"] as? String, let code = coding["code"] as? String else { return nil }
-        return HealthCard.Code(system: system, code: code, display: coding["display"] as? String)
+    static func code(_ concept: JSONValue?) -> HealthCard.Code? {
+        guard let coding = firstCoding(concept), let system = coding["system"]?.string, let code = coding["code"]?.string else { return nil }
+        return HealthCard.Code(system: system, code: code, display: coding["display"]?.string)
     }
 
     /// A CodeableConcept as "display (system code)".
-    static func coding(_ concept: Any?) -> String {
+    static func coding(_ concept: JSONValue?) -> String {
         guard let coding = firstCoding(concept) else { return "" }
-        let code = coding["code"] as? String ?? ""
-        return (coding["display"] as? String).map { "\($0) (\(code))" } ?? code
+        let code = coding["code"]?.string ?? ""
+        return coding["display"]?.string.map { "\($0) (\(code))" } ?? code
     }
 }

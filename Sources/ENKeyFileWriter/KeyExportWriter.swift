@@ -1,7 +1,7 @@
+import ENArchive
 import ENCore
 import ENKeyFiles
 import FoundationEssentials
-import ZIPFoundation
 
 /// Writes key export files: for tests, and for publishing the device's own keys.
 public struct KeyExportWriter {
@@ -52,19 +52,13 @@ public struct KeyExportWriter {
         return Data(list.serializedBytes())
     }
 
-    /// A zip with export.bin and, when there is a signer, export.sig.
+    /// A zip with export.bin and, when there is a signer, export.sig, both deflated.
     public func zip(keys: [DiagnosisKey]) throws -> Data {
         let exportBin = exportBin(keys: keys)
-        let archive = try Archive(data: Data(), accessMode: .create)
-        try Self.add("export.bin", exportBin, to: archive)
-        if signer != nil { try Self.add("export.sig", try signatureList(for: exportBin), to: archive) }
-        return archive.data!
-    }
-
-    private static func add(_ name: String, _ contents: Data, to archive: Archive) throws {
-        try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(contents.count), compressionMethod: .deflate) { position, size in
-            contents.subdata(in: Int(position)..<Int(position) + size)
-        }
+        var archive = ZipWriter()
+        try archive.add("export.bin", exportBin)
+        if signer != nil { try archive.add("export.sig", try signatureList(for: exportBin)) }
+        return try archive.archive()
     }
 }
 

@@ -1,4 +1,5 @@
-import Foundation
+import ENCore
+import FoundationEssentials
 
 /// Every request to the health authority's servers has a fixed size per endpoint (its JSON
 /// padded), and decoys of the same sizes go out at random when key-server.conf enables `chaff`:
@@ -26,12 +27,12 @@ enum Padding {
 
     /// `fields` as JSON with a random `padding` member that brings it to the endpoint's size (a
     /// request that is larger anyway keeps a short padding).
-    static func body(_ fields: [String: Any], for endpoint: Endpoint) throws -> Data {
+    static func body(_ fields: [String: JSONValue], for endpoint: Endpoint) throws -> Data {
         var fields = fields
-        fields["padding"] = ""
-        let bare = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]).count
-        fields["padding"] = String((0..<max(16, endpoint.rawValue - bare)).map { _ in alphabet.randomElement()! })
-        return try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])
+        fields["padding"] = .string("")
+        let bare = try JSONValue.object(fields).encoded().count
+        fields["padding"] = .string(String((0..<max(16, endpoint.rawValue - bare)).map { _ in alphabet.randomElement()! }))
+        return try JSONValue.object(fields).encoded()
     }
 }
 

@@ -1,13 +1,13 @@
 import ArgumentParser
 import ENAPI
-import Foundation
+import FoundationEssentials
 
 /// `enctl status`: what the agent is doing.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show what enagentd is doing.", discussion: """
         Reads enagentd's properties over D-Bus; anyone may. The status is one of active, paused, \
-        disabled, consent-required, clock-unsynchronised, bluetooth-off and no-adapter. \
-        Exit status: 0, or 1 when enagentd is not running.
+        disabled, consent-required, clock-unsynchronised, bluetooth-off and no-adapter. Times \
+        are UTC. Exit status: 0, or 1 when enagentd is not running.
         """)
 
     @Flag(help: "Print JSON.")
@@ -19,14 +19,14 @@ struct Status: ParsableCommand {
         printColumns([
             ["Status", report.status],
             ["Enabled", report.enabled ? "yes" : "no"],
-            ["Paused until", report.pausedUntil > 0 ? localTime(Int64(report.pausedUntil)) : "-"],
+            ["Paused until", report.pausedUntil > 0 ? utcTime(Int64(report.pausedUntil)) : "-"],
             ["Adapter", report.adapter.isEmpty ? "-" : report.adapter],
             ["Advertising", report.advertising ? "yes" : "no"],
             ["Scanning", report.scanning ? "yes" : "no"],
             ["Sightings stored", String(report.sightingsStored)],
-            ["Last detection", report.lastDetection > 0 ? localTime(Int64(report.lastDetection)) : "never"],
+            ["Last detection", report.lastDetection > 0 ? utcTime(Int64(report.lastDetection)) : "never"],
             ["Last detection error", report.lastDetectionError.isEmpty ? "-" : report.lastDetectionError],
-            ["RSSI correction", report.rssiCorrection == 0 ? "none" : String(format: "%+d dB", report.rssiCorrection)],
+            ["RSSI correction", report.rssiCorrection == 0 ? "none" : String(signed: report.rssiCorrection) + " dB"],
             ["Latest exposure", report.latestExposureDay > 0 ? utcDay(Int64(report.latestExposureDay)) + " (UTC day)" : "none"],
             ["Version", report.version],
         ])
@@ -97,7 +97,7 @@ struct Pause: ParsableCommand {
     @OptionGroup var change: DaemonChange
 
     func run() throws {
-        try change.request(DaemonClient.API.Methods.pause, PauseArguments(seconds: seconds), then: "Paused until \(localTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
+        try change.request(DaemonClient.API.Methods.pause, PauseArguments(seconds: seconds), then: "Paused until \(utcTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
     }
 }
 
@@ -144,13 +144,8 @@ enum PauseDuration {
 /// Asks a yes/no question on the terminal; anything but y or yes is no.
 enum Confirmation {
     static func ask(_ question: String) -> Bool {
-        FileHandle.standardError.write(Data((question + " [y/N] ").utf8))
+        StandardStream.error.write(question + " [y/N] ")
         guard let answer = readLine()?.lowercased() else { return false }
         return answer == "y" || answer == "yes"
     }
-}
-
-/// A local date and time, as people read it.
-func localTime(_ unixSeconds: Int64) -> String {
-    Date(timeIntervalSince1970: TimeInterval(unixSeconds)).formatted(date: .abbreviated, time: .shortened)
 }

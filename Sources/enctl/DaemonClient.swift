@@ -1,6 +1,6 @@
 import ENAPI
 import ENBus
-import Foundation
+import FoundationEssentials
 
 /// enagentd's API on the system bus, called through ENAPI's contract, with its errors turned into
 /// messages a person can act on.

@@ -1,6 +1,6 @@
 import ArgumentParser
 import ENCore
-import Foundation
+import FoundationEssentials
 
 struct Derive: ParsableCommand {
     static let configuration = CommandConfiguration(

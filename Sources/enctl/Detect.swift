@@ -3,7 +3,9 @@ import ENAPI
 import ENBus
 import ENCore
 import ENKeyFiles
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// `enctl detect`: the three ways of detecting, as subcommands that share their options.
@@ -120,7 +122,7 @@ extension Detect {
             let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
             let index = String(decoding: try Download.data(from: URL(string: keyServer.index, relativeTo: keyServer.url)!,
                                                            maximumSize: Download.maximumIndexSize, timeout: keyServer.timeout), as: UTF8.self)
-            let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }
                 .filter { !$0.isEmpty && !$0.hasPrefix("#") }
             let processed = cache.processed()
             let pending = entries.filter { !processed.contains($0) }
@@ -252,7 +254,7 @@ extension Detect {
             } catch let error as DecodingError {
                 throw CommandError("\(config): not a JSON object (\(error))")
             } catch {
-                throw CommandError("\(config): \(error.localizedDescription)")
+                throw CommandError("\(config): \(error)")
             }
         }
     }
@@ -319,7 +321,7 @@ struct DaemonDetection {
                             timeout: .seconds(600))
         } catch let error as CommandError {
             throw CommandError(names.enumerated().reversed().reduce(error.description) { text, named in
-                text.replacingOccurrences(of: "key file \(firstNumber + named.offset)", with: named.element)
+                text.replacing("key file \(firstNumber + named.offset)", with: named.element)
             })
         }
     }

@@ -78,16 +78,16 @@ struct DetectionReport: Encodable {
             let seconds = window.scanInstances.reduce(0) { $0 + $1.secondsSinceLastScan }
             let attenuation = window.scanInstances.compactMap(\.minAttenuation).min().map { "\($0) dB" } ?? "unknown"
             return [window.date, window.reportType, window.infectiousness, "\(window.scanInstances.count)",
-                    String(format: "%.1f", Double(seconds) / 60), attenuation]
+                    String(Double(seconds) / 60, fractionDigits: 1), attenuation]
         })
         print("\nDAILY SUMMARIES (v2)")
         printColumns([["DATE", "MAX SCORE", "SCORE SUM", "WEIGHTED MINUTES"]] + dailySummaries.map { day in
-            [day.date, String(format: "%.0f", day.maximumScore), String(format: "%.0f", day.scoreSum),
-             String(format: "%.1f", day.weightedDurationSum / 60)]
+            [day.date, String(day.maximumScore, fractionDigits: 0), String(day.scoreSum, fractionDigits: 0),
+             String(day.weightedDurationSum / 60, fractionDigits: 1)]
         })
         if let v1 {
             print("\nV1 SUMMARY: maximum risk score \(v1.summary.maximumRiskScore), sum \(v1.summary.summationRiskScore), "
-                  + "attenuation durations \(v1.summary.attenuationDurationsMinutes.map(String.init).joined(separator: "/")) min")
+                  + "attenuation durations \(v1.summary.attenuationDurationsMinutes.map { String($0) }.joined(separator: "/")) min")
         }
     }
 }

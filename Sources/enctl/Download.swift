@@ -1,5 +1,7 @@
 import CENCurl
-import Foundation
+import ENCore
+import FoundationEssentials
+import Glibc
 
 /// HTTP(S) through libcurl, one request at a time, bounded: a server that answers too much, too
 /// slowly or with redirects in a loop gets a clear error instead of enctl's memory or the timer's
@@ -129,7 +131,7 @@ enum Download {
             _ = cen_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
             var header: UnsafeMutablePointer<curl_header>?
             let retryAfter = curl_easy_header(handle, "Retry-After", 0, UInt32(CURLH_HEADER), -1, &header) == CURLHE_OK
-                ? header.flatMap { Int64(String(cString: $0.pointee.value).trimmingCharacters(in: .whitespaces)) } : nil
+                ? header.flatMap { Int64(String(cString: $0.pointee.value).trimmingWhitespace()) } : nil
             return Answer(status: status, body: transfer.body, retryAfter: retryAfter)
         case CURLE_WRITE_ERROR where transfer.writeError != nil:
             throw CommandError("\(url): cannot write the download: \(transfer.writeError!)")

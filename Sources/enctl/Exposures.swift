@@ -1,7 +1,7 @@
 import ArgumentParser
 import ENAPI
 import ENCore
-import Foundation
+import FoundationEssentials
 
 /// `enctl windows`: the stored exposure windows.
 struct Windows: ParsableCommand {
@@ -65,7 +65,7 @@ struct Summary: ParsableCommand {
         if json { return try printJSON(days) }
         guard !days.isEmpty else { return print("No exposures.") }
         printColumns([["DAY (UTC)", "MAX SCORE", "SCORE SUM", "WEIGHTED MINUTES"]] + days.map {
-            [utcDay($0.date), String(format: "%.0f", $0.maximumScore), String(format: "%.0f", $0.scoreSum), String(format: "%.1f", $0.weightedDurationSum / 60)]
+            [utcDay($0.date), String($0.maximumScore, fractionDigits: 0), String($0.scoreSum, fractionDigits: 0), String($0.weightedDurationSum / 60, fractionDigits: 1)]
         })
     }
 }

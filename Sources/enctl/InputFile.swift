@@ -1,15 +1,21 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A file a person named on the command line, read only if it is a regular file and then in
 /// bounded amounts: a device, a FIFO or a huge file is refused by name instead of read without end.
 enum InputFile {
     /// The whole file, at most `limit` bytes; `tooLarge` words the refusal for a size.
     static func read(_ path: String, limit: Int, tooLarge: (Int) -> String) throws -> Data {
-        let (handle, size) = try open(path)
-        defer { try? handle.close() }
+        let (descriptor, size) = try open(path)
+        defer { close(descriptor) }
         guard size <= limit else { throw CommandError("\(path): \(tooLarge(size))") }
         // The file may grow while it is read: one byte more than the limit tells.
-        let data = try handle.read(upToCount: limit + 1) ?? Data()
+        var data = Data(), chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while data.count <= limit {
+            let count = try chunk.withUnsafeMutableBytes { try readSome(descriptor, into: $0, path: path) }
+            if count == 0 { break }
+            data.append(contentsOf: chunk[..<count])
+        }
         guard data.count <= limit else { throw CommandError("\(path): \(tooLarge(data.count))") }
         return data
     }
@@ -25,17 +31,15 @@ enum InputFile {
     /// and its number from 1, reading 1 MiB at a time: memory stays within the chunk and
     /// `maximumLineLength`, whatever the file.
     static func forEachLine(_ path: String, maximumLineLength: Int, _ body: (UnsafeRawBufferPointer, Int) throws -> Void) throws {
-        let (handle, _) = try open(path)
-        defer { try? handle.close() }
+        let (descriptor, _) = try open(path)
+        defer { close(descriptor) }
         let chunk = 1 << 20
         // A chunk, after the unfinished line the previous one left at the start.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumLineLength + chunk, alignment: 16)
         defer { buffer.deallocate() }
         var pending = 0, number = 0
         while true {
-            let count = Glibc.read(handle.fileDescriptor, buffer.baseAddress! + pending, chunk)
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
+            let count = try readSome(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[pending..<pending + chunk]), path: path)
             if count == 0 { break }
             let filled = pending + count
             var start = 0
@@ -54,15 +58,24 @@ enum InputFile {
         if pending > 0 { try body(UnsafeRawBufferPointer(rebasing: buffer[..<pending]), number + 1) }
     }
 
-    private static func open(_ path: String) throws -> (FileHandle, size: Int) {
+    private static func open(_ path: String) throws -> (descriptor: Int32, size: Int) {
         // O_NONBLOCK: opening a FIFO with no writer would wait for one.
-        let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
         var status = stat()
         guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             close(descriptor)
             throw CommandError("\(path): not a regular file")
         }
-        return (FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), Int(status.st_size))
+        return (descriptor, Int(status.st_size))
+    }
+
+    /// Up to `buffer.count` bytes of the file; 0 at its end.
+    private static func readSome(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String) throws -> Int {
+        while true {
+            let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            guard errno == EINTR else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }
+        }
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import ENKeyFiles
-import Foundation
+import FoundationEssentials
 
 /// Key files and trusted keys named on the command line.
 enum KeyFileInput {

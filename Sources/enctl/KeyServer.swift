@@ -1,6 +1,6 @@
 import ArgumentParser
 import ENCore
-import Foundation
+import FoundationEssentials
 
 /// The health authority's servers, from `/etc/enagent/key-server.conf`: `key = value` lines for
 /// `url` (the key server's base URL for downloads), `index` (a file listing export paths one per
@@ -91,7 +91,7 @@ struct DownloadCache {
     /// systemd's CacheDirectory= when run by the timer's unit, else the user's cache.
     static var defaultDirectory: String {
         if let cache = ProcessInfo.processInfo.environment["CACHE_DIRECTORY"] { return cache }
-        let home = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (NSHomeDirectory() + "/.cache")
+        let home = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (FileManager.default.homeDirectoryForCurrentUser.path + "/.cache")
         return home + "/enagent"
     }
 
@@ -102,7 +102,7 @@ struct DownloadCache {
 
     /// The local file for an index entry (its path with "/" replaced, so entries cannot escape).
     func file(for entry: String) -> String {
-        directory + "/files/" + entry.replacingOccurrences(of: "/", with: "_")
+        directory + "/files/" + entry.replacing("/", with: "_")
     }
 
     private var processedList: String { directory + "/processed" }

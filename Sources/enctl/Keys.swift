@@ -1,6 +1,6 @@
 import ArgumentParser
 import ENKeyFiles
-import Foundation
+import FoundationEssentials
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(

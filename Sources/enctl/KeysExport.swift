@@ -2,7 +2,7 @@ import ArgumentParser
 import ENCore
 import ENKeyFileWriter
 import ENKeyFiles
-import Foundation
+import FoundationEssentials
 
 extension Keys {
     /// `enctl keys export`: the device's own keys, after a positive diagnosis.
@@ -53,9 +53,9 @@ extension Keys {
                 guard FileManager.default.createFile(atPath: out, contents: data, attributes: [.posixPermissions: 0o600]) else {
                     throw CommandError("cannot write \(out)")
                 }
-                FileHandle.standardError.write(Data("\(keys.count) keys written to \(out)\n".utf8))
+                StandardStream.error.write("\(keys.count) keys written to \(out)\n")
             } else {
-                FileHandle.standardOutput.write(data + Data("\n".utf8))
+                StandardStream.output.write(data + Data("\n".utf8))
             }
         }
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import ENCore
 import ENKeyFileWriter
 import ENKeyFiles
-import Foundation
+import FoundationEssentials
 
 extension Keys {
     /// `enctl keys sign`: what a health authority's key server does to the keys it publishes.

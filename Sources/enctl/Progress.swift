@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// A one-line progress bar on stderr, drawn only when stderr is a terminal.
 struct Progress {
@@ -11,10 +11,10 @@ struct Progress {
         guard visible, total > 0 else { return }
         let width = 24, filled = width * done / total
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-        FileHandle.standardError.write(Data("\r\u{1B}[K[\(bar)] \(done)/\(total) \(what)".utf8))
+        StandardStream.error.write("\r\u{1B}[K[\(bar)] \(done)/\(total) \(what)")
     }
 
     func finish() {
-        if visible { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if visible { StandardStream.error.write("\r\u{1B}[K") }
     }
 }

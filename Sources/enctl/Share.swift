@@ -2,7 +2,7 @@ import ArgumentParser
 import ENAPI
 import ENBus
 import ENCore
-import Foundation
+import FoundationEssentials
 
 /// `enctl share`: upload the device's keys after a positive test.
 struct Share: ParsableCommand {
@@ -69,13 +69,14 @@ struct Share: ParsableCommand {
             if result.method == VerificationMethod.verificationCode.rawValue {
                 certificate = try VerificationServer(configuration).certificate(token: result.token, hmac: ExposureKeyHMAC.code(secret: secret, keys: keys))
             }
-            let body: [String: Any] = [
-                "temporaryExposureKeys": keys.map {
-                    ["key": Data($0.keyData.bytes).base64EncodedString(), "rollingStartNumber": $0.rollingStartIntervalNumber.rawValue,
-                     "rollingPeriod": $0.rollingPeriod, "transmissionRisk": $0.transmissionRiskLevel]
-                },
-                "healthAuthorityID": authority, "verificationPayload": certificate, "hmacKey": Data(secret).base64EncodedString(),
-                "revisionToken": result.revisionToken,
+            let body: [String: JSONValue] = [
+                "temporaryExposureKeys": .array(keys.map {
+                    .object(["key": .string(Data($0.keyData.bytes).base64EncodedString()),
+                             "rollingStartNumber": .integer(Int64($0.rollingStartIntervalNumber.rawValue)),
+                             "rollingPeriod": .integer(Int64($0.rollingPeriod)), "transmissionRisk": .integer(Int64($0.transmissionRiskLevel))])
+                }),
+                "healthAuthorityID": .string(authority), "verificationPayload": .string(certificate),
+                "hmacKey": .string(Data(secret).base64EncodedString()), "revisionToken": .string(result.revisionToken),
             ]
             let json = String(decoding: try Padding.body(body, for: .publish), as: UTF8.self)
             try client.call(DaemonClient.API.Methods.queueUpload,
@@ -95,7 +96,7 @@ struct Share: ParsableCommand {
         let uploads = try UploadSender.send(client)
         // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration, no decoys.
         if let configuration = try? server.load(), Chaff.maybeSend(configuration) {
-            FileHandle.standardError.write(Data("enctl: decoy requests sent (chaff)\n".utf8))
+            StandardStream.error.write("enctl: decoy requests sent (chaff)\n")
         }
         let attempted = uploads.sent.count + uploads.retrying.count + uploads.refused.count
         print(attempted == 0 ? "No pending uploads due." : "\(uploads.sent.count) pending key upload(s) sent.")
@@ -139,10 +140,10 @@ enum UploadSender {
         do { answer = try Download.post(Data(upload.body.utf8), to: url) } catch {
             return UploadOutcome(testResultId: upload.testResultId, outcome: .retry, reason: "\(error)")
         }
-        let json = (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]) ?? [:]
-        let error = [json["error"] as? String, (json["code"] as? String).map { "[\($0)]" }].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+        let json = JSONValue(parsing: answer.body)
+        let error = [json?["error"]?.string, json?["code"]?.string.map { "[\($0)]" }].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
         if answer.status == 200 && error.isEmpty {
-            return UploadOutcome(testResultId: upload.testResultId, outcome: .accepted, revisionToken: json["revisionToken"] as? String ?? "")
+            return UploadOutcome(testResultId: upload.testResultId, outcome: .accepted, revisionToken: json?["revisionToken"]?.string ?? "")
         }
         let reason = "HTTP \(answer.status)" + (error.isEmpty ? "" : ": \(error)")
         let temporary = answer.status == 408 || answer.status == 429 || (500...599).contains(answer.status)

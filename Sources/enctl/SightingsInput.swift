@@ -1,6 +1,6 @@
 import ENCore
 import ENStore
-import Foundation
+import FoundationEssentials
 
 /// Sightings for offline detection: a JSON Lines file or an agent database.
 enum SightingsInput {

@@ -8,7 +8,7 @@ func printColumns(_ rows: [[String]]) {
     }
     for row in rows {
         let cells = row.enumerated().map { column, cell in
-            column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
         }
         print(cells.joined(separator: "  "))
     }

@@ -3,7 +3,7 @@ import ENAPI
 import ENBus
 import ENCore
 import ENDiagnosis
-import Foundation
+import FoundationEssentials
 
 /// `enctl test-result`: positive tests and their verification.
 struct TestResultCommand: ParsableCommand {
@@ -39,7 +39,7 @@ struct TestResultCommand: ParsableCommand {
     static func printCard(_ card: HealthCard) {
         printColumns([["Issuer", card.issuer], ["Name", card.patientName ?? "-"], ["Born", card.birthDate ?? "-"],
                       ["Issued", utcTime(card.notBefore)]]
-                     + card.entries.map { [$0.kind.capitalized, "\($0.date ?? "")  \($0.what)\($0.performer.map { "  (\($0))" } ?? "")"] })
+                     + card.entries.map { [$0.kind.prefix(1).uppercased() + $0.kind.dropFirst(), "\($0.date ?? "")  \($0.what)\($0.performer.map { "  (\($0))" } ?? "")"] })
     }
 
     /// A YYYY-MM-DD day as the unix seconds of its UTC midnight.
@@ -157,7 +157,7 @@ extension TestResultCommand {
             guard !results.isEmpty else { return print("No test results.") }
             printColumns([["ID", "TEST DAY", "VERIFIED BY", "SHARED"]] + results.map {
                 [$0.id, utcDay($0.testDate), $0.method, $0.uploadPending ? "pending, will retry"
-                    : !$0.uploadFailure.isEmpty ? "refused for good: \($0.uploadFailure)" : $0.sharedAt > 0 ? localTime($0.sharedAt) : "no"]
+                    : !$0.uploadFailure.isEmpty ? "refused for good: \($0.uploadFailure)" : $0.sharedAt > 0 ? utcTime($0.sharedAt) : "no"]
             })
         }
     }

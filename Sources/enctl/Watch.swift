@@ -2,7 +2,7 @@ import ArgumentParser
 import ENAPI
 import Dispatch
 import ENBus
-import Foundation
+import FoundationEssentials
 
 /// `enctl watch`: desktop notifications of exposures, for a person's session.
 struct Watch: ParsableCommand {
@@ -25,16 +25,16 @@ struct Watch: ParsableCommand {
             subscription = try client.connection.subscribe(MatchRule(sender: DaemonClient.API.busName, path: DaemonClient.API.path,
                                                                       interface: DaemonClient.API.interface, member: signal.name)) { message in
                 guard let windows = try? signal.arguments(message.arguments).newWindows else {
-                    return FileHandle.standardError.write(Data("enctl: an ExposureDetected signal this enctl does not understand: \(message.signature)\n".utf8))
+                    return StandardStream.error.write("enctl: an ExposureDetected signal this enctl does not understand: \(message.signature)\n")
                 }
-                FileHandle.standardOutput.write(Data("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n".utf8))
+                StandardStream.output.write("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n")
                 notifier.notify(summary: "Possible exposure to COVID-19",
                                 body: "Someone you were near has reported a positive test. Run 'enctl windows' and follow your health authority's advice.")
             }
         } catch {
             throw DaemonClient.explain(error)
         }
-        FileHandle.standardError.write(Data("enctl: watching for exposures\(notifier.available ? "" : " (no desktop session: printing only)")\n".utf8))
+        StandardStream.error.write("enctl: watching for exposures\(notifier.available ? "" : " (no desktop session: printing only)")\n")
         withExtendedLifetime((client, subscription)) { dispatchMain() }
     }
 }
@@ -59,7 +59,7 @@ final class DesktopNotifier: Sendable {
                              [.string("enagent"), .uint32(0), .string("dialog-warning"), .string(summary), .string(body), .strings([]),
                               .properties(["urgency": .byte(2)]), .int32(-1)], timeout: .seconds(5))
         } catch {
-            FileHandle.standardError.write(Data("enctl: no desktop notification (\(error.message))\n".utf8))
+            StandardStream.error.write("enctl: no desktop notification (\(error.message))\n")
         }
     }
 }

@@ -1,6 +1,6 @@
+import ENArchive
 import Foundation
 import Testing
-import ZIPFoundation
 
 /// The public export files in Fixtures/ (see its README for their sources).
 enum Fixture {
@@ -17,13 +17,9 @@ enum Fixture {
     static let legacySampleKey = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEUczyMAkfSeoU77Nmcb1G7t7xyGCAhQqMOIVDFLFas3J+elP7CiotovigCLWj706F07j1EPL27ThRzZl7Ha9uOA=="
 }
 
-/// A zip archive of `entries` as ZIPFoundation writes one (the hostile-file tests then damage it).
-func zipArchive(_ entries: [(String, Data)], method: CompressionMethod = .deflate) throws -> Data {
-    let archive = try Archive(data: Data(), accessMode: .create)
-    for (name, contents) in entries {
-        try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(contents.count), compressionMethod: method) { position, size in
-            contents.subdata(in: Int(position)..<Int(position) + size)
-        }
-    }
-    return archive.data!
+/// A zip archive of `entries` (the hostile-file tests then damage it).
+func zipArchive(_ entries: [(String, Data)], method: ZipWriter.Method = .deflated) throws -> Data {
+    var writer = ZipWriter()
+    for (name, contents) in entries { try writer.add(name, contents, method: method) }
+    return try writer.archive()
 }

@@ -3,7 +3,6 @@ import ENKeyFileWriter
 @testable import ENKeyFiles
 import Foundation
 import Testing
-import ZIPFoundation
 
 @Suite struct HostileKeyFileTests {
     func exportBin(_ keys: [ExportProto.TemporaryExposureKey]) -> Data {

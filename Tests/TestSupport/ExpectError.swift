@@ -1,7 +1,6 @@
-import TestSupport
 import Testing
 
-/// `expectError({ body }) { matches }`, as a function: Swift 6.0.3 (Debian trixie's) crashes
+/// `#expect { body } throws: { matches }`, as a function: Swift 6.0.3 (Debian trixie's) crashes
 /// type-checking that macro around a call with typed throws. Records an issue when `body` throws
 /// nothing, or an error that `matches` refuses.
 public func expectError<Result>(_ body: () throws -> Result, sourceLocation: SourceLocation = #_sourceLocation, _ matches: (any Error) -> Bool) {
