@@ -3,8 +3,9 @@
 # Usage: scripts/install-deps.sh [extra packages...]
 set -eu
 
-# libcurl4-openssl-dev: enctl's HTTP client (CENCurl).
-packages="pkg-config libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus $*"
+# libcurl4-openssl-dev: enctl's HTTP client (CENCurl). g++: libstdc++, which the release build's
+# --static-swift-stdlib links.
+packages="pkg-config g++ libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus $*"
 
 missing=""
 for package in $packages; do
