@@ -15,7 +15,7 @@ rm -rf "$SD"; mkdir -p "$SD"
 for file in "$HERE"/systemd/*.service "$HERE"/systemd/radio-up.sh; do
     sed "s|@LAB@|$LAB|g" "$file" > "$SD/${file##*/}"
 done
-cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/systemd/beacon.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
+cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
     "$HERE"/snapshot.py "$SD/"
 cp "$DEB" "$SD/enagent.deb"
 
