@@ -15,7 +15,7 @@ public enum JSONValue: Codable, Equatable, Sendable {
 
     /// `data` as JSON, or nil when it is not.
     public init?(parsing data: Data) {
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        guard let value = try? JSONDecoder().decodeUTF8(JSONValue.self, from: data) else { return nil }
         self = value
     }
 

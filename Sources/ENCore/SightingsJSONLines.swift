@@ -47,7 +47,7 @@ extension Sighting {
     /// The line decoded by `JSONDecoder`; every refusal names `place`.
     public static func decodedJSONLine(_ line: Data, place: String) throws(SightingsFileError) -> Sighting {
         let fields: JSONLine
-        do { fields = try JSONDecoder().decode(JSONLine.self, from: line) } catch {
+        do { fields = try JSONDecoder().decodeUTF8(JSONLine.self, from: line) } catch {
             throw SightingsFileError("\(place): expected {\"rpi\": hex, \"aem\": hex, \"rssi\": number, \"time\": unix seconds}")
         }
         guard fields.time >= 0 else { throw SightingsFileError("\(place): time must not be negative") }

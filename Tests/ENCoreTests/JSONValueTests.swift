@@ -1,5 +1,6 @@
 import ENCore
 import Foundation
+import TestSupport
 import Testing
 
 /// JSONValue stands in for JSONSerialization where enctl and ENDiagnosis read and write JSON of
@@ -12,6 +13,16 @@ import Testing
         #expect(value["a"]?.array?.first?.number == 1 && value["big"]?.number == 1e300)
         #expect(value["missing"] == nil && value["b"]?["c"]?["deeper"] == nil && value["a"]?.string == nil)
         #expect(JSONValue(parsing: Data("{not json".utf8)) == nil)
+    }
+
+    /// Swift 6.0's JSONDecoder stops the process on such input instead of throwing.
+    @Test func bytesThatAreNotUTF8AreRefusedNotFatal() throws {
+        #expect(JSONValue(parsing: Data([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D])) == nil)
+        #expect(JSONValue(parsing: Data([0x22, 0xC3, 0x28, 0x22])) == nil)
+        let line = Data(#"{"rpi": "00112233445566778899aabbccddeeff", "aem": "a1b2c3d4", "rssi": -60, "time": 1, "x": "\#u{FF}"}"#.utf8)
+        let broken = line.map { $0 == 0xC3 ? 0xFF : $0 }
+        #expect(throws: Never.self) { try Sighting.decodedJSONLine(line, place: "line 1") }
+        _ = expectError(SightingsFileError.self) { try Sighting.decodedJSONLine(Data(broken), place: "line 1") }
     }
 
     @Test func itIsWrittenCompactWithSortedKeysAndUnescapedSlashes() throws {
