@@ -2,6 +2,7 @@ import ENAgent
 import ENBlueZ
 import ENBus
 import ENStore
+import ENSystemd
 import Synchronization
 
 /// The agent's radio: the adapter and discovery through bluetoothd, the advertisement through
@@ -148,4 +149,25 @@ final class BlueZRadio: Radio {
 
     /// The name of the adapter in use (for reports), when one is known.
     var adapterInUse: String? { adapterName ?? state.withLock { $0.advertisement?.adapter.name ?? $0.scanningAdapter?.name } }
+
+    /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
+    /// that the radio comes back by itself after either goes away.
+    func follow(for agent: RadioAgent, logger: Logger) throws -> [SignalSubscription] {
+        try client.followDevices { [self] report in
+            guard let data = report.serviceData, report.adapter == adapterInUse else { return }
+            agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter))
+        } + [try client.followService { present in
+            if present {
+                agent.radioReturned()
+            } else {
+                logger.warning("bluetoothd left the bus; waiting for it to return")
+                agent.radioLost()
+            }
+        }] + client.followAdapters { available in
+            // An adapter gone or switched off took the advertisement with it; the recovery switches
+            // it on again where allowed, or retries every second until it is back.
+            if !available { agent.radioLost() }
+            agent.radioReturned()
+        }
+    }
 }

@@ -314,11 +314,9 @@ final class Daemon: @unchecked Sendable {
         radioState = RadioState()
     }
 
-    /// Starts advertising and scanning through BlueZ; follows bluetoothd and the adapter so that
-    /// the radio comes back by itself after either goes away.
+    /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
-        let client = BlueZClient(connection: bus)
-        let bluez = BlueZRadio(client: client, adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store)
+        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store)
         adapterName = (try? bluez.adapter().name) ?? radioSettings.adapter ?? ""
         let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
@@ -330,22 +328,7 @@ final class Daemon: @unchecked Sendable {
                 self.apply()
             }
         }
-        subscriptions = try client.followDevices { report in
-            guard let data = report.serviceData, report.adapter == bluez.adapterInUse else { return }
-            agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter))
-        } + [try client.followService { [logger] present in
-            if present {
-                agent.radioReturned()
-            } else {
-                logger.warning("bluetoothd left the bus; waiting for it to return")
-                agent.radioLost()
-            }
-        }] + client.followAdapters { available in
-            // An adapter gone or switched off took the advertisement with it; the recovery switches
-            // it on again where allowed, or retries every second until it is back.
-            if !available { agent.radioLost() }
-            agent.radioReturned()
-        }
+        subscriptions = try bluez.follow(for: agent, logger: logger)
         agent.start()
         return agent
     }
