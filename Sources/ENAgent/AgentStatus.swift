@@ -25,6 +25,9 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// The database cannot be written (a full disk): scanning, sightings held in memory, but not
     /// advertising, since no new key and no interval on the air can be kept.
     case storeUnwritable = "store-unwritable"
+    /// Scanning, but not advertising: which interval's identifier was last on the air cannot be
+    /// read from the database, and without it an identifier could go on the air twice.
+    case lastIntervalUnknown = "last-interval-unknown"
     /// The agent's own state (consent, pause) cannot be read from the database: nothing runs,
     /// since whether the person consented is unknown.
     case storeUnreadable = "store-unreadable"
@@ -42,6 +45,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
         case .adapterConnectable?: return .adapterConnectable
         case .identifierUsed?: return .waitingForInterval
         case .storeUnwritable?: return .storeUnwritable
+        case .lastIntervalUnknown?: return .lastIntervalUnknown
         case nil: return .active
         }
     }
@@ -49,7 +53,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Whether the radio and the key schedule run in this status (they keep trying through radio problems).
     public var runsAgent: Bool {
         switch self {
-        case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .waitingForInterval, .storeUnwritable: return true
+        case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .waitingForInterval, .storeUnwritable, .lastIntervalUnknown: return true
         case .paused, .disabled, .consentRequired, .clockUnsynchronised, .storeUnreadable: return false
         }
     }
@@ -65,6 +69,8 @@ public enum RadioProblem: Sendable, Equatable {
     case identifierUsed(until: Int64)
     /// The store refused a write (a full disk).
     case storeUnwritable
+    /// The store could not say which interval was last on the air: no advertising until it can.
+    case lastIntervalUnknown
 }
 
 /// An error a radio throws when it knows what is wrong in terms the agent's status can use.

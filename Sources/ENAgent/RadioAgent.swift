@@ -12,7 +12,7 @@ public final class RadioAgent: @unchecked Sendable {
     private let queue = DispatchQueue(label: "enagent.radio")
     private let radio: any Radio
     private let keys: KeySchedule
-    private let store: AgentStore
+    private let store: any RadioAgentStore
     private let clock: any AgentClock
     private let schedule: RadioSchedule
     private let metadata: Metadata
@@ -21,6 +21,10 @@ public final class RadioAgent: @unchecked Sendable {
     private var ownIdentifiers = [RollingProximityIdentifier]()
     /// The interval whose RPI was last put on the air, kept in the store across restarts.
     private var advertisedInterval: ENIntervalNumber?
+    /// Whether `advertisedInterval` has been read from the store. Until it has, nothing is
+    /// advertised: both guards against an identifier going on the air twice (the clock gone back,
+    /// a restart within the interval) compare with it.
+    private var advertisedIntervalKnown = false
     private var rotationTimer: (any DispatchSourceTimer)?
     private var scanTimer: (any DispatchSourceTimer)?
     private var running = false
@@ -65,7 +69,7 @@ public final class RadioAgent: @unchecked Sendable {
     /// How often a wait caused by the clock going back looks at the clock again.
     static let steppedClockRecheckSeconds = 60.0
 
-    public init(radio: any Radio, keys: KeySchedule, store: AgentStore, clock: any AgentClock,
+    public init(radio: any Radio, keys: KeySchedule, store: any RadioAgentStore, clock: any AgentClock,
                 schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
         self.onChange = onChange
         self.radio = radio
@@ -83,7 +87,6 @@ public final class RadioAgent: @unchecked Sendable {
     /// Starts advertising and scanning.
     public func start() {
         queue.sync {
-            advertisedInterval = (try? store.setting(Self.advertisedIntervalSetting)).flatMap { $0.flatMap(UInt32.init) }.map { ENIntervalNumber($0) }
             running = true
             rotate()
             scanCycle()
@@ -193,7 +196,34 @@ public final class RadioAgent: @unchecked Sendable {
         logger.notice("not advertising until \(time) (unix time): \(reason)")
     }
 
+    /// Reads the last interval on the air from the store, unless it did already; says so and
+    /// returns false when it cannot (the rotation tries again later).
+    private func readAdvertisedInterval() -> Bool {
+        guard !advertisedIntervalKnown else { return true }
+        do {
+            advertisedInterval = try Self.interval(stored: store.setting(Self.advertisedIntervalSetting))
+            advertisedIntervalKnown = true
+            return true
+        } catch {
+            if state.problem != .lastIntervalUnknown {
+                logger.error("not advertising: cannot tell which interval's identifier was last on the air, and without it one could go out twice; "
+                             + "trying again every \(Int(Self.storeRetrySeconds)) s: \(error)")
+            }
+            state.problem = .lastIntervalUnknown
+            return false
+        }
+    }
+
+    /// The interval `advertisedIntervalSetting` names; nil when none went on the air yet. Anything
+    /// but a number is damage, not "none".
+    private static func interval(stored: String?) throws(StoreError) -> ENIntervalNumber? {
+        guard let stored else { return nil }
+        guard let number = UInt32(stored) else { throw .sqlite("the setting \(advertisedIntervalSetting) holds \"\(stored)\", not an interval number") }
+        return ENIntervalNumber(number)
+    }
+
     private func rotate() {
+        guard readAdvertisedInterval() else { return scheduleRotation(in: Self.storeRetrySeconds) }
         let now = clock.now
         // No later than the start of the next TEK, which brings a new identifier at once.
         let nextKey = (ENIntervalNumber(unixSeconds: now)?.rollingPeriodStart.unixSeconds ?? now) + UTCDay.seconds
@@ -250,9 +280,15 @@ public final class RadioAgent: @unchecked Sendable {
             }
         } catch {
             // A radio that refused put nothing on the air: this interval's RPI may still go out.
-            if advertisedInterval != previouslyAdvertised {
-                advertisedInterval = previouslyAdvertised
-                try? store.setSetting(Self.advertisedIntervalSetting, to: previouslyAdvertised.map { String($0.rawValue) })
+            // Unless the store forgets it again: then it counts as on the air, which costs at
+            // most a fresh key, where forgetting it in memory only would let it out twice after a restart.
+            if let attempted = advertisedInterval, attempted != previouslyAdvertised {
+                do {
+                    try store.setSetting(Self.advertisedIntervalSetting, to: previouslyAdvertised.map { String($0.rawValue) })
+                    advertisedInterval = previouslyAdvertised
+                } catch {
+                    logger.error("cannot undo noting interval \(attempted) as on the air, so it counts as used: \(error)")
+                }
             }
             state.advertising = false
             if let error = error as? StoreError {
@@ -282,8 +318,11 @@ public final class RadioAgent: @unchecked Sendable {
         do {
             if !state.scanning { try radio.startScanning() }
             state.scanning = true
-            // A scan clears the radio's problems, not a wait for a later interval to advertise in.
-            if case .identifierUsed? = state.problem {} else { state.problem = storeFailing ? .storeUnwritable : nil }
+            // A scan clears the radio's problems, not those that keep the agent from advertising.
+            switch state.problem {
+            case .identifierUsed?, .lastIntervalUnknown?: break
+            default: state.problem = storeFailing ? .storeUnwritable : nil
+            }
         } catch {
             state.scanning = false
             state.problem = Self.problem(of: error)

@@ -155,6 +155,8 @@ final class Daemon: @unchecked Sendable {
             return "store-unreadable: \(storeReadError ?? "the database cannot be read"); the radio stays off until it can"
         case .storeUnwritable:
             return "store-unwritable: cannot write \(store.path) (is the disk full? the journal has the error); scanning into memory, not advertising, resuming by itself"
+        case .lastIntervalUnknown:
+            return "last-interval-unknown: scanning, not advertising: cannot read from \(store.path) which interval's identifier was last on the air (the journal has the error), and without it one could go out twice; trying again by itself"
         case .adapterConnectable:
             return "adapter-connectable: scanning, not advertising: \(adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(adapterName.dropFirst(3)) connectable off)"
         }

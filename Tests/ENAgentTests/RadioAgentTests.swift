@@ -52,6 +52,27 @@ final class StateLog: Sendable {
     var last: RadioState? { states.withLock { $0.last } }
 }
 
+/// The agent's store with its settings unreadable until `readsFail` is cleared, as a database
+/// whose reads fail (an I/O error, a lock held too long).
+final class UnreadableSettings: RadioAgentStore {
+    let store: AgentStore
+    private let failing = Mutex(true)
+
+    init(_ store: AgentStore) { self.store = store }
+
+    var readsFail: Bool {
+        get { failing.withLock { $0 } }
+        set { failing.withLock { $0 = newValue } }
+    }
+
+    func setting(_ name: String) throws(StoreError) -> String? {
+        if readsFail { throw .sqlite("disk I/O error") }
+        return try store.setting(name)
+    }
+    func setSetting(_ name: String, to value: String?) throws(StoreError) { try store.setSetting(name, to: value) }
+    func record(_ sightings: [Sighting]) throws(StoreError) { try store.record(sightings) }
+}
+
 @Suite struct RadioAgentTests {
     let directory = TemporaryDirectory()
     let clock = SimulatedClock(1_700_006_400 + 120)  // two minutes into an interval
@@ -258,6 +279,39 @@ final class StateLog: Sendable {
         forward.stop()
         #expect(later.log.first == "advertise", "a clock past the last interval advertises at once")
         #expect(try store.temporaryExposureKeys(validAfter: 0).count == keysBefore.count + 1, "with the new day's key")
+    }
+
+    /// A restart that cannot read which interval was last on the air advertises nothing (both
+    /// guards against an identifier going out twice compare with it), says why, scans on, and
+    /// advertises by itself once the store can be read: here with a fresh key, since this
+    /// interval's identifier went out before the restart.
+    @Test func anUnreadableLastIntervalOnTheAirKeepsTheAgentFromAdvertisingUntilItCanBeRead() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let before = try agent(RecordingRadio(), store: store)
+        before.start()
+        before.stop()
+
+        let unreadable = UnreadableSettings(store)
+        let radio = RecordingRadio()
+        let states = StateLog()
+        let restarted = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: unreadable, clock: clock,
+                                   schedule: .standard, metadata: metadata, logger: Logger(label: "test"), onChange: states.append)
+        defer { restarted.stop() }
+        restarted.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(!radio.log.contains("advertise"), "nothing on the air while the last interval on the air is unknown")
+        #expect(radio.log.contains("startScanning"), "it scans on")
+        #expect(states.last?.problem == .lastIntervalUnknown, "also once it scans")
+        #expect(AgentStatus.of(consent: ConsentEvent(granted: true, recordedAt: 0), pausedUntil: nil, now: clock.now, clockTrusted: true,
+                               radioProblem: .lastIntervalUnknown) == .lastIntervalUnknown, "enctl status: last-interval-unknown")
+
+        unreadable.readsFail = false
+        let deadline = Date(timeIntervalSinceNow: 15)  // the store is tried again every 10 s
+        while radio.serviceData.isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(radio.serviceData.count == 1, "it tries again by itself")
+        #expect(states.last?.problem == nil)
+        let keys = try store.temporaryExposureKeys(validAfter: 0)
+        #expect(keys.count == 2, "a fresh key: the interval's first identifier went out before the restart")
     }
 
     /// 20,000 different identifiers in one scan (10,000 addresses a second for two seconds): the
