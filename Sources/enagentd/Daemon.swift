@@ -33,7 +33,11 @@ final class Daemon: @unchecked Sendable {
     /// Why the store could not be read at the last look, if it could not.
     private var storeReadError: String?
     private let synchronisation: (any ClockSynchronisation)?
-    private var pauseTimer: (any DispatchSourceTimer)?
+    /// Where the status line goes: systemd's STATUS= (`systemctl status enagentd`).
+    private let reportStatus: @Sendable (String) -> Void
+    /// Looks at the status again when it changes by itself: when the pause ends, or a while after
+    /// the store could not be read.
+    private var recheckTimer: (any DispatchSourceTimer)?
     private var radioAgent: RadioAgent?
     private var subscriptions = [SignalSubscription]()
     private var clockTrusted = false
@@ -48,12 +52,15 @@ final class Daemon: @unchecked Sendable {
     private var reminderTimer: (any DispatchSourceTimer)?
 
     static let pausedUntilSetting = "paused-until"
+    /// While the store cannot be read, look again this often.
+    static let storeRetrySeconds = 10.0
 
     /// `bus` is the system bus when the radio is in use.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
          radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], rssiCorrection: Int = 0, logger: Logger,
-         queue: DispatchQueue = .main) {
+         queue: DispatchQueue = .main, reportStatus: @escaping @Sendable (String) -> Void = { Systemd.notify("STATUS=" + $0) }) {
         self.queue = queue
+        self.reportStatus = reportStatus
         queue.setSpecific(key: queueKey, value: true)
         self.store = store
         self.clock = clock
@@ -100,17 +107,22 @@ final class Daemon: @unchecked Sendable {
 
     /// The status; a store that cannot be read makes it `store-unreadable` (and a journal entry),
     /// never a guess such as "no consent".
-    var status: AgentStatus {
+    var status: AgentStatus { readStatus().status }
+
+    /// The status, with the end of the pause when paused: both from one look at the store, so that
+    /// a read failing between two looks cannot leave "paused" without its end.
+    private func readStatus() -> (status: AgentStatus, pauseEnd: Int64?) {
         do {
             let consent = try store.currentConsent()
             let paused = try storedPausedUntil()
             storeReadError = nil
-            return AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: clockTrusted,
-                                  radioProblem: radioAgent == nil ? nil : radioState.problem)
+            let status = AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: clockTrusted,
+                                        radioProblem: radioAgent == nil ? nil : radioState.problem)
+            return (status, status == .paused ? paused : nil)
         } catch {
             if storeReadError == nil { logger.error("cannot read the agent's state: \(error)") }
             storeReadError = "\(error)"
-            return .storeUnreadable
+            return (.storeUnreadable, nil)
         }
     }
 
@@ -125,8 +137,15 @@ final class Daemon: @unchecked Sendable {
     /// Starting or stopping never changes the status: only statuses that run the agent depend on the radio.
     func apply(changed: [String] = []) {
         dispatchPrecondition(condition: .onQueue(queue))
-        let status = status
-        if status == .paused && pauseTimer == nil { armPauseTimer(until: (try? pausedUntil) ?? 0) }
+        let (status, pauseEnd) = readStatus()
+        if let pauseEnd {
+            recheckStatus(after: clock.realSeconds(until: pauseEnd))
+        } else if status == .storeUnreadable {
+            recheckStatus(after: Self.storeRetrySeconds)
+        } else {
+            recheckTimer?.cancel()
+            recheckTimer = nil
+        }
         if status.runsAgent && upkeepTimer == nil {
             do { try startRunning() } catch {
                 logger.critical("cannot start: \(error)")
@@ -135,14 +154,16 @@ final class Daemon: @unchecked Sendable {
         } else if !status.runsAgent && upkeepTimer != nil {
             stopRunning()
         }
-        Systemd.notify("STATUS=" + statusText(status))
+        reportStatus(statusText(status, pauseEnd: pauseEnd))
         onChange?(changed + ["Status", "Enabled", "PausedUntil", "Advertising", "Scanning", "Adapter"])
     }
 
-    private func statusText(_ status: AgentStatus) -> String {
+    private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
         switch status {
         case .active: return bus == nil ? "active: keeping keys; radio off" : "active: advertising and scanning"
-        case .paused: return "paused until \((try? pausedUntil) ?? 0) (unix time)"
+        case .paused:
+            guard let pauseEnd else { return status.rawValue }
+            return "paused until \(pauseEnd) (unix time)"
         case .disabled: return "disabled: enable with 'enctl enable'"
         case .consentRequired: return "consent-required: nothing runs until 'enctl enable'"
         case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
@@ -152,7 +173,8 @@ final class Daemon: @unchecked Sendable {
             guard case .identifierUsed(let until)? = radioState.problem else { return status.rawValue }
             return "waiting-for-interval: scanning; advertising again at \(until) (unix time), when the clock is past every identifier already on the air"
         case .storeUnreadable:
-            return "store-unreadable: \(storeReadError ?? "the database cannot be read"); the radio stays off until it can"
+            return "store-unreadable: cannot read consent and pause from the database (\(storeReadError ?? "no reason given")); "
+                + "the radio stays off until it can, trying again every \(Int(Self.storeRetrySeconds)) s"
         case .storeUnwritable:
             return "store-unwritable: cannot write \(store.path) (is the disk full? the journal has the error); scanning into memory, not advertising, resuming by itself"
         case .lastIntervalUnknown:
@@ -216,29 +238,27 @@ final class Daemon: @unchecked Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         let until = clock.now + Int64(min(seconds, UInt64(366 * UTCDay.seconds)))
         try store.setSetting(Self.pausedUntilSetting, to: String(until))
-        armPauseTimer(until: until)
         logger.info("paused for \(seconds) s")
         apply()
     }
 
-    /// Resumes by itself when the pause ends (the end is in the store, so a restart keeps it).
-    private func armPauseTimer(until: Int64) {
-        pauseTimer?.cancel()
+    /// Applies the status again after `seconds`: a pause ends by itself (its end is in the store,
+    /// so a restart keeps it), and a store that could not be read may be readable again.
+    private func recheckStatus(after seconds: Double) {
+        recheckTimer?.cancel()
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + max(0, clock.realSeconds(until: until)))
+        timer.schedule(deadline: .now() + max(0, seconds))
         timer.setEventHandler { [weak self] in
-            self?.pauseTimer = nil
+            self?.recheckTimer = nil
             self?.apply()
         }
         timer.resume()
-        pauseTimer = timer
+        recheckTimer = timer
     }
 
     func resume() throws {
         dispatchPrecondition(condition: .onQueue(queue))
         try store.setSetting(Self.pausedUntilSetting, to: nil)
-        pauseTimer?.cancel()
-        pauseTimer = nil
         logger.info("resumed")
         apply()
     }

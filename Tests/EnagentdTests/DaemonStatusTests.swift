@@ -1,21 +1,86 @@
+import Dispatch
 import ENAgent
 import ENStore
 @testable import enagentd
 import ENSystemd
+import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
+/// The status lines a daemon reported, in order.
+final class StatusLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+/// The system clock, which closes `store` the first time it is read once armed: the database's
+/// reads start failing just after the daemon has read its state.
+final class ClockClosingTheStore: AgentClock {
+    private let armed = Mutex<AgentStore?>(nil)
+
+    func closeAtNextRead(_ store: AgentStore) { armed.withLock { $0 = store } }
+
+    var now: Int64 {
+        try? armed.withLock { store in defer { store = nil }; return store }?.close()
+        return SystemClock().now
+    }
+    var steadySeconds: Double { SystemClock().steadySeconds }
+    func realSeconds(until time: Int64) -> Double { SystemClock().realSeconds(until: time) }
+}
+
 struct DaemonStatusTests {
+    let directory = TemporaryDirectory()
+    let queue = DispatchQueue(label: "test.daemon")
+    let lines = StatusLines()
+
+    func daemon(_ store: AgentStore, clock: any AgentClock = SystemClock()) throws -> Daemon {
+        let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration())
+        return Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
+                      bus: nil, trustedKeys: [], logger: Logger(label: "test"), queue: queue, reportStatus: lines.append)
+    }
+
     /// A database that cannot be read is said so, not taken for "no consent yet".
     @Test func anUnreadableStoreIsAStatusNotAGuess() throws {
-        let directory = TemporaryDirectory()
         let store = try AgentStore(path: directory.file("enagent.db"))
-        let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration())
-        let daemon = Daemon(store: store, clock: SystemClock(), retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
-                            bus: nil, trustedKeys: [], logger: Logger(label: "test"))
+        let daemon = try daemon(store)
         #expect(daemon.status == .consentRequired)
         try store.close()
         #expect(daemon.status == .storeUnreadable)
         #expect(!AgentStatus.storeUnreadable.runsAgent, "nothing runs without knowing the person's consent")
+    }
+
+    /// The status line tells when the pause ends, from the same look at the store that found the
+    /// pause: a read failing just after it is no "paused until 0", and arms no timer for then.
+    @Test func aPauseIsShownWithItsEndEvenWhenTheStoreFailsRightAfter() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let pauseEnd = SystemClock().now + 3_600
+        try store.recordConsent(ConsentEvent(granted: true, recordedAt: SystemClock().now))
+        try store.setSetting(Daemon.pausedUntilSetting, to: String(pauseEnd))
+        let clock = ClockClosingTheStore()
+        let daemon = try daemon(store, clock: clock)
+        clock.closeAtNextRead(store)
+        queue.sync { daemon.clockBecameTrusted() }
+        queue.sync { Thread.sleep(forTimeInterval: 0.3) }  // time for a timer armed for "0" to fire
+        #expect(lines.all.first == "paused until \(pauseEnd) (unix time)")
+        #expect(lines.all.count == 1, "no timer for a pause end that was not known")
+    }
+
+    /// A store that cannot be read is looked at again by itself, and what it says then applies.
+    @Test func anUnreadableStoreIsReadAgainByItself() throws {
+        let path = directory.file("enagent.db"), away = directory.file("away.db")
+        let store = try AgentStore(path: path)
+        let pauseEnd = SystemClock().now + 3_600
+        try store.recordConsent(ConsentEvent(granted: true, recordedAt: SystemClock().now))
+        try store.setSetting(Daemon.pausedUntilSetting, to: String(pauseEnd))
+        let daemon = try daemon(store)
+        try FileManager.default.moveItem(atPath: path, toPath: away)  // no reader can open it
+        queue.sync { daemon.clockBecameTrusted() }
+        #expect(lines.all.last?.hasPrefix("store-unreadable: cannot read consent and pause from the database") == true)
+        try FileManager.default.moveItem(atPath: away, toPath: path)
+        let deadline = Date(timeIntervalSinceNow: Daemon.storeRetrySeconds + 5)
+        while lines.all.count < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(lines.all.dropFirst().first == "paused until \(pauseEnd) (unix time)")
     }
 }
