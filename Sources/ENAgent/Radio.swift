@@ -5,11 +5,12 @@ public protocol Radio: AnyObject, Sendable {
     /// power the controller selected for the advertisement (nil when it does not say), which the
     /// metadata must carry. When it throws, nothing of this advertisement went on the air.
     func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws
-    func stopAdvertising()
+    /// Takes the advertisement off the air; when it throws, it may still be on the air.
+    func stopAdvertising() throws
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
     func startScanning() throws
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
-    func stopScanning()
+    func stopScanning() throws
 }
 
 /// One reception of EN service data, as the radio passes it on.

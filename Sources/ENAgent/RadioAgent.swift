@@ -99,8 +99,8 @@ public final class RadioAgent: @unchecked Sendable {
             running = false
             rotationTimer?.cancel()
             scanTimer?.cancel()
-            if state.advertising { radio.stopAdvertising() }
-            if state.scanning { radio.stopScanning() }
+            if state.advertising { stopAdvertising() }
+            if state.scanning { stopScanning() }
             state = RadioState()
             flush()
         }
@@ -190,7 +190,7 @@ public final class RadioAgent: @unchecked Sendable {
 
     /// Scans on, but advertises nothing until `time` (unix seconds), and says so.
     private func waitForLaterInterval(until time: Int64, because reason: String) {
-        if state.advertising { radio.stopAdvertising() }
+        if state.advertising { stopAdvertising() }
         state.advertising = false
         state.problem = .identifierUsed(until: time)
         logger.notice("not advertising until \(time) (unix time): \(reason)")
@@ -303,6 +303,15 @@ public final class RadioAgent: @unchecked Sendable {
         scheduleRotation(in: nextIn)
     }
 
+    /// Stopping cannot be undone or usefully retried here: a radio that fails to stop is logged.
+    private func stopAdvertising() {
+        do { try radio.stopAdvertising() } catch { logger.error("cannot take the advertisement off the air, so its identifier may still go out: \(error)") }
+    }
+
+    private func stopScanning() {
+        do { try radio.stopScanning() } catch { logger.warning("cannot end the scan (the next may miss advertisers seen in this one): \(error)") }
+    }
+
     private func scheduleRotation(in seconds: Double) {
         rotationTimer?.cancel()
         rotationTimer = timer(after: max(0.05, seconds)) { [self] in rotate() }
@@ -333,7 +342,7 @@ public final class RadioAgent: @unchecked Sendable {
         let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
         scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
             if !continuous {
-                radio.stopScanning()
+                stopScanning()
                 state.scanning = false
             }
             flush()

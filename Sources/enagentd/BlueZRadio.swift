@@ -95,14 +95,14 @@ final class BlueZRadio: Radio {
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
         let previous = state.withLock { state in defer { state.advertisement = nil }; return state.advertisement }
-        if let previous, previous.adapter.name != adapter.name { remove(previous.instance, from: previous.adapter) }
+        if let previous, previous.adapter.name != adapter.name { try remove(previous.instance, from: previous.adapter) }
         let settings = try Management.send(ReadControllerInformation(), controller: controller)
         guard !settings.contains(.connectable) else { throw Failure.connectable(adapter.name) }
         let own = previous?.adapter.name == adapter.name ? previous?.instance : try rememberedInstance(on: adapter)
         let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
         guard let instance = features.instanceToTake(own: own) else { throw Failure.cannotAdvertise(adapter.name) }
         // A fresh instance, so the kernel gives it a fresh non-resolvable address.
-        if features.instances.contains(instance) { _ = try? Management.send(RemoveAdvertising(instance: instance), controller: controller) }  // gone already is as good
+        if features.instances.contains(instance) { try remove(instance, from: adapter) }
         if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
         let interval = ExposureNotificationAdvertisement.intervalMilliseconds
         let parameters = try Management.send(AddExtendedAdvertisingParameters(
@@ -124,16 +124,22 @@ final class BlueZRadio: Radio {
         return fields.count == 2 && fields[0] == adapter.name ? UInt8(fields[1]) : nil
     }
 
-    func stopAdvertising() {
+    func stopAdvertising() throws {
         guard let (instance, adapter) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
-        remove(instance, from: adapter)
+        try remove(instance, from: adapter)
     }
 
-    /// Removes this agent's instance; one gone already (bluetoothd restarted, the adapter went) is as good.
-    private func remove(_ instance: UInt8, from adapter: Adapter) {
+    /// Removes this agent's instance; one gone already (bluetoothd restarted, the adapter went:
+    /// the kernel answers Invalid Parameters or Invalid Index) is as good.
+    private func remove(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) {
         guard let controller = adapter.index else { return }
-        _ = try? Management.send(RemoveAdvertising(instance: instance), controller: controller)
+        do { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch {
+            guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
+        }
     }
+
+    /// Management status codes (BlueZ's doc/mgmt-api.txt).
+    private static let invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
 
     func startScanning() throws {
         let adapter = try adapter()
@@ -141,10 +147,14 @@ final class BlueZRadio: Radio {
         state.withLock { $0.scanningAdapter = adapter }
     }
 
-    func stopScanning() {
+    /// Forgets the devices seen also when the discovery would not stop, so that the next scan
+    /// reports them again; throws the first failure.
+    func stopScanning() throws {
         guard let adapter = state.withLock({ state in defer { state.scanningAdapter = nil }; return state.scanningAdapter }) else { return }
-        try? client.stopDiscovery(on: adapter)
-        try? client.forgetDevices(on: adapter)
+        var failure: DBusError?
+        do { try client.stopDiscovery(on: adapter) } catch { failure = error }
+        try client.forgetDevices(on: adapter)
+        if let failure { throw failure }
     }
 
     /// The name of the adapter in use (for reports), when one is known.
