@@ -9,9 +9,11 @@ import Glibc
 /// no read-ahead) and dropped once after the start (MADV_DONTNEED: clean file pages return from
 /// the page cache on the next touch), only what the running agent touches comes back.
 enum CodeResidency {
-    static func dropUntouched() {
-        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8),  // no maps (no /proc): nothing to drop
-              let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return }
+    /// Throws when /proc does not say where the code is: then it all stays resident, which costs
+    /// memory only.
+    static func dropUntouched() throws {
+        let maps = try String(contentsOfFile: "/proc/self/maps", encoding: .utf8)
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         for line in maps.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             // The executable's code only: its read-only data includes RELRO, pages the loader wrote

@@ -339,7 +339,12 @@ final class Daemon: @unchecked Sendable {
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store)
-        adapterName = (try? bluez.adapter().name) ?? radioSettings.adapter ?? ""
+        do { adapterName = try bluez.adapter().name } catch {
+            // Only the TX power's source depends on it here; the agent meets the same problem at
+            // once and its status says so.
+            logger.info("no adapter to read the TX power from at the start: \(error)")
+            adapterName = radioSettings.adapter ?? ""
+        }
         let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
                                clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self, queue] state in

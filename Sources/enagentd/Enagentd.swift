@@ -103,7 +103,11 @@ struct Enagentd: ParsableCommand {
                             bus: radioBus, trustedKeys: trustedKeys, rssiCorrection: file.rssiCorrection ?? 0, logger: logger)
         let object = ExposureNotificationService(daemon: daemon, bus: serviceBus, logger: logger).object()
         daemon.serviceObject = object
-        daemon.onChange = { names in object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) }
+        daemon.onChange = { names in
+            do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
+                logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
+            }
+        }
         // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that
         // the calls of others queued behind the flood are answered soon.
         serviceBus.limitCalls(CallBudget(burst: 200, perSecond: 100))
@@ -123,7 +127,7 @@ struct Enagentd: ParsableCommand {
         }
         let gate = ClockGate(synchronisation: synchronisation, clock: clock, queue: .main)
         Systemd.notify("READY=1")
-        CodeResidency.dropUntouched()
+        do { try CodeResidency.dropUntouched() } catch { logger.info("all of enagentd's code stays resident (more memory, nothing else): \(error)") }
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
         DispatchQueue.main.async {
             daemon.apply()

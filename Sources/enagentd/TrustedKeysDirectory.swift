@@ -9,11 +9,17 @@ import Glibc
 enum TrustedKeysDirectory {
     static let defaultPath = "/etc/enagent/trusted-keys"
 
+    /// No directory is no keys; one that cannot be read stops the daemon like a bad file does.
     static func load(_ path: String) throws -> [TrustedKey] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [] }
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
+            throw LoadError("cannot list the trusted keys directory \(path): \(error)")
+        }
         return try names.filter { $0.hasSuffix(".pem") }.sorted().map { name in
             let file = path + "/" + name
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw LoadError("cannot read \(file)") }
+            let text: String
+            do { text = try String(contentsOfFile: file, encoding: .utf8) } catch { throw LoadError("cannot read \(file): \(error)") }
             let scope = name.dropLast(4).split(separator: "_", maxSplits: 1).map(String.init)
             do {
                 return TrustedKey(keyId: scope.count == 2 ? scope[0] : nil, keyVersion: scope.count == 2 ? scope[1] : nil,
