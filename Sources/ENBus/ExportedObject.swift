@@ -100,13 +100,13 @@ public final class ExportedObject: Sendable {
 
     /// Emits PropertiesChanged with the current values of `names`; a property whose getter fails is
     /// listed as invalidated, so that clients ask for it (and get the error) instead of a stale value.
-    public func propertiesChanged(interface name: String, _ names: [String]) {
+    public func propertiesChanged(interface name: String, _ names: [String]) throws(DBusError) {
         guard let connection, let interface = interfaces.first(where: { $0.name == name }) else { return }
         var values = [String: DBusValue](), invalidated = [String]()
         for property in interface.properties where names.contains(property.name) {
             do { values[property.name] = try property.get() } catch { invalidated.append(property.name) }
         }
-        try? connection.emit(path: path, interface: Self.propertiesInterface, member: "PropertiesChanged",
+        try connection.emit(path: path, interface: Self.propertiesInterface, member: "PropertiesChanged",
                              [.string(name), .properties(values), .strings(invalidated)])
     }
 
@@ -192,15 +192,16 @@ public final class ExportedObject: Sendable {
             throw DBusError(name: DBusError.invalidArgs, message: "\(name) is of type \(property.signature), not \(value.signature)")
         }
         try set(value)
-        propertiesChanged(interface: interface!.name, [name])
+        try propertiesChanged(interface: interface!.name, [name])
         return []
     }
 
     /// Answers calls to a path with no object: introspection lists the children, the rest is unknown.
     static func handleUnknown(_ call: DBusMessage, path: String, children: [String]) -> DBusMessage {
-        if call.interface == introspectableInterface && call.member == "Introspect", !children.isEmpty,
-           let reply = try? call.methodReturn([.string(ExportedObject(path: path, interfaces: []).introspectionXML(children: children))]) {
-            return reply
+        if call.interface == introspectableInterface && call.member == "Introspect", !children.isEmpty {
+            do { return try call.methodReturn([.string(ExportedObject(path: path, interfaces: []).introspectionXML(children: children))]) } catch {
+                return call.errorReply(error)
+            }
         }
         return call.errorReply(DBusError(name: DBusError.unknownObject, message: "no object at \(path)"))
     }

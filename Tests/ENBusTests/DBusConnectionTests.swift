@@ -201,7 +201,7 @@ final class Locked<Value: Sendable>: Sendable {
         #expect(try properties("Get", [.string("org.enagent.Broken"), .string("Fine")]) == [.variant(.uint32(1))])
         #expect(throws: unreadable) { try properties("Get", [.string("org.enagent.Broken"), .string("Broken")]) }
         #expect(throws: unreadable) { try properties("GetAll", [.string("org.enagent.Broken")]) }
-        object.propertiesChanged(interface: "org.enagent.Broken", ["Fine", "Broken"])
+        try object.propertiesChanged(interface: "org.enagent.Broken", ["Fine", "Broken"])
         let signal = try #require(changes.wait().first)
         #expect(signal[1].stringKeyed?.keys.sorted() == ["Fine"])
         #expect(signal[2] == .strings(["Broken"]))
