@@ -65,8 +65,10 @@ public final class BlueZClient: Sendable {
             // InProgress means either that our discovery runs already, or that the kernel refused
             // bluetoothd: it still runs the discovery of a bluetoothd that died (for up to 10.24 s).
             if try isDiscovering(adapter) { return }
-            guard let index = adapter.index, (try? Management.send(StopDiscovery(), controller: index)) != nil else {
-                throw DBusError(name: error.name, message: "\(error.message): the kernel still runs the discovery of a bluetoothd that stopped")
+            let stuck = "\(error.message): the kernel still runs the discovery of a bluetoothd that stopped"
+            guard let index = adapter.index else { throw DBusError(name: error.name, message: stuck) }
+            do { _ = try Management.send(StopDiscovery(), controller: index) } catch let refusal {
+                throw DBusError(name: error.name, message: "\(stuck), and would not stop it: \(refusal)")
             }
             try start()
         }
