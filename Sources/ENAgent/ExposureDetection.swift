@@ -79,6 +79,8 @@ public struct ExposureDetection: Sendable {
     /// A cancellation is the client's choice, not a failure.
     fileprivate func recordingFailure<T>(startedAt: Int64, _ body: () throws(DetectionError) -> T) throws(DetectionError) -> T {
         do { return try body() } catch {
+            // The caller gets `error` either way; a store that cannot record it only leaves
+            // LastDetectionError as it was, and fails the next write that matters loudly.
             if error != .cancelled { try? store.recordFailedDetection(startedAt: startedAt, error: error.description) }
             throw error
         }
