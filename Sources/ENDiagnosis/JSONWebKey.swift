@@ -12,6 +12,8 @@ public struct JSONWebKey: Sendable {
         guard let keys = JSONValue(parsing: data)?["keys"]?.array else {
             throw .badIssuerKeys("not a JWKS document ({\"keys\": [...]})")
         }
+        // A key that is not a point on P-256 is skipped like a key of another type: a card it
+        // signed does not verify, which trusts less, never more.
         return keys.compactMap { key in
             guard key["kty"]?.string == "EC", key["crv"]?.string == "P-256", let x = key["x"]?.string, let y = key["y"]?.string,
                   let kid = key["kid"]?.string, let xBytes = Base64URL.decode(x), let yBytes = Base64URL.decode(y),

@@ -67,13 +67,18 @@ public struct HealthCardVerifier: Sendable {
         self.anyIssuerKeys = anyIssuerKeys
     }
 
-    /// The trusted issuers of a directory: every `*.json` is a JWKS with an added `"iss"`.
+    /// The trusted issuers of a directory: every `*.json` is a JWKS with an added `"iss"`. No
+    /// directory is no issuers; one that cannot be read is an error, not fewer issuers.
     public static func issuers(inDirectory path: String) throws(HealthCardError) -> [String: [JSONWebKey]] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [:] }
+        guard FileManager.default.fileExists(atPath: path) else { return [:] }
+        let names: [String]
+        do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
+            throw .badIssuerKeys("cannot list \(path): \(error)")
+        }
         var issuers = [String: [JSONWebKey]]()
         for name in names.sorted() where name.hasSuffix(".json") {
-            guard let data = FileManager.default.contents(atPath: path + "/" + name),
-                  let issuer = JSONValue(parsing: data)?["iss"]?.string else {
+            guard let data = FileManager.default.contents(atPath: path + "/" + name) else { throw .badIssuerKeys("cannot read \(path)/\(name)") }
+            guard let issuer = JSONValue(parsing: data)?["iss"]?.string else {
                 throw .badIssuerKeys("\(path)/\(name) needs an \"iss\" member naming the issuer")
             }
             issuers[issuer, default: []] += try JSONWebKey.keySet(data)
