@@ -13,7 +13,7 @@ public enum JSONValue: Codable, Equatable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// `data` as JSON, or nil when it is not.
+    /// `data` as JSON, or nil when it is not (each caller says what it expected instead).
     public init?(parsing data: Data) {
         guard let value = try? JSONDecoder().decodeUTF8(JSONValue.self, from: data) else { return nil }
         self = value
@@ -21,6 +21,8 @@ public enum JSONValue: Codable, Equatable, Sendable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
+        // A value of another type is no error here but the next type to try; the last decode
+        // throws when none fits.
         if container.decodeNil() {
             self = .null
         } else if let value = try? container.decode(Bool.self) {
