@@ -18,10 +18,9 @@ enum KeyFileInput {
     static func trustedKey(_ argument: String) throws -> TrustedKey {
         var text = argument
         if FileManager.default.fileExists(atPath: argument) {
-            guard let contents = try? String(contentsOfFile: argument, encoding: .utf8) else {
-                throw CommandError("--public-key \(argument): cannot read the file as text (PEM or base64)")
+            do { text = try String(contentsOfFile: argument, encoding: .utf8) } catch {
+                throw CommandError("--public-key \(argument): cannot read the file as text (PEM or base64): \(error)")
             }
-            text = contents
         }
         do {
             return TrustedKey(publicKey: try TrustedKey.publicKey(from: text))

@@ -107,7 +107,8 @@ struct DownloadCache {
 
     private var processedList: String { directory + "/processed" }
 
-    /// Index entries handed to the daemon successfully.
+    /// Index entries handed to the daemon successfully. A list that cannot be read counts as empty:
+    /// that costs downloads only, since enagentd skips a key file it processed (by its digest).
     func processed() -> Set<String> {
         guard let text = try? String(contentsOfFile: processedList, encoding: .utf8) else { return [] }
         return Set(text.split(separator: "\n").map(String.init))
@@ -116,7 +117,11 @@ struct DownloadCache {
     func markProcessed(_ entries: [String]) throws {
         let all = processed().union(entries).sorted().joined(separator: "\n") + "\n"
         try all.write(toFile: processedList, atomically: true, encoding: .utf8)
-        for entry in entries { try? FileManager.default.removeItem(atPath: file(for: entry)) }
+        for entry in entries {
+            do { try FileManager.default.removeItem(atPath: file(for: entry)) } catch {
+                StandardStream.error.write("enctl: cannot remove a processed key file from the cache (it takes space only): \(error)\n")
+            }
+        }
     }
 
     /// Downloads an entry into the cache, streaming to disk: a file in the cache is always complete.

@@ -37,7 +37,8 @@ extension Keys {
 
         func run() throws {
             let export = try KeyFileInput.load(file, limits: .standard)
-            guard let pem = try? String(contentsOfFile: privateKey, encoding: .utf8) else { throw CommandError("cannot read \(privateKey)") }
+            let pem: String
+            do { pem = try String(contentsOfFile: privateKey, encoding: .utf8) } catch { throw CommandError("cannot read \(privateKey): \(error)") }
             let key: P256PrivateKey
             do { key = try P256PrivateKey(pem: pem) } catch { throw CommandError("\(privateKey): \(error)") }
             var keys = [DiagnosisKey]()

@@ -94,9 +94,14 @@ struct Share: ParsableCommand {
 
     private func sendPending(_ client: DaemonClient) throws {
         let uploads = try UploadSender.send(client)
-        // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration, no decoys.
-        if let configuration = try? server.load(), Chaff.maybeSend(configuration) {
-            StandardStream.error.write("enctl: decoy requests sent (chaff)\n")
+        // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration
+        // file, no decoys. One that cannot be used is said, but does not fail what was sent.
+        if FileManager.default.fileExists(atPath: server.serverConfig) {
+            do {
+                if Chaff.maybeSend(try server.load()) { StandardStream.error.write("enctl: decoy requests sent (chaff)\n") }
+            } catch {
+                StandardStream.error.write("enctl: no decoy requests (chaff): \(error)\n")
+            }
         }
         let attempted = uploads.sent.count + uploads.retrying.count + uploads.refused.count
         print(attempted == 0 ? "No pending uploads due." : "\(uploads.sent.count) pending key upload(s) sent.")

@@ -24,8 +24,9 @@ struct Watch: ParsableCommand {
             let signal = DaemonClient.API.Signals.exposureDetected
             subscription = try client.connection.subscribe(MatchRule(sender: DaemonClient.API.busName, path: DaemonClient.API.path,
                                                                       interface: DaemonClient.API.interface, member: signal.name)) { message in
-                guard let windows = try? signal.arguments(message.arguments).newWindows else {
-                    return StandardStream.error.write("enctl: an ExposureDetected signal this enctl does not understand: \(message.signature)\n")
+                let windows: UInt32
+                do { windows = try signal.arguments(message.arguments).newWindows } catch {
+                    return StandardStream.error.write("enctl: an ExposureDetected signal this enctl does not understand: \(error)\n")
                 }
                 StandardStream.output.write("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n")
                 notifier.notify(summary: "Possible exposure to COVID-19",
@@ -46,7 +47,10 @@ final class DesktopNotifier: Sendable {
     init() {
         let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
             ?? ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].map { "unix:path=\($0)/bus" }
-        session = address.flatMap { try? DBusConnection(address: $0) }
+        do { session = try address.map { address throws(DBusError) in try DBusConnection(address: address) } } catch {
+            StandardStream.error.write("enctl: no desktop notifications: cannot reach the session bus: \(error)\n")
+            session = nil
+        }
     }
 
     var available: Bool { session != nil }
