@@ -4,8 +4,9 @@ import ENSQLite
 /// A positive test the person recorded, and how it was verified.
 public struct TestResult: Sendable, Equatable {
     public var id: String
-    /// Unix seconds of the UTC day the test was administered.
-    public var testDate: Int64
+    /// Unix seconds of the UTC day the test was administered; nil when nobody said (the
+    /// verification server gave no date), which is never made up.
+    public var testDate: Int64?
     /// A `VerificationMethod` raw value.
     public var verificationMethod: String
     /// What the verification showed (issuer, test type), for the person.
@@ -23,7 +24,7 @@ public struct TestResult: Sendable, Equatable {
     /// The keys the key server accepted for this result.
     public var sharedKeys: [TemporaryExposureKeyData] = []
 
-    public init(id: String, testDate: Int64, verificationMethod: String, verificationDetail: String?, recordedAt: Int64,
+    public init(id: String, testDate: Int64?, verificationMethod: String, verificationDetail: String?, recordedAt: Int64,
                 sharedAt: Int64? = nil, verificationToken: String? = nil, uploadPending: Bool = false) {
         self.id = id
         self.testDate = testDate

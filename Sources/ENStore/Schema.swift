@@ -136,6 +136,50 @@ enum Schema {
             PRIMARY KEY (test_result_id, key_data)
         );
         """,
+        // v5: a test result's date may be unknown (the verification server gave none): test_date
+        // may be NULL. SQLite changes a column's constraint only by rebuilding the table, and its
+        // children are rebuilt with it, since dropping the old parent would cascade to them. The
+        // new parent's renaming carries the children's references along.
+        """
+        CREATE TABLE test_result_v5 (
+            id TEXT PRIMARY KEY,
+            test_date INTEGER,
+            verification_method TEXT NOT NULL,
+            verification_detail TEXT,
+            recorded_at INTEGER NOT NULL,
+            shared_at INTEGER,
+            verification_token TEXT,
+            upload_failure TEXT,
+            revision_token TEXT
+        );
+        INSERT INTO test_result_v5
+            SELECT id, test_date, verification_method, verification_detail, recorded_at, shared_at, verification_token, upload_failure, revision_token
+            FROM test_result;
+        CREATE TABLE pending_upload_v5 (
+            test_result_id TEXT PRIMARY KEY REFERENCES test_result_v5(id) ON DELETE CASCADE,
+            url TEXT NOT NULL,
+            body TEXT NOT NULL,
+            queued_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            next_attempt_at INTEGER NOT NULL DEFAULT 0,
+            key_data BLOB NOT NULL DEFAULT x'' CHECK (length(key_data) % 16 = 0)
+        );
+        INSERT INTO pending_upload_v5
+            SELECT test_result_id, url, body, queued_at, attempts, last_error, next_attempt_at, key_data FROM pending_upload;
+        CREATE TABLE shared_key_v5 (
+            test_result_id TEXT NOT NULL REFERENCES test_result_v5(id) ON DELETE CASCADE,
+            key_data BLOB NOT NULL CHECK (length(key_data) = 16),
+            PRIMARY KEY (test_result_id, key_data)
+        );
+        INSERT INTO shared_key_v5 SELECT test_result_id, key_data FROM shared_key;
+        DROP TABLE shared_key;
+        DROP TABLE pending_upload;
+        DROP TABLE test_result;
+        ALTER TABLE test_result_v5 RENAME TO test_result;
+        ALTER TABLE pending_upload_v5 RENAME TO pending_upload;
+        ALTER TABLE shared_key_v5 RENAME TO shared_key;
+        """,
     ]
 
     /// The migration identifiers of the GRDB store that wrote schema versions 1 to 4, in order.

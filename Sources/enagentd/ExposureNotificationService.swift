@@ -143,7 +143,8 @@ struct ExposureNotificationService: Sendable {
             throw API.Failure.invalidArguments.error("the method is one of \(VerificationMethod.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let testDate = Int64(exactly: arguments.testDate) else { throw API.Failure.invalidArguments.error("test_date \(arguments.testDate) is out of range") }
-        let result = TestResult(id: UUID().uuidString.lowercased(), testDate: testDate, verificationMethod: arguments.method,
+        // test_date 0: the day is unknown, as the contract's other times say "none" with 0.
+        let result = TestResult(id: UUID().uuidString.lowercased(), testDate: testDate == 0 ? nil : testDate, verificationMethod: arguments.method,
                                 verificationDetail: arguments.detail.isEmpty ? nil : arguments.detail, recordedAt: daemon.clock.now,
                                 verificationToken: arguments.verificationToken.isEmpty ? nil : arguments.verificationToken)
         try onDaemonQueue { try daemon.store.recordTestResult(result) }
@@ -152,7 +153,7 @@ struct ExposureNotificationService: Sendable {
 
     func getTestResults(_: NoArguments) throws(DBusError) -> TestResults {
         TestResults(results: try reading { try daemon.store.testResults() }.map {
-            TestResultRecord(id: $0.id, testDate: UInt64(max(0, $0.testDate)), method: $0.verificationMethod, detail: $0.verificationDetail ?? "",
+            TestResultRecord(id: $0.id, testDate: UInt64(max(0, $0.testDate ?? 0)), method: $0.verificationMethod, detail: $0.verificationDetail ?? "",
                              recordedAt: UInt64(max(0, $0.recordedAt)), sharedAt: UInt64(max(0, $0.sharedAt ?? 0)), uploadPending: $0.uploadPending,
                              verificationToken: $0.verificationToken ?? "", uploadFailure: $0.uploadFailure ?? "", revisionToken: $0.revisionToken ?? "",
                              sharedKeys: $0.sharedKeys.map(\.bytes))

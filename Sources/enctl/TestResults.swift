@@ -120,7 +120,7 @@ extension TestResultCommand {
 
         func run() throws {
             let client = try DaemonClient()
-            let (testDate, method, detail, token): (Int64, String, String, String)
+            let (testDate, method, detail, token): (Int64?, String, String, String)
             if let card {
                 let verified = try TestResultCommand.verifiedCard(card, verifier: try TestResultCommand.verifier(directory: issuersDir, issuerKeys: nil))
                 TestResultCommand.printCard(verified)
@@ -137,11 +137,20 @@ extension TestResultCommand {
             } else {
                 let verification = try VerificationServer(try server.load()).verify(code: code!)
                 let day = try date.map(TestResultCommand.day) ?? verification.testDate
-                (testDate, method, detail, token) = (day, VerificationMethod.verificationCode.rawValue, "\(verification.testType) test, verified by the health authority", verification.token)
+                if day == nil {
+                    StandardStream.error.write("enctl: the health authority gave no test date: the result is recorded, and your keys are shared, "
+                                               + "without one (give --date YYYY-MM-DD if you know when you were tested)\n")
+                }
+                if verification.testType == nil {
+                    StandardStream.error.write("enctl: the health authority did not say what kind of test it was: the result is recorded as a test of unknown type\n")
+                }
+                let kind = verification.testType.map { "\($0) test" } ?? "test of unknown type"
+                (testDate, method, detail, token) = (day, VerificationMethod.verificationCode.rawValue, "\(kind), verified by the health authority", verification.token)
             }
+            // test_date 0: unknown (the API's "none" for times).
             let id = try client.call(DaemonClient.API.Methods.addTestResult,
-                                     NewTestResult(testDate: UInt64(testDate), method: method, detail: detail, verificationToken: token)).id
-            print("Recorded test result \(id) of \(utcDay(testDate)). Share your keys with 'enctl share'.")
+                                     NewTestResult(testDate: UInt64(testDate ?? 0), method: method, detail: detail, verificationToken: token)).id
+            print("Recorded test result \(id) \(testDate.map { "of \(utcDay($0))" } ?? "without a test date"). Share your keys with 'enctl share'.")
         }
     }
 
@@ -156,7 +165,7 @@ extension TestResultCommand {
             if json { return try printJSON(results) }
             guard !results.isEmpty else { return print("No test results.") }
             printColumns([["ID", "TEST DAY", "VERIFIED BY", "SHARED"]] + results.map {
-                [$0.id, utcDay($0.testDate), $0.method, $0.uploadPending ? "pending, will retry"
+                [$0.id, $0.testDate.map(utcDay) ?? "unknown", $0.method, $0.uploadPending ? "pending, will retry"
                     : !$0.uploadFailure.isEmpty ? "refused for good: \($0.uploadFailure)" : $0.sharedAt > 0 ? utcTime($0.sharedAt) : "no"]
             })
         }
@@ -165,7 +174,8 @@ extension TestResultCommand {
 
 /// A test result as the daemon keeps it.
 struct StoredTestResult: Encodable {
-    var id: String, testDate: Int64, method: String, detail: String, recordedAt: Int64, sharedAt: Int64, uploadPending: Bool
+    /// testDate nil: the health authority gave none.
+    var id: String, testDate: Int64?, method: String, detail: String, recordedAt: Int64, sharedAt: Int64, uploadPending: Bool
     var uploadFailure: String
     var token: String, revisionToken: String, sharedKeys: [TemporaryExposureKeyData]
 
@@ -173,7 +183,7 @@ struct StoredTestResult: Encodable {
 
     static func all(_ client: DaemonClient) throws -> [StoredTestResult] {
         try client.call(DaemonClient.API.Methods.getTestResults).results.map {
-            StoredTestResult(id: $0.id, testDate: Int64($0.testDate), method: $0.method, detail: $0.detail, recordedAt: Int64($0.recordedAt),
+            StoredTestResult(id: $0.id, testDate: $0.testDate == 0 ? nil : Int64($0.testDate), method: $0.method, detail: $0.detail, recordedAt: Int64($0.recordedAt),
                              sharedAt: Int64($0.sharedAt), uploadPending: $0.uploadPending, uploadFailure: $0.uploadFailure, token: $0.verificationToken,
                              revisionToken: $0.revisionToken, sharedKeys: $0.sharedKeys.compactMap { Bytes16(bytes: $0) })
         }

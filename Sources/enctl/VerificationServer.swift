@@ -16,16 +16,29 @@ struct VerificationServer {
     }
 
     struct Verification {
-        var testType: String
-        var testDate: Int64
+        /// The test's type as the server says it (confirmed, likely, negative); nil when it says none.
+        var testType: String?
+        /// Unix seconds of the test day's UTC midnight; nil when the server gives no date.
+        var testDate: Int64?
         var token: String
     }
 
+    /// What the server leaves out (an absent or empty testDate or testtype) stays unknown:
+    /// neither today nor "confirmed" is made up for it.
     func verify(code: String) throws -> Verification {
         let answer = try call(.verify, ["code": .string(code), "accept": .array([.string("confirmed")])])
         guard let token = answer?["token"]?.string else { throw CommandError("the verification server sent no token") }
-        let day = answer?["testDate"]?.string.flatMap { try? TestResultCommand.day($0) } ?? Int64(Date().timeIntervalSince1970) / 86_400 * 86_400
-        return Verification(testType: answer?["testtype"]?.string ?? "confirmed", testDate: day, token: token)
+        let testType = answer?["testtype"]?.string.flatMap { $0.isEmpty ? nil : $0 }
+        let dateText = answer?["testDate"]?.string ?? ""
+        var testDate: Int64?
+        if !dateText.isEmpty {
+            // The code is spent once the server has answered: a date it garbled is unknown, not a
+            // reason to lose the code.
+            do { testDate = try TestResultCommand.day(dateText) } catch {
+                StandardStream.error.write("enctl: the verification server's test date \"\(dateText)\" is not a date (YYYY-MM-DD); it is taken as unknown\n")
+            }
+        }
+        return Verification(testType: testType, testDate: testDate, token: token)
     }
 
     /// A certificate binding `hmac` (of the keys to share) to the verified test.

@@ -12,17 +12,18 @@ import Testing
     static let project = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The health authority's servers on a free loopback port; the first publishes get `failures`
-    /// (HTTP statuses: 500, 429 with Retry-After, 400 for an expired certificate).
+    /// (HTTP statuses: 500, 429 with Retry-After, 400 for an expired certificate); the verify
+    /// answer leaves out the members `omitted` names (testDate, testtype).
     final class HealthAuthority {
         let server: LoopbackServer
         let log: String
         var base: String { server.url }
 
-        init(log: String, failures: [Int] = []) throws {
+        init(log: String, failures: [Int] = [], omitted: [String] = []) throws {
             self.log = log
             let script = DiagnosisTests.project.appendingPathComponent("Tests/CommandTests/Servers/health_authority.py").path
             let statuses = failures.isEmpty ? "0" : failures.map(String.init).joined(separator: ",")
-            server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log, statuses] }
+            server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log, statuses, omitted.joined(separator: ",")] }
         }
 
         /// A key-server.conf for these servers, with `more` lines.
@@ -110,6 +111,38 @@ import Testing
         #expect(publishes.map { $0["revisionToken"] as? String } == ["", "", "revision-1"])
         #expect(publishes.last?["authority"] as? String == "test-authority")
         #expect(try authority.requests().allSatisfy { !$0.chaff }, "no decoys unless key-server.conf says chaff")
+    }
+
+    /// A verification server that gives no test date and no test type: neither is made up (not
+    /// today, not "confirmed"), enctl says so, and the upload carries no day or type either.
+    @Test func aTestDateOrTypeTheServerDoesNotGiveIsNotMadeUp() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let yesterday = try service.insertRolledKey()
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), omitted: ["testDate", "testtype"])
+        let configuration = try authority.configuration(in: directory)
+
+        let added = try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration)
+        #expect(added.status == 0, "\(added.standardError)")
+        #expect(added.standardError.contains("the health authority gave no test date"), "\(added.standardError)")
+        #expect(added.standardError.contains("did not say what kind of test it was"), "\(added.standardError)")
+        #expect(added.standardOutput.contains("without a test date"), "\(added.standardOutput)")
+        let recorded = try results(service)
+        #expect(recorded.count == 1)
+        #expect(recorded.first?["testDate"] as? Int == nil, "no day made up: \(recorded)")
+        #expect(recorded.first?["detail"] as? String == "test of unknown type, verified by the health authority")
+        let listed = try service.enctl("test-result", "list")
+        #expect(listed.standardOutput.contains("unknown"), "\(listed.standardOutput)")
+
+        let shared = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(shared.status == 0, "\(shared.standardError)")
+        let publishes = try authority.publishes()
+        #expect(publishes.map { $0["accepted"] as? Bool } == [true])
+        #expect(publishes.first?["members"] as? [String] == ["healthAuthorityID", "hmacKey", "padding", "revisionToken", "temporaryExposureKeys",
+                                                             "verificationPayload"], "no symptomOnsetInterval, no report type")
+        let keys = publishes.first?["keys"] as? [[String: Any]] ?? []
+        #expect(keys.map { $0["key"] as? String } == [Data(yesterday.keyData.bytes).base64EncodedString()])
+        #expect(keys.allSatisfy { Set($0.keys) == ["key", "rollingStartNumber", "rollingPeriod", "transmissionRisk"] }, "no per-key day or type")
     }
 
     /// With chaff, the timer's run sends decoys the servers discard; decoys and real requests have

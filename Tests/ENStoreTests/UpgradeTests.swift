@@ -21,7 +21,7 @@ import Testing
 
     @Test func theGRDBStoresDatabaseKeepsEverything() throws {
         let store = try AgentStore(path: try copyOfFixture())
-        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == 4)
+        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == Schema.migrations.count)
         #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM sqlite_master WHERE name = 'grdb_migrations'") } == 0)
 
         let keys = try store.temporaryExposureKeys(validAfter: 0)
@@ -58,6 +58,17 @@ import Testing
         #expect(results[2].sharedKeys == [keys[0].keyData, keys[1].keyData])
         #expect(try store.pendingUploads() == [PendingUpload(testResultId: "result-pending", url: "http://127.0.0.1:8080/v1/publish", body: "{\"b\":2}",
                                                              attempts: 1, lastError: "HTTP 503", nextAttemptAt: 1_740_031_000)])
+
+        // v5 rebuilt the test results with their uploads and shared keys: a result may lack a date,
+        // and removing one still removes what hangs on it.
+        try store.recordTestResult(TestResult(id: "undated", testDate: nil, verificationMethod: "verification-code", verificationDetail: nil, recordedAt: 1_740_300_000))
+        let undated = try store.testResults().first
+        #expect(undated?.id == "undated" && undated?.testDate == nil)
+        try store.write { try $0.execute("DELETE FROM test_result WHERE id = 'result-pending'") }
+        let uploadsLeft = try store.pendingUploads()
+        #expect(uploadsLeft.isEmpty, "the pending upload went with its result")
+        let dangling = try store.read { try $0.fetchAll(String.self, "PRAGMA foreign_key_check") }
+        #expect(dangling.isEmpty)
 
         // And it goes on: a new sighting is stored and the database opens again.
         try store.record([Sighting(rpi: Bytes16(high: 1, low: 2), aem: AssociatedEncryptedMetadata(rawValue: 3), rssi: -50, time: 1_740_200_000, adapter: "hci0")])

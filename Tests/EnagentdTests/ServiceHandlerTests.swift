@@ -67,6 +67,15 @@ import Testing
         #expect(failure { _ = try service.getExposureInfo(NoArguments()) } == .notAvailable, "no detection has stored a v1 configuration")
     }
 
+    /// test_date 0 is a result whose day nobody gave: stored as unknown, listed as 0 again.
+    @Test func aTestResultWithoutADateStaysWithout() throws {
+        _ = try service.addTestResult(NewTestResult(testDate: 0, method: "verification-code", detail: "", verificationToken: "tok"))
+        let stored = try store.testResults()
+        #expect(stored.count == 1 && stored[0].testDate == nil)
+        let listed = try service.getTestResults(NoArguments()).results
+        #expect(listed.map(\.testDate) == [0])
+    }
+
     @Test func aTestResultIsRecordedListedAndItsUploadQueued() throws {
         let id = try service.addTestResult(NewTestResult(testDate: 1_699_920_000, method: "verification-code", detail: "PCR", verificationToken: "tok")).id
         let results = try service.getTestResults(NoArguments()).results

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""health_authority.py PORT LOG FAILURES: a health authority's verification server and key
-server on 127.0.0.1:PORT, speaking the protocols of protocol.md §5, for the tests. FAILURES is a
-comma-separated list of HTTP statuses the first publishes get (500: unavailable; 429: rate
-limited, Retry-After 3600; 400: the certificate expired), or 0 for none.
+"""health_authority.py PORT LOG FAILURES [OMITTED]: a health authority's verification server and
+key server on 127.0.0.1:PORT, speaking the protocols of protocol.md §5, for the tests. FAILURES is
+a comma-separated list of HTTP statuses the first publishes get (500: unavailable; 429: rate
+limited, Retry-After 3600; 400: the certificate expired), or 0 for none. OMITTED is a
+comma-separated list of members the verify answer leaves out (testDate, testtype).
 
 POST /api/verify       X-API-Key "test-api-key"; code "12345678" gives a token, others code_invalid
 POST /api/certificate  the token and the HMAC of the keys give a certificate bound to that HMAC
@@ -12,11 +13,12 @@ POST /v1/publish       refused as FAILURES says; then accepted only if the HMAC 
 GET  /index.txt        an empty list of export files
 Every request's path, size and X-Chaff header go to LOG.requests; a request with X-Chaff is a
 decoy, answered 200 {} and otherwise ignored. Every publish request is appended to LOG as a JSON line: {"keys": [...], "accepted": bool,
-"authority": ..., "revisionToken": the one the request carried}."""
+"authority": ..., "revisionToken": the one the request carried, "members": the request's member names}."""
 import base64, hashlib, hmac, http.server, json, sys
 
 PORT, LOG = int(sys.argv[1]), sys.argv[2]
 FAILURES = [int(status) for status in sys.argv[3].split(",") if status != "0"]
+OMITTED = sys.argv[4].split(",") if len(sys.argv) > 4 else []
 ACCEPTED = [0]
 API_KEY, CODE, TOKEN = "test-api-key", "12345678", "token-1"
 CERTIFIED = {}
@@ -59,7 +61,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/api/verify":
             if body.get("code") != CODE:
                 return self.answer(400, {"error": "no such code", "errorCode": "code_invalid"})
-            return self.answer(200, {"testtype": "confirmed", "testDate": "2026-11-18", "symptomDate": "", "token": TOKEN})
+            answer = {"testtype": "confirmed", "testDate": "2026-11-18", "symptomDate": "", "token": TOKEN}
+            return self.answer(200, {name: value for name, value in answer.items() if name not in OMITTED})
         if self.path == "/api/certificate":
             if body.get("token") != TOKEN:
                 return self.answer(400, {"error": "bad token", "errorCode": "token_invalid"})
@@ -84,7 +87,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 status, answer = 200, {"insertedExposures": len(keys), "revisionToken": f"revision-{ACCEPTED[0]}"}
             with open(LOG, "a") as log:
                 log.write(json.dumps({"keys": keys, "accepted": accepted, "authority": body.get("healthAuthorityID"),
-                                      "revisionToken": body.get("revisionToken")}) + "\n")
+                                      "revisionToken": body.get("revisionToken"), "members": sorted(body)}) + "\n")
             return self.answer(status, answer, headers)
         self.answer(404, {"error": "not found"})
 
