@@ -199,7 +199,7 @@ public final class ExportedObject: Sendable {
     /// Answers calls to a path with no object: introspection lists the children, the rest is unknown.
     static func handleUnknown(_ call: DBusMessage, path: String, children: [String]) -> DBusMessage {
         if call.interface == introspectableInterface && call.member == "Introspect", !children.isEmpty {
-            do { return try call.methodReturn([.string(ExportedObject(path: path, interfaces: []).introspectionXML(children: children))]) } catch {
+            do throws(DBusError) { return try call.methodReturn([.string(ExportedObject(path: path, interfaces: []).introspectionXML(children: children))]) } catch {
                 return call.errorReply(error)
             }
         }

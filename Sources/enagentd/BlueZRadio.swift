@@ -133,7 +133,7 @@ final class BlueZRadio: Radio {
     /// the kernel answers Invalid Parameters or Invalid Index) is as good.
     private func remove(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) {
         guard let controller = adapter.index else { return }
-        do { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch {
+        do throws(ManagementError) { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch {
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
     }
@@ -152,7 +152,7 @@ final class BlueZRadio: Radio {
     func stopScanning() throws {
         guard let adapter = state.withLock({ state in defer { state.scanningAdapter = nil }; return state.scanningAdapter }) else { return }
         var failure: DBusError?
-        do { try client.stopDiscovery(on: adapter) } catch { failure = error }
+        do throws(DBusError) { try client.stopDiscovery(on: adapter) } catch { failure = error }
         try client.forgetDevices(on: adapter)
         if let failure { throw failure }
     }

@@ -47,7 +47,11 @@ final class DesktopNotifier: Sendable {
     init() {
         let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
             ?? ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].map { "unix:path=\($0)/bus" }
-        do { session = try address.map { address throws(DBusError) in try DBusConnection(address: address) } } catch {
+        guard let address else {
+            session = nil
+            return
+        }
+        do { session = try DBusConnection(address: address) } catch {
             StandardStream.error.write("enctl: no desktop notifications: cannot reach the session bus: \(error)\n")
             session = nil
         }

@@ -117,7 +117,8 @@ import Testing
     /// today, not "confirmed"), enctl says so, and the upload carries no day or type either.
     @Test func aTestDateOrTypeTheServerDoesNotGiveIsNotMadeUp() throws {
         let service = try ServiceTests.Service(in: directory)
-        #expect(try service.enctl("enable").status == 0)
+        let enabled = try service.enctl("enable")
+        #expect(enabled.status == 0)
         let yesterday = try service.insertRolledKey()
         let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), omitted: ["testDate", "testtype"])
         let configuration = try authority.configuration(in: directory)
