@@ -318,7 +318,9 @@ final class Daemon: @unchecked Sendable {
     /// the radio comes back by itself after either goes away.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         let client = BlueZClient(connection: bus)
-        let bluez = BlueZRadio(client: client, adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store)
+        // A scan that a pause for the advertisement could not resume is started anew, as after a return.
+        let bluez = BlueZRadio(client: client, adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store,
+                               onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.radioAgent?.radioReturned() } })
         adapterName = (try? bluez.adapter().name) ?? radioSettings.adapter ?? ""
         let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
