@@ -13,7 +13,11 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 # (high 16 bits) and the monitor opcode (low 16 bits).
 COMMAND, EVENT = 2, 3
 SET_ADV_SET_RANDOM_ADDRESS, SET_EXT_ADV_PARAMETERS, SET_EXT_ADV_DATA, SET_EXT_SCAN_PARAMETERS = 0x2035, 0x2036, 0x2037, 0x2041
-LEGACY_SET_ADV_DATA = 0x2008
+# The legacy commands (BT 4.x controllers): one random address for the whole controller, taken only
+# while neither advertising nor scanning runs (the controller answers Command Disallowed otherwise).
+SET_RANDOM_ADDRESS, SET_ADV_PARAMETERS, SET_ADV_DATA, SET_SCAN_PARAMETERS = 0x2005, 0x2006, 0x2008, 0x200B
+ADV_NONCONN_IND, LEGACY_NONCONN_PROPERTIES, READ_ADV_TX_POWER = 0x03, 0x0010, 0x2007
+LEGACY_KERNEL_INTERVAL = (100.0, 150.0)
 EN_PREFIX = bytes.fromhex("03036ffd17166ffd")
 
 
@@ -62,14 +66,16 @@ def identifiers(keys):
 def advertisements(path, controllers):
     """Every EN advertising data set on `controllers` (indexes), with the parameters, random
     address and selected TX power in force for its advertising set at that moment."""
-    found, scans, legacy, terminated = [], [], 0, []
-    state = {}  # (index, handle) -> dict
+    found, scans, refused, terminated = [], [], [], []
+    state = {}  # (index, handle) -> dict; legacy advertising is handle None
     last_parameters = {}  # index -> handle of the last Set Extended Advertising Parameters
+    pending = {}  # index -> (command, parameters) awaiting its Command Complete
     for index, opcode, timestamp, payload in records(path):
         if index not in controllers or len(payload) < 3:
             continue
         if opcode == COMMAND:
             command, parameters = struct.unpack("<H", payload[:2])[0], payload[3:]
+            pending[index] = (command, parameters)
             if command == SET_EXT_ADV_PARAMETERS and len(parameters) >= 20:
                 handle = parameters[0]
                 state[(index, handle)] = {
@@ -83,18 +89,42 @@ def advertisements(path, controllers):
                 data = bytes(parameters[4:4 + parameters[3]])
                 if EN_PREFIX in data:
                     found.append({"controller": index, "time": timestamp, "data": data, **state.get((index, parameters[0]), {})})
-            elif command == LEGACY_SET_ADV_DATA and EN_PREFIX in parameters:
-                legacy += 1
+            elif command == SET_ADV_PARAMETERS and len(parameters) >= 15:
+                legacy = state.setdefault((index, None), {"address": None, "tx_power": None})
+                legacy["properties"] = LEGACY_NONCONN_PROPERTIES if parameters[4] == ADV_NONCONN_IND else 0x0100 | parameters[4]
+                legacy["interval"] = tuple(struct.unpack("<H", parameters[i:i + 2])[0] * 0.625 for i in (0, 2))
+                legacy["own_address_type"] = parameters[5]
+            elif command == SET_ADV_DATA and len(parameters) >= 1:
+                state.setdefault((index, None), {"address": None, "tx_power": None})["data"] = bytes(parameters[1:1 + parameters[0]])
             elif command == SET_EXT_SCAN_PARAMETERS and len(parameters) >= 8:
                 scans.append((index, parameters[0], parameters[3], struct.unpack("<H", parameters[4:6])[0] * 0.625,
                               struct.unpack("<H", parameters[6:8])[0] * 0.625))
+            elif command == SET_SCAN_PARAMETERS and len(parameters) >= 7:
+                scans.append((index, parameters[5], parameters[0], struct.unpack("<H", parameters[1:3])[0] * 0.625,
+                              struct.unpack("<H", parameters[3:5])[0] * 0.625))
         elif opcode == EVENT and payload[0] == 0x3E and len(payload) >= 4 and payload[2] == 0x12 and payload[3] != 0:
             # LE Advertising Set Terminated with an error status: the controller ended a set.
             terminated.append((index, payload[4], payload[3]))
-        elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 7:
-            if struct.unpack("<H", payload[3:5])[0] == SET_EXT_ADV_PARAMETERS and payload[5] == 0 and index in last_parameters:
+        elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 6:
+            command, status = struct.unpack("<H", payload[3:5])[0], payload[5]
+            if command == SET_EXT_ADV_PARAMETERS and status == 0 and len(payload) >= 7 and index in last_parameters:
                 state[(index, last_parameters[index])]["tx_power"] = struct.unpack("b", payload[6:7])[0]
-    return found, scans, legacy, terminated
+            sent = pending.pop(index, None)
+            if not sent or sent[0] != command:
+                continue
+            legacy = state.setdefault((index, None), {"address": None, "tx_power": None})
+            if command == SET_RANDOM_ADDRESS and len(sent[1]) >= 6:
+                if status == 0:  # a refused address leaves the old one in force
+                    legacy["address"] = sent[1][:6][::-1]
+                else:
+                    refused.append((index, timestamp, status))
+            elif command == READ_ADV_TX_POWER and status == 0 and len(payload) >= 7:
+                legacy["tx_power"] = struct.unpack("b", payload[6:7])[0]
+            elif command == SET_ADV_ENABLE and status == 0 and sent[1][:1] == b"\x01" and EN_PREFIX in legacy.get("data", b""):
+                # The kernel sets a legacy advertisement's data before its address and parameters:
+                # what goes on the air is what is in force when advertising is enabled.
+                found.append({"controller": index, "time": timestamp, "legacy": True, **legacy})
+    return found, scans, refused, terminated
 
 
 def check(advertisement, table):
@@ -104,7 +134,13 @@ def check(advertisement, table):
     if advertisement.get("properties") != 0x0010:
         problems.append(f"PDU properties 0x{advertisement.get('properties') or 0:04x}, not legacy ADV_NONCONN_IND (0x0010)")
     low, high = advertisement.get("interval") or (0, 0)
-    if not 200 <= low <= high <= 270:
+    if advertisement.get("legacy"):
+        # Linux (6.1 to this day, hci_enable_advertising_sync) gives non-connectable legacy
+        # advertising of an adapter that is not discoverable 100-150 ms, whatever the instance
+        # asked for; discoverable needs connectable, which would send the RPI in connectable PDUs.
+        if (low, high) != LEGACY_KERNEL_INTERVAL:
+            problems.append(f"interval {low:.1f}-{high:.1f} ms, not the kernel's 100-150 ms for legacy advertising")
+    elif not 200 <= low <= high <= 270:
         problems.append(f"interval {low:.1f}-{high:.1f} ms, not within 200-270 ms")
     address = advertisement.get("address")
     if advertisement.get("own_address_type") != 1 or address is None or address[0] >> 6 != 0:

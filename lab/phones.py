@@ -22,6 +22,13 @@ import json, os, socket, struct, sys, time
 import onair
 
 EXTENDED_ADVERTISING_SETS = 3  # btvirt's MAX_EXT_ADV_SETS
+UNKNOWN_COMMAND, COMMAND_DISALLOWED = 0x01, 0x0C
+
+
+class HCIError(RuntimeError):
+    def __init__(self, name, opcode, status):
+        super().__init__(f"{name}: HCI command 0x{opcode:04x} failed with status 0x{status:02x}")
+        self.status = status
 
 
 class Controller:
@@ -32,6 +39,18 @@ class Controller:
         # Event packets only, every event.
         self.socket.setsockopt(socket.SOL_HCI, socket.HCI_FILTER, struct.pack("<IIIHxx", 1 << 4, 0xFFFFFFFF, 0xFFFFFFFF, 0))
         self.socket.settimeout(5)
+        # A BT 4.x controller (btvirt -L) knows only the legacy commands: one advertiser, handle 0.
+        try:
+            self.command(0x203B, b"")  # LE Read Number of Supported Advertising Sets
+            self.sets = EXTENDED_ADVERTISING_SETS
+        except HCIError as error:
+            if error.status != UNKNOWN_COMMAND:
+                raise
+            self.sets = None
+
+    @property
+    def handles(self):
+        return range(self.sets or 1)
 
     def command(self, opcode, parameters):
         self.socket.send(bytes([0x01]) + struct.pack("<HB", opcode, len(parameters)) + parameters)
@@ -44,11 +63,13 @@ class Controller:
             else:
                 continue
             if status:
-                raise RuntimeError(f"{self.name}: HCI command 0x{opcode:04x} failed with status 0x{status:02x}")
+                raise HCIError(self.name, opcode, status)
             return
 
     def advertise(self, handle, address, data):
         """(Re)programs set `handle`: legacy ADV_NONCONN_IND every 100 ms from `address`."""
+        if self.sets is None:
+            return self.advertise_legacy(address, data)
         try:
             self.command(0x2039, bytes([0x00, 0x01, handle, 0, 0, 0]))  # a set's address changes only while it is off
         except RuntimeError:
@@ -60,13 +81,33 @@ class Controller:
         self.command(0x2037, bytes([handle, 0x03, 0x01, len(data)]) + data)
         self.command(0x2039, bytes([0x01, 0x01, handle, 0, 0, 0]))
 
+    def disable_legacy(self):
+        try:
+            self.command(0x200A, b"\x00")
+        except HCIError as error:
+            if error.status != COMMAND_DISALLOWED:  # btvirt's answer when it was not advertising
+                raise
+
+    def advertise_legacy(self, address, data):
+        """The legacy commands: the address changes only while advertising is off."""
+        self.disable_legacy()
+        self.command(0x2005, address[::-1])
+        self.command(0x2006, struct.pack("<HH", 0xA0, 0xA0) + bytes([0x03, 0x01, 0x00]) + bytes(6) + bytes([0x07, 0x00]))
+        self.command(0x2008, bytes([len(data)]) + data + bytes(31 - len(data)))
+        self.command(0x200A, b"\x01")
+
     def stop(self, handle):
+        if self.sets is None:
+            return self.disable_legacy()
         self.command(0x2039, bytes([0x00, 0x01, handle, 0, 0, 0]))
 
     def repeat(self, handles):
         """Off and on again: btvirt reports a set to scanners only when it is enabled (or a scan
         is), once, where a real advertiser repeats every 100-270 ms; that one report can race the
         scanner's kernel entering discovery and be dropped. Same address, same data."""
+        if self.sets is None:
+            self.disable_legacy()
+            return self.command(0x200A, b"\x01")
         sets = b"".join(bytes([handle, 0, 0, 0]) for handle in handles)
         self.command(0x2039, bytes([0x00, len(handles)]) + sets)
         self.command(0x2039, bytes([0x01, len(handles)]) + sets)
@@ -133,7 +174,7 @@ def main():
         return export(sys.argv[2], sys.argv[3])
     out, origin, scale, mode, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
     controllers = [Controller(name) for name in sys.argv[6:]]
-    slots = [(controller, handle) for controller in controllers for handle in range(EXTENDED_ADVERTISING_SETS)]
+    slots = [(controller, handle) for controller in controllers for handle in controller.handles]
     agent_now = lambda: origin + scale * (time.time() - origin)
     log = open(f"{out}/phones.jsonl", "a")
     ends = time.time() + seconds

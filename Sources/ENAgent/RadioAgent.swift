@@ -112,6 +112,10 @@ public final class RadioAgent: @unchecked Sendable {
         queue.async { [self] in
             if !lostSinceAdvertising { logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost) }
             lostSinceAdvertising = true
+            // The kernel keeps an instance across a power cycle and enables it again at power-on, on
+            // a legacy controller from a fresh address: the RPI on the air before the loss would go
+            // out from a second address. The agent's return brings a new RPI instead.
+            stopAdvertising()
             state = RadioState(problem: .bluetoothOff)
         }
     }

@@ -55,6 +55,11 @@ public struct ReadAdvertisingFeatures: ManagementCommand {
         /// `own` while the controller still has it (the program removes it and adds it anew),
         /// else the highest that no one uses (bluetoothd hands out the lowest first); nil when
         /// every instance is taken. Never another program's instance.
+        /// Whether the controller has LE Extended Advertising (BT 5): the kernel offers a secondary
+        /// PHY (flag 7, "secondary channel with LE 1M") only then. Without it (BT 4.x) the kernel
+        /// drives the legacy commands, with one random address for advertising and scanning.
+        public var hasExtendedAdvertising: Bool { supportedFlags & (1 << 7) != 0 }
+
         public func instanceToTake(own: UInt8?) -> UInt8? {
             if let own, instances.contains(own) { return own }
             return maximumInstances == 0 ? nil : (1...maximumInstances).reversed().first { !instances.contains($0) }
@@ -129,6 +134,29 @@ public struct AddExtendedAdvertisingParameters: ManagementCommand {
         guard reply.count >= 4 else { throw .malformedReply(name, reply) }
         return Reply(instance: reply[0], transmitPower: Int8(bitPattern: reply[1]), maximumDataLength: reply[2])
     }
+}
+
+/// Add Advertising (0x003E), the older one-step command: an instance with its AD structures and
+/// a timeout in seconds, after which the kernel removes it. Unlike the extended pair, the kernel
+/// takes it while the controller is off, and enables the instance at power-on.
+public struct AddAdvertising: ManagementCommand {
+    public static let opcode: UInt16 = 0x003E
+    public static let name = "Add Advertising"
+    public var instance: UInt8
+    public var timeoutSeconds: UInt16
+    public var advertisingData: [UInt8]
+    public init(instance: UInt8, timeoutSeconds: UInt16, advertisingData: [UInt8]) {
+        self.instance = instance
+        self.timeoutSeconds = timeoutSeconds
+        self.advertisingData = advertisingData
+    }
+    /// Flags 0 (non-connectable, no AD of the kernel's own), duration 0, no scan response.
+    public var parameters: [UInt8] {
+        let fields: [[UInt8]] = [[instance], UInt32(0).littleEndianBytes, [0, 0], timeoutSeconds.littleEndianBytes,
+                                 [UInt8(advertisingData.count), 0], advertisingData]
+        return fields.flatMap { $0 }
+    }
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
 }
 
 /// Add Extended Advertising Data (0x0055): the instance's AD structures; this enables it.

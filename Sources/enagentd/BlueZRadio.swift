@@ -3,6 +3,7 @@ import ENBlueZ
 import ENBus
 import ENStore
 import ENSystemd
+import Glibc
 import Synchronization
 
 /// The agent's radio: the adapter and discovery through bluetoothd, the advertisement through
@@ -51,6 +52,7 @@ final class BlueZRadio: Radio {
     private let adapterName: String?
     private let mayPowerOn: Bool
     private let store: AgentStore
+    private let onScanStopped: @Sendable () -> Void
     private let state = Mutex(State())
 
     /// The store's setting that names the instance this agent added last: "ADAPTER INSTANCE".
@@ -63,8 +65,9 @@ final class BlueZRadio: Radio {
         var chosenAdapter: String?
     }
 
-    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, store: AgentStore) {
+    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, store: AgentStore, onScanStopped: @escaping @Sendable () -> Void) {
         self.client = client
+        self.onScanStopped = onScanStopped
         self.adapterName = adapterName
         self.mayPowerOn = mayPowerOn
         self.store = store
@@ -101,6 +104,16 @@ final class BlueZRadio: Radio {
         let own = previous?.adapter.name == adapter.name ? previous?.instance : try rememberedInstance(on: adapter)
         let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
         guard let instance = features.instanceToTake(own: own) else { throw Failure.cannotAdvertise(adapter.name) }
+        // A legacy controller refuses LE Set Random Address while it scans (Core Vol 4 Part E
+        // 7.8.4), and the kernel does not pause the scan for it: the new advertisement would be
+        // refused (management status Failed). Discovery pauses while the advertisement changes.
+        let pausedScan = features.hasExtendedAdvertising ? nil : state.withLock { $0.scanningAdapter }.flatMap { $0.name == adapter.name ? $0 : nil }
+        if let pausedScan {
+            do { try client.stopDiscovery(on: pausedScan) } catch {
+                // Not running any more (the adapter was switched off): nothing to pause.
+            }
+        }
+        defer { if let pausedScan { resumeDiscovery(on: pausedScan) } }
         // A fresh instance, so the kernel gives it a fresh non-resolvable address.
         if features.instances.contains(instance) { try remove(instance, from: adapter) }
         if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
@@ -115,6 +128,15 @@ final class BlueZRadio: Radio {
         try Management.send(AddExtendedAdvertisingData(
             instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
             controller: controller)
+    }
+
+    /// Discovery again after a pause for the advertisement; when bluetoothd refuses, the agent
+    /// hears that its scan stopped and starts one anew.
+    private func resumeDiscovery(on adapter: Adapter) {
+        do { try client.startDiscovery(on: adapter) } catch {
+            state.withLock { $0.scanningAdapter = nil }
+            onScanStopped()
+        }
     }
 
     /// The instance this agent added on `adapter` in an earlier run (the store's note), if any.
@@ -133,7 +155,13 @@ final class BlueZRadio: Radio {
     /// the kernel answers Invalid Parameters or Invalid Index) is as good.
     private func remove(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) {
         guard let controller = adapter.index else { return }
-        do throws(ManagementError) { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch {
+        do throws(ManagementError) { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
+            // A controller that is off cannot remove an instance (the kernel queues nothing while
+            // it is down), and at power-on it enables the instance again from a new address: the
+            // old RPI would go out from a second one. Add Advertising replaces it while off: empty,
+            // and gone a second after power-on unless the agent has replaced it before.
+            try Management.send(AddAdvertising(instance: instance, timeoutSeconds: 1, advertisingData: []), controller: controller)
+        } catch {
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
     }

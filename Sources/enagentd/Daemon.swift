@@ -338,7 +338,9 @@ final class Daemon: @unchecked Sendable {
 
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
-        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store)
+        // A scan that a pause for the advertisement could not resume is started anew, as after a return.
+        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store,
+                               onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.radioAgent?.radioReturned() } })
         do { adapterName = try bluez.adapter().name } catch {
             // Only the TX power's source depends on it here; the agent meets the same problem at
             // once and its status says so.

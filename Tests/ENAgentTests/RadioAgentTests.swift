@@ -190,6 +190,20 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(keys.count == 2 && keys.last?.rollingStartIntervalNumber == ENIntervalNumber(unixSeconds: clock.now)?.rollingPeriodStart)
     }
 
+    /// A lost radio's advertisement is withdrawn at once: the kernel keeps an instance across a
+    /// power cycle and enables it again at power-on, on a legacy controller from a new address,
+    /// which would pair the old RPI with a second address.
+    @Test func aLostRadioWithdrawsTheAdvertisement() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        agent.radioLost()
+        _ = agent.isResponsive  // the loss has been handled
+        #expect(radio.log == ["advertise", "startScanning", "stopAdvertising"])
+        agent.stop()
+    }
+
     /// A recovery the radio refuses at first (bluetoothd offers the adapter before it switches it
     /// on) rolls to a fresh key once: that key's RPI never went on the air, so the retries use it.
     @Test func aRefusedRecoveryRollsOnlyOnce() throws {

@@ -26,9 +26,11 @@ import Testing
     @Test func theOtherCommandsEncodeAsDocumented() {
         #expect(AddExtendedAdvertisingData(instance: 2, advertisingData: [0xAA, 0xBB]).parameters == [0x02, 0x02, 0x00, 0xAA, 0xBB])
         #expect(RemoveAdvertising(instance: 7).parameters == [0x07])
+        #expect(AddAdvertising(instance: 5, timeoutSeconds: 1, advertisingData: []).parameters == [0x05, 0, 0, 0, 0, 0, 0, 0x01, 0x00, 0, 0])
+        #expect(AddAdvertising(instance: 1, timeoutSeconds: 0x0102, advertisingData: [0xAA]).parameters == [0x01, 0, 0, 0, 0, 0, 0, 0x02, 0x01, 1, 0, 0xAA])
         #expect(StopDiscovery().parameters == [0x06])
         #expect([AddExtendedAdvertisingData.opcode, RemoveAdvertising.opcode, StopDiscovery.opcode,
-                 ReadAdvertisingFeatures.opcode, ReadControllerInformation.opcode] == [0x0055, 0x003F, 0x0024, 0x003D, 0x0004])
+                 ReadAdvertisingFeatures.opcode, ReadControllerInformation.opcode, AddAdvertising.opcode] == [0x0055, 0x003F, 0x0024, 0x003D, 0x0004, 0x003E])
     }
 
     /// Another program's instance is never taken (nor removed): the agent keeps to its own, or
@@ -50,6 +52,10 @@ import Testing
         let features = try ReadAdvertisingFeatures.decode([0xFF, 0xF7, 0x01, 0x00, 0x1F, 0x1F, 0x05, 0x02, 0x01, 0x05])
         #expect(features == .init(supportedFlags: 0x0001_F7FF, maximumDataLength: 31, maximumInstances: 5, instances: [1, 5]))
         #expect(throws: ManagementError.self) { try ReadAdvertisingFeatures.decode([0xFF, 0xF7, 0x01, 0x00, 0x1F, 0x1F, 0x05, 0x03, 0x01]) }
+        #expect(features.hasExtendedAdvertising)
+        // What kernel 6.1 offers a BT 4.x controller: no secondary PHY, no hardware offload.
+        let legacy = try ReadAdvertisingFeatures.decode([0x7F, 0xC0, 0x01, 0x00, 0x1F, 0x1F, 0x05, 0x00])
+        #expect(!legacy.hasExtendedAdvertising && legacy.supportedFlags == 0x0001_C07F)
 
         var information = [UInt8](repeating: 0, count: 280)
         information[13] = 0x83  // powered, connectable, BR/EDR
