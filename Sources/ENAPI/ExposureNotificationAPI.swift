@@ -309,7 +309,7 @@ public struct ExposureInfos: DBusRecord, Equatable {
 public struct NewTestResult: DBusRecord, Equatable {
     public static let members = [DBusArgument("test_date", UInt64.self), DBusArgument("method", String.self), DBusArgument("detail", String.self),
                                  DBusArgument("verification_token", String.self)]
-    /// Unix seconds of the test day's UTC midnight.
+    /// Unix seconds of the test day's UTC midnight; 0 when unknown (the health authority gave none).
     public var testDate: UInt64
     /// A VerificationMethod's raw value.
     public var method: String
