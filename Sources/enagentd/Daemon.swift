@@ -18,6 +18,7 @@ import ENSystemd
 /// threads (the D-Bus service, the radio's queue) come in through `perform` or `queue.async`.
 /// The store, the clock and the detection engine are immutable and thread-safe themselves.
 final class Daemon: @unchecked Sendable {
+    private typealias P = ExposureNotificationAPI.Properties
     /// Where the daemon's state lives.
     let queue: DispatchQueue
     private let queueKey = DispatchSpecificKey<Bool>()
@@ -155,7 +156,7 @@ final class Daemon: @unchecked Sendable {
             stopRunning()
         }
         reportStatus(statusText(status, pauseEnd: pauseEnd))
-        onChange?(changed + ["Status", "Enabled", "PausedUntil", "Advertising", "Scanning", "Adapter"])
+        onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name])
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
@@ -218,7 +219,7 @@ final class Daemon: @unchecked Sendable {
         remindedAt = remindedAt.filter { due.contains($0.key) }
         if due != reminders {
             reminders = due
-            onChange?(["Reminders", "LatestExposureDay"])
+            onChange?([P.reminders.name, P.latestExposureDay.name])
         }
     }
 
@@ -293,7 +294,7 @@ final class Daemon: @unchecked Sendable {
         try store.eraseAllData()
         upkeep = nil  // its key schedule holds the erased key
         logger.info("all keys, sightings and exposure results erased")
-        apply(changed: ["SightingsStored", "LastDetection", "LastDetectionError"])
+        apply(changed: [P.sightingsStored.name, P.lastDetection.name, P.lastDetectionError.name])
     }
 
     /// Stops the radio (writing pending sightings) and closes the database.
