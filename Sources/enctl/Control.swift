@@ -10,12 +10,11 @@ struct Status: ParsableCommand {
         are UTC. Exit status: 0, or 1 when enagentd is not running.
         """)
 
-    @Flag(help: "Print JSON.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     func run() throws {
         let report = try DaemonClient().properties()
-        if json { return try printJSON(report) }
+        if output.json { return try printJSON(report) }
         printColumns([
             ["Status", report.status],
             ["Enabled", report.enabled ? "yes" : "no"],
@@ -44,14 +43,13 @@ struct Status: ParsableCommand {
 
 /// `--json` for the commands that change state: the status after the change.
 struct DaemonChange: ParsableArguments {
-    @Flag(help: "Print the status after the change as JSON.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     /// Calls `method` on enagentd, then prints `message`, or with --json the daemon's status.
     func request<Input>(_ method: MethodContract<Input, NoArguments>, _ input: Input, then message: @autoclosure () -> String) throws {
         let client = try DaemonClient()
         try client.call(method, input)
-        if json { return try printJSON(try client.properties()) }
+        if output.json { return try printJSON(try client.properties()) }
         print(message())
     }
 }

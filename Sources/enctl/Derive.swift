@@ -33,8 +33,7 @@ struct Derive: ParsableCommand {
             transform: ArgumentValue.metadata)
     var metadata: Metadata?
 
-    @Flag(help: "Print a JSON array of {interval, rpi, aem} objects instead of a table.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     static let maximumCount = 1_000_000
 
@@ -61,7 +60,7 @@ struct Derive: ParsableCommand {
             Row(interval: interval.rawValue + UInt32(offset), rpi: rpi.hex,
                 aem: try metadata.map { try crypto.encryptMetadata($0, key: aemk!, rpi: rpi).hex })
         }
-        if json {
+        if output.json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             print(String(decoding: try encoder.encode(rows), as: UTF8.self))

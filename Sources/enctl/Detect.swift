@@ -27,16 +27,8 @@ struct Detect: ParsableCommand {
 
 /// --config and --json, which every way of detecting takes.
 struct DetectionOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Exposure configuration JSON (v2 keys, v1 keys or both; default: the protocol's defaults).", valueName: "file"))
-    var config: String?
-
-    @Flag(help: "Print JSON.")
-    var json = false
-
-    /// The configuration's text as the daemon takes it ("" for the defaults).
-    func configurationText() throws -> String {
-        try config.map { try InputFile.text($0, what: "an exposure configuration") } ?? ""
-    }
+    @OptionGroup var configuration: ConfigurationOption
+    @OptionGroup var output: JSONOutput
 }
 
 /// --max-file-size, for the commands that read or download key files themselves.
@@ -87,7 +79,7 @@ extension Detect {
 
         func run() throws {
             try DaemonDetection(options: options, maxKeys: budget.maxKeys ?? 0)
-                .run(paths: files, names: files, configuration: try options.configurationText())
+                .run(paths: files, names: files, configuration: try options.configuration.configurationText())
         }
     }
 
@@ -127,7 +119,7 @@ extension Detect {
             let processed = cache.processed()
             let pending = entries.filter { !processed.contains($0) }
             guard !pending.isEmpty else {
-                if options.json { return try printJSON(DetectionSummary()) }
+                if options.output.json { return try printJSON(DetectionSummary()) }
                 return print("No new key files on \(keyServer.url.absoluteString) (\(entries.count) listed, all processed before).")
             }
             let progress = Progress(total: pending.count)
@@ -147,7 +139,7 @@ extension Detect {
                 }
             }
             // --config wins over the health authority's configuration.
-            let configuration = try options.config == nil ? keyServer.exposureConfigurationText() : options.configurationText()
+            let configuration = try options.configuration.config == nil ? keyServer.exposureConfigurationText() : options.configuration.configurationText()
             progress.show(pending.count, "matching \(pending.count) files")
             progress.finish()
             try DaemonDetection(options: options, maxKeys: budget.maxKeys ?? 0)
@@ -237,7 +229,7 @@ extension Detect {
                 matchedKeyCount: result.matches.count, windows: windows,
                 dailySummaries: configuration.v2.dailySummaries(of: windows, now: time),
                 v1: configuration.v1.map { DetectionReport.V1(summary: $0.summary(of: windows, now: time), exposureInfos: $0.exposureInfos(of: windows, now: time)) })
-            if options.json {
+            if options.output.json {
                 try printJSON(report)
             } else {
                 report.printText()
@@ -245,7 +237,7 @@ extension Detect {
         }
 
         private func loadConfiguration() throws -> ExposureConfiguration {
-            guard let config = options.config else { return ExposureConfiguration() }
+            guard let config = options.configuration.config else { return ExposureConfiguration() }
             let text = try InputFile.text(config, what: "an exposure configuration")
             do {
                 return try JSONDecoder().decode(ExposureConfiguration.self, from: Data(text.utf8))
@@ -299,7 +291,7 @@ struct DaemonDetection {
             throw error
         }
         progress.finish()
-        if options.json { return try printJSON(summary) }
+        if options.output.json { return try printJSON(summary) }
         printColumns([
             ["Key files processed", String(summary.keyFilesProcessed)],
             ["Key files seen before", String(summary.keyFilesSkipped)],

@@ -10,19 +10,6 @@ struct DetectionReport: Encodable {
         let signature: SignatureStatus
     }
 
-    struct Window: Encodable {
-        let date: String
-        let reportType: String
-        let infectiousness: String
-        let calibrationConfidence: Int
-        let scanInstances: [ScanInstance]
-        let tek: String
-        let rollingStartIntervalNumber: UInt32
-        let rollingPeriod: UInt32
-        let transmissionRiskLevel: Int
-        let daysSinceOnsetOfSymptoms: Int?
-    }
-
     struct Day: Encodable {
         let date: String
         let maximumScore: Double
@@ -39,7 +26,7 @@ struct DetectionReport: Encodable {
     let sightingCount: Int
     let keysChecked: Int
     let matchedKeyCount: Int
-    let exposureWindows: [Window]
+    let exposureWindows: [WindowJSON]
     let dailySummaries: [Day]
     let v1: V1?
 
@@ -49,14 +36,7 @@ struct DetectionReport: Encodable {
         self.sightingCount = sightingCount
         self.keysChecked = keysChecked
         self.matchedKeyCount = matchedKeyCount
-        exposureWindows = windows.map { window in
-            let key = window.diagnosisKey
-            return Window(date: utcDay(window.date), reportType: "\(window.reportType)", infectiousness: "\(window.infectiousness)",
-                          calibrationConfidence: window.calibrationConfidence, scanInstances: window.scanInstances,
-                          tek: key.key.keyData.hex, rollingStartIntervalNumber: key.key.rollingStartIntervalNumber.rawValue,
-                          rollingPeriod: key.key.rollingPeriod, transmissionRiskLevel: key.key.transmissionRiskLevel,
-                          daysSinceOnsetOfSymptoms: key.daysSinceOnsetOfSymptoms)
-        }
+        exposureWindows = windows.map(WindowJSON.init)
         self.dailySummaries = dailySummaries.map {
             Day(date: utcDay($0.date), maximumScore: $0.maximumScore, scoreSum: $0.scoreSum, weightedDurationSum: $0.weightedDurationSum)
         }
@@ -75,10 +55,8 @@ struct DetectionReport: Encodable {
         print("\(matchedKeyCount) \(matchedKeyCount == 1 ? "key" : "keys") matched, \(exposureWindows.count) exposure \(exposureWindows.count == 1 ? "window" : "windows").")
         print("\nEXPOSURE WINDOWS (UTC days)")
         printColumns([["DATE", "REPORT TYPE", "INFECTIOUSNESS", "SCANS", "MINUTES", "MIN ATTENUATION"]] + exposureWindows.map { window in
-            let seconds = window.scanInstances.reduce(0) { $0 + $1.secondsSinceLastScan }
-            let attenuation = window.scanInstances.compactMap(\.minAttenuation).min().map { "\($0) dB" } ?? "unknown"
-            return [window.date, window.reportType, window.infectiousness, "\(window.scanInstances.count)",
-                    String(Double(seconds) / 60, fractionDigits: 1), attenuation]
+            [window.date, window.reportType, window.infectiousness, "\(window.scanInstances.count)",
+             String(Double(window.seconds) / 60, fractionDigits: 1), window.minimumAttenuation.map { "\($0) dB" } ?? "unknown"]
         })
         print("\nDAILY SUMMARIES (v2)")
         printColumns([["DATE", "MAX SCORE", "SCORE SUM", "WEIGHTED MINUTES"]] + dailySummaries.map { day in

@@ -13,6 +13,17 @@ struct ENCtl: ParsableCommand {
 
             Exit status: 0 on success, 1 on a failure (including enagentd not running or the \
             request not allowed), 64 for a usage error.
+
+            JSON OUTPUT: with --json every command prints the same data under the same names \
+            and with the same values: the EN API's names in camelCase (reportType, \
+            infectiousness, calibrationConfidence, scanInstances with minAttenuation, \
+            typicalAttenuation and secondsSinceLastScan), report types and infectiousness by \
+            name (confirmedTest, confirmedClinicalDiagnosis, selfReport, recursive, unknown; \
+            high, standard, none), days as YYYY-MM-DD (UTC days, as the protocol dates \
+            exposures), times in unix seconds, attenuations in dB, durations in seconds unless \
+            the name says Minutes (v1's ExposureInfo). An exposure window from \
+            windows and from detect offline is one object; detect offline adds the matched key \
+            under "key". Keys are sorted, output is indented.
             """,
         subcommands: [Status.self, Enable.self, Disable.self, Pause.self, Resume.self, Keys.self, Detect.self,
                       Windows.self, Summary.self, Exposures.self, TestResultCommand.self, Share.self, Watch.self, Reset.self, Derive.self])

@@ -7,45 +7,20 @@ import FoundationEssentials
 struct Windows: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the exposure windows found by detection (needs group enagent).")
 
-    @Flag(help: "Print JSON.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     func run() throws {
         let windows = try DaemonClient().call(DaemonClient.API.Methods.getExposureWindows).windows.map { window in
-            WindowRow(date: utcDay(Int64(window.date)), reportType: Int(window.reportType), infectiousness: Int(window.infectiousness),
-                      calibrationConfidence: Int(window.calibrationConfidence), scanInstances: window.scanInstances.count,
-                      minimumAttenuation: window.scanInstances.compactMap(\.minAttenuation).min(),
-                      seconds: window.scanInstances.reduce(0) { $0 + $1.secondsSinceLastScan })
+            WindowJSON(date: Int64(window.date), reportType: ReportType(rawValue: Int(window.reportType)),
+                       infectiousness: Infectiousness(rawValue: Int(window.infectiousness)),
+                       calibrationConfidence: Int(window.calibrationConfidence), scanInstances: window.scanInstances)
         }
-        if json { return try printJSON(windows) }
+        if output.json { return try printJSON(windows) }
         guard !windows.isEmpty else { return print("No exposure windows.") }
         printColumns([["DAY (UTC)", "REPORT TYPE", "INFECTIOUSNESS", "SCANS", "MIN ATTENUATION", "DURATION"]] + windows.map {
-            [$0.date, Self.reportTypeName($0.reportType), Self.infectiousnessName($0.infectiousness), String($0.scanInstances),
+            [$0.date, $0.reportType, $0.infectiousness, String($0.scanInstances.count),
              $0.minimumAttenuation.map { "\($0) dB" } ?? "unknown", "\($0.seconds / 60) min"]
         })
-    }
-
-    static func reportTypeName(_ value: Int) -> String {
-        switch ReportType(rawValue: value) {
-        case .confirmedTest?: return "confirmed test"
-        case .confirmedClinicalDiagnosis?: return "clinical diagnosis"
-        case .selfReport?: return "self-reported"
-        case .recursive?: return "recursive"
-        default: return "unknown (\(value))"
-        }
-    }
-
-    static func infectiousnessName(_ value: Int) -> String {
-        switch Infectiousness(rawValue: value) {
-        case .high?: return "high"
-        case .standard?: return "standard"
-        default: return "none"
-        }
-    }
-
-    struct WindowRow: Encodable {
-        var date: String, reportType: Int, infectiousness: Int, calibrationConfidence: Int, scanInstances: Int
-        var minimumAttenuation: Int?, seconds: Int
     }
 }
 
@@ -53,16 +28,14 @@ struct Windows: ParsableCommand {
 struct Summary: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Score the exposure windows per day (v2 daily summaries).")
 
-    @Option(help: ArgumentHelp("Exposure configuration JSON (default: the protocol's defaults).", valueName: "file"))
-    var config: String?
+    @OptionGroup var configuration: ConfigurationOption
 
-    @Flag(help: "Print JSON.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     func run() throws {
-        let configuration = try config.map { try InputFile.text($0, what: "an exposure configuration") } ?? ""
-        let days = try DaemonClient().call(DaemonClient.API.Methods.getDailySummaries, ConfigurationArgument(configuration: configuration)).summaries
-        if json { return try printJSON(days) }
+        let days = try DaemonClient().call(DaemonClient.API.Methods.getDailySummaries,
+                                           ConfigurationArgument(configuration: try configuration.configurationText())).summaries
+        if output.json { return try printJSON(days) }
         guard !days.isEmpty else { return print("No exposures.") }
         printColumns([["DAY (UTC)", "MAX SCORE", "SCORE SUM", "WEIGHTED MINUTES"]] + days.map {
             [utcDay($0.date), String($0.maximumScore, fractionDigits: 0), String($0.scoreSum, fractionDigits: 0), String($0.weightedDurationSum / 60, fractionDigits: 1)]
@@ -74,8 +47,7 @@ struct Summary: ParsableCommand {
 struct Exposures: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the v1 exposures (ExposureInfo) of the last detection's configuration.")
 
-    @Flag(help: "Print JSON.")
-    var json = false
+    @OptionGroup var output: JSONOutput
 
     func run() throws {
         let infos = try DaemonClient().call(DaemonClient.API.Methods.getExposureInfo).exposures.map { info in
@@ -83,7 +55,7 @@ struct Exposures: ParsableCommand {
                         attenuationDurationsMinutes: info.attenuationDurationsMinutes, transmissionRiskLevel: info.transmissionRiskLevel,
                         totalRiskScore: info.totalRiskScore, daysSinceExposure: info.daysSinceExposure)
         }
-        if json { return try printJSON(infos) }
+        if output.json { return try printJSON(infos) }
         guard !infos.isEmpty else { return print("No exposures.") }
         printColumns([["DAY (UTC)", "DURATION", "ATTENUATION", "RISK"]] + infos.map {
             [$0.date, "\($0.durationMinutes) min", $0.attenuationValue.map { "\($0) dB" } ?? "unknown", String($0.totalRiskScore)]

@@ -29,8 +29,7 @@ extension Keys {
         @Option(help: ArgumentHelp("Refuse files (and inflated entries) larger than this.", valueName: "MiB"))
         var maxFileSize = KeyFileLimits.standard.maximumFileSize >> 20
 
-        @Flag(help: "Print JSON.")
-        var json = false
+        @OptionGroup var output: JSONOutput
 
         struct Report: Encodable {
             struct Signer: Encodable {
@@ -63,7 +62,7 @@ extension Keys {
                 batchNumber: export.batchNumber, batchSize: export.batchSize, keyCount: export.keyCount,
                 revisedKeyCount: export.revisedKeyCount, signature: status,
                 signatures: (export.signatures ?? []).map { Report.Signer(keyId: $0.info.keyId, keyVersion: $0.info.keyVersion, algorithm: $0.info.algorithm) })
-            if json {
+            if output.json {
                 try printJSON(report)
             } else {
                 printReport(report)

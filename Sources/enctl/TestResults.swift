@@ -70,12 +70,11 @@ extension TestResultCommand {
         @Option(help: ArgumentHelp("The trusted issuers: one JWKS file with \"iss\" per issuer.", valueName: "dir"))
         var issuersDir = TestResultCommand.issuersDirectory
 
-        @Flag(help: "Print JSON.")
-        var json = false
+        @OptionGroup var output: JSONOutput
 
         func run() throws {
             let card = try TestResultCommand.verifiedCard(file, verifier: try TestResultCommand.verifier(directory: issuersDir, issuerKeys: issuerKeys))
-            if json { return try printJSON(card) }
+            if output.json { return try printJSON(card) }
             print("The card verifies.")
             TestResultCommand.printCard(card)
         }
@@ -157,12 +156,11 @@ extension TestResultCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the recorded test results.")
 
-        @Flag(help: "Print JSON.")
-        var json = false
+        @OptionGroup var output: JSONOutput
 
         func run() throws {
             let results = try StoredTestResult.all(try DaemonClient())
-            if json { return try printJSON(results) }
+            if output.json { return try printJSON(results) }
             guard !results.isEmpty else { return print("No test results.") }
             printColumns([["ID", "TEST DAY", "VERIFIED BY", "SHARED"]] + results.map {
                 [$0.id, $0.testDate.map(utcDay) ?? "unknown", $0.method, $0.uploadPending ? "pending, will retry"

@@ -40,8 +40,9 @@ import Testing
         #expect(report["keysChecked"] as? Int == 2)
         let windows = try #require(report["exposureWindows"] as? [[String: Any]])
         #expect(windows.count == 1)
-        #expect(windows.first?["tek"] as? String == key.keyData.hex)
-        #expect(windows.first?["rollingStartIntervalNumber"] as? Int == 2_649_866)
+        let matched = windows.first?["key"] as? [String: Any]
+        #expect(matched?["tek"] as? String == key.keyData.hex)
+        #expect(matched?["rollingStartIntervalNumber"] as? Int == 2_649_866)
         #expect(windows.first?["date"] as? String == "2020-05-20")
         let scans = try #require(windows.first?["scanInstances"] as? [[String: Any]])
         #expect(scans.map { $0["typicalAttenuation"] as? Int } == [60, 60, 60, 60])
