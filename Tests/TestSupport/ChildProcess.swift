@@ -36,6 +36,13 @@ public final class ChildProcess {
             pipe = Pipe()
             posix_spawn_file_actions_adddup2(&actions, pipe!.fileHandleForWriting.fileDescriptor, 2)
         }
+        // Nothing else of the test process: a parallel test's open file would otherwise show up
+        // among the child's descriptors. glibc 2.34's closefrom action, which Swift's Glibc module
+        // does not declare.
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, 3)
+        }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let environmentList = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + environmentList).forEach { free($0) } }
