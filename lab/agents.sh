@@ -38,8 +38,10 @@ pkill -KILL -x bluetoothd; sleep 0.5
 # second in the emulated guest).
 restarted=$(uptime_seconds)
 /usr/libexec/bluetooth/bluetoothd -n -d > "$OUT/bluetoothd-restarted.log" 2>&1 &
-"$LAB/wait-radio.sh" hci0 30 "$restarted" > "$STATE/recovery-hci0" & W0=$!
-"$LAB/wait-radio.sh" hci1 30 "$restarted" > "$STATE/recovery-hci1" & W1=$!
+# 60 s: bluetoothd alone took up to 21 s to offer the adapters again in the emulated guest with
+# nine controllers; the 10 s the agent has is counted from that moment, on btmon's capture.
+"$LAB/wait-radio.sh" hci0 60 "$restarted" > "$STATE/recovery-hci0" & W0=$!
+"$LAB/wait-radio.sh" hci1 60 "$restarted" > "$STATE/recovery-hci1" & W1=$!
 wait "$W0" "$W1"
 for adapter in hci0 hci1; do echo "$adapter $(cat "$STATE/recovery-$adapter")"; done | tee "$OUT/phases/bluetoothd-restart"
 sleep 10
