@@ -137,8 +137,9 @@ public struct AddExtendedAdvertisingParameters: ManagementCommand {
 }
 
 /// Add Advertising (0x003E), the older one-step command: an instance with its AD structures and
-/// a timeout in seconds, after which the kernel removes it. Unlike the extended pair, the kernel
-/// takes it while the controller is off, and enables the instance at power-on.
+/// a timeout in seconds, after which the kernel removes it (0: none). Unlike the extended pair,
+/// the kernel takes it while the controller is off (without a timeout: one is Rejected then),
+/// and enables the instance at power-on.
 public struct AddAdvertising: ManagementCommand {
     public static let opcode: UInt16 = 0x003E
     public static let name = "Add Advertising"

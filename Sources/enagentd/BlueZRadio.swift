@@ -158,9 +158,10 @@ final class BlueZRadio: Radio {
         do throws(ManagementError) { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
             // A controller that is off cannot remove an instance (the kernel queues nothing while
             // it is down), and at power-on it enables the instance again from a new address: the
-            // old RPI would go out from a second one. Add Advertising replaces it while off: empty,
-            // and gone a second after power-on unless the agent has replaced it before.
-            try Management.send(AddAdvertising(instance: instance, timeoutSeconds: 1, advertisingData: []), controller: controller)
+            // old RPI would go out from a second one. Add Advertising replaces it while off, with
+            // no data and no timeout (the kernel refuses a timeout while the controller is off);
+            // the agent's next advertisement takes the same instance and removes it first.
+            try Management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller)
         } catch {
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
