@@ -22,6 +22,9 @@ struct ExposureNotificationService: Sendable {
     /// Detections and session batches run one at a time, off the daemon's queue: the properties
     /// stay readable meanwhile.
     private let detectionQueue = DispatchQueue(label: "enagent.detection")
+    /// The privileged methods run here, off the connection's thread: judging a caller waits for
+    /// the bus to say who it is, and the connection answers other calls meanwhile.
+    private let controlQueue = DispatchQueue(label: "enagent.control")
     let sessions: DetectionSessions
 
     /// Callers are checked with the bus daemon (their uid) and the group database; a session ends
@@ -216,7 +219,7 @@ struct ExposureNotificationService: Sendable {
 
     private func privileged<Input, Output>(_ contract: MethodContract<Input, Output>,
                                            _ handler: @escaping @Sendable (DBusMessage, Input) throws(DBusError) -> Output) -> DBusMethod {
-        DBusMethod(contract, invalid: API.Failure.invalidArguments.error) { [authorise] call, input throws(DBusError) in
+        DBusMethod(contract, queue: controlQueue, invalid: API.Failure.invalidArguments.error) { [authorise] call, input throws(DBusError) in
             try authorise(call)
             return try handler(call, input)
         }
@@ -243,6 +246,8 @@ struct ExposureNotificationService: Sendable {
     }
 
     /// Refuses callers who are neither root, nor the daemon's user, nor in the group `enagent`.
+    /// Waits for the bus to answer with the caller's uid: on the control queue, never on the
+    /// connection's own thread, which would answer nothing else meanwhile.
     private static func authorise(_ call: DBusMessage, on bus: DBusConnection) throws(DBusError) {
         guard let sender = call.sender else { throw API.Failure.notAuthorized.error("the caller is unknown") }
         let uid = try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",

@@ -1,6 +1,11 @@
+import ENAPI
+import ENCore
+import ENBus
+import ENStore
 @testable import enagentd
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 /// Verdicts taken on several threads at once are each the caller's own: the lookups used to share
@@ -25,5 +30,39 @@ import Testing
             wrong.withLock { $0 += mistakes }
         }
         #expect(wrong.withLock { $0 } == 0, "10 000 verdicts on four threads, each for its own caller")
+    }
+
+    /// A privileged call whose caller is being judged (the bus asked for its uid) holds up no
+    /// other call: judging runs on the control queue, not on the connection's thread.
+    @Test func aCallerBeingJudgedHoldsUpNoOtherCall() throws {
+        typealias API = ExposureNotificationAPI
+        let directory = TemporaryDirectory(), bus = try PrivateBus()
+        let judging = DispatchSemaphore(value: 0), verdict = DispatchSemaphore(value: 0), replied = DispatchSemaphore(value: 0)
+        let service = try ServiceHandlerTests.service(store: try AgentStore(path: directory.file("enagent.db")), trusting: try P256PrivateKey(),
+                                                      log: LogCapture()) { _ in
+            judging.signal()
+            verdict.wait()
+        }
+        let server = try DBusConnection(address: bus.address), client = try DBusConnection(address: bus.address)
+        try server.export(service.object())
+        let privilegedCall = Mutex<Result<[DBusValue], DBusError>?>(nil)
+        DispatchQueue.global().async {
+            let result = Result { () throws(DBusError) in
+                try client.call(destination: server.uniqueName, path: API.path, interface: API.interface, member: API.Methods.getTestResults.name)
+            }
+            privilegedCall.withLock { $0 = result }
+            replied.signal()
+        }
+        #expect(judging.wait(timeout: .now() + 10) == .success, "the privileged call reached its check")
+        let version = Result { () throws(DBusError) in
+            try client.call(destination: server.uniqueName, path: API.path, interface: ExportedObject.propertiesInterface, member: "Get",
+                            [.string(API.interface), .string(API.Properties.version.name)], timeout: .seconds(2))
+        }
+        verdict.signal()
+        let property = version.map { $0 == [.variant(.string(ExposureNotificationService.version))] }
+        #expect(property == .success(true), "answered while a caller is being judged")
+        #expect(replied.wait(timeout: .now() + 10) == .success)
+        let judged = privilegedCall.withLock { $0 }.map { $0.map { _ in true } }
+        #expect(judged == .success(true), "the judged call is answered after its verdict")
     }
 }

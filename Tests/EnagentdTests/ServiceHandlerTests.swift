@@ -24,11 +24,19 @@ import Testing
     init() throws {
         store = try AgentStore(path: directory.file("enagent.db"))
         signer = try P256PrivateKey()
+        service = try Self.service(store: store, trusting: signer, log: log) { _ in }
+    }
+
+    /// A service on `store` without radio or bus, trusting key files signed by `signer`, whose
+    /// callers `authorise` judges.
+    static func service(store: AgentStore, trusting signer: P256PrivateKey, log: LogCapture,
+                        authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) throws -> ExposureNotificationService {
         let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration())
         let daemon = Daemon(store: store, clock: SystemClock(), retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
                             bus: nil, trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: log.logger(level: .info),
                             queue: DispatchQueue(label: "test.daemon"))
-        service = ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .milliseconds(300), logger: log.logger(level: .info))) { _ in }
+        return ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .milliseconds(300), logger: log.logger(level: .info)),
+                                           authorise: authorise)
     }
 
     /// A signed key file, open for reading (the handler closes its descriptors as the service does).
