@@ -367,6 +367,46 @@ import Testing
         #expect(try service.status()["enabled"] as? Bool == false)
     }
 
+    /// Two callers of different rights racing: every call of root's passes the check and every
+    /// one of nobody's is refused, whichever of the daemon's threads judges it.
+    @Test func callersRacingAreEachJudgedByTheirOwnRights() throws {
+        let service = try Service(in: directory)  // a bus that lets anyone call: only the daemon's check stands
+        let address = service.bus.address, nobodyCalls = 400
+        // One dbus-send per call, as nobody, all in one shell.
+        let loop = "i=0; while [ $i -lt \(nobodyCalls) ]; do dbus-send --system --print-reply --dest=org.enagent.ExposureNotification1 "
+            + "/org/enagent/ExposureNotification1 org.enagent.ExposureNotification1.GetTestResults 2>&1; i=$((i + 1)); done"
+        let nobody = Mutex<Result<Command.Result, any Error>?>(nil), nobodyDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let result = Result { try Command.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c", loop],
+                                                  environment: ["DBUS_SYSTEM_BUS_ADDRESS": address]) }
+            nobody.withLock { $0 = result }
+            nobodyDone.signal()
+        }
+        // Root's calls alternate between a privileged method (judged on the control queue) and
+        // DetectExposures without files (judged on the detection queue, then refused for its
+        // arguments), from connections enough to stay within the daemon's budget of calls per caller.
+        let root = try (0..<8).map { _ in try DBusConnection(address: address) }
+        var rootCalls = 0, rootMisjudged = [String]()
+        while nobodyDone.wait(timeout: .now()) == .timedOut {
+            let detect = rootCalls % 2 == 1
+            do {
+                try root[rootCalls % root.count].call(destination: "org.enagent.ExposureNotification1", path: "/org/enagent/ExposureNotification1",
+                                                       interface: "org.enagent.ExposureNotification1", member: detect ? "DetectExposures" : "GetTestResults",
+                                                       detect ? [.array(elementSignature: "h", []), .string("")] : [])
+                if detect { rootMisjudged.append("DetectExposures without files answered") }
+            } catch where detect && error.name == "org.enagent.ExposureNotification1.Error.InvalidArguments" {
+                // Past the check, refused for having no key file.
+            } catch {
+                rootMisjudged.append("\(error)")
+            }
+            rootCalls += 1
+        }
+        let replies = try #require(nobody.withLock { $0 }).get().standardOutput
+        let refused = replies.components(separatedBy: "Error org.enagent.ExposureNotification1.Error.NotAuthorized").count - 1
+        #expect(refused == nobodyCalls, "every call of nobody's is refused: \(replies.prefix(300))")
+        #expect(rootCalls > nobodyCalls && rootMisjudged.isEmpty, "\(rootCalls) calls of root's, misjudged: \(rootMisjudged.prefix(3))")
+    }
+
     @Test func enctlSaysWhenTheDaemonIsNotRunning() throws {
         let bus = try PrivateBus()
         let result = try Command.enctl(["status"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus.address])
