@@ -70,6 +70,9 @@ def advertisements(path, controllers):
     state = {}  # (index, handle) -> dict; legacy advertising is handle None
     last_parameters = {}  # index -> handle of the last Set Extended Advertising Parameters
     pending = {}  # index -> (command, parameters) awaiting its Command Complete
+    # What the Core spec lets a controller refuse LE Set Random Address for: scanning or legacy
+    # advertising enabled (Vol 4 Part E 7.8.4). A refusal without either is the controller's fault.
+    scanning, legacy_advertising, last_refusal, public_scans = {}, {}, {}, []
     for index, opcode, timestamp, payload in records(path):
         if index not in controllers or len(payload) < 3:
             continue
@@ -96,7 +99,13 @@ def advertisements(path, controllers):
                 legacy["own_address_type"] = parameters[5]
             elif command == SET_ADV_DATA and len(parameters) >= 1:
                 state.setdefault((index, None), {"address": None, "tx_power": None})["data"] = bytes(parameters[1:1 + parameters[0]])
-            elif command == SET_EXT_SCAN_PARAMETERS and len(parameters) >= 8:
+            if command in (SET_EXT_SCAN_PARAMETERS, SET_SCAN_PARAMETERS) and len(parameters) >= 7:
+                own_type, active = (parameters[0], parameters[3]) if command == SET_EXT_SCAN_PARAMETERS else (parameters[5], parameters[0])
+                if active and own_type == 0:
+                    refusal = last_refusal.get(index)
+                    recent = refusal is not None and timestamp - refusal[0] < 1_000_000
+                    public_scans.append((index, timestamp, recent and refusal[1]))
+            if command == SET_EXT_SCAN_PARAMETERS and len(parameters) >= 8:
                 scans.append((index, parameters[0], parameters[3], struct.unpack("<H", parameters[4:6])[0] * 0.625,
                               struct.unpack("<H", parameters[6:8])[0] * 0.625))
             elif command == SET_SCAN_PARAMETERS and len(parameters) >= 7:
@@ -113,18 +122,23 @@ def advertisements(path, controllers):
             if not sent or sent[0] != command:
                 continue
             legacy = state.setdefault((index, None), {"address": None, "tx_power": None})
+            if command == SET_ADV_ENABLE and status == 0 and sent[1]:
+                legacy_advertising[index] = bool(sent[1][0])
             if command == SET_RANDOM_ADDRESS and len(sent[1]) >= 6:
                 if status == 0:  # a refused address leaves the old one in force
                     legacy["address"] = sent[1][:6][::-1]
                 else:
                     refused.append((index, timestamp, status))
+                    last_refusal[index] = (timestamp, not scanning.get(index) and not legacy_advertising.get(index))
+            elif command in (SET_SCAN_ENABLE, SET_EXT_SCAN_ENABLE) and status == 0 and sent[1]:
+                scanning[index] = bool(sent[1][0])
             elif command == READ_ADV_TX_POWER and status == 0 and len(payload) >= 7:
                 legacy["tx_power"] = struct.unpack("b", payload[6:7])[0]
             elif command == SET_ADV_ENABLE and status == 0 and sent[1][:1] == b"\x01" and EN_PREFIX in legacy.get("data", b""):
                 # The kernel sets a legacy advertisement's data before its address and parameters:
                 # what goes on the air is what is in force when advertising is enabled.
                 found.append({"controller": index, "time": timestamp, "legacy": True, **legacy})
-    return found, scans, refused, terminated
+    return found, scans, refused, terminated, public_scans
 
 
 def check(advertisement, table):
