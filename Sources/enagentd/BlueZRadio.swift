@@ -88,6 +88,12 @@ final class BlueZRadio: Radio {
         guard var adapter = found else { throw Failure.noAdapter(wanted) }
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
+            // At power-on the kernel enables the instances it kept, from new addresses: this
+            // agent's goes first (the loss may not have reached the agent yet).
+            if let own = state.withLock({ state in state.advertisement.flatMap { $0.adapter.name == adapter.name ? $0 : nil } }) {
+                state.withLock { $0.advertisement = nil }
+                try remove(own.instance, from: adapter)
+            }
             try client.setPowered(adapter, true)
             adapter.powered = true
         }
