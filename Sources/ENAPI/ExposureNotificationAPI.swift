@@ -59,8 +59,12 @@ public enum ExposureNotificationAPI {
         /// Unix seconds of the UTC midnight of the latest exposure; 0 for none.
         public static let latestExposureDay = PropertyContract("LatestExposureDay", UInt64.self)
         public static let version = PropertyContract("Version", String.self)
-        /// dB the daemon's detection adds to every RSSI (enagent.conf's rssi-correction).
+        /// dB the daemon's detection adds to every RSSI of an adapter the configuration does not
+        /// name (enagent.conf's rssi-correction).
         public static let rssiCorrection = PropertyContract("RssiCorrection", Int32.self)
+        /// The adapter in use and every adapter the configuration names (rssi-correction.ADDRESS),
+        /// each with the correction its sightings get.
+        public static let adapterRssiCorrections = PropertyContract("AdapterRssiCorrections", [AdapterRssiCorrection].self)
     }
 
     public enum Signals {
@@ -580,18 +584,43 @@ extension ExposureInfo: DBusRecord {
 
 // MARK: Properties
 
+/// One adapter's receive calibration, as AdapterRssiCorrections lists it.
+public struct AdapterRssiCorrection: DBusRecord, Equatable, Encodable {
+    public static let members = [DBusArgument("address", String.self), DBusArgument("name", String.self),
+                                 DBusArgument("rssi_correction", Int32.self), DBusArgument("configured", Bool.self)]
+    /// Such as 00:1A:7D:DA:71:13; "" when BlueZ has not given the address of the adapter in use.
+    public var address: String
+    /// Such as hci0 for the adapter in use; "" for another.
+    public var name: String
+    /// dB added to every RSSI of its sightings.
+    public var rssiCorrection: Int32
+    /// Whether the configuration names the adapter; else it gets the default (RssiCorrection).
+    public var configured: Bool
+
+    public init(address: String, name: String, rssiCorrection: Int32, configured: Bool) {
+        (self.address, self.name, self.rssiCorrection, self.configured) = (address, name, rssiCorrection, configured)
+    }
+
+    public var values: [DBusValue] { [address.dbusValue, name.dbusValue, rssiCorrection.dbusValue, configured.dbusValue] }
+
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        (address, name, rssiCorrection, configured) = (try reader.next(), try reader.next(), try reader.next(), try reader.next())
+    }
+}
+
 /// Every property, as one GetAll answers them (encoded with the Swift names: `enctl status --json`).
 public struct AgentProperties: Sendable, Equatable, Encodable {
     private typealias P = ExposureNotificationAPI.Properties
     public var enabled: Bool, status: String, pausedUntil: UInt64, adapter: String, advertising: Bool, scanning: Bool
     public var lastDetection: UInt64, lastDetectionError: String, sightingsStored: UInt64, reminders: [String], latestExposureDay: UInt64
-    public var version: String, rssiCorrection: Int32
+    public var version: String, rssiCorrection: Int32, adapterRssiCorrections: [AdapterRssiCorrection]
 
     /// The properties' names and types, in the interface's order.
     public static let declarations: [DBusArgument] = [
         P.enabled.declaration, P.status.declaration, P.pausedUntil.declaration, P.adapter.declaration, P.advertising.declaration,
         P.scanning.declaration, P.lastDetection.declaration, P.lastDetectionError.declaration, P.sightingsStored.declaration,
         P.reminders.declaration, P.latestExposureDay.declaration, P.version.declaration, P.rssiCorrection.declaration,
+        P.adapterRssiCorrections.declaration,
     ]
 
     public init(_ properties: [String: DBusValue]) throws(ContractMismatch) {
@@ -604,5 +633,6 @@ public struct AgentProperties: Sendable, Equatable, Encodable {
         latestExposureDay = try P.latestExposureDay.value(in: properties)
         version = try P.version.value(in: properties)
         rssiCorrection = try P.rssiCorrection.value(in: properties)
+        adapterRssiCorrections = try P.adapterRssiCorrections.value(in: properties)
     }
 }

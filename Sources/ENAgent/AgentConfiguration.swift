@@ -16,15 +16,25 @@ public struct AgentConfiguration: Equatable, Sendable {
     public var scanIntervalSeconds: Int?
     public var requireSynchronisedClock: Bool?
     public var trustedKeysDirectory: String?
-    /// dB added to every RSSI this adapter reports, before attenuation is computed.
+    /// dB added to every RSSI an adapter not named below reports, before attenuation is computed.
     public var rssiCorrection: Int?
+    /// The same for the adapters named by address (`rssi-correction.ADDRESS`).
+    public var rssiCorrectionByAdapter = [BluetoothAddress: Int]()
+
+    /// What detection adds to each sighting's RSSI, by the adapter that recorded it.
+    public var rssiCorrections: RssiCorrections {
+        RssiCorrections(defaultCorrection: rssiCorrection ?? 0, byAdapter: rssiCorrectionByAdapter)
+    }
 
     public static let defaultPath = "/etc/enagent/enagent.conf"
 
     /// The keys, in the order the documentation lists them.
     public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
                               "rotation-seconds", "scan-seconds", "scan-interval-seconds", "require-synchronised-clock",
-                              "trusted-keys-directory", "rssi-correction"]
+                              "trusted-keys-directory", "rssi-correction", adapterCorrectionPrefix + "ADDRESS"]
+
+    /// A key of this prefix and an adapter's address sets that adapter's RSSI correction.
+    public static let adapterCorrectionPrefix = "rssi-correction."
 
     public init() {}
 
@@ -57,7 +67,13 @@ public struct AgentConfiguration: Equatable, Sendable {
             case "trusted-keys-directory":
                 guard value.hasPrefix("/") else { throw fail("trusted-keys-directory must be an absolute path") }
                 trustedKeysDirectory = value
-            case "rssi-correction": rssiCorrection = try Self.integer(value, in: -100...100, key: key, fail)
+            case "rssi-correction": rssiCorrection = try Self.integer(value, in: RssiCorrections.plausible, key: key, fail)
+            case _ where key.hasPrefix(Self.adapterCorrectionPrefix):
+                let name = key.dropFirst(Self.adapterCorrectionPrefix.count)
+                guard let address = BluetoothAddress(name) else {
+                    throw fail("\(key) = \(value): \"\(name)\" is not an adapter's address such as \(BluetoothAddress.example) (btmgmt info shows it)")
+                }
+                rssiCorrectionByAdapter[address] = try Self.integer(value, in: RssiCorrections.plausible, key: key, fail)
             default:
                 throw fail("unknown key \"\(key)\" (known: \(Self.keys.joined(separator: ", ")))")
             }
@@ -66,7 +82,7 @@ public struct AgentConfiguration: Equatable, Sendable {
 
     private static func integer(_ value: String, in range: ClosedRange<Int>, key: String, _ fail: (String) -> Error) throws(Error) -> Int {
         guard let number = Int(value), range.contains(number) else {
-            throw fail("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw fail("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(value)\"")
         }
         return number
     }

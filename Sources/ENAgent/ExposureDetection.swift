@@ -49,18 +49,19 @@ public struct ExposureDetection: Sendable {
     public let store: AgentStore
     public let clock: any AgentClock
     public let trustedKeys: [TrustedKey]
-    /// dB added to every sighting's RSSI: the adapter's receive calibration (enagent.conf's `rssi-correction`).
-    public let rssiCorrection: Int
+    /// dB added to each sighting's RSSI: the receive calibration of the adapter that recorded it
+    /// (enagent.conf's `rssi-correction` and `rssi-correction.ADDRESS`).
+    public let rssiCorrections: RssiCorrections
     public var limits = KeyFileLimits.standard
 
     /// The setting that keeps the configuration of the latest detection (for GetExposureInfo).
     public static let configurationSetting = "exposure-configuration"
 
-    public init(store: AgentStore, clock: any AgentClock, trustedKeys: [TrustedKey], rssiCorrection: Int = 0) {
+    public init(store: AgentStore, clock: any AgentClock, trustedKeys: [TrustedKey], rssiCorrections: RssiCorrections = RssiCorrections()) {
         self.store = store
         self.clock = clock
         self.trustedKeys = trustedKeys
-        self.rssiCorrection = rssiCorrection
+        self.rssiCorrections = rssiCorrections
     }
 
     /// Parses the configuration JSON (empty means the defaults).
@@ -186,7 +187,7 @@ public struct DetectionSession: Sendable {
         }
         if next.index == nil { next.index = MatchingIndex(try detection.storeCall { try store.sightingIndex() }) }
         let checkedBefore = keysChecked
-        let detector = ExposureDetector(index: next.index!, rssiCorrection: detection.rssiCorrection)
+        let detector = ExposureDetector(index: next.index!, rssiCorrections: detection.rssiCorrections)
         var keysTaken: (@Sendable (Int) -> Void)?
         if let progress { keysTaken = { taken in progress(checkedBefore + taken) } }
         do {

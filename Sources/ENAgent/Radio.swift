@@ -1,3 +1,5 @@
+import ENCore
+
 /// What the agent needs from a Bluetooth LE radio (BlueZ in the daemon).
 public protocol Radio: AnyObject, Sendable {
     /// Broadcasts the service data (RPI ‖ AEM) as a fresh advertisement, replacing the previous
@@ -19,11 +21,14 @@ public struct RadioReport: Sendable, Equatable {
     /// dBm as reported; 127 means not available.
     public var rssi: Int16?
     public var adapter: String
+    /// The adapter's address, when the radio knows it.
+    public var adapterAddress: BluetoothAddress?
 
-    public init(serviceData: [UInt8], rssi: Int16?, adapter: String) {
+    public init(serviceData: [UInt8], rssi: Int16?, adapter: String, adapterAddress: BluetoothAddress? = nil) {
         self.serviceData = serviceData
         self.rssi = rssi
         self.adapter = adapter
+        self.adapterAddress = adapterAddress
     }
 }
 

@@ -179,7 +179,8 @@ public final class RadioAgent: @unchecked Sendable {
             }
             sightingsThisScan += 1
             pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
-                                    rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter))
+                                    rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
+                                    adapterAddress: report.adapterAddress))
             if pending.count >= Self.flushThreshold && !storeFailing { flush() }
             if pending.count > Self.maximumPending {
                 // A tenth at a time, so that a long outage does not move the whole array per report.

@@ -48,7 +48,7 @@ extension Sequence where Element == UInt8 {
     }
 }
 
-private func hexValue(_ digit: UInt8) throws(HexError) -> UInt8 {
+func hexValue(_ digit: UInt8) throws(HexError) -> UInt8 {
     switch digit {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10

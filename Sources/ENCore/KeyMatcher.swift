@@ -3,7 +3,7 @@ public struct MatchedSighting: Hashable, Sendable {
     public var time: Int64
     public var rssi: Int8?
     public var metadata: Metadata
-    /// TX power − (RSSI + correction), floored at 0; nil when the RSSI is unknown.
+    /// TX power − (RSSI + the receiving adapter's correction), floored at 0; nil when the RSSI is unknown.
     public var attenuation: Int?
 
     public init(time: Int64, rssi: Int8?, metadata: Metadata, attenuation: Int?) {
@@ -35,22 +35,23 @@ public final class KeyMatcher {
 
     private let index: MatchingIndex
     private let crypto: ExposureCrypto
-    private let rssiCorrection: Int
+    /// The RSSI correction of each adapter of the index, by the number the index gave it.
+    private let correctionByAdapterNumber: [Int]
     /// Per interval of the key being matched, a bit: whether the index may hold its RPI.
     private let candidates = UnsafeMutablePointer<UInt64>.allocate(capacity: KeyMatcher.candidateWords)
     private static let candidateWords = (Int(ENIntervalNumber.tekRollingPeriod) + 63) / 64
     /// Sightings dropped for an implausible TX power since this matcher was made.
     public private(set) var implausibleSightings = 0
 
-    /// - Parameter rssiCorrection: this device's receive calibration in dB, added to each RSSI.
-    public init(index: MatchingIndex, rssiCorrection: Int = 0) throws {
+    /// - Parameter rssiCorrections: the receive calibration of each adapter, added to the RSSIs it recorded.
+    public init(index: MatchingIndex, rssiCorrections: RssiCorrections = RssiCorrections()) throws {
         self.index = index
-        self.rssiCorrection = rssiCorrection
+        correctionByAdapterNumber = [rssiCorrections.defaultCorrection] + index.sightings.adapterAddresses.map(rssiCorrections.correction(for:))
         crypto = try ExposureCrypto()
     }
 
-    public convenience init(index: SightingIndex, rssiCorrection: Int = 0) throws {
-        try self.init(index: MatchingIndex(index), rssiCorrection: rssiCorrection)
+    public convenience init(index: SightingIndex, rssiCorrections: RssiCorrections = RssiCorrections()) throws {
+        try self.init(index: MatchingIndex(index), rssiCorrections: rssiCorrections)
     }
 
     deinit { candidates.deallocate() }
@@ -96,7 +97,8 @@ public final class KeyMatcher {
                 implausibleSightings += 1
                 continue
             }
-            let attenuation = sighting.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + rssiCorrection)) }
+            let correction = correctionByAdapterNumber[Int(sighting.adapterNumber)]
+            let attenuation = sighting.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + correction)) }
             matched.append(MatchedSighting(time: sighting.time, rssi: sighting.rssi, metadata: metadata, attenuation: attenuation))
         }
         guard !matched.isEmpty else { return nil }

@@ -11,13 +11,18 @@ public struct Sighting: Hashable, Sendable {
     public var time: Int64
     /// The adapter that received it, such as `hci0`.
     public var adapter: String
+    /// That adapter's address, which picks its RSSI correction; nil when unknown (sightings
+    /// recorded before enagent kept it).
+    public var adapterAddress: BluetoothAddress?
 
-    public init(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64, adapter: String) {
+    public init(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64, adapter: String,
+                adapterAddress: BluetoothAddress? = nil) {
         self.rpi = rpi
         self.aem = aem
         self.rssi = rssi
         self.time = time
         self.adapter = adapter
+        self.adapterAddress = adapterAddress
     }
 
     /// Reads an RSSI as BlueZ reports it: 127 (and anything outside Int8) means unknown.

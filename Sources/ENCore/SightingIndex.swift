@@ -7,16 +7,19 @@ public struct IndexedSighting: Hashable, Sendable {
     public var time: Int64
     public var aem: AssociatedEncryptedMetadata
     public var rssi: Int8?
+    /// The index's number for the adapter that received it (`SightingIndex.adapterAddress(numbered:)`).
+    public var adapterNumber: UInt8
 
-    public init(time: Int64, aem: AssociatedEncryptedMetadata, rssi: Int8?) {
+    public init(time: Int64, aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterNumber: UInt8 = 0) {
         self.time = time
         self.aem = aem
         self.rssi = rssi
+        self.adapterNumber = adapterNumber
     }
 }
 
-/// Sightings by RPI: an open-addressed table, its columns in separate arrays, in about 30 bytes a
-/// sighting (4 million sightings, 14 days of a busy place, in about 118 MB). Sightings are added
+/// Sightings by RPI: an open-addressed table, its columns in separate arrays, in about 31 bytes a
+/// sighting (4 million sightings, 14 days of a busy place, in about 122 MB). Sightings are added
 /// as they are read, so no list of them is held beside the index. Matching looks RPIs up through
 /// `MatchingIndex`, which puts a filter for each day before the table.
 ///
@@ -27,6 +30,14 @@ public struct SightingIndex: Sendable {
     private var storage: Storage
     /// The sightings in the index.
     public private(set) var count = 0
+    /// The receiving adapters' addresses, in the order first seen: a sighting keeps only a small
+    /// number for its adapter (0: unknown, n: the nth of these), so that matching looks its RSSI
+    /// correction up in a short array.
+    public private(set) var adapterAddresses = [BluetoothAddress]()
+
+    /// Adapters a sighting's number can tell apart: beyond them (never seen on one machine), a
+    /// sighting counts as of an unknown adapter.
+    public static let maximumAdapterCount = Int(UInt8.max)
 
     /// At most this many percent of the table's slots hold a sighting: only lookups that pass
     /// a filter probe the table, so its probes may be a little longer (85 % instead of 80 %
@@ -44,18 +55,34 @@ public struct SightingIndex: Sendable {
     }
 
     public mutating func add(_ sighting: Sighting) {
-        add(rpi: sighting.rpi, aem: sighting.aem, rssi: sighting.rssi, time: sighting.time)
+        add(rpi: sighting.rpi, aem: sighting.aem, rssi: sighting.rssi, time: sighting.time, adapterAddress: sighting.adapterAddress)
     }
 
-    public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64) {
+    public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64,
+                             adapterAddress: BluetoothAddress?) {
         if (count + 1) * 100 > storage.capacity * Self.maximumLoadPercent {
             storage = storage.resized(to: max(16, count * 2 + count / 2))
         } else if !isKnownUniquelyReferenced(&storage) {
             storage = storage.resized(to: storage.capacity)
         }
         storage.insert(rpi: rpi, aem: aem.rawValue, rssi: rssi ?? Int8(Sighting.rssiNotAvailable),
-                       time: UInt32(clamping: min(max(time, 0), Int64(Storage.emptySlot) - 1)))
+                       time: UInt32(clamping: min(max(time, 0), Int64(Storage.emptySlot) - 1)), adapter: adapterNumber(for: adapterAddress))
         count += 1
+    }
+
+    /// The number of the adapter at `address`, numbering it when new. A machine has a few
+    /// adapters, so a search of the list costs less than hashing.
+    private mutating func adapterNumber(for address: BluetoothAddress?) -> UInt8 {
+        guard let address else { return 0 }
+        if let known = adapterAddresses.firstIndex(of: address) { return UInt8(known + 1) }
+        guard adapterAddresses.count < Self.maximumAdapterCount else { return 0 }
+        adapterAddresses.append(address)
+        return UInt8(adapterAddresses.count)
+    }
+
+    /// The address of the adapter the index numbered `number`; nil for an unknown one.
+    public func adapterAddress(numbered number: UInt8) -> BluetoothAddress? {
+        number == 0 ? nil : adapterAddresses[Int(number) - 1]
     }
 
     /// Calls `body` with each sighting of `rpi` (none when it was never seen), in no particular order.
@@ -76,6 +103,7 @@ public struct SightingIndex: Sendable {
         let times: UnsafePointer<UInt32>
         let aems: UnsafePointer<UInt32>
         let rssis: UnsafePointer<Int8>
+        let adapters: UnsafePointer<UInt8>
 
         /// Calls `body` with each sighting of `rpi`, in no particular order.
         @inline(__always)
@@ -84,7 +112,8 @@ public struct SightingIndex: Sendable {
             while times[slot] != Storage.emptySlot {
                 if rpis[slot] == rpi {
                     try body(IndexedSighting(time: Int64(times[slot]), aem: AssociatedEncryptedMetadata(rawValue: aems[slot]),
-                                             rssi: rssis[slot] == Int8(Sighting.rssiNotAvailable) ? nil : rssis[slot]))
+                                             rssi: rssis[slot] == Int8(Sighting.rssiNotAvailable) ? nil : rssis[slot],
+                                             adapterNumber: adapters[slot]))
                 }
                 slot = slot + 1 == capacity ? 0 : slot + 1
             }
@@ -109,6 +138,8 @@ public struct SightingIndex: Sendable {
         private let aems: UnsafeMutablePointer<UInt32>
         /// `Sighting.rssiNotAvailable` for an unknown RSSI.
         private let rssis: UnsafeMutablePointer<Int8>
+        /// The adapter's number in `SightingIndex.adapterAddresses` (0: unknown).
+        private let adapters: UnsafeMutablePointer<UInt8>
 
         init(capacity: Int) {
             self.capacity = capacity
@@ -116,6 +147,7 @@ public struct SightingIndex: Sendable {
             times = Self.allocate(capacity, repeating: Self.emptySlot)
             aems = Self.allocate(capacity, repeating: 0)
             rssis = Self.allocate(capacity, repeating: 0)
+            adapters = Self.allocate(capacity, repeating: 0)
         }
 
         deinit {
@@ -123,28 +155,30 @@ public struct SightingIndex: Sendable {
             free(times)
             free(aems)
             free(rssis)
+            free(adapters)
         }
 
         /// A copy of every sighting in a new table of `capacity` slots.
         func resized(to capacity: Int) -> Storage {
             let copy = Storage(capacity: capacity)
             for slot in 0..<self.capacity where times[slot] != Self.emptySlot {
-                copy.insert(rpi: rpis[slot], aem: aems[slot], rssi: rssis[slot], time: times[slot])
+                copy.insert(rpi: rpis[slot], aem: aems[slot], rssi: rssis[slot], time: times[slot], adapter: adapters[slot])
             }
             return copy
         }
 
-        func insert(rpi: RollingProximityIdentifier, aem: UInt32, rssi: Int8, time: UInt32) {
+        func insert(rpi: RollingProximityIdentifier, aem: UInt32, rssi: Int8, time: UInt32, adapter: UInt8) {
             var slot = Self.reduce(rpi.high, capacity)
             while times[slot] != Self.emptySlot { slot = slot + 1 == capacity ? 0 : slot + 1 }
             rpis[slot] = rpi
             times[slot] = time
             aems[slot] = aem
             rssis[slot] = rssi
+            adapters[slot] = adapter
         }
 
         var lookup: Lookup {
-            Lookup(capacity: capacity, rpis: rpis, times: times, aems: aems, rssis: rssis)
+            Lookup(capacity: capacity, rpis: rpis, times: times, aems: aems, rssis: rssis, adapters: adapters)
         }
 
         /// `value` scaled into 0..<`range` (Lemire's multiply-shift). The table uses an RPI's

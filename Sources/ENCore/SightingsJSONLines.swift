@@ -15,12 +15,15 @@ extension Sighting {
         let rssi: Int?
         let time: Int64
         let adapter: String?
+        let adapterAddress: String?
     }
 
     /// Parses sightings in JSON Lines, as `enctl detect offline --sightings` reads them (the
     /// file's text; `path` names it in errors). One sighting per line:
     /// {"rpi":"<32 hex>","aem":"<8 hex>","rssi":-60,"time":<unix seconds>}; an RSSI of 127 or
-    /// null is unknown; "adapter" is optional (default "jsonl"). Blank lines are skipped.
+    /// null is unknown; "adapter" is optional (default "jsonl"), and so is "adapterAddress", the
+    /// receiving adapter's address such as "00:1A:7D:DA:71:13", which picks its RSSI correction.
+    /// Blank lines are skipped.
     public static func jsonLines(_ text: String, path: String) throws(SightingsFileError) -> [Sighting] {
         var sightings = [Sighting]()
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -58,9 +61,16 @@ extension Sighting {
             }
             rssi = Sighting.rssi(reported: reported)
         }
+        var adapterAddress: BluetoothAddress?
+        if let text = fields.adapterAddress {
+            adapterAddress = BluetoothAddress(text)
+            guard adapterAddress != nil else {
+                throw SightingsFileError("\(place): adapterAddress \"\(text)\" is not an adapter's address such as \(BluetoothAddress.example)")
+            }
+        }
         do {
             return Sighting(rpi: try Bytes16(hex: fields.rpi), aem: try AssociatedEncryptedMetadata(hex: fields.aem),
-                            rssi: rssi, time: fields.time, adapter: fields.adapter ?? "jsonl")
+                            rssi: rssi, time: fields.time, adapter: fields.adapter ?? "jsonl", adapterAddress: adapterAddress)
         } catch {
             throw SightingsFileError("\(place): \(error)")
         }
@@ -89,6 +99,7 @@ private struct JSONLineScanner {
 
     mutating func sighting() -> Sighting? {
         var rpi: Bytes16?, aem: AssociatedEncryptedMetadata?, time: Int64?, rssi: Int64??, adapter: Range<Int>??
+        var adapterAddress: BluetoothAddress??
         skipSpace()
         guard take(UInt8(ascii: "{")) else { return nil }
         repeat {
@@ -115,7 +126,12 @@ private struct JSONLineScanner {
                 adapter = .some(name)
             case (.adapter, .null) where adapter == nil:
                 adapter = .some(nil)
-            case (.rpi, _), (.aem, _), (.time, _), (.rssi, _), (.adapter, _):
+            case (.adapterAddress, .string(let text)) where adapterAddress == nil:
+                guard let address = BluetoothAddress(utf8: bytes[text]) else { return nil }
+                adapterAddress = .some(address)
+            case (.adapterAddress, .null) where adapterAddress == nil:
+                adapterAddress = .some(nil)
+            case (.rpi, _), (.aem, _), (.time, _), (.rssi, _), (.adapter, _), (.adapterAddress, _):
                 return nil  // the wrong type, or a key twice
             case (.other, _):
                 break  // another key: ignored, as JSONDecoder ignores it
@@ -131,11 +147,11 @@ private struct JSONLineScanner {
             reported = Sighting.rssi(reported: Int16(value))
         }
         let adapterName = (adapter ?? nil).map { String(decoding: bytes[$0], as: UTF8.self) } ?? "jsonl"
-        return Sighting(rpi: rpi, aem: aem, rssi: reported, time: time, adapter: adapterName)
+        return Sighting(rpi: rpi, aem: aem, rssi: reported, time: time, adapter: adapterName, adapterAddress: adapterAddress ?? nil)
     }
 
     private enum Field {
-        case rpi, aem, time, rssi, adapter, other
+        case rpi, aem, time, rssi, adapter, adapterAddress, other
 
         init(_ key: Slice<UnsafeRawBufferPointer>) {
             if key.elementsEqual("rpi".utf8) { self = .rpi }
@@ -143,6 +159,7 @@ private struct JSONLineScanner {
             else if key.elementsEqual("time".utf8) { self = .time }
             else if key.elementsEqual("rssi".utf8) { self = .rssi }
             else if key.elementsEqual("adapter".utf8) { self = .adapter }
+            else if key.elementsEqual("adapterAddress".utf8) { self = .adapterAddress }
             else { self = .other }
         }
     }

@@ -48,17 +48,19 @@ public struct ExposureDetector: Sendable {
     public static let batchSize = 512
 
     public let index: MatchingIndex
-    public var rssiCorrection: Int
+    public var rssiCorrections: RssiCorrections
     public var threads: Int
 
-    public init(index: MatchingIndex, rssiCorrection: Int = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    public init(index: MatchingIndex, rssiCorrections: RssiCorrections = RssiCorrections(),
+                threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
         self.index = index
-        self.rssiCorrection = rssiCorrection
+        self.rssiCorrections = rssiCorrections
         self.threads = max(1, threads)
     }
 
-    public init(index: SightingIndex, rssiCorrection: Int = 0, threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
-        self.init(index: MatchingIndex(index), rssiCorrection: rssiCorrection, threads: threads)
+    public init(index: SightingIndex, rssiCorrections: RssiCorrections = RssiCorrections(),
+                threads: Int = ProcessInfo.processInfo.activeProcessorCount) {
+        self.init(index: MatchingIndex(index), rssiCorrections: rssiCorrections, threads: threads)
     }
 
     /// `progress`, when given, is called from the workers with the number of keys taken so far,
@@ -66,7 +68,7 @@ public struct ExposureDetector: Sendable {
     /// the call throws CancellationError.
     public func detect(_ exports: [KeyExport], progress: (@Sendable (Int) -> Void)? = nil,
                        cancellation: CancellationFlag? = nil) throws -> DetectionResult {
-        let matchers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrection: rssiCorrection) }
+        let matchers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrections: rssiCorrections) }
         let cursor = KeyCursor(exports, cancellation: cancellation)
         // Each worker initialises only its own slot and uses only its own matcher.
         let shares = UnsafeMutableBufferPointer<Result<WorkerShare, any Error>>.allocate(capacity: threads)

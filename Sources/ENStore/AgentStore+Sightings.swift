@@ -9,8 +9,9 @@ extension AgentStore {
         guard !sightings.isEmpty else { return }
         try write { db in
             for sighting in sightings {
-                try db.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at, adapter) VALUES (?, ?, ?, ?, ?)",
-                               sighting.rpi.bytes, sighting.aem.bytes, sighting.rssi, sighting.time, sighting.adapter)
+                try db.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at, adapter, adapter_address) VALUES (?, ?, ?, ?, ?, ?)",
+                               sighting.rpi.bytes, sighting.aem.bytes, sighting.rssi, sighting.time, sighting.adapter,
+                               sighting.adapterAddress.map { Int64($0.rawValue) })
             }
         }
     }
@@ -30,9 +31,10 @@ extension AgentStore {
             defer { builder.finish() }
             var batch = IndexBuilder.Batch()
             batch.reserveCapacity(IndexBuilder.batchSize)
-            try db.forEachRow("SELECT rpi, aem, rssi, seen_at FROM sighting") { row throws(SQLiteError) in
+            try db.forEachRow("SELECT rpi, aem, rssi, seen_at, adapter_address FROM sighting") { row throws(SQLiteError) in
                 batch.append((rpi: try row.bytes16(0), aem: try row.metadata(1),
-                              rssi: row.isNull(2) ? nil : Int8(truncatingIfNeeded: row.int64(2)), time: row.int64(3)))
+                              rssi: row.isNull(2) ? nil : Int8(truncatingIfNeeded: row.int64(2)), time: row.int64(3),
+                              adapterAddress: try row.adapterAddress(4)))
                 if batch.count == IndexBuilder.batchSize {
                     builder.add(batch)
                     batch = IndexBuilder.Batch()
@@ -47,9 +49,10 @@ extension AgentStore {
     /// Sightings with `from <= time < until` (unix seconds), in time order.
     public func sightings(from: Int64 = 0, until: Int64 = .max) throws(StoreError) -> [Sighting] {
         try read { db in
-            try db.fetchAll("SELECT rpi, aem, rssi, seen_at, adapter FROM sighting WHERE seen_at >= ? AND seen_at < ? ORDER BY seen_at, id",
+            try db.fetchAll("SELECT rpi, aem, rssi, seen_at, adapter, adapter_address FROM sighting WHERE seen_at >= ? AND seen_at < ? ORDER BY seen_at, id",
                             from, until) { row throws(SQLiteError) in
-                Sighting(rpi: try row.bytes16(0), aem: try row.metadata(1), rssi: try row.column(2), time: try row.column(3), adapter: try row.column(4))
+                Sighting(rpi: try row.bytes16(0), aem: try row.metadata(1), rssi: try row.column(2), time: try row.column(3), adapter: try row.column(4),
+                         adapterAddress: try row.adapterAddress(5))
             }
         }
     }
@@ -58,7 +61,7 @@ extension AgentStore {
 /// A sighting index filled on another thread from batches of rows: at most two batches wait,
 /// so memory stays a few hundred KB beside the index.
 private final class IndexBuilder: Sendable {
-    typealias Batch = [(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64)]
+    typealias Batch = [(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64, adapterAddress: BluetoothAddress?)]
     static let batchSize = 4_096
 
     /// What the reading thread and the worker share.
@@ -83,7 +86,7 @@ private final class IndexBuilder: Sendable {
                 handover.waitingBatches.wait()
                 guard let batch = handover.waiting.withLock({ $0.removeFirst() }) else { break }
                 handover.freeSlots.signal()
-                for row in batch { index.add(rpi: row.rpi, aem: row.aem, rssi: row.rssi, time: row.time) }
+                for row in batch { index.add(rpi: row.rpi, aem: row.aem, rssi: row.rssi, time: row.time, adapterAddress: row.adapterAddress) }
             }
             handover.result.withLock { $0 = index }
         }

@@ -17,4 +17,14 @@ extension SQLiteStatement {
         }
         return AssociatedEncryptedMetadata(rawValue: UInt32(bigEndian: blob.loadUnaligned(as: UInt32.self)))
     }
+
+    /// An adapter's address from its integer column; NULL is unknown.
+    func adapterAddress(_ index: Int32) throws(SQLiteError) -> BluetoothAddress? {
+        guard !isNull(index) else { return nil }
+        let value = int64(index)
+        guard value >= 0, let address = BluetoothAddress(rawValue: UInt64(value)) else {
+            throw .mismatch("column \(index) holds \(value), not a 48-bit adapter address", sql: sql)
+        }
+        return address
+    }
 }

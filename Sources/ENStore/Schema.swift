@@ -180,6 +180,13 @@ enum Schema {
         ALTER TABLE pending_upload_v5 RENAME TO pending_upload;
         ALTER TABLE shared_key_v5 RENAME TO shared_key;
         """,
+        // v6: the address of the adapter that recorded a sighting, its 48 bits as an integer,
+        // which picks the adapter's RSSI correction and survives a replug or a reboot (its name,
+        // hci0, goes to whichever adapter the kernel finds first). NULL for sightings recorded
+        // before: they get the default correction.
+        """
+        ALTER TABLE sighting ADD COLUMN adapter_address INTEGER CHECK (adapter_address BETWEEN 0 AND 281474976710655);
+        """,
     ]
 
     /// The migration identifiers of the GRDB store that wrote schema versions 1 to 4, in order.

@@ -1,6 +1,7 @@
 import ENAgent
 import ENBlueZ
 import ENBus
+import ENCore
 import ENStore
 import ENSystemd
 import Glibc
@@ -63,6 +64,19 @@ final class BlueZRadio: Radio {
         var scanningAdapter: Adapter?
         /// The adapter chosen when none is configured, asked for by name from then on.
         var chosenAdapter: String?
+        /// The adapter found last, with its address (BlueZ's Address: the controller's own).
+        var lastFound: AdapterIdentity?
+    }
+
+    /// An adapter as sightings and the status name it.
+    struct AdapterIdentity: Equatable {
+        var name: String
+        /// Nil when BlueZ gave none that parses.
+        var address: BluetoothAddress?
+    }
+
+    static func identity(of adapter: Adapter) -> AdapterIdentity {
+        AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
     init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, store: AgentStore, onScanStopped: @escaping @Sendable () -> Void) {
@@ -86,6 +100,7 @@ final class BlueZRadio: Radio {
             state.withLock { $0.chosenAdapter = found?.name }
         }
         guard var adapter = found else { throw Failure.noAdapter(wanted) }
+        state.withLock { $0.lastFound = Self.identity(of: adapter) }
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
             // At power-on the kernel enables the instances it kept, from new addresses: this
@@ -192,15 +207,21 @@ final class BlueZRadio: Radio {
         if let failure { throw failure }
     }
 
-    /// The name of the adapter in use (for reports), when one is known.
-    var adapterInUse: String? { adapterName ?? state.withLock { $0.advertisement?.adapter.name ?? $0.scanningAdapter?.name } }
+    /// The adapter in use (for reports and the status), when one is known; its address once
+    /// BlueZ has given it.
+    var adapterInUse: AdapterIdentity? {
+        state.withLock { state in
+            guard let name = adapterName ?? state.advertisement?.adapter.name ?? state.scanningAdapter?.name else { return nil }
+            return AdapterIdentity(name: name, address: state.lastFound?.name == name ? state.lastFound?.address : nil)
+        }
+    }
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
     /// that the radio comes back by itself after either goes away.
     func follow(for agent: RadioAgent, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
-            guard let data = report.serviceData, report.adapter == adapterInUse else { return }
-            agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter))
+            guard let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
+            agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
         } + [try client.followService { present in
             if present {
                 agent.radioReturned()

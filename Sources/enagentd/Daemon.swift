@@ -44,6 +44,8 @@ final class Daemon: @unchecked Sendable {
     private var clockTrusted = false
     private(set) var radioState = RadioState()
     private(set) var adapterName = ""
+    /// The address of the adapter in use, once BlueZ has given it.
+    private(set) var adapterAddress: BluetoothAddress?
     /// Called on `queue` with the names of the D-Bus properties that changed.
     var onChange: (([String]) -> Void)?
     /// The exported API object, for its signals.
@@ -58,7 +60,7 @@ final class Daemon: @unchecked Sendable {
 
     /// `bus` is the system bus when the radio is in use.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], rssiCorrection: Int = 0, logger: Logger,
+         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
          queue: DispatchQueue = .main, reportStatus: @escaping @Sendable (String) -> Void = { Systemd.notify("STATUS=" + $0) }) {
         self.queue = queue
         self.reportStatus = reportStatus
@@ -70,7 +72,7 @@ final class Daemon: @unchecked Sendable {
         self.radioSettings = radioSettings
         self.bus = bus
         self.logger = logger
-        detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrection: rssiCorrection)
+        detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrections: rssiCorrections)
     }
 
     /// Runs `body` on `queue` and returns its result; called from `queue` itself (a property read
@@ -156,7 +158,8 @@ final class Daemon: @unchecked Sendable {
             stopRunning()
         }
         reportStatus(statusText(status, pauseEnd: pauseEnd))
-        onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name])
+        onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name,
+                            P.adapterRssiCorrections.name])
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
@@ -183,6 +186,23 @@ final class Daemon: @unchecked Sendable {
         case .adapterConnectable:
             return "adapter-connectable: scanning, not advertising: \(adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(adapterName.dropFirst(3)) connectable off)"
         }
+    }
+
+    var adapterRssiCorrections: [AdapterRssiCorrection] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: adapterName, address: adapterAddress)
+    }
+
+    /// The adapter in use (its name "" when there is none), then every other adapter
+    /// `corrections` names, by address, each with the correction detection gives its sightings.
+    static func adapterRssiCorrections(_ corrections: RssiCorrections, adapterInUse name: String,
+                                       address: BluetoothAddress?) -> [AdapterRssiCorrection] {
+        func listed(_ address: BluetoothAddress?, name: String) -> AdapterRssiCorrection {
+            AdapterRssiCorrection(address: address?.description ?? "", name: name, rssiCorrection: Int32(corrections.correction(for: address)),
+                                  configured: address.map { corrections.byAdapter[$0] != nil } ?? false)
+        }
+        let inUse = name.isEmpty ? [] : [listed(address, name: name)]
+        return inUse + corrections.byAdapter.keys.sorted().filter { $0 != address }.map { listed($0, name: "") }
     }
 
     // MARK: Reminders
@@ -342,11 +362,14 @@ final class Daemon: @unchecked Sendable {
         // A scan that a pause for the advertisement could not resume is started anew, as after a return.
         let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store,
                                onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.radioAgent?.radioReturned() } })
-        do { adapterName = try bluez.adapter().name } catch {
+        do {
+            let adapter = BlueZRadio.identity(of: try bluez.adapter())
+            (adapterName, adapterAddress) = (adapter.name, adapter.address)
+        } catch {
             // Only the TX power's source depends on it here; the agent meets the same problem at
             // once and its status says so.
             logger.info("no adapter to read the TX power from at the start: \(error)")
-            adapterName = radioSettings.adapter ?? ""
+            (adapterName, adapterAddress) = (radioSettings.adapter ?? "", nil)
         }
         let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
@@ -354,7 +377,7 @@ final class Daemon: @unchecked Sendable {
             queue.async { [weak self] in
                 guard let self else { return }
                 self.radioState = state
-                if let name = bluez.adapterInUse { self.adapterName = name }
+                if let adapter = bluez.adapterInUse { (self.adapterName, self.adapterAddress) = (adapter.name, adapter.address) }
                 self.apply()
             }
         }

@@ -100,7 +100,7 @@ struct Enagentd: ParsableCommand {
         let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
         let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
         let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radioSettings: radioSettings,
-                            bus: radioBus, trustedKeys: trustedKeys, rssiCorrection: file.rssiCorrection ?? 0, logger: logger)
+                            bus: radioBus, trustedKeys: trustedKeys, rssiCorrections: file.rssiCorrections, logger: logger)
         let object = ExposureNotificationService(daemon: daemon, bus: serviceBus, logger: logger).object()
         daemon.serviceObject = object
         daemon.onChange = { names in

@@ -89,7 +89,8 @@ struct ExposureNotificationService: Sendable {
             property(P.reminders) { try onDaemonQueue { daemon.reminders.map(\.rawValue) } },
             property(P.latestExposureDay) { UInt64(try onDaemonQueue { try daemon.latestExposureDay } ?? 0) },
             property(P.version) { Self.version },
-            property(P.rssiCorrection) { Int32(daemon.detection.rssiCorrection) },
+            property(P.rssiCorrection) { Int32(daemon.detection.rssiCorrections.defaultCorrection) },
+            property(P.adapterRssiCorrections) { try onDaemonQueue { daemon.adapterRssiCorrections } },
         ]
         return ExportedObject(path: API.path, interfaces: [
             DBusInterface(API.interface, methods: methods, properties: properties, signals: API.Signals.declarations),

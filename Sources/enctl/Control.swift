@@ -6,8 +6,10 @@ import FoundationEssentials
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show what enagentd is doing.", discussion: """
         Reads enagentd's properties over D-Bus; anyone may. The status is one of active, paused, \
-        disabled, consent-required, clock-unsynchronised, bluetooth-off and no-adapter. Times \
-        are UTC. Exit status: 0, or 1 when enagentd is not running.
+        disabled, consent-required, clock-unsynchronised, bluetooth-off and no-adapter. Under \
+        RSSI correction come the adapter in use and every adapter enagent.conf names, each with \
+        the correction its sightings get. Times are UTC. Exit status: 0, or 1 when enagentd is \
+        not running.
         """)
 
     @OptionGroup var output: JSONOutput
@@ -25,7 +27,8 @@ struct Status: ParsableCommand {
             ["Sightings stored", String(report.sightingsStored)],
             ["Last detection", report.lastDetection > 0 ? utcTime(Int64(report.lastDetection)) : "never"],
             ["Last detection error", report.lastDetectionError.isEmpty ? "-" : report.lastDetectionError],
-            ["RSSI correction", report.rssiCorrection == 0 ? "none" : String(signed: report.rssiCorrection) + " dB"],
+            ["RSSI correction", Self.decibels(report.rssiCorrection) + " by default"],
+        ] + report.adapterRssiCorrections.map(Self.adapterRow) + [
             ["Latest exposure", report.latestExposureDay > 0 ? utcDay(Int64(report.latestExposureDay)) + " (UTC day)" : "none"],
             ["Version", report.version],
         ])
@@ -39,6 +42,14 @@ struct Status: ParsableCommand {
         }
     }
 
+    /// An adapter's correction under "RSSI correction": the adapter in use by name, another by address.
+    private static func adapterRow(_ adapter: AdapterRssiCorrection) -> [String] {
+        var notes = adapter.name.isEmpty ? ["not in use"] : [adapter.address.isEmpty ? "address not known yet" : adapter.address]
+        if !adapter.configured { notes.append("the default") }
+        return ["  " + (adapter.name.isEmpty ? adapter.address : adapter.name), decibels(adapter.rssiCorrection) + " (" + notes.joined(separator: ", ") + ")"]
+    }
+
+    private static func decibels(_ value: Int32) -> String { value == 0 ? "none" : String(signed: value) + " dB" }
 }
 
 /// `--json` for the commands that change state: the status after the change.

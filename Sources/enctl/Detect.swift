@@ -182,9 +182,14 @@ extension Detect {
         @Flag(help: "Accept key files whose signature is missing or does not verify.")
         var insecureSkipVerify = false
 
-        @Option(parsing: .unconditional, help: ArgumentHelp("This device's RSSI correction in dB, added to every RSSI.", valueName: "dB"),
-                transform: ArgumentValue.integer)
-        var rssiCorrection = 0
+        @Option(name: .customLong("rssi-correction"), parsing: .unconditionalSingleValue,
+                help: ArgumentHelp("""
+                    dB added to every RSSI (-100 to 100), or ADDRESS=dB to the RSSIs of the adapter at that address \
+                    (as enagent.conf's rssi-correction.ADDRESS). Repeatable; sightings of an adapter not named, \
+                    or of an unknown one, get the plain dB (default 0).
+                    """, valueName: "[ADDRESS=]dB"),
+                transform: ArgumentValue.rssiCorrection)
+        var rssiCorrections: [RssiCorrectionArgument] = []
 
         @Option(help: ArgumentHelp("Score as of this time, in unix seconds (default: now).", valueName: "seconds"))
         var now: Int64?
@@ -221,7 +226,7 @@ extension Detect {
                 files.append(DetectionReport.File(path: path, region: export.region, keyCount: export.keyCount, signature: status))
             }
             let recorded = try sightingsRead.result()
-            let (result, windows) = try ExposureDetector(index: recorded, rssiCorrection: rssiCorrection)
+            let (result, windows) = try ExposureDetector(index: recorded, rssiCorrections: RssiCorrectionArgument.corrections(rssiCorrections))
                 .exposureWindows(of: exports, configuration: configuration.v2)
             let time = now ?? Int64(Date().timeIntervalSince1970)
             let report = DetectionReport(

@@ -107,6 +107,51 @@ import Testing
         #expect(try json(insecure)["matchedKeyCount"] as? Int == 0)
     }
 
+    /// `--rssi-correction ADDRESS=dB` calibrates the sightings of that adapter only, from a JSON
+    /// Lines file and from an agent database alike; the plain dB is for the others, and for those
+    /// of an unknown adapter. One phone heard at the same RSSI makes three attenuations.
+    @Test func eachAdaptersSightingsGetItsOwnCorrection() throws {
+        let signer = try P256PrivateKey()
+        let publicKey = try write(signer.publicKey.pem, to: "authority.pem")
+        let exposed = try Broadcaster(start: 2_900_016)
+        let keys = directory.file("export.zip")
+        try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+            .zip(keys: [exposed.key]).write(to: URL(fileURLWithPath: keys))
+        let dongle = "00:1A:7D:DA:71:13", builtIn = "B8:27:EB:00:00:01"
+        let sightings = [
+            try exposed.sighting(at: exposed.start + 600, rssi: -60, adapterAddress: BluetoothAddress(dongle)),
+            try exposed.sighting(at: exposed.start + 660, rssi: -60, adapterAddress: BluetoothAddress(builtIn)),
+            try exposed.sighting(at: exposed.start + 720, rssi: -60),
+        ]
+        let lines = sightings.map { sighting in
+            #"{"rpi":"\#(sighting.rpi.hex)","aem":"\#(sighting.aem.hex)","rssi":-60,"time":\#(sighting.time)"#
+                + (sighting.adapterAddress.map { #","adapterAddress":"\#($0)""# } ?? "") + "}"
+        }
+        let jsonLines = try write(lines.joined(separator: "\n"), to: "sightings.jsonl")
+        try AgentStore(path: directory.file("enagent.db")).record(sightings)
+        for source in [["--sightings", jsonLines], ["--db", directory.file("enagent.db")]] {
+            let result = try Command.enctl(["detect", "offline"] + source + ["--keys", keys, "--public-key", publicKey, "--rssi-correction", "-2",
+                                            "--rssi-correction", "\(dongle)=5", "--rssi-correction", "\(builtIn.lowercased())=-8", "--json"])
+            let report = try json(result)
+            let windows = try #require(report["exposureWindows"] as? [[String: Any]])
+            let scans = windows.flatMap { $0["scanInstances"] as? [[String: Any]] ?? [] }
+            // TX power -10: -10 - (-60 + 5) = 45, -10 - (-60 - 8) = 58, and the default -10 - (-60 - 2) = 52.
+            #expect(scans.map { $0["minAttenuation"] as? Int } == [45, 58, 52], "\(source)")
+        }
+    }
+
+    @Test(arguments: [
+        (["--rssi-correction", "hci0=3"], #""hci0=3": "hci0" is not an adapter's address such as 00:1A:7D:DA:71:13"#),
+        (["--rssi-correction", "00:1A:7D:DA:71:13=loud"], #""00:1A:7D:DA:71:13=loud": the correction must be a whole number from -100 to 100"#),
+        (["--rssi-correction", "-101"], #""-101": the correction must be a whole number from -100 to 100"#),
+    ] as [([String], String)])
+    func badRssiCorrectionsAreNamed(arguments: [String], message: String) throws {
+        let sightings = try write("", to: "empty.jsonl")
+        let result = try Command.enctl(["detect", "offline", "--sightings", sightings, "--keys", "k.zip", "--insecure-skip-verify"] + arguments)
+        #expect(result.status == 64)
+        #expect(result.standardError.contains(message), "stderr: \(result.standardError)")
+    }
+
     @Test(arguments: [
         (#"{"rpi":"00","aem":"00000000","rssi":-60,"time":1}"#, "sightings.jsonl:2: expected 16 bytes"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"00000000","rssi":-600,"time":1}"#, "sightings.jsonl:2: rssi -600 is outside"),

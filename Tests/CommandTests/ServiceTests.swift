@@ -158,27 +158,38 @@ import Testing
         #expect(try store.temporaryExposureKey(startingAt: today)?.keyData != nil)
     }
 
-    /// enagent.conf's rssi-correction reaches the daemon's detection (a stronger corrected RSSI is
-    /// a lower attenuation) and `enctl status`.
-    @Test func theRssiCorrectionOfTheConfigurationIsUsedAndShown() throws {
+    /// enagent.conf's RSSI corrections reach the daemon's detection (a stronger corrected RSSI is
+    /// a lower attenuation) and `enctl status`: an adapter's own for its sightings, the default for
+    /// those of an adapter not named or of unknown address.
+    @Test func theRssiCorrectionsOfTheConfigurationAreUsedAndShown() throws {
         let signer = try P256PrivateKey()
         let start = ENIntervalNumber(ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue - 144)
         let met = try Broadcaster(start: start.rawValue)
         let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
         let file = directory.file("export.zip")
         try writer.zip(keys: [met.key]).write(to: URL(fileURLWithPath: file))
-        var minimumAttenuations = [Int]()
-        for correction in [0, 15] {
-            let run = TemporaryDirectory()
-            let service = try Service.enabled(in: run, trusting: signer, configuration: "rssi-correction = \(correction)\n")
-            #expect(try service.status()["rssiCorrection"] as? Int == correction)
-            try AgentStore(path: service.state + "/enagent.db").record(try (0..<5).map { try met.sighting(at: met.start + 3_600 + Int64($0) * 60, rssi: -70) })
-            #expect(try service.enctl("detect", file).status == 0)
-            let windows = try service.enctl("windows", "--json")
-            let rows = try #require(try JSONSerialization.jsonObject(with: Data(windows.standardOutput.utf8)) as? [[String: Any]])
-            minimumAttenuations.append(try #require(rows.first?["minimumAttenuation"] as? Int))
-        }
-        #expect(minimumAttenuations[0] - minimumAttenuations[1] == 15, "\(minimumAttenuations)")
+        let dongle = try #require(BluetoothAddress("00:1A:7D:DA:71:13")), other = try #require(BluetoothAddress("B8:27:EB:00:00:02"))
+        let service = try Service.enabled(in: directory, trusting: signer, configuration: "rssi-correction = 15\nrssi-correction.\(dongle) = -5\n")
+        let status = try service.status()
+        #expect(status["rssiCorrection"] as? Int == 15)
+        let adapters = try #require(status["adapterRssiCorrections"] as? [[String: Any]])
+        #expect(adapters.count == 1 && adapters.first?["address"] as? String == "00:1A:7D:DA:71:13" && adapters.first?["name"] as? String == ""
+                && adapters.first?["rssiCorrection"] as? Int == -5 && adapters.first?["configured"] as? Bool == true, "\(adapters)")
+        let text = try service.enctl("status").standardOutput.split(separator: "\n")
+        #expect(text.contains { $0.hasPrefix("RSSI correction ") && $0.hasSuffix(" +15 dB by default") }, "\(text)")
+        #expect(text.contains { $0.hasPrefix("  00:1A:7D:DA:71:13 ") && $0.hasSuffix(" -5 dB (not in use)") }, "\(text)")
+
+        try AgentStore(path: service.state + "/enagent.db").record([nil, dongle, other].enumerated().map { scan, address in
+            try met.sighting(at: met.start + 3_600 + Int64(scan) * 60, rssi: -70, adapterAddress: address)
+        })
+        let detected = try service.enctl("detect", file)
+        #expect(detected.status == 0, "\(detected.standardError)")
+        let windows = try service.enctl("windows", "--json")
+        let listed = try JSONSerialization.jsonObject(with: Data(windows.standardOutput.utf8))
+        let rows = try #require(listed as? [[String: Any]])
+        let scans = try #require(rows.first?["scanInstances"] as? [[String: Any]])
+        // TX power -10: the default -10 - (-70 + 15) = 45; the dongle's -10 - (-70 - 5) = 65.
+        #expect(scans.map { $0["minAttenuation"] as? Int } == [45, 65, 45])
     }
 
     @Test func detectionTakesDescriptorsVerifiesAndStoresWindows() throws {

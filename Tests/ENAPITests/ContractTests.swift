@@ -70,14 +70,18 @@ import Testing
         }
         let decoded = try AgentProperties(properties)
         #expect(decoded.reminders == ["detection-overdue"] && decoded.enabled && decoded.sightingsStored == 7)
+        #expect(decoded.adapterRssiCorrections == [Self.adapterCorrection])
         properties["SightingsStored"] = .uint32(7)
         #expect(throws: ContractMismatch("the property SightingsStored: expected t, got u")) { try AgentProperties(properties) }
         properties["SightingsStored"] = nil
         #expect(throws: ContractMismatch("the property SightingsStored is missing")) { try AgentProperties(properties) }
     }
 
+    static let adapterCorrection = AdapterRssiCorrection(address: "00:1A:7D:DA:71:13", name: "hci1", rssiCorrection: -4, configured: true)
+
     static func sampleValue(_ signature: String) -> DBusValue? {
-        ["b": .boolean(true), "s": .string("active"), "t": .uint64(7), "i": .int32(-3)][signature]
+        ["b": .boolean(true), "s": .string("active"), "t": .uint64(7), "i": .int32(-3),
+         [AdapterRssiCorrection].dbusSignature: [adapterCorrection].dbusValue][signature]
     }
 
     /// The contract, written out as introspection writes an interface, is the one in the document

@@ -1,4 +1,5 @@
 import ENAgent
+import ENCore
 import ENStore
 import Foundation
 import TestSupport
@@ -20,6 +21,8 @@ import Testing
             scan-interval-seconds = 240
             require-synchronised-clock = no
             rssi-correction = -7
+            rssi-correction.00:1a:7d:da:71:13 = 4   # the USB dongle
+            rssi-correction.B8:27:EB:00:00:01 = -12
             """, path: "enagent.conf")
         var expected = AgentConfiguration()
         expected.stateDirectory = "/srv/enagent"
@@ -33,7 +36,9 @@ import Testing
         expected.scanIntervalSeconds = 240
         expected.requireSynchronisedClock = false
         expected.rssiCorrection = -7
+        expected.rssiCorrectionByAdapter = [BluetoothAddress("00:1A:7D:DA:71:13")!: 4, BluetoothAddress("B8:27:EB:00:00:01")!: -12]
         #expect(configuration == expected)
+        #expect(configuration.rssiCorrections == RssiCorrections(defaultCorrection: -7, byAdapter: expected.rssiCorrectionByAdapter))
         #expect(try AgentConfiguration(text: "", path: "empty") == AgentConfiguration())
     }
 
@@ -45,7 +50,13 @@ import Testing
         ("state-directory = relative/path", 1, "state-directory must be an absolute path"),
         ("rotation-seconds = 1200-600", 1, "rotation-seconds must be MIN-MAX"),
         ("tx-power = 40", 1, "tx-power must be a whole number from -127 to 20"),
-        ("rssi-correction = 101", 1, "rssi-correction must be a whole number from -100 to 100"),
+        ("rssi-correction = 101", 1, #"rssi-correction must be a whole number from -100 to 100, not "101""#),
+        ("rssi-correction.00:1A:7D:DA:71:13 = -101", 1, #"rssi-correction.00:1A:7D:DA:71:13 must be a whole number from -100 to 100, not "-101""#),
+        ("rssi-correction.00:1A:7D:DA:71:13 = 3 dB", 1, #"rssi-correction.00:1A:7D:DA:71:13 must be a whole number from -100 to 100, not "3 dB""#),
+        ("rssi-correction.hci1 = 3", 1,
+         #"rssi-correction.hci1 = 3: "hci1" is not an adapter's address such as 00:1A:7D:DA:71:13 (btmgmt info shows it)"#),
+        ("rssi-correction.00:1A:7D:DA:71 = 3", 1, #"rssi-correction.00:1A:7D:DA:71 = 3: "00:1A:7D:DA:71" is not an adapter's address"#),
+        ("rssi-correction. = 3", 1, #"rssi-correction. = 3: "" is not an adapter's address"#),
         ("scan-second = 4", 1, "unknown key \"scan-second\""),
         ("just words", 1, "expected key = value"),
     ])
@@ -56,14 +67,18 @@ import Testing
         }
     }
 
-    /// etc/enagent.conf documents every key with its default: uncommented, it must parse to the defaults.
+    /// etc/enagent.conf documents every key with its default (and an adapter's correction with an
+    /// example): uncommented, it must parse to the defaults.
     @Test func theShippedExampleListsEveryKeyWithItsDefault() throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("etc/enagent.conf")
         let text = try String(contentsOf: example, encoding: .utf8)
         let settings = text.split(separator: "\n").filter { $0.hasPrefix("#") && $0.contains(" = ") }.map { $0.dropFirst() }
         let configuration = try AgentConfiguration(text: settings.joined(separator: "\n"), path: example.path)
-        #expect(Set(settings.compactMap { $0.split(separator: " ").first.map(String.init) }) == Set(AgentConfiguration.keys))
+        let documented = settings.compactMap { $0.split(separator: " ").first.map(String.init) }.map { key in
+            key.hasPrefix(AgentConfiguration.adapterCorrectionPrefix) ? AgentConfiguration.adapterCorrectionPrefix + "ADDRESS" : key
+        }
+        #expect(Set(documented) == Set(AgentConfiguration.keys))
         #expect(configuration.stateDirectory == "/var/lib/enagent")
         #expect(configuration.retentionDays == RetentionPolicy.protocolDefault.days)
         #expect(configuration.radio == true && configuration.powerOn == false && configuration.txPower == 0)
@@ -73,5 +88,6 @@ import Testing
         #expect(configuration.requireSynchronisedClock == true)
         #expect(configuration.trustedKeysDirectory == "/etc/enagent/trusted-keys")
         #expect(configuration.rssiCorrection == 0)
+        #expect(configuration.rssiCorrectionByAdapter.count == 1, "the example of an adapter's own correction")
     }
 }

@@ -140,6 +140,23 @@ import Testing
         #expect(try store.lastDetection() == nil, "cancelling is the client's choice, not a failure")
     }
 
+    /// The agent's detection gives each stored sighting the correction of the adapter that
+    /// recorded it: one phone heard at the same RSSI by two adapters, and by one of unknown address.
+    @Test func eachStoredSightingGetsItsAdaptersCorrection() throws {
+        let dongle = try #require(BluetoothAddress("00:1A:7D:DA:71:13")), builtIn = try #require(BluetoothAddress("B8:27:EB:00:00:01"))
+        let calibrated = ExposureDetection(store: store, clock: detection.clock, trustedKeys: detection.trustedKeys,
+                                           rssiCorrections: RssiCorrections(defaultCorrection: 2, byAdapter: [dongle: 5, builtIn: -8]))
+        let exposed = try Broadcaster()
+        try store.record([try exposed.sighting(at: exposed.start + 600, rssi: -60, adapterAddress: dongle),
+                          try exposed.sighting(at: exposed.start + 660, rssi: -60, adapterAddress: builtIn),
+                          try exposed.sighting(at: exposed.start + 720, rssi: -60)])
+        var session = try DetectionSession(detection: calibrated, configurationJSON: "")
+        try session.add([try keyFile([exposed.key], batch: 1)])
+        let windows = try session.finish().newWindows
+        // TX power -10: -10 - (-60 + 5) = 45, -10 - (-60 - 8) = 58, and the default -10 - (-60 + 2) = 48.
+        #expect(windows.flatMap(\.scanInstances).map(\.minAttenuation) == [45, 58, 48])
+    }
+
     @Test func progressCountsTheSessionsKeys() throws {
         var session = try DetectionSession(detection: detection, configurationJSON: "")
         try session.add([try keyFile(try (0..<3).map { _ in try Broadcaster().key }, batch: 1)])

@@ -354,7 +354,8 @@ final class UnreadableSettings: RadioAgentStore {
         let other = Array(0..<20).map(UInt8.init)
         agent.report(RadioReport(serviceData: own, rssi: -50, adapter: "hci0"))
         agent.report(RadioReport(serviceData: other, rssi: 127, adapter: "hci0"))
-        agent.report(RadioReport(serviceData: other, rssi: -61, adapter: "hci0"))
+        let dongle = BluetoothAddress("00:1A:7D:DA:71:13")
+        agent.report(RadioReport(serviceData: other, rssi: -61, adapter: "hci0", adapterAddress: dongle))
         agent.report(RadioReport(serviceData: Array(other.prefix(19)), rssi: -61, adapter: "hci0"))
         agent.stop()
         let stored = try store.sightings()
@@ -362,5 +363,6 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(stored.allSatisfy { $0.rpi.bytes == Array(other.prefix(16)) && $0.aem.bytes == Array(other.suffix(4)) })
         #expect(stored.map(\.rssi) == [nil, -61], "RSSI 127 is unknown")
         #expect(stored.allSatisfy { $0.time == clock.now && $0.adapter == "hci0" })
+        #expect(stored.map(\.adapterAddress) == [nil, dongle], "the adapter's address, which picks its RSSI correction, when the radio knows it")
     }
 }

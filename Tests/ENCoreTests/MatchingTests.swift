@@ -24,16 +24,47 @@ import Testing
         #expect(SightingIndex([]).sightings(of: .zero).isEmpty)
     }
 
-    /// An index that outgrows its first size keeps everything, with the RSSI, the AEM and the time.
+    /// An index that outgrows its first size keeps everything, with the RSSI, the AEM, the time
+    /// and the adapter.
     @Test func anIndexGrowsWithoutLosingASighting() {
         var index = SightingIndex(expectedCount: 10)
         let sightings = (0..<3_000).map { (n: Int) -> Sighting in
             let rssi: Int8? = n % 3 == 0 ? nil : Int8(n % 100 - 100)
-            return Sighting(rpi: rpi(n), aem: AssociatedEncryptedMetadata(rawValue: UInt32(n)), rssi: rssi, time: Int64(n) * 1_000, adapter: "hci0")
+            return Sighting(rpi: rpi(n), aem: AssociatedEncryptedMetadata(rawValue: UInt32(n)), rssi: rssi, time: Int64(n) * 1_000, adapter: "hci0",
+                            adapterAddress: n % 4 == 0 ? nil : BluetoothAddress(rawValue: 0x001A_7DDA_7100 + UInt64(n % 4)))
         }
         sightings.forEach { index.add($0) }
         #expect(index.count == 3_000)
-        #expect(sightings.allSatisfy { index.sightings(of: $0.rpi) == [IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi)] })
+        #expect(index.adapterAddresses.map(\.description) == ["00:1A:7D:DA:71:01", "00:1A:7D:DA:71:02", "00:1A:7D:DA:71:03"])
+        #expect(sightings.allSatisfy { sighting in
+            index.sightings(of: sighting.rpi).map { IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi) }
+                == [IndexedSighting(time: sighting.time, aem: sighting.aem, rssi: sighting.rssi)]
+                && index.sightings(of: sighting.rpi).map { index.adapterAddress(numbered: $0.adapterNumber) } == [sighting.adapterAddress]
+        })
+    }
+
+    /// A sighting keeps a byte for its adapter: past 255 adapters (no machine has them), a
+    /// sighting counts as of an unknown adapter rather than of another one.
+    @Test func adaptersBeyondWhatAByteNumbersCountAsUnknown() {
+        let sightings = (0..<300).map { n in
+            Sighting(rpi: rpi(n), aem: AssociatedEncryptedMetadata(rawValue: 0), rssi: -60, time: 1_000, adapter: "hci0",
+                     adapterAddress: BluetoothAddress(rawValue: UInt64(n)))
+        }
+        let index = SightingIndex(sightings)
+        #expect(index.adapterAddresses.count == SightingIndex.maximumAdapterCount)
+        #expect(index.sightings(of: rpi(254)).map(\.adapterNumber) == [255])
+        #expect(index.sightings(of: rpi(255)).map(\.adapterNumber) == [0] && index.adapterAddress(numbered: 0) == nil)
+    }
+
+    @Test func bluetoothAddressesReadAsBlueZPrintsThem() {
+        #expect(BluetoothAddress("00:1a:7D:da:71:13")?.rawValue == 0x001A_7DDA_7113)
+        #expect(BluetoothAddress("00:1a:7D:da:71:13")?.description == "00:1A:7D:DA:71:13")
+        #expect(BluetoothAddress(rawValue: 0xFFFF_FFFF_FFFF)?.description == "FF:FF:FF:FF:FF:FF")
+        #expect(BluetoothAddress(rawValue: 1 << 48) == nil)
+        for text in ["", "hci0", "00:1A:7D:DA:71", "00:1A:7D:DA:71:13:00", "001A7DDA7113", "00-1A-7D-DA-71-13", "0:1A:7D:DA:71:13:",
+                     "00:1A:7D:DA:71:1G", " 00:1A:7D:DA:71:1"] {
+            #expect(BluetoothAddress(text) == nil, "\(text)")
+        }
     }
 
     @Test func matchesOwnRPIsAndComputesAttenuation() throws {
@@ -45,13 +76,34 @@ import Testing
             try device.sighting(at: device.start + 1_800, rssi: 5),
             try stranger.sighting(at: stranger.start + 600),
         ]
-        let matcher = try KeyMatcher(index: SightingIndex(sightings), rssiCorrection: 3)
+        let matcher = try KeyMatcher(index: SightingIndex(sightings), rssiCorrections: RssiCorrections(defaultCorrection: 3))
         let match = try #require(try matcher.match(device.key))
         #expect(match.key == device.key)
         // -10 - (-70 + 3) = 57; unknown RSSI stays unknown; -10 - (5 + 3) < 0 floors at 0.
         #expect(match.sightings.map(\.attenuation) == [57, nil, 0])
         #expect(match.sightings.allSatisfy { $0.metadata == device.metadata })
         #expect(try matcher.match(try Broadcaster().key) == nil)
+    }
+
+    /// Two receivers heard one phone at the same RSSI: each sighting gets its own adapter's
+    /// correction, so the same RSSI makes two attenuations; an adapter the corrections do not
+    /// name, and one of unknown address, get the default.
+    @Test func eachSightingGetsTheCorrectionOfTheAdapterThatRecordedIt() throws {
+        let device = try Broadcaster(metadata: Metadata(transmitPower: -10))
+        let dongle = try #require(BluetoothAddress("00:1A:7D:DA:71:13")), builtIn = try #require(BluetoothAddress("B8:27:EB:00:00:01"))
+        let unnamed = try #require(BluetoothAddress("B8:27:EB:00:00:02"))
+        let sightings = [
+            try device.sighting(at: device.start + 600, rssi: -70, adapterAddress: dongle),
+            try device.sighting(at: device.start + 1_200, rssi: -70, adapterAddress: builtIn),
+            try device.sighting(at: device.start + 1_800, rssi: -70, adapterAddress: unnamed),
+            try device.sighting(at: device.start + 2_400, rssi: -70),
+        ]
+        let corrections = RssiCorrections(defaultCorrection: 1, byAdapter: [dongle: 5, builtIn: -8])
+        let found = try KeyMatcher(index: SightingIndex(sightings), rssiCorrections: corrections).match(device.key)
+        let match = try #require(found)
+        // -10 - (-70 + 5) = 55; -10 - (-70 - 8) = 68; the default: -10 - (-70 + 1) = 59.
+        #expect(match.sightings.map(\.attenuation) == [55, 68, 59, 59])
+        #expect(match.sightings.allSatisfy { $0.rssi == -70 })
     }
 
     /// Keys of part of a day, a whole day (from midnight) and one from the afternoon into the next day.

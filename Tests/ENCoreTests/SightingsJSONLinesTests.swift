@@ -40,6 +40,17 @@ import Testing
         #expect(try Sighting.decodedJSONLine(Data(line.utf8), place: "x") == sighting)
     }
 
+    /// The adapter's address picks its RSSI correction; either case, null or absent is unknown.
+    @Test(arguments: [(#","adapterAddress":"00:1a:7d:DA:71:13""#, BluetoothAddress("00:1A:7D:DA:71:13")),
+                      (#","adapterAddress":null"#, nil), ("", nil)] as [(String, BluetoothAddress?)])
+    func theAdaptersAddressIsKept(field: String, address: BluetoothAddress?) throws {
+        let line = #"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":1700000000"# + field + "}"
+        var withAddress = expected
+        withAddress.adapterAddress = address
+        let decoded = try Sighting.decodedJSONLine(Data(line.utf8), place: "x")
+        #expect(scanned(line) == withAddress && decoded == withAddress)
+    }
+
     /// Bad lines are declined by the scanner and refused with the place and the reason.
     @Test(arguments: [
         (#"{"rpi":"00","aem":"a1b2c3d4","rssi":-60,"time":1}"#, "s.jsonl:2: expected 16 bytes"),
@@ -49,6 +60,8 @@ import Testing
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":1} trailing"#, "s.jsonl:2: expected {"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":01}"#, "s.jsonl:2: expected {"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0g","aem":"a1b2c3d4","rssi":-60,"time":1}"#, "s.jsonl:2: "),
+        (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":1,"adapterAddress":"hci0"}"#,
+         #"s.jsonl:2: adapterAddress "hci0" is not an adapter's address such as 00:1A:7D:DA:71:13"#),
     ])
     func badLinesNameTheirPlace(line: String, reason: String) {
         #expect(scanned(line) == nil)

@@ -212,6 +212,23 @@ import Testing
         #expect(stored.allSatisfy { index.sightings(of: $0.rpi) == [IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi)] })
     }
 
+    /// A sighting keeps the address of the adapter that recorded it (which picks its RSSI
+    /// correction), into the index too; an unknown one stays unknown.
+    @Test func sightingsKeepTheirAdaptersAddress() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let dongle = try #require(BluetoothAddress("00:1A:7D:DA:71:13")), highest = try #require(BluetoothAddress("FF:FF:FF:FF:FF:FF"))
+        var stored = [sighting(1, time: 10), sighting(2, time: 20), sighting(3, time: 30), sighting(4, time: 40)]
+        (stored[0].adapterAddress, stored[2].adapterAddress, stored[3].adapterAddress) = (dongle, highest, dongle)
+        try store.record(stored)
+        let read = try store.sightings()
+        #expect(read == stored)
+        let index = try store.sightingIndex()
+        #expect(Set(index.adapterAddresses) == [dongle, highest])
+        #expect(stored.allSatisfy { sighting in
+            index.sightings(of: sighting.rpi).map { index.adapterAddress(numbered: $0.adapterNumber) } == [sighting.adapterAddress]
+        })
+    }
+
     /// The index is filled on another thread, batch by batch: every sighting arrives, once.
     @Test func theIndexHoldsEverySightingOfSeveralBatches() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))

@@ -36,7 +36,11 @@ import Testing
         #expect(sightings.filter { $0.adapter == "hci1" }.count == 100 && sightings.filter { $0.rssi == nil }.count == 6)
         #expect(sightings[7] == Sighting(rpi: Bytes16(high: 7 &* 0x9E37_79B9_7F4A_7C15, low: 7), aem: AssociatedEncryptedMetadata(rawValue: 7 &* 2_654_435_761),
                                          rssi: -37, time: 1_740_009_600 + 7 * 60, adapter: "hci0"))
-        #expect(try store.sightingIndex().count == 300)
+        // v6: sightings from before keep their adapter's name; its address is unknown, so they
+        // get the default RSSI correction.
+        #expect(sightings.allSatisfy { $0.adapterAddress == nil })
+        let index = try store.sightingIndex()
+        #expect(index.count == 300 && index.adapterAddresses.isEmpty)
 
         #expect(try store.lastSuccessfulDetection() == 1_740_100_004)
         #expect(try store.lastDetection()?.error == "export-3.zip: the signature does not verify")
@@ -70,10 +74,16 @@ import Testing
         let dangling = try store.read { try $0.fetchAll(String.self, "PRAGMA foreign_key_check") }
         #expect(dangling.isEmpty)
 
-        // And it goes on: a new sighting is stored and the database opens again.
-        try store.record([Sighting(rpi: Bytes16(high: 1, low: 2), aem: AssociatedEncryptedMetadata(rawValue: 3), rssi: -50, time: 1_740_200_000, adapter: "hci0")])
+        // And it goes on: a new sighting is stored, with its adapter's address, and the database opens again.
+        let dongle = try #require(BluetoothAddress("00:1A:7D:DA:71:13"))
+        try store.record([Sighting(rpi: Bytes16(high: 1, low: 2), aem: AssociatedEncryptedMetadata(rawValue: 3), rssi: -50, time: 1_740_200_000, adapter: "hci0",
+                                   adapterAddress: dongle)])
         try store.close()
-        #expect(try AgentStore(path: store.path).sightingCount() == 301)
+        let reopened = try AgentStore(path: store.path)
+        let count = try reopened.sightingCount()
+        let newest = try reopened.sightings(from: 1_740_200_000)
+        let reopenedIndex = try reopened.sightingIndex()
+        #expect(count == 301 && newest.map(\.adapterAddress) == [dongle] && reopenedIndex.adapterAddresses == [dongle])
     }
 
     @Test func aGRDBDatabaseOfANewerReleaseIsRefused() throws {

@@ -1,5 +1,7 @@
 import Dispatch
 import ENAgent
+import ENAPI
+import ENCore
 import ENStore
 @testable import enagentd
 import ENSystemd
@@ -82,5 +84,22 @@ struct DaemonStatusTests {
         let deadline = Date(timeIntervalSinceNow: Daemon.storeRetrySeconds + 5)
         while lines.all.count < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         #expect(lines.all.dropFirst().first == "paused until \(pauseEnd) (unix time)")
+    }
+
+    /// The status lists the adapter in use first, by name, with the correction its address gets
+    /// (its own or the default), then every other adapter the configuration names.
+    @Test func theAdapterInUseComesFirstThenTheOthersNamed() throws {
+        let dongle = try #require(BluetoothAddress("00:1A:7D:DA:71:13")), builtIn = try #require(BluetoothAddress("B8:27:EB:00:00:01"))
+        let unnamed = try #require(BluetoothAddress("B8:27:EB:00:00:02"))
+        let corrections = RssiCorrections(defaultCorrection: 3, byAdapter: [builtIn: -8, dongle: 5])
+        #expect(Daemon.adapterRssiCorrections(corrections, adapterInUse: "hci1", address: dongle) == [
+            AdapterRssiCorrection(address: "00:1A:7D:DA:71:13", name: "hci1", rssiCorrection: 5, configured: true),
+            AdapterRssiCorrection(address: "B8:27:EB:00:00:01", name: "", rssiCorrection: -8, configured: true),
+        ])
+        #expect(Daemon.adapterRssiCorrections(corrections, adapterInUse: "hci0", address: unnamed).first
+                == AdapterRssiCorrection(address: "B8:27:EB:00:00:02", name: "hci0", rssiCorrection: 3, configured: false))
+        #expect(Daemon.adapterRssiCorrections(corrections, adapterInUse: "hci0", address: nil).first
+                == AdapterRssiCorrection(address: "", name: "hci0", rssiCorrection: 3, configured: false), "BlueZ has not given its address yet")
+        #expect(Daemon.adapterRssiCorrections(corrections, adapterInUse: "", address: nil).map(\.address) == ["00:1A:7D:DA:71:13", "B8:27:EB:00:00:01"])
     }
 }

@@ -23,13 +23,15 @@ public struct Broadcaster {
                       metadata: metadata)
     }
 
-    /// A sighting at `time` of the RPI of `time`'s interval (or of `interval` when given).
-    public func sighting(at time: Int64, rssi: Int8? = -60, interval: ENIntervalNumber? = nil) throws -> Sighting {
+    /// A sighting at `time` of the RPI of `time`'s interval (or of `interval` when given), by the
+    /// adapter at `adapterAddress` (nil: unknown).
+    public func sighting(at time: Int64, rssi: Int8? = -60, interval: ENIntervalNumber? = nil,
+                         adapterAddress: BluetoothAddress? = nil) throws -> Sighting {
         let tek = key.key.keyData
         let rpi = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: tek),
                                                         interval: interval ?? ENIntervalNumber(unixSeconds: time)!)
         let aem = try crypto.encryptMetadata(metadata, key: crypto.associatedEncryptedMetadataKey(for: tek), rpi: rpi)
-        return Sighting(rpi: rpi, aem: aem, rssi: rssi, time: time, adapter: "hci0")
+        return Sighting(rpi: rpi, aem: aem, rssi: rssi, time: time, adapter: "hci0", adapterAddress: adapterAddress)
     }
 
     /// The start of the key's validity, in unix seconds.
