@@ -62,6 +62,9 @@ for resources in swift swift_static; do ln -sfn /usr/libexec/swift/lib/clang/17 
 mkdir -p "$PARTIAL/sysroot"
 ln -sfn /usr "$PARTIAL/sysroot/usr"
 ln -sfn usr/lib "$PARTIAL/sysroot/lib"
+# swift-driver reads the SDK's name and version here (and warns at every file without it).
+echo '{"DisplayName": "Debian trixie arm64", "Version": "13.0", "CanonicalName": "debian-trixie-arm64"}' \
+    > "$PARTIAL/sysroot/SDKSettings.json"
 # The bundle (SE-0387). Paths are where the root puts them, as the build runs inside it.
 variant=$PARTIAL/$NAME.artifactbundle/$NAME/$TRIPLE
 mkdir -p "$variant"
