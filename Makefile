@@ -37,7 +37,7 @@ RUN_DIR ?= $(CURDIR)/run
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean \
-	man check-man deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64
+	man check-man bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64
 
 all: build
 
@@ -101,6 +101,18 @@ bench: deps
 	mkdir -p $(SCRATCH)/bench
 	cc -O2 -Wall -Wno-deprecated-declarations -o $(SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
 	$(RELEASE_BIN)/enbench $(SCRATCH)/bench/derivation-ceiling
+
+# The derivation against the C/OpenSSL ceiling on arm64, both cross-built (enbench by Debian's Swift
+# 6.0.3, the C program by the clang that comes with it) and run under qemu-user on a Cortex-A53: a ratio between two
+# emulated programs, not a Pi's speed (README: On a Raspberry Pi, for `make bench` on a Pi).
+bench-arm64:
+	scripts/arm64-sdk.sh
+	scripts/trixie-root.sh env $(ARM64_ENV) swift build -c release --product enbench --scratch-path $(ARM64_TEST_SCRATCH) $(ARM64_SDK)
+	mkdir -p $(ARM64_TEST_SCRATCH)/bench
+	scripts/trixie-root.sh /usr/libexec/swift/bin/clang --target=aarch64-linux-gnu -fuse-ld=lld -O2 -Wall -Wno-deprecated-declarations \
+		-o $(ARM64_TEST_SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
+	scripts/trixie-root.sh env QEMU_CPU=cortex-a53 LD_LIBRARY_PATH=/opt/enagent-arm64-sdk/runtime/swift/linux \
+		$(ARM64_TEST_SCRATCH)/release/enbench derivation $(ARM64_TEST_SCRATCH)/bench/derivation-ceiling
 
 # The fuzzers (Fuzz/README.md) under libFuzzer and AddressSanitizer, each for FUZZ_SECONDS (60);
 # fails when one crashes, hangs or goes over 256 MB, naming the input.

@@ -192,8 +192,10 @@ func prepareInputs(in directory: String) throws {
 
 let usage = """
     usage: enbench CEILING [DIR]
+           enbench derivation CEILING
       CEILING  bench/derivation-ceiling.c, built (`make bench` builds and runs it)
       DIR      keep the generated data there and use it again next time (for profiling)
+      derivation  only the derivation against the ceiling (`make bench-arm64`, under emulation)
 
     """
 let arguments = CommandLine.arguments
@@ -201,6 +203,12 @@ do {
     switch arguments.count {
     case 3 where arguments[1] == "inputs":
         try prepareInputs(in: arguments[2])
+        exit(0)
+    case 3 where arguments[1] == "derivation":
+        let directory = NSTemporaryDirectory() + "/enbench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try benchmarkDerivation(ceiling: arguments[2], in: directory)
         exit(0)
     case 2, 3:
         break
