@@ -47,6 +47,9 @@ print(" ".join(f"{start}x{count}" for start, count in sorted(collections.Counter
 # within SECONDS RESULT: RESULT (advertised.py's) came within SECONDS.
 within() { [ "$2" != timeout ] && [ -n "$2" ] && awk -v limit="$1" -v took="${2%% *}" 'BEGIN { exit !(took <= limit) }'; }
 refused() { [ "$1" = 1 ] && grep -q 'not allowed' <<< "$2"; }
+# clock_back_to UNIX UPTIME: the wall clock back from a step, to what it would read now had it read
+# UNIX at UPTIME: what the guest writes to the lab share is dated as on the host again.
+clock_back_to() { date -s "@$(( $1 + $(cut -d. -f1 /proc/uptime) - $2 ))" > /dev/null; }
 windows_count() { enctl windows --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'; }
 json_field() { python3 -c 'import json, sys; print(eval(sys.argv[2], {}, {"d": json.load(open(sys.argv[1]))}))' "$1" "$2"; }
 
@@ -252,8 +255,51 @@ nothing_ran() { [ "$runs" = 0 ] && [ "$(unix_time LastTriggerUSec enagent-detect
 check timer-no-missed-run "the last run $(( $(date +%s) - last_trigger )) s ago, the timer restarted: enagent-detect.service ran $runs times in 10 s; next $(date -d "@$next" '+%H:%M:%S'), the next calendar time $(date -d "@$calendar_next" '+%H:%M:%S')" \
     nothing_ran
 figure "detection timer after a missed run: with the shipped RandomizedDelaySec=30min the catch-up $planned; with the lab's 0 it started ${started_after} s after the timer's restart and ran once; without a missed run nothing ran"
-rm -r /run/systemd/system/enagent-detect.timer.d; systemctl daemon-reload
+# The key server goes, and its configuration with it: the clock steps below fire the timer, whose
+# service is then skipped.
+rm -r /run/systemd/system/enagent-detect.timer.d /etc/enagent/key-server.conf; systemctl daemon-reload
 kill $SERVER
+
+step "enagentd hangs (SIGSTOP): systemd's watchdog"
+# Stopped, not killed: no WATCHDOG=1 comes any more, and the kernel keeps the last advertisement on
+# the air. The shipped WatchdogSec=60s: the agent pings every 30 s, so systemd ends it 30–60 s after.
+# On the next day (the wall clock stepped): restarted within the interval already on the air, the
+# agent rolls to a fresh key for a fresh RPI, and a day has three keys at most: the kill and the
+# bluetoothd restart above may have spent today's, and with none left the agent stays silent until
+# the next 10-minute interval. (Not a year ahead: a restarted agent applies retention to that clock.)
+day_stepped_at=$(date +%s) day_uptime=$(cut -d. -f1 /proc/uptime); day_at=$(( day_stepped_at + 86400 ))
+date -s "@$day_at" > /dev/null
+new_day=$(advertised "$day_at" 90)
+wait_for 30 status_is active
+snapshot > "$OUT/before-hang.json"; windows_before=$(windows_count)
+hung_pid=$pid restarts_before=$(systemctl show -p NRestarts --value enagentd) hung_at=$(now)
+kill -STOP "$hung_pid"
+back=$(advertised "$hung_at" 120)
+pid=$(systemctl show -p MainPID --value enagentd)
+wait_for 30 status_is active
+snapshot > "$OUT/after-hang.json"; windows_after=$(windows_count)
+timed_out_at=$(journalctl -u enagentd --since "@${hung_at%.*}" -o short-unix | awk '/Watchdog timeout/ {print $1; exit}')
+timed_out_after=$(awk -v a="$hung_at" -v b="$timed_out_at" 'BEGIN { printf "%.1f", b - a }')
+ended_by=$(journalctl -u enagentd --since "@${hung_at%.*}" -o cat | grep -m1 -o "Failed with result '[a-z-]*'")
+restarted_by_watchdog() {
+    within 90 "$new_day" && [ -n "$timed_out_at" ] && [ "$ended_by" = "Failed with result 'watchdog'" ] \
+        && [ "$pid" != "$hung_pid" ] && [ "$pid" != 0 ] && within 90 "$back"
+}
+check watchdog-restart "on the next day (advertising its key ${new_day%% *} s after the step), SIGSTOP to pid $hung_pid: systemd's watchdog (WatchdogSec $(systemctl show -p WatchdogUSec --value enagentd)) timed out ${timed_out_after} s after, \"$ended_by\", restarted (pid $hung_pid -> $pid, NRestarts $restarts_before -> $(systemctl show -p NRestarts --value enagentd)); hci0 advertising a new RPI from a new address ${back%% *} s after the hang (address and RPI: ${back#* }; at most 90)" \
+    restarted_by_watchdog
+# Committed: the database's keys (a restart may roll the day's key: it ends earlier, and stays),
+# sightings and exposure windows.
+committed_kept() {
+    python3 -c 'import json, sys
+before, after = (json.load(open(path)) for path in sys.argv[1:3])
+sys.exit(not ({key for _, _, key in before["keys"]} <= {key for _, _, key in after["keys"]}
+              and after["sightings"] >= before["sightings"] and after["integrity"] == "ok"))' "$OUT/before-hang.json" "$OUT/after-hang.json" \
+        && [ "$windows_after" -ge "$windows_before" ] 2> /dev/null
+}
+check watchdog-kept "nothing committed lost: keys $(json_field "$OUT/before-hang.json" 'len(d["keys"])') -> $(json_field "$OUT/after-hang.json" 'len(d["keys"])') (each kept), sightings $(json_field "$OUT/before-hang.json" 'd["sightings"]') -> $(json_field "$OUT/after-hang.json" 'd["sightings"]'), exposure windows $windows_before -> $windows_after, integrity $(json_field "$OUT/after-hang.json" 'd["integrity"]')" \
+    committed_kept
+figure "watchdog: enagentd hung (SIGSTOP) ended by systemd ${timed_out_after} s after (WatchdogSec=60s), advertising a new RPI from a new address ${back%% *} s after the hang"
+clock_back_to "$day_stepped_at" "$day_uptime"
 
 step "idle footprint (radio on: advertising, a 4 s scan every 20 s)"
 sleep 10
@@ -293,8 +339,7 @@ check clock-forward-keys "keys per day after the step forward: $(key_days "$OUT/
     keys_kept "$OUT/keys-after-back.json" "$OUT/keys-after-forward.json" "$forward_at"
 check clock-journal "the steps are warnings in the journal: $(journalctl -u enagentd -p warning -o cat | grep -ci step) lines" \
     sh -c 'journalctl -u enagentd -p warning -o cat | grep -qi step'
-# The right time again: what the guest writes to the lab share from now on is dated as on the host.
-date -s "@$(( stepped_at + $(cut -d. -f1 /proc/uptime) - stepped_uptime ))" > /dev/null
+clock_back_to "$stepped_at" "$stepped_uptime"
 
 step "the journal"
 journalctl -o export > /run/journal.export
