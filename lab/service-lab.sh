@@ -33,7 +33,7 @@ print("\n".join(json.load(sys.stdin)["paths"]["runtimeLibraryPaths"]))' >> "$SD/
 fi
 
 set +e
-SYSTEMD_UNITS=$SD LAB=$LAB NCTRL=2 BTVIRT_OPTS=-l2 QEMU_TIMEOUT=${QEMU_TIMEOUT:-1200} "$HERE/boot-lab.sh"
+SYSTEMD_UNITS=$SD LAB=$LAB NCTRL=2 BTVIRT_OPTS=-l2 QEMU_TIMEOUT=${QEMU_TIMEOUT:-1800} "$HERE/boot-lab.sh"
 rc=$?
 set -e
 echo

@@ -47,6 +47,10 @@ print(" ".join(f"{start}x{count}" for start, count in sorted(collections.Counter
 # within SECONDS RESULT: RESULT (advertised.py's) came within SECONDS.
 within() { [ "$2" != timeout ] && [ -n "$2" ] && awk -v limit="$1" -v took="${2%% *}" 'BEGIN { exit !(took <= limit) }'; }
 refused() { [ "$1" = 1 ] && grep -q 'not allowed' <<< "$2"; }
+# clock_back_to UNIX UPTIME: the wall clock back from a step, to what it would read now had it read
+# UNIX at UPTIME: what the guest writes to the lab share is dated as on the host again.
+clock_back_to() { date -s "@$(( $1 + $(cut -d. -f1 /proc/uptime) - $2 ))" > /dev/null; }
+windows_count() { enctl windows --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'; }
 json_field() { python3 -c 'import json, sys; print(eval(sys.argv[2], {}, {"d": json.load(open(sys.argv[1]))}))' "$1" "$2"; }
 
 btmon -w "$BTSNOOP" > /dev/null 2>&1 & BTMON=$!
@@ -159,7 +163,7 @@ radio_back_in_time() { within 10 "$back" && within 10 "$scanning" && [ -z "$wron
 check bluetooth-restart "hci0 advertising a new RPI ${back%% *} s after the restart, scanning after $scanning s (at most 10)${wrong_adapter:+; the agent on hci0 logs about hci1: $wrong_adapter}" \
     radio_back_in_time
 
-step "the detection timer's service against a key server on loopback"
+step "the detection timer: a missed run, without a key server"
 python3 "$SD/phones.py" export "$OUT/phones.jsonl" /root/phones.zip
 mkdir -p /srv/keys/exports
 enctl keys sign /root/phones.zip --private-key /root/authority.pem --key-id 228 --region LAB --out /srv/keys/exports/1.zip
@@ -169,39 +173,133 @@ check timer "enagent-detect.timer enables: $(systemctl enable --now enagent-dete
     systemctl -q is-active enagent-detect.timer
 # detect_runs: how often systemd has started enagent-detect.service since boot (its UNIT_STARTING entries).
 detect_runs() { journalctl -b -u enagent-detect.service -o cat MESSAGE_ID=7d4958e842da4a758f6c1cdc7b36dcc5 | grep -c . ; }
-skipped_at=$(date +%s)
-systemctl start enagent-detect.service
-complaints=$(journalctl -u enagent-detect.service -p warning --since "@$skipped_at" -o cat | grep -c .)
-skipped() { [ "$(systemctl show -p ConditionResult --value enagent-detect.service)" = no ] && [ "$complaints" = 0 ] \
-    && systemctl -q is-active enagent-detect.timer && ! systemctl -q is-failed enagent-detect.service; }
-check detection-skipped "no key server configured: the service's condition $(systemctl show -p ConditionResult --value enagent-detect.service), result $(systemctl show -p Result --value enagent-detect.service), $complaints journal lines at warning or above, timer $(systemctl is-active enagent-detect.timer)" \
-    skipped
-printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = index.txt' 'region = LAB' > /etc/enagent/key-server.conf
-key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
-wait_for 60 key_server_up
-systemctl start enagent-detect.service; detect_rc=$?
-journalctl -u enagent-detect --no-pager -o cat | tail -8
-windows=$(enctl windows --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
-check detection "enagent-detect.service: exit $detect_rc ($(systemctl show -p Result --value enagent-detect.service)); $windows exposure windows recorded" \
-    sh -c "[ $detect_rc = 0 ] && [ '$windows' -gt 0 ]"
-# A run missed while the machine was off: the timer's stamp (its last run) a day old, then the
-# timer started as at boot. The lab's drop-in sets RandomizedDelaySec=0 (30 min in the unit).
-step "the detection timer after a missed run"
+# unix_time PROPERTY [UNIT]: a timestamp of systemd's (the manager's without UNIT) in unix seconds,
+# 0 when unset. (systemctl 252 prints some, such as NextElapseUSecRealtime, in its own format
+# whatever --timestamp= says; date reads both.)
+unix_time() {
+    value=$(systemctl show --timestamp=unix -p "$1" --value ${2:+"$2"})
+    case $value in ''|n/a) echo 0;; *) date -d "$value" +%s;; esac
+}
+timer_state() { systemctl show -p SubState --value enagent-detect.timer; }
+# boot_timer: the timer's stamp (the time of its last trigger) a day back, past a 4-hour calendar
+# time and its random delay, then the timer restarted as at boot: it reads the stamp when it starts.
+boot_timer() {
+    touch -d '-1 day' /var/lib/systemd/timers/stamp-enagent-detect.timer
+    booted_at=$(date +%s)
+    systemctl restart enagent-detect.timer
+}
+# caught_up: the restarted timer triggered its service, which is done (run or skipped): the timer waits again.
+caught_up() { [ "$(unix_time LastTriggerUSec enagent-detect.timer)" -ge "$booted_at" ] 2> /dev/null && [ "$(timer_state)" = waiting ]; }
+# systemd 252 (src/core/timer.c) moves a calendar time missed before the service manager started to
+# that start (the boot), then adds RandomizedDelaySec=: after a real boot the catch-up comes 0–30
+# minutes after systemd started. Here the timer restarts minutes after the guest's boot: due at once
+# when the delay drawn is shorter than that, else later; this check reads systemd's plan, the
+# checks below run the catch-up with the lab's drop-in RandomizedDelaySec=0.
+boot_timer; sleep 3
+manager_started=$(unix_time UserspaceTimestamp)
+if caught_up; then
+    planned="triggered at once (its random delay, less than the $(( booted_at - manager_started )) s since the guest's systemd started, had passed)"
+    planned_from_boot() { true; }
+else
+    due=$(unix_time NextElapseUSecRealtime enagent-detect.timer)
+    planned="due $(( due - manager_started )) s after the guest's systemd started (in $(( due - $(date +%s) )) s)"
+    planned_from_boot() { [ "$due" -ge "$manager_started" ] && [ "$due" -le $(( manager_started + 1800 )) ] && [ "$due" -gt "$(date +%s)" ]; }
+fi
+check timer-delay "the shipped RandomizedDelaySec=$(systemctl show -p RandomizedDelayUSec --value enagent-detect.timer), the last run a day ago, the timer restarted: catch-up $planned; at most 30 min after the boot" \
+    planned_from_boot
+# Stopped first: a reload would replan the running timer, due at once without the delay.
+systemctl stop enagent-detect.timer
 mkdir -p /run/systemd/system/enagent-detect.timer.d
 printf '[Timer]\nRandomizedDelaySec=0\n' > /run/systemd/system/enagent-detect.timer.d/lab.conf
 systemctl daemon-reload
 runs_before=$(detect_runs)
-touch -d '-1 day' /var/lib/systemd/timers/stamp-enagent-detect.timer
-caught_up_at=$(now)
+boot_timer
+wait_for 60 caught_up
+complaints=$(journalctl -u enagent-detect.service -u enagent-detect.timer -p warning --since "@$booted_at" -o cat | grep -c .)
+skipped() {
+    caught_up && [ "$(systemctl show -p ConditionResult --value enagent-detect.service)" = no ] \
+        && [ "$(unix_time ConditionTimestamp enagent-detect.service)" -ge "$booted_at" ] && [ "$(detect_runs)" = "$runs_before" ] \
+        && [ "$complaints" = 0 ] && ! systemctl -q is-failed enagent-detect.service
+}
+check detection-skipped "no key server configured, a missed run: the timer triggered $(( $(unix_time LastTriggerUSec enagent-detect.timer) - booted_at )) s after its restart, the service's condition $(systemctl show -p ConditionResult --value enagent-detect.service) (ran $(( $(detect_runs) - runs_before )) times), result $(systemctl show -p Result --value enagent-detect.service), $complaints journal lines at warning or above; timer $(systemctl is-active enagent-detect.timer) ($(timer_state)), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
+    skipped
+
+step "the detection timer: a missed run, against a key server on loopback"
+printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = index.txt' 'region = LAB' > /etc/enagent/key-server.conf
+key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
+wait_for 60 key_server_up
+runs_before=$(detect_runs)
+boot_timer
+wait_for 180 caught_up
+# From the timer's restart to its service's start, both on systemd's monotonic clock.
+started_after=$(awk -v timer="$(systemctl show -p ActiveEnterTimestampMonotonic --value enagent-detect.timer)" \
+    -v service="$(systemctl show -p InactiveExitTimestampMonotonic --value enagent-detect.service)" 'BEGIN { printf "%.1f", (service - timer) / 1e6 }')
+sleep 10
+journalctl -u enagent-detect --no-pager -o cat | tail -8
+runs=$(( $(detect_runs) - runs_before ))
+windows=$(windows_count)
+detected() { [ "$(systemctl show -p Result --value enagent-detect.service)" = success ] && [ "$windows" -gt 0 ]; }
+check detection "the timer's run against the key server: enagent-detect.service result $(systemctl show -p Result --value enagent-detect.service), exit status $(systemctl show -p ExecMainStatus --value enagent-detect.service); $windows exposure windows recorded" \
+    detected
+ran_once() { [ "$runs" = 1 ] && [ "$(timer_state)" = waiting ]; }
+check timer-catch-up "the last run a day ago, the timer restarted as at boot (RandomizedDelaySec=0): enagent-detect.service started ${started_after} s after, ran $runs time(s) up to 10 s after it ended; timer $(timer_state), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
+    ran_once
+# Without a missed run (the stamp is the run above), a restart plans the next calendar time only.
+runs_before=$(detect_runs) last_trigger=$(unix_time LastTriggerUSec enagent-detect.timer)
 systemctl restart enagent-detect.timer
-ran_once() { [ "$(detect_runs)" = $(( runs_before + 1 )) ]; }
-wait_for 120 ran_once; caught_up_after=$(awk -v a="$caught_up_at" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
-sleep 20
-check timer-catch-up "the last run a day ago: enagent-detect.service ran $(( $(detect_runs) - runs_before )) time(s) in ${caught_up_after} s and 20 s after, result $(systemctl show -p Result --value enagent-detect.service); next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
-    sh -c "[ $(( $(detect_runs) - runs_before )) = 1 ] && systemctl -q is-active enagent-detect.timer"
-figure "detection timer: a missed run caught up ${caught_up_after} s after the timer started (RandomizedDelaySec=0 in the lab)"
-rm -r /run/systemd/system/enagent-detect.timer.d; systemctl daemon-reload
+sleep 10
+runs=$(( $(detect_runs) - runs_before ))
+next=$(unix_time NextElapseUSecRealtime enagent-detect.timer)
+calendar_next=$(date -d "$(systemd-analyze calendar '*-*-* 00/4:00:00' | sed -n 's/^ *Next elapse: //p')" +%s)
+nothing_ran() { [ "$runs" = 0 ] && [ "$(unix_time LastTriggerUSec enagent-detect.timer)" = "$last_trigger" ] && [ "$next" = "$calendar_next" ]; }
+check timer-no-missed-run "the last run $(( $(date +%s) - last_trigger )) s ago, the timer restarted: enagent-detect.service ran $runs times in 10 s; next $(date -d "@$next" '+%H:%M:%S'), the next calendar time $(date -d "@$calendar_next" '+%H:%M:%S')" \
+    nothing_ran
+figure "detection timer after a missed run: with the shipped RandomizedDelaySec=30min the catch-up $planned; with the lab's 0 it started ${started_after} s after the timer's restart and ran once; without a missed run nothing ran"
+# The key server goes, and its configuration with it: the clock steps below fire the timer, whose
+# service is then skipped.
+rm -r /run/systemd/system/enagent-detect.timer.d /etc/enagent/key-server.conf; systemctl daemon-reload
 kill $SERVER
+
+step "enagentd hangs (SIGSTOP): systemd's watchdog"
+# Stopped, not killed: no WATCHDOG=1 comes any more, and the kernel keeps the last advertisement on
+# the air. The shipped WatchdogSec=60s: the agent pings every 30 s, so systemd ends it 30–60 s after.
+# On the next day (the wall clock stepped): restarted within the interval already on the air, the
+# agent rolls to a fresh key for a fresh RPI, and a day has three keys at most: the kill and the
+# bluetoothd restart above may have spent today's, and with none left the agent stays silent until
+# the next 10-minute interval. (Not a year ahead: a restarted agent applies retention to that clock.)
+day_stepped_at=$(date +%s) day_uptime=$(cut -d. -f1 /proc/uptime); day_at=$(( day_stepped_at + 86400 ))
+date -s "@$day_at" > /dev/null
+new_day=$(advertised "$day_at" 90)
+wait_for 30 status_is active
+snapshot > "$OUT/before-hang.json"; windows_before=$(windows_count)
+hung_pid=$pid restarts_before=$(systemctl show -p NRestarts --value enagentd) hung_at=$(now)
+kill -STOP "$hung_pid"
+back=$(advertised "$hung_at" 120)
+pid=$(systemctl show -p MainPID --value enagentd)
+wait_for 30 status_is active
+snapshot > "$OUT/after-hang.json"; windows_after=$(windows_count)
+timed_out_at=$(journalctl -u enagentd --since "@${hung_at%.*}" -o short-unix | awk '/Watchdog timeout/ {print $1; exit}')
+timed_out_after=$(awk -v a="$hung_at" -v b="$timed_out_at" 'BEGIN { printf "%.1f", b - a }')
+ended_by=$(journalctl -u enagentd --since "@${hung_at%.*}" -o cat | grep -m1 -o "Failed with result '[a-z-]*'")
+restarted_by_watchdog() {
+    within 90 "$new_day" && [ -n "$timed_out_at" ] && [ "$ended_by" = "Failed with result 'watchdog'" ] \
+        && [ "$pid" != "$hung_pid" ] && [ "$pid" != 0 ] && within 90 "$back"
+}
+check watchdog-restart "on the next day (advertising its key ${new_day%% *} s after the step), SIGSTOP to pid $hung_pid: systemd's watchdog (WatchdogSec $(systemctl show -p WatchdogUSec --value enagentd)) timed out ${timed_out_after} s after, \"$ended_by\", restarted (pid $hung_pid -> $pid, NRestarts $restarts_before -> $(systemctl show -p NRestarts --value enagentd)); hci0 advertising a new RPI from a new address ${back%% *} s after the hang (address and RPI: ${back#* }; at most 90)" \
+    restarted_by_watchdog
+# Committed: the database's keys (a restart may roll the day's key: it ends earlier, and stays),
+# sightings and exposure windows.
+committed_kept() {
+    python3 -c 'import json, sys
+before, after = (json.load(open(path)) for path in sys.argv[1:3])
+sys.exit(not ({key for _, _, key in before["keys"]} <= {key for _, _, key in after["keys"]}
+              and after["sightings"] >= before["sightings"] and after["integrity"] == "ok"))' "$OUT/before-hang.json" "$OUT/after-hang.json" \
+        && [ "$windows_after" -ge "$windows_before" ] 2> /dev/null
+}
+check watchdog-kept "nothing committed lost: keys $(json_field "$OUT/before-hang.json" 'len(d["keys"])') -> $(json_field "$OUT/after-hang.json" 'len(d["keys"])') (each kept), sightings $(json_field "$OUT/before-hang.json" 'd["sightings"]') -> $(json_field "$OUT/after-hang.json" 'd["sightings"]'), exposure windows $windows_before -> $windows_after, integrity $(json_field "$OUT/after-hang.json" 'd["integrity"]')" \
+    committed_kept
+figure "watchdog: enagentd hung (SIGSTOP) ended by systemd ${timed_out_after} s after (WatchdogSec=60s), advertising a new RPI from a new address ${back%% *} s after the hang"
+clock_back_to "$day_stepped_at" "$day_uptime"
 
 step "idle footprint (radio on: advertising, a 4 s scan every 20 s)"
 sleep 10
@@ -241,8 +339,7 @@ check clock-forward-keys "keys per day after the step forward: $(key_days "$OUT/
     keys_kept "$OUT/keys-after-back.json" "$OUT/keys-after-forward.json" "$forward_at"
 check clock-journal "the steps are warnings in the journal: $(journalctl -u enagentd -p warning -o cat | grep -ci step) lines" \
     sh -c 'journalctl -u enagentd -p warning -o cat | grep -qi step'
-# The right time again: what the guest writes to the lab share from now on is dated as on the host.
-date -s "@$(( stepped_at + $(cut -d. -f1 /proc/uptime) - stepped_uptime ))" > /dev/null
+clock_back_to "$stepped_at" "$stepped_uptime"
 
 step "the journal"
 journalctl -o export > /run/journal.export
@@ -262,7 +359,7 @@ check journal-fields "enagentd's entries carry priorities and fields: $fields" s
 consent=$(journalctl -u enagentd -o export MESSAGE_ID=e4df84d666ce40ba8fed2d848ad4b854 | grep -a -E '^(PRIORITY|SYSLOG_IDENTIFIER|MESSAGE)=' | sort -u | tr '\n' ' ')
 check journal-event "journalctl MESSAGE_ID=e4df84d6… (consent given): $consent" \
     sh -c "echo '$consent' | grep -q 'PRIORITY=5' && echo '$consent' | grep -q 'SYSLOG_IDENTIFIER=enagentd' && echo '$consent' | grep -q 'consent recorded'"
-journalctl -u enagentd -u enagent-detect -u bluetooth --no-pager -o short-monotonic > "$OUT/journal.txt"
+journalctl -u enagentd -u enagent-detect -u enagent-detect.timer -u bluetooth --no-pager -o short-monotonic > "$OUT/journal.txt"
 
 step "systemd-analyze security"
 for unit in enagentd.service enagent-detect.service; do
