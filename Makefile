@@ -22,17 +22,22 @@ SCRATCH ?= .build
 # Release binaries carry Swift's runtime and Foundation (--static-swift-stdlib), so they run
 # without the toolchain wherever they are installed; no RUNPATH $$ORIGIN (nothing lies beside them)
 # and -z now (full RELRO), as Debian's hardening wants.
-RELEASE = $(SWIFT) build --scratch-path $(SCRATCH) -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+# SWIFT_SDK=NAME cross-builds with that Swift SDK (from SWIFT_SDKS_PATH): make deb-arm64 does.
+SWIFT_SDK ?=
+SWIFT_SDKS_PATH ?= /opt/enagent-arm64-sdk
+RELEASE = $(SWIFT) build --scratch-path $(SCRATCH) $(if $(SWIFT_SDK),--swift-sdks-path $(SWIFT_SDKS_PATH) --swift-sdk $(SWIFT_SDK)) \
+	-c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 RELEASE_BIN = $(SCRATCH)/release
 # Where `make deb` puts the package, and its name (without .deb), for the shell.
 DIST ?= dist
-DEB_NAME = enagent_$$(dpkg-parsechangelog -S Version)_$$(dpkg-architecture -qDEB_HOST_ARCH)
+DEB_ARCH ?= $$(dpkg-architecture -qDEB_HOST_ARCH)
+DEB_NAME = enagent_$$(dpkg-parsechangelog -S Version)_$(DEB_ARCH)
 RUN_DIR ?= $(CURDIR)/run
 # Where `swift build` (debug) and `swift build -c release` put the binaries, for the recipes' shell.
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean \
-	man check-man deb lint-deb check-footprint test-swift6.0
+	man check-man deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64
 
 all: build
 
@@ -46,16 +51,19 @@ release: deps
 	$(RELEASE) --product enagentd
 	$(RELEASE) --product enctl
 
-# The unit and integration tests, the units and man pages, the Debian package with lintian, then
-# the lab's end-to-end test on emulated radios, and the package installed and run under systemd.
+# The unit and integration tests (with this Swift, with Debian trixie's 6.0.3, and cross-built for
+# arm64 under qemu), the units and man pages, the Debian packages for amd64 and arm64 with lintian,
+# then the lab's end-to-end test on emulated radios, and the package installed and run under systemd.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) test-swift6.0
+	$(MAKE) test-arm64
 	$(MAKE) verify-units
 	$(MAKE) check-man
 	$(MAKE) deb
 	$(MAKE) check-footprint
+	$(MAKE) deb-arm64
 	$(MAKE) lab-test
 	$(MAKE) lab-service
 
@@ -63,9 +71,26 @@ test: deps
 # gets from apt), in a trixie root that scripts/trixie-root.sh makes with debootstrap once and
 # caches (/var/cache/enagent/trixie-swift6.0, TRIXIE_ROOT=; about 3 GB).
 SWIFT60_SCRATCH ?= .build-swift6.0
+# pkg-config for a cross-build in the root: arm64's .pc files (multiarch), not the host's.
+ARM64_ENV = PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
 test-swift6.0:
 	scripts/trixie-root.sh swift build --build-tests --scratch-path $(SWIFT60_SCRATCH)
 	scripts/trixie-root.sh swift test --skip-build --scratch-path $(SWIFT60_SCRATCH)
+
+# The unit tests cross-built for arm64 by that Swift (scripts/arm64-sdk.sh) and run under qemu-user
+# (binfmt) in the trixie root: what a Pi's CPU computes, byte for byte (crypto, byte order, the C
+# libraries' ABI). The CPU is a Cortex-A53, the Pi 3's and Zero 2 W's: qemu's default (every
+# feature, SVE among them) leads OpenSSL to code that it emulates 8 times slower. Optimised, as under
+# qemu a debug build runs some 20 times slower than here. CommandTests, which drive whole processes
+# and bound their answers in wall-clock time, run on amd64 only.
+ARM64_SDK = --swift-sdks-path /opt/enagent-arm64-sdk --swift-sdk enagent-arm64
+ARM64_TEST_SCRATCH ?= .build-arm64-tests
+test-arm64:
+	scripts/arm64-sdk.sh
+	scripts/trixie-root.sh env $(ARM64_ENV) swift build -c release -Xswiftc -enable-testing --build-tests \
+		--scratch-path $(ARM64_TEST_SCRATCH) $(ARM64_SDK)
+	scripts/trixie-root.sh env QEMU_CPU=cortex-a53 LD_LIBRARY_PATH=/opt/enagent-arm64-sdk/runtime/swift/linux \
+		$(ARM64_TEST_SCRATCH)/release/enagentPackageTests.xctest --testing-library swift-testing --skip '^CommandTests\.'
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
 # enbench runs the enctl and enagentd built beside it as the package builds them (README: Performance).
@@ -191,14 +216,34 @@ check-man:
 # debian/ (debian/rules says why), then lintian on it. The Swift toolchain must be on PATH.
 deb: deps
 	@scripts/install-deps.sh debhelper dpkg-dev lintian man-db
+	$(MAKE) --no-print-directory deb-package
+	$(MAKE) --no-print-directory lint-deb
+
+# The arm64 package (a Raspberry Pi's), cross-built on this host by Debian trixie's Swift 6.0.3 in
+# the trixie root, against Debian's own arm64 libraries (scripts/arm64-sdk.sh makes the SDK), so
+# that dpkg-shlibdeps reads its Depends from arm64's libraries; then lintian and the footprint
+# check, as for amd64's.
+ARM64_SCRATCH ?= .build-arm64
+deb-arm64:
+	@scripts/install-deps.sh lintian
+	scripts/arm64-sdk.sh
+	scripts/trixie-root.sh env $(ARM64_ENV) make --no-print-directory deb-package \
+		SWIFT_SDK=enagent-arm64 SWIFT_SDKS_PATH=/opt/enagent-arm64-sdk SCRATCH=$(ARM64_SCRATCH) DEB_ARCH=arm64 DPKG_BUILDPACKAGE_FLAGS="--host-arch arm64 --no-check-builddeps"
+	$(MAKE) --no-print-directory lint-deb check-footprint DEB_ARCH=arm64
+	@# The packaged binaries start on arm64 (qemu-user, the Pi 3's core) with Debian trixie's libraries.
+	scripts/trixie-root.sh sh -c 'dpkg-deb -x "$$1" /tmp/package && export QEMU_CPU=cortex-a53 && \
+		/tmp/package/usr/bin/enctl --help | head -1 && /tmp/package/usr/sbin/enagentd --help | head -1' - \
+		$(DIST)/enagent_$$(dpkg-parsechangelog -S Version)_arm64.deb
+
+deb-package:
 	@command -v $(SWIFT) > /dev/null || { echo "make deb: no $(SWIFT) on PATH" >&2; exit 1; }
 	@version=$$(sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/enagentd/ExposureNotificationService.swift); \
 		[ "$$version" = "$$(dpkg-parsechangelog -S Version)" ] || { \
 		echo "make deb: debian/changelog is at $$(dpkg-parsechangelog -S Version), enagentd at $$version: add a changelog entry" >&2; exit 1; }
 	mkdir -p $(DIST)
-	SCRATCH=$(SCRATCH) DIST=$(DIST) dpkg-buildpackage -b --no-sign --buildinfo-option=-u$(DIST) --changes-option=-u$(DIST) \
+	SCRATCH=$(SCRATCH) DIST=$(DIST) SWIFT_SDK=$(SWIFT_SDK) dpkg-buildpackage -b --no-sign $(DPKG_BUILDPACKAGE_FLAGS) \
+		--buildinfo-option=-u$(DIST) --changes-option=-u$(DIST) \
 		--buildinfo-file=$(DIST)/$(DEB_NAME).buildinfo --changes-file=$(DIST)/$(DEB_NAME).changes
-	$(MAKE) --no-print-directory lint-deb
 
 lint-deb:
 	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb

@@ -15,6 +15,21 @@ limit() {
     [ "$2" -le "$3" ] || { verdict=FAILED; failed=1; }
     echo "check-footprint: $verdict $1: $2 bytes (at most $3)"
 }
+# The binaries are built for the package's architecture (a cross-build that fell back to the host's
+# compiler would not be).
+architecture=$(dpkg-deb -f "$DEB" Architecture)
+case $architecture in
+    amd64) machine="x86-64" ;;
+    arm64) machine="ARM aarch64" ;;
+    *) machine="" ;;
+esac
+for binary in "$ROOT/usr/sbin/enagentd" "$ROOT/usr/bin/enctl"; do
+    description=$(file -b "$binary")
+    case $description in
+        *"$machine"*) echo "check-footprint: ok $(basename "$binary") is $architecture: $description" ;;
+        *) echo "check-footprint: FAILED $(basename "$binary") is not $architecture: $description"; failed=1 ;;
+    esac
+done
 limit "package $(basename "$DEB")" "$(stat -c %s "$DEB")" 20000000
 limit enagentd "$(stat -c %s "$ROOT/usr/sbin/enagentd")" 20000000
 limit enctl "$(stat -c %s "$ROOT/usr/bin/enctl")" 25000000

@@ -52,7 +52,8 @@ fi
 
 # The host's git rewrites github.com to a local mirror of the Swift packages: the same inside.
 mounts=()
-cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "${mounts[i]}" 2>/dev/null || true; done; }
+# A mount still busy (a process of the command's not yet gone) is detached lazily, never left.
+cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" 2>/dev/null || true; done; }
 trap cleanup EXIT
 bind() {  # bind SOURCE TARGET-in-root
     mkdir -p "$ROOT$2"
@@ -70,9 +71,9 @@ while read -r key value; do
     [ -d "$directory" ] && ! mountpoint -q "$ROOT$directory" && bind "$directory" "$directory"
     chroot "$ROOT" git config --system --add "$key" "$value"
 done <<< "$git_rewrites"
+status=0
 chroot "$ROOT" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-    sh -c 'cd /src && exec "$@"' trixie-root "$@"
-status=$?
+    sh -c 'cd /src && exec "$@"' trixie-root "$@" || status=$?
 # The rewrites were for this run: the next adds them again.
 while read -r key value; do [ -n "$key" ] && chroot "$ROOT" git config --system --unset-all "$key" || true; done <<< "$git_rewrites"
 exit $status

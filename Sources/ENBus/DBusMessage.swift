@@ -149,7 +149,7 @@ public final class DBusMessage: @unchecked Sendable {
 
     private static func basic<T>(_ type: Int32, _ value: T, _ iterator: inout DBusMessageIter) -> Bool {
         var value = value
-        return dbus_message_iter_append_basic(&iterator, type, &value) != 0
+        return withUnsafeMutablePointer(to: &value) { dbus_message_iter_append_basic(&iterator, type, $0) } != 0
     }
 
     private static func container(_ type: Int32, _ signature: String?, _ iterator: inout DBusMessageIter,
@@ -216,7 +216,7 @@ public final class DBusMessage: @unchecked Sendable {
             dbus_message_iter_recurse(&iterator, &sub)
             return .structure(readAll(&sub))
         case CENDBUS_TYPE_ARRAY:
-            let signature = String(String(cString: dbus_message_iter_get_signature(&iterator).map { pointer in
+            let signature = String((dbus_message_iter_get_signature(&iterator).map { pointer in
                 defer { dbus_free(pointer) }
                 return String(cString: pointer)
             } ?? "").dropFirst())
