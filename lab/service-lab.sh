@@ -9,7 +9,7 @@
 #      and lab/boot-lab.sh's ARCH, GUEST_ROOT and KERNEL_DEB (a guest root with no toolchain to hide).
 set -euo pipefail
 DEB=$1
-[ -f "$DEB" ] || { echo "service-lab: no package $DEB (make deb builds it)" >&2; exit 64; }
+[ -f "$DEB" ] || { echo "service-lab: no package $DEB (make deb or make deb-arm64 builds it)" >&2; exit 64; }
 LAB=${LAB:-/tmp/enagent-lab}
 HERE=$(cd "$(dirname "$0")" && pwd)
 SD=$LAB/sd
