@@ -245,6 +245,11 @@ check clock-journal "the steps are warnings in the journal: $(journalctl -u enag
 # The right time again: what the guest writes to the lab share from now on is dated as on the host.
 date -s "@$(( stepped_at + $(cut -d. -f1 /proc/uptime) - stepped_uptime ))" > /dev/null
 
+step "enctl keys export by a member of enagent"
+exported=$(cd /tmp && as member enctl keys export --format json --yes --out /tmp/member-keys.json 2>&1); exported_rc=$?
+check member-export "enctl keys export --format json as a member: exit $exported_rc, $(stat -c %s /tmp/member-keys.json 2>/dev/null || echo no) bytes${exported:+, \"$exported\"}" \
+    sh -c "[ $exported_rc = 0 ] && [ -s /tmp/member-keys.json ]"
+
 step "the journal"
 journalctl -o export > /run/journal.export
 python3 - "$database" /run/journal.export <<'PY' > /run/journal-keys
