@@ -36,7 +36,7 @@ RUN_DIR ?= $(CURDIR)/run
 # Where `swift build` (debug) and `swift build -c release` put the binaries, for the recipes' shell.
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
-.PHONY: all deps build release test bench fuzz run lab lab-test lab-service soak install install-files verify-units interface-xml uninstall clean \
+.PHONY: all deps build release test bench fuzz run lab lab-test lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64
 
 all: build
@@ -161,6 +161,17 @@ lab lab-test: deps
 # checked with the README's commands (lab/service-lab.sh, lab/systemd/checks.sh). About 7 minutes.
 lab-service: deps
 	LAB=$(LAB) SWIFT=$(SWIFT) lab/service-lab.sh $(DIST)/$(DEB_NAME).deb
+
+# The same on arm64: the package of make deb-arm64 installed with apt in a Debian trixie arm64
+# guest (lab/arm64-root.sh: debootstrap once, cached in /var/cache/enagent/trixie-arm64-guest, with
+# every Depends already in it: the guest has no network), booted by qemu-system-aarch64 (TCG, a
+# Cortex-A53 as in a Pi 3) with Debian's arm64 kernel, on BT 4.x LE-only controllers as most Pis have.
+LAB_ARM64 ?= /tmp/enagent-lab-arm64
+lab-arm64: deps
+	root=$$(lab/arm64-root.sh) && LAB=$(LAB_ARM64) ARCH=arm64 GUEST_ROOT=$$root KERNEL_DEB=$$(dirname $$root)/linux-image.deb \
+		KERNEL_MODULES=$$(dirname $$root)/hci_vhci.ko \
+		BTVIRT_OPTS=-Ll2 INSTALL="apt-get install -y" QEMU_TIMEOUT=$${QEMU_TIMEOUT:-2400} \
+		lab/service-lab.sh $(DIST)/enagent_$$(dpkg-parsechangelog -S Version)_arm64.deb
 
 # The chaos soak (lab/soak.sh, lab/soak-report.py): SOAK_SECONDS (600) of SIGKILLs of enagentd and
 # bluetoothd and adapter power cycles under agent a, then its invariants. Its own target: with the

@@ -10,16 +10,22 @@
 # Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
 #        SYSTEMD_UNITS=DIR lab/boot-lab.sh   (systemd as PID 1 starts DIR's units instead: lab/service-lab.sh)
 # Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL RW_DIRS SKIP_APT
+#        ARCH, GUEST_ROOT, KERNEL_DEB, KERNEL_MODULES: another architecture's guest (make lab-arm64):
+#        its root (a directory, instead of the host's /), its kernel package (instead of the host's
+#        apt's) and modules built for that kernel (.ko files) that its package lacks
 set -euo pipefail
 LAB=${LAB:-/tmp/enagent-lab}
 ORIG_PWD=$PWD
 HERE=$(cd "$(dirname "$0")" && pwd)
-# The guest is the host's architecture (it boots the host's root): Debian's kernel package, qemu
-# and its serial console for that. arm64 (a Pi) is written, not yet run: the lab runs on amd64.
-ARCH=$(dpkg --print-architecture)
+# The guest is the host's architecture and boots the host's root, unless ARCH and GUEST_ROOT name
+# another (an arm64 root made by lab/arm64-root.sh): Debian's kernel package, qemu and its serial
+# console for that architecture. arm64 is a Pi 3's or Zero 2 W's core, the Cortex-A53 (qemu's
+# default, max, has SVE, which OpenSSL picks and qemu emulates slowly).
+ARCH=${ARCH:-$(dpkg --print-architecture)}
+GUEST_ROOT=${GUEST_ROOT:-/}
 case $ARCH in
   amd64) QEMU_PACKAGE=qemu-system-x86 QEMU=(qemu-system-x86_64) CONSOLE=ttyS0 ;;
-  arm64) QEMU_PACKAGE=qemu-system-arm QEMU=(qemu-system-aarch64 -M virt -cpu max) CONSOLE=ttyAMA0 ;;
+  arm64) QEMU_PACKAGE=qemu-system-arm QEMU=(qemu-system-aarch64 -M virt -cpu cortex-a53) CONSOLE=ttyAMA0 ;;
   *) echo "boot-lab: no guest recipe for $ARCH (amd64 and arm64 have one)" >&2; exit 70 ;;
 esac
 mkdir -p "$LAB"; cd "$LAB"
@@ -37,18 +43,33 @@ fi
 # ---------------------------------------------------------------- 2. guest kernel: Debian's linux-image-$ARCH, extracted (not installed)
 # The cache counts only once it is whole (kernel image, modules.dep, the marker written last): a run
 # stopped half-way (depmod missing, disk full) must not leave a kernel that boots with no Bluetooth.
-if [ ! -e "$LAB/kernel/.complete" ]; then
-  log "downloading + extracting linux-image-$ARCH"
+# The marker names the package and the added modules, so that others are extracted anew.
+kernel_marker() { dpkg-deb -f "$1" Package Version; echo "modules: ${KERNEL_MODULES:-}"; }
+if [ ! -e "$LAB/kernel/.complete" ] || { [ -n "${KERNEL_DEB:-}" ] && [ "$(cat "$LAB/kernel/.complete")" != "$(kernel_marker "$KERNEL_DEB")" ]; }; then
   rm -rf "$LAB/kernel" "$LAB/kernel.partial" "$LAB"/initrd-*.cpio.gz
-  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
-    if [ "$(id -u)" = 0 ]; then apt-get update; else sudo apt-get update; fi
+  if [ -n "${KERNEL_DEB:-}" ]; then
+    DEB=$KERNEL_DEB
+  else
+    log "downloading linux-image-$ARCH"
+    if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
+      if [ "$(id -u)" = 0 ]; then apt-get update; else sudo apt-get update; fi
+    fi
+    PKG=$(apt-cache depends linux-image-$ARCH | awk '/Depends: linux-image-/{print $2; exit}')
+    [ -n "$PKG" ] || { echo "boot-lab: apt-cache names no linux-image package for linux-image-$ARCH (run apt-get update)" >&2; exit 70; }
+    mkdir -p "$LAB/debs" && (cd "$LAB/debs" && apt-get download "$PKG" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+    DEB=$(ls "$LAB"/debs/"$PKG"_*.deb)
   fi
-  PKG=$(apt-cache depends linux-image-$ARCH | awk '/Depends: linux-image-/{print $2; exit}')
-  [ -n "$PKG" ] || { echo "boot-lab: apt-cache names no linux-image package for linux-image-$ARCH (run apt-get update)" >&2; exit 70; }
-  mkdir -p "$LAB/debs" && (cd "$LAB/debs" && apt-get download "$PKG" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  log "extracting $(basename "$DEB")"
   mkdir -p "$LAB/kernel.partial"
-  dpkg-deb -x "$LAB"/debs/"$PKG"_*.deb "$LAB/kernel.partial" || { echo "boot-lab: cannot unpack $PKG" >&2; exit 70; }
+  dpkg-deb -x "$DEB" "$LAB/kernel.partial" || { echo "boot-lab: cannot unpack $DEB" >&2; exit 70; }
+  # trixie's kernel packages ship merged-/usr paths (usr/lib/modules): the modules go to lib/modules,
+  # where this host's depmod -b and the guest's modprobe -d look, with usr/lib/modules linked to them.
+  if [ -d "$LAB/kernel.partial/usr/lib/modules" ] && [ ! -e "$LAB/kernel.partial/lib/modules" ]; then
+    mkdir -p "$LAB/kernel.partial/lib" && mv "$LAB/kernel.partial/usr/lib/modules" "$LAB/kernel.partial/lib/"
+    ln -s ../../lib/modules "$LAB/kernel.partial/usr/lib/modules"
+  fi
   KV=$(ls "$LAB/kernel.partial/lib/modules" | head -1)
+  if [ -n "${KERNEL_MODULES:-}" ]; then mkdir -p "$LAB/kernel.partial/lib/modules/$KV/extra" && cp $KERNEL_MODULES "$LAB/kernel.partial/lib/modules/$KV/extra/"; fi
   depmod -b "$LAB/kernel.partial" "$KV" || { echo "boot-lab: depmod failed for the guest kernel $KV (is kmod installed?)" >&2; exit 70; }
   [ -s "$LAB/kernel.partial/lib/modules/$KV/modules.dep" ] || { echo "boot-lab: depmod wrote no modules.dep for $KV" >&2; exit 70; }
   # amd64: the uncompressed ELF vmlinux (PVH entry): qemu boots it directly, skipping SeaBIOS +
@@ -59,7 +80,7 @@ d = open(sys.argv[1], 'rb').read(); i = d.find(b'\xfd7zXZ\x00')
 assert i > 0, "bzImage payload is not xz"
 open(sys.argv[2], 'wb').write(lzma.LZMADecompressor().decompress(d[i:]))
 PY
-  touch "$LAB/kernel.partial/.complete"
+  kernel_marker "$DEB" > "$LAB/kernel.partial/.complete"
   mv "$LAB/kernel.partial" "$LAB/kernel"
 fi
 KVER=$(ls "$LAB/kernel/lib/modules" | head -1)
@@ -79,9 +100,16 @@ mount -t tmpfs -o mode=755 tmpfs /upper && mkdir -p /upper/u /upper/w
 mount -t overlay overlay -o lowerdir=/lower,upperdir=/upper/u,workdir=/upper/w /newroot \
   || { echo "initrd: overlay failed, using read-only 9p root"; mount --move /lower /newroot; }
 GINIT=$(sed -n 's/.*btlab.init=\([^ ]*\).*/\1/p' /proc/cmdline)
+# A guest root that is not the host's (btlab.lab=LAB) has no view of the lab directory: the lab
+# share is mounted there now, for the units and init scripts it holds.
+LABDIR=$(sed -n 's/.*btlab.lab=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$LABDIR" ]; then
+  mkdir -p /newroot$LABDIR && mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 lab /newroot$LABDIR \
+    || echo "initrd: cannot mount the lab share at $LABDIR"
+fi
 # systemd as PID 1 (SYSTEMD_UNITS): the lab's units join multi-user.target; host units with no
-# business in the guest are masked, and so is the rule that empties /tmp at boot, which would
-# take the lab directory (and a project cloned under /tmp) with it.
+# business in the guest are masked, and so are the rule that empties /tmp at boot and trixie's
+# tmpfs on /tmp, which would take the lab directory (and a project cloned under /tmp) with them.
 UNITS=$(sed -n 's/.*btlab.units=\([^ ]*\).*/\1/p' /proc/cmdline)
 if [ -n "$UNITS" ]; then
   mkdir -p /newroot/etc/systemd/system/multi-user.target.wants /newroot/etc/tmpfiles.d
@@ -90,7 +118,7 @@ if [ -n "$UNITS" ]; then
     ln -sf /etc/systemd/system/${unit##*/} /newroot/etc/systemd/system/multi-user.target.wants/
   done
   for masked in postgresql.service getty@tty1.service serial-getty@ttyS0.service serial-getty@ttyAMA0.service systemd-timesyncd.service e2scrub_reap.service \
-      apt-daily.timer apt-daily-upgrade.timer man-db.timer fstrim.timer logrotate.timer; do
+      apt-daily.timer apt-daily-upgrade.timer man-db.timer fstrim.timer logrotate.timer tmp.mount; do
     ln -sf /dev/null /newroot/etc/systemd/system/$masked
   done
   ln -sf /dev/null /newroot/etc/tmpfiles.d/tmp.conf
@@ -101,19 +129,21 @@ fi
 umount /proc /sys /dev 2>/dev/null
 exec switch_root /newroot ${GINIT:-/bin/sh}
 INIT
-# Named by what its init says, so that a cached initramfs from an older init is not booted.
-INITRD=$LAB/initrd-$(sha256sum "$LAB/initrd-init" | cut -c1-12).cpio.gz
+# Named by its init and by this script (which picks its modules), so that a cached initramfs from
+# an older recipe is not booted.
+INITRD=$LAB/initrd-$(cat "$LAB/initrd-init" "$HERE/boot-lab.sh" | sha256sum | cut -c1-12).cpio.gz
 if [ ! -f "$INITRD" ]; then
   log "building initramfs"
   W=$(mktemp -d)
   mkdir -p $W/bin $W/dev $W/proc $W/sys $W/newroot $W/lower $W/upper $W/mods
-  cp /bin/busybox $W/bin/busybox
+  cp "$GUEST_ROOT/bin/busybox" $W/bin/busybox  # the guest's architecture's
   for a in sh mount umount insmod switch_root echo cat sed mkdir sleep poweroff; do ln -s busybox $W/bin/$a; done
   M=$LAB/kernel/lib/modules/$KVER/kernel
   for m in drivers/virtio/virtio_ring.ko drivers/virtio/virtio.ko drivers/virtio/virtio_pci_legacy_dev.ko \
            drivers/virtio/virtio_pci_modern_dev.ko drivers/virtio/virtio_pci.ko \
            fs/netfs/netfs.ko fs/fscache/fscache.ko net/9p/9pnet.ko net/9p/9pnet_virtio.ko fs/9p/9p.ko fs/overlayfs/overlay.ko; do
-    [ -e $M/$m ] && cp $M/$m $W/mods/  # a driver built into the kernel has no module
+    # a driver built into the kernel has no module; trixie's are xz-compressed, which busybox's insmod cannot read
+    if [ -e $M/$m ]; then cp $M/$m $W/mods/; elif [ -e $M/$m.xz ]; then xz -dc $M/$m.xz > $W/mods/${m##*/}; fi
   done
   cp "$LAB/initrd-init" $W/init; chmod +x $W/init
   (cd $W && find . | cpio -o -H newc --quiet | gzip -1) > "$INITRD.new"
@@ -213,8 +243,9 @@ for d in ${RW_DIRS:-}; do
   RWARGS+=(-fsdev "local,id=rw$i,path=$d,security_model=none,multidevs=remap" -device "virtio-9p-pci,fsdev=rw$i,mount_tag=rw$i")
   RWLIST="${RWLIST:+$RWLIST:}$d"; i=$((i+1))
 done
-CMDLINE="console=$CONSOLE quiet panic=-1 btlab.init=$LAB/guest-init.sh BTVIRT_OPTS=${BTVIRT_OPTS:--l2} NCTRL=${NCTRL:-2}"
-[ -n "${SYSTEMD_UNITS:-}" ] && CMDLINE="console=$CONSOLE quiet panic=-1 btlab.init=/lib/systemd/systemd btlab.units=$SYSTEMD_UNITS systemd.unit=multi-user.target systemd.show_status=error"
+[ "$GUEST_ROOT" = / ] || BTLAB_LAB="btlab.lab=$LAB"
+CMDLINE="console=$CONSOLE quiet panic=-1 ${BTLAB_LAB:-} btlab.init=$LAB/guest-init.sh BTVIRT_OPTS=${BTVIRT_OPTS:--l2} NCTRL=${NCTRL:-2}"
+[ -n "${SYSTEMD_UNITS:-}" ] && CMDLINE="console=$CONSOLE quiet panic=-1 ${BTLAB_LAB:-} btlab.init=/lib/systemd/systemd btlab.units=$SYSTEMD_UNITS systemd.unit=multi-user.target systemd.show_status=error"
 [ -n "${BLUETOOTHD_EXTRA:-}" ] && CMDLINE="$CMDLINE BLUETOOTHD_EXTRA=$BLUETOOTHD_EXTRA"
 [ -n "$RWLIST" ] && CMDLINE="$CMDLINE BTLAB_RW=$RWLIST"
 rm -rf "$LAB/out"; mkdir -p "$LAB/out"
@@ -223,7 +254,7 @@ set +e
 timeout "${QEMU_TIMEOUT:-600}" "${QEMU[@]}" -accel "${ACCEL:-tcg}" -m "${MEM:-1024}" -smp "${SMP:-2}" \
   -kernel "$KIMG" -initrd "$INITRD" -append "$CMDLINE" \
   -nographic -no-reboot -nic none \
-  -fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
+  -fsdev local,id=root,path=$GUEST_ROOT,security_model=none,readonly=on,multidevs=remap -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
   -fsdev "local,id=lab,path=$LAB,security_model=none,multidevs=remap" -device virtio-9p-pci,fsdev=lab,mount_tag=lab \
   "${RWARGS[@]}" < /dev/null 2>&1 | tee "$LAB/out/console.log" | tr -d '\r' | sed -u 's/^.*Booting from ROM\.*//' | grep -v -e '^\s*$' -e 'SeaBIOS'
 QRC=${PIPESTATUS[0]}

@@ -3,26 +3,30 @@
 # the lab's guest with systemd as PID 1 and Debian's own dbus and bluetooth services, two emulated
 # controllers (hci0 for enagentd, hci1 for phones), installs DEB with dpkg -i with the Swift
 # toolchain hidden, and runs lab/systemd/checks.sh; prints its checks and figures and fails
-# unless every check held. (make lab-service)
-# Env: LAB (default /tmp/enagent-lab), SWIFT (swift: whose directories the guest hides).
+# unless every check held. (make lab-service; make lab-arm64 on an arm64 guest root)
+# Env: LAB (default /tmp/enagent-lab), SWIFT (swift: whose directories the guest hides),
+#      BTVIRT_OPTS (-l2; -Ll2: BT 4.x controllers), INSTALL (dpkg -i; how the guest installs DEB),
+#      and lab/boot-lab.sh's ARCH, GUEST_ROOT and KERNEL_DEB (a guest root with no toolchain to hide).
 set -euo pipefail
 DEB=$1
-[ -f "$DEB" ] || { echo "service-lab: no package $DEB (make deb builds it)" >&2; exit 64; }
+[ -f "$DEB" ] || { echo "service-lab: no package $DEB (make deb or make deb-arm64 builds it)" >&2; exit 64; }
 LAB=${LAB:-/tmp/enagent-lab}
 HERE=$(cd "$(dirname "$0")" && pwd)
 SD=$LAB/sd
 rm -rf "$SD"; mkdir -p "$SD"
+BTVIRT_OPTS=${BTVIRT_OPTS:--l2}
 for file in "$HERE"/systemd/*.service "$HERE"/systemd/radio-up.sh; do
-    sed "s|@LAB@|$LAB|g" "$file" > "$SD/${file##*/}"
+    sed -e "s|@LAB@|$LAB|g" -e "s|@BTVIRT_OPTS@|$BTVIRT_OPTS|g" "$file" > "$SD/${file##*/}"
 done
 cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
     "$HERE"/snapshot.py "$SD/"
 cp "$DEB" "$SD/enagent.deb"
+echo "${INSTALL:-dpkg -i}" > "$SD/install-command"
 
 # The toolchain the guest hides (it sees the host's root): a toolchain of its own (such as
 # /opt/swift/usr) whole; one installed into /usr, its runtime libraries only.
 : > "$SD/toolchain-dirs"
-if swift_path=$(command -v "${SWIFT:-swift}"); then
+if [ "${GUEST_ROOT:-/}" = / ] && swift_path=$(command -v "${SWIFT:-swift}"); then
     toolchain=$(dirname "$(dirname "$(readlink -f "$swift_path")")")
     if [ "$toolchain" != /usr ] && [ "$toolchain" != /usr/local ]; then
         echo "$toolchain" >> "$SD/toolchain-dirs"
@@ -33,7 +37,7 @@ print("\n".join(json.load(sys.stdin)["paths"]["runtimeLibraryPaths"]))' >> "$SD/
 fi
 
 set +e
-SYSTEMD_UNITS=$SD LAB=$LAB NCTRL=2 BTVIRT_OPTS=-l2 QEMU_TIMEOUT=${QEMU_TIMEOUT:-1800} "$HERE/boot-lab.sh"
+SYSTEMD_UNITS=$SD LAB=$LAB NCTRL=2 BTVIRT_OPTS=$BTVIRT_OPTS QEMU_TIMEOUT=${QEMU_TIMEOUT:-1800} "$HERE/boot-lab.sh"
 rc=$?
 set -e
 echo

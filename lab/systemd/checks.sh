@@ -70,12 +70,13 @@ while read -r dir; do mount -t tmpfs -o ro,mode=0755 tmpfs "$dir" && echo "hidde
 check no-toolchain "no swift on PATH, no libswiftCore.so for the loader ($(wc -l < "$SD/toolchain-dirs") directories hidden)" \
     sh -c '! command -v swift > /dev/null && ! ldconfig -p | grep -q libswiftCore && ! find $(cat '"$SD"'/toolchain-dirs) -name "libswiftCore*" | grep -q .'
 
-step "dpkg -i"
+install_command=$(cat "$SD/install-command")  # dpkg -i, or apt-get install (lab/service-lab.sh's INSTALL)
+step "$install_command"
 # man-db's trigger would rebuild the whole index of the host's pages, minutes in the emulated guest.
 rm -f /var/lib/man-db/auto-update  # man-db/auto-update false
-dpkg -i "$SD/enagent.deb" > "$OUT/dpkg.log" 2>&1; dpkg_rc=$?
+$install_command "$SD/enagent.deb" > "$OUT/dpkg.log" 2>&1; dpkg_rc=$?
 tail -5 "$OUT/dpkg.log"
-check install "dpkg -i exit $dpkg_rc; $(dpkg-query -W -f='${Package} ${Version}: ${Status}' enagent 2>&1)" \
+check install "$install_command exit $dpkg_rc; $(dpkg-query -W -f='${Package} ${Version}: ${Status}' enagent 2>&1)" \
     sh -c "[ $dpkg_rc = 0 ] && dpkg-query -W -f='\${Status}' enagent | grep -q 'install ok installed'"
 missing=$(ldd /usr/sbin/enagentd /usr/bin/enctl 2>&1 | grep -e 'not found' -e swift)
 check libraries "enagentd and enctl load only Debian's libraries: $(ldd /usr/sbin/enagentd | wc -l) for enagentd${missing:+; $missing}" \
@@ -340,6 +341,11 @@ check clock-forward-keys "keys per day after the step forward: $(key_days "$OUT/
 check clock-journal "the steps are warnings in the journal: $(journalctl -u enagentd -p warning -o cat | grep -ci step) lines" \
     sh -c 'journalctl -u enagentd -p warning -o cat | grep -qi step'
 clock_back_to "$stepped_at" "$stepped_uptime"
+
+step "enctl keys export by a member of enagent"
+exported=$(cd /tmp && as member enctl keys export --format json --yes --out /tmp/member-keys.json 2>&1); exported_rc=$?
+check member-export "enctl keys export --format json as a member: exit $exported_rc, $(stat -c %s /tmp/member-keys.json 2>/dev/null || echo no) bytes${exported:+, \"$exported\"}" \
+    sh -c "[ $exported_rc = 0 ] && [ -s /tmp/member-keys.json ]"
 
 step "the journal"
 journalctl -o export > /run/journal.export

@@ -3,7 +3,8 @@
 # of it, the guest kernel's modules (lab/boot-lab.sh's modprobe.sh), and AF_ALG's ecb(aes) and
 # cmac(aes) instantiated before btvirt needs them (as lab/boot-lab.sh's busybox init does).
 LAB=@LAB@
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 lab $LAB || echo "radio-up: cannot mount the lab share"
+# (already there when the guest's root is not the host's: the initramfs mounted it)
+mountpoint -q $LAB || mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 lab $LAB || echo "radio-up: cannot mount the lab share"
 mkdir -p $LAB/out
 echo $LAB/modprobe.sh > /proc/sys/kernel/modprobe
 $LAB/modprobe.sh -a drbg jitterentropy_rng af_alg algif_hash algif_skcipher cmac ecb bluetooth hci_vhci || echo "radio-up: modprobe failed"
