@@ -19,6 +19,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${ARM64_GUEST:-/var/cache/enagent/trixie-arm64-guest}
 ROOT=$CACHE/root
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+. "$HERE/../scripts/cached-root.sh"
 # The lab's tools, and the Depends of the arm64 package (dpkg-deb -f dist/enagent_*_arm64.deb Depends).
 PACKAGES="systemd systemd-sysv dbus udev bluez bluez-test-tools python3 python3-cryptography kmod openssl procps passwd busybox-static
 libbluetooth3 libcurl4t64 libdbus-1-3 libsqlite3-0 libssl3t64 libsystemd0 zlib1g init-system-helpers"
@@ -43,15 +44,7 @@ if [ ! -e "$ROOT/.complete" ]; then
     rm -rf "$ROOT"
     mv "$ROOT.partial" "$ROOT"
 fi
-# A root cached before a package joined the list gets it now.
-missing=$(for package in $PACKAGES; do
-    chroot "$ROOT" dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || echo "$package"
-done)
-if [ -n "$missing" ]; then
-    echo "arm64-root: installing into $ROOT:" $missing >&2
-    chroot "$ROOT" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $missing) && apt-get clean" \
-        > "$CACHE/apt.log" 2>&1 || { tail -20 "$CACHE/apt.log" >&2; exit 1; }
-fi
+install_missing arm64-root "$ROOT" "$CACHE/apt.log" $PACKAGES
 
 # Debian's arm64 kernel has no hci_vhci (CONFIG_BT_HCIVHCI is not set; amd64's has it), and btvirt's
 # controllers need it: built once from that kernel's own source and headers, in a throwaway copy of

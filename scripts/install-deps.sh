@@ -15,6 +15,6 @@ done
 [ -n "$missing" ] || exit 0
 
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
-echo "Installing Debian packages:$missing"
+echo "Installing Debian packages:$missing" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -12,6 +12,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PROJECT=$(cd "$HERE/.." && pwd)
 ROOT=${TRIXIE_ROOT:-/var/cache/enagent/trixie-swift6.0}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+. "$HERE/cached-root.sh"
 # What enagent builds and tests with (scripts/install-deps.sh has the same list for the host),
 # Swift and its linker, git for SwiftPM, and dbus-daemon for the tests' private buses.
 # g++: libstdc++'s static library and headers, which --static-swift-stdlib links.
@@ -37,17 +38,7 @@ if [ ! -e "$ROOT/.complete" ]; then
     rm -rf "$ROOT"
     mv "$ROOT.partial" "$ROOT"
 fi
-# A root cached before a package joined the list gets it now.
-missing=$(for package in $PACKAGES; do
-    chroot "$ROOT" dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || echo "$package"
-done)
-if [ -n "$missing" ]; then
-    echo "trixie-root: installing into $ROOT:" $missing >&2
-    mount -t proc proc "$ROOT/proc"
-    chroot "$ROOT" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $missing) && apt-get clean" \
-        > "$(dirname "$ROOT")/apt.log" 2>&1 || { umount "$ROOT/proc"; tail -20 "$(dirname "$ROOT")/apt.log" >&2; exit 1; }
-    umount "$ROOT/proc"
-fi
+install_missing trixie-root "$ROOT" "$(dirname "$ROOT")/apt.log" $PACKAGES
 [ $# -gt 0 ] || { echo "$ROOT"; exit 0; }
 
 # The host's git rewrites github.com to a local mirror of the Swift packages: the same inside.
