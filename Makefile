@@ -37,7 +37,8 @@ RUN_DIR ?= $(CURDIR)/run
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
-	man check-man bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64
+	man check-man bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
+	test-builds test-radio
 
 all: build
 
@@ -51,21 +52,31 @@ release: deps
 	$(RELEASE) --product enagentd
 	$(RELEASE) --product enctl
 
-# The unit and integration tests (with this Swift, with Debian trixie's 6.0.3, and cross-built for
-# arm64 under qemu), the units and man pages, the Debian packages for amd64 and arm64 with lintian,
-# then the lab's end-to-end test on emulated radios, and the package installed and run under systemd.
+# The unit and integration tests, the units and man pages and the amd64 package with lintian; then
+# two chains side by side, each step after the one before: the builds (the tests with Debian
+# trixie's Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer for
+# TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
+# installed and run under systemd, a chaos soak of TEST_SOAK_SECONDS), which mostly wait on the
+# guest's clock. Each step's output comes whole when it ends (--output-sync).
+TEST_FUZZ_SECONDS ?= 10
+TEST_SOAK_SECONDS ?= 120
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
-	$(MAKE) test-swift6.0
-	$(MAKE) test-arm64
 	$(MAKE) verify-units
 	$(MAKE) check-man
 	$(MAKE) deb
 	$(MAKE) check-footprint
-	$(MAKE) deb-arm64
+	$(MAKE) -j2 --output-sync=target test-builds test-radio
+test-builds:
+	nice -n 10 $(MAKE) test-swift6.0
+	nice -n 10 $(MAKE) test-arm64
+	nice -n 10 $(MAKE) deb-arm64
+	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+test-radio:
 	$(MAKE) lab-test
 	$(MAKE) lab-service
+	$(MAKE) soak SOAK_SECONDS=$(TEST_SOAK_SECONDS)
 
 # The same tests built and run with Debian trixie's own Swift 6.0.3 (`swiftlang`, what a Pi owner
 # gets from apt), in a trixie root that scripts/trixie-root.sh makes with debootstrap once and
@@ -73,23 +84,28 @@ test: deps
 SWIFT60_SCRATCH ?= .build-swift6.0
 # pkg-config for a cross-build in the root: arm64's .pc files (multiarch), not the host's.
 ARM64_ENV = PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
+# The arm64 SDK that scripts/arm64-sdk.sh makes, where the trixie root has it.
+ARM64_SDK_DIR = /opt/enagent-arm64-sdk
+ARM64_SDK = --swift-sdks-path $(ARM64_SDK_DIR) --swift-sdk enagent-arm64
+# arm64 programs in the root run under qemu-user (binfmt) on a Cortex-A53, the Pi 3's and Zero 2 W's
+# core: qemu's default (every feature, SVE among them) leads OpenSSL to code that it emulates 8
+# times slower. The test and bench builds load arm64's Swift runtime from the SDK.
+ARM64_RUN = env QEMU_CPU=cortex-a53 LD_LIBRARY_PATH=$(ARM64_SDK_DIR)/runtime/swift/linux
 test-swift6.0:
 	scripts/trixie-root.sh swift build --build-tests --scratch-path $(SWIFT60_SCRATCH)
 	scripts/trixie-root.sh swift test --skip-build --scratch-path $(SWIFT60_SCRATCH)
 
 # The unit tests cross-built for arm64 by that Swift (scripts/arm64-sdk.sh) and run under qemu-user
 # (binfmt) in the trixie root: what a Pi's CPU computes, byte for byte (crypto, byte order, the C
-# libraries' ABI). The CPU is a Cortex-A53, the Pi 3's and Zero 2 W's: qemu's default (every
-# feature, SVE among them) leads OpenSSL to code that it emulates 8 times slower. Optimised, as under
-# qemu a debug build runs some 20 times slower than here. CommandTests, which drive whole processes
-# and bound their answers in wall-clock time, run on amd64 only.
-ARM64_SDK = --swift-sdks-path /opt/enagent-arm64-sdk --swift-sdk enagent-arm64
+# libraries' ABI), on ARM64_RUN's Cortex-A53. Optimised, as under qemu a debug build runs some 20
+# times slower than here. CommandTests, which drive whole processes and bound their answers in
+# wall-clock time, run on amd64 only.
 ARM64_TEST_SCRATCH ?= .build-arm64-tests
 test-arm64:
 	scripts/arm64-sdk.sh
 	scripts/trixie-root.sh env $(ARM64_ENV) swift build -c release -Xswiftc -enable-testing --build-tests \
 		--scratch-path $(ARM64_TEST_SCRATCH) $(ARM64_SDK)
-	scripts/trixie-root.sh env QEMU_CPU=cortex-a53 LD_LIBRARY_PATH=/opt/enagent-arm64-sdk/runtime/swift/linux \
+	scripts/trixie-root.sh $(ARM64_RUN) \
 		$(ARM64_TEST_SCRATCH)/release/enagentPackageTests.xctest --testing-library swift-testing --skip '^CommandTests\.'
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
@@ -111,7 +127,7 @@ bench-arm64:
 	mkdir -p $(ARM64_TEST_SCRATCH)/bench
 	scripts/trixie-root.sh /usr/libexec/swift/bin/clang --target=aarch64-linux-gnu -fuse-ld=lld -O2 -Wall -Wno-deprecated-declarations \
 		-o $(ARM64_TEST_SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
-	scripts/trixie-root.sh env QEMU_CPU=cortex-a53 LD_LIBRARY_PATH=/opt/enagent-arm64-sdk/runtime/swift/linux \
+	scripts/trixie-root.sh $(ARM64_RUN) \
 		$(ARM64_TEST_SCRATCH)/release/enbench derivation $(ARM64_TEST_SCRATCH)/bench/derivation-ceiling
 
 # The fuzzers (Fuzz/README.md) under libFuzzer and AddressSanitizer, each for FUZZ_SECONDS (60);
@@ -174,8 +190,8 @@ lab-arm64: deps
 		lab/service-lab.sh $(DIST)/enagent_$$(dpkg-parsechangelog -S Version)_arm64.deb
 
 # The chaos soak (lab/soak.sh, lab/soak-report.py): SOAK_SECONDS (600) of SIGKILLs of enagentd and
-# bluetoothd and adapter power cycles under agent a, then its invariants. Its own target: with the
-# guest's boot it lasts about 13 minutes, too long for make test.
+# bluetoothd and adapter power cycles under agent a, then its invariants; with the guest's boot about
+# 13 minutes (make test runs a short one).
 SOAK_SECONDS ?= 600
 soak: deps
 	$(SWIFT) build --product enagentd
@@ -251,10 +267,10 @@ deb-arm64:
 	@scripts/install-deps.sh lintian
 	scripts/arm64-sdk.sh
 	scripts/trixie-root.sh env $(ARM64_ENV) make --no-print-directory deb-package \
-		SWIFT_SDK=enagent-arm64 SWIFT_SDKS_PATH=/opt/enagent-arm64-sdk SCRATCH=$(ARM64_SCRATCH) DEB_ARCH=arm64 DPKG_BUILDPACKAGE_FLAGS="--host-arch arm64 --no-check-builddeps"
+		SWIFT_SDK=enagent-arm64 SWIFT_SDKS_PATH=$(ARM64_SDK_DIR) SCRATCH=$(ARM64_SCRATCH) DEB_ARCH=arm64 DPKG_BUILDPACKAGE_FLAGS="--host-arch arm64 --no-check-builddeps"
 	$(MAKE) --no-print-directory lint-deb check-footprint DEB_ARCH=arm64
 	@# The packaged binaries start on arm64 (qemu-user, the Pi 3's core) with Debian trixie's libraries.
-	scripts/trixie-root.sh sh -c 'dpkg-deb -x "$$1" /tmp/package && export QEMU_CPU=cortex-a53 && \
+	scripts/trixie-root.sh $(ARM64_RUN) sh -c 'dpkg-deb -x "$$1" /tmp/package && \
 		/tmp/package/usr/bin/enctl --help | head -1 && /tmp/package/usr/sbin/enagentd --help | head -1' - \
 		$(DIST)/enagent_$$(dpkg-parsechangelog -S Version)_arm64.deb
 

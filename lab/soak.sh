@@ -2,7 +2,8 @@
 # soak.sh BIN OUT SECONDS: the chaos soak (make soak), in the guest. Agent a on hci0 advertises,
 # scans and detects while, every 6-18 s at random, one fault strikes: a SIGKILL of a (restarted at
 # once, as systemd's Restart= does), a SIGKILL of bluetoothd (restarted), or hci0 switched off (a
-# switches it on again). Agent b on hci1 advertises for a to see, and its shared keys give a's
+# switches it on again); the three in a random order in each round of three, so that even a short
+# soak has each of them. Agent b on hci1 advertises for a to see, and its shared keys give a's
 # detections something to match. Before each kill of a, the sightings a had stored are listed;
 # after each fault, the seconds until hci0 advertises and scans again. soak-report.py checks.
 set -u
@@ -10,6 +11,7 @@ BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-600}
 LAB=$(dirname "$0")
 . "$LAB/bluez.sh"
 rm -rf "$OUT/a" "$OUT/b" "$OUT/soak"; mkdir -p "$OUT/soak"
+echo "$SECONDS_TO_RUN" > "$OUT/soak/seconds"
 . "$LAB/agent-lib.sh"
 random() { echo $(( $(od -An -N2 -tu2 /dev/urandom) % $1 )); }
 
@@ -23,11 +25,14 @@ must "enctl keys sign" "$BIN/enctl" keys sign "$STATE/b-keys.zip" --private-key 
 
 end=$(( $(date +%s) + SECONDS_TO_RUN ))
 fault=0
+round=""
 while [ "$(date +%s)" -lt "$end" ]; do
     sleep $(( 6 + $(random 13) ))
     fault=$((fault + 1))
     at=$(uptime_seconds)
-    case $(random 3) in
+    [ -n "$round" ] || round=$(shuf -e 0 1 2)
+    kind=$(echo "$round" | head -n 1); round=$(echo "$round" | tail -n +2)
+    case $kind in
     0)  what=enagentd
         sightings a > "$OUT/soak/stored-before-kill-$fault" 2>/dev/null
         kill -KILL "$A"; wait "$A"
