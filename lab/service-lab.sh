@@ -18,7 +18,7 @@ BTVIRT_OPTS=${BTVIRT_OPTS:--l2}
 for file in "$HERE"/systemd/*.service "$HERE"/systemd/radio-up.sh; do
     sed -e "s|@LAB@|$LAB|g" -e "s|@BTVIRT_OPTS@|$BTVIRT_OPTS|g" "$file" > "$SD/${file##*/}"
 done
-cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
+cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/systemd/beacon.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
     "$HERE"/snapshot.py "$SD/"
 cp "$DEB" "$SD/enagent.deb"
 echo "${INSTALL:-dpkg -i}" > "$SD/install-command"

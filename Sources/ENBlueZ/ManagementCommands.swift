@@ -51,18 +51,17 @@ public struct ReadAdvertisingFeatures: ManagementCommand {
         public var maximumInstances: UInt8
         public var instances: [UInt8]
 
-        /// The instance for a new advertisement of a program that added `own` before (nil: none):
-        /// `own` while the controller still has it (the program removes it and adds it anew),
-        /// else the highest that no one uses (bluetoothd hands out the lowest first); nil when
-        /// every instance is taken. Never another program's instance.
         /// Whether the controller has LE Extended Advertising (BT 5): the kernel offers a secondary
         /// PHY (flag 7, "secondary channel with LE 1M") only then. Without it (BT 4.x) the kernel
         /// drives the legacy commands, with one random address for advertising and scanning.
         public var hasExtendedAdvertising: Bool { supportedFlags & (1 << 7) != 0 }
 
-        public func instanceToTake(own: UInt8?) -> UInt8? {
-            if let own, instances.contains(own) { return own }
-            return maximumInstances == 0 ? nil : (1...maximumInstances).reversed().first { !instances.contains($0) }
+        /// The lowest instance that is not listed, which no one uses: the list holds every instance
+        /// numbered up to the count of instances (below), so an unlisted one up to that count is
+        /// free, and when there is none, every instance is listed and the count's successor is
+        /// free. Nil when every instance the controller offers is listed.
+        public var lowestUnlisted: UInt8? {
+            maximumInstances == 0 ? nil : (1...maximumInstances).first { !instances.contains($0) }
         }
     }
 
@@ -70,6 +69,33 @@ public struct ReadAdvertisingFeatures: ManagementCommand {
         guard reply.count >= 8, reply.count >= 8 + Int(reply[7]) else { throw .malformedReply(name, reply) }
         return Features(supportedFlags: UInt32(littleEndian: reply, at: 0), maximumDataLength: reply[4], maximumInstances: reply[6],
                         instances: Array(reply[8..<(8 + Int(reply[7]))]))
+    }
+}
+
+/// The advertising instances other programs hold on a controller. Read Advertising Features does
+/// not list them all: kernels up to at least 6.1 list only the instances numbered up to the count
+/// of instances, so a beacon alone in the highest instance is not listed, and a program that took
+/// the highest unlisted instance would overwrite it. Each instance held for a moment at the lowest
+/// unlisted number (parameters only: nothing goes on the air) raises the count by one; held until
+/// every instance is listed, they show every other program's.
+public enum AdvertisingInstances {
+    /// The instances in use by others and the ones `hold` took (to be released by the caller),
+    /// from the controller's `features`: `hold(n)` adds instance `n` and answers the new list.
+    public static func survey(_ features: ReadAdvertisingFeatures.Features, hold: (UInt8) throws -> [UInt8]) rethrows
+        -> (inUse: Set<UInt8>, held: [UInt8])
+    {
+        var current = features, held = [UInt8]()
+        while let free = current.lowestUnlisted, held.count < Int(current.maximumInstances) {
+            held.append(free)
+            current.instances = try hold(free)
+        }
+        return (Set(current.instances).subtracting(held), held)
+    }
+
+    /// The instance for a new advertisement: the highest that no one uses (bluetoothd hands out
+    /// the lowest first); nil when every one of the controller's `maximum` is taken.
+    public static func highestFree(maximum: UInt8, inUse: Set<UInt8>) -> UInt8? {
+        maximum == 0 ? nil : (1...maximum).reversed().first { !inUse.contains($0) }
     }
 }
 

@@ -107,7 +107,7 @@ final class BlueZRadio: Radio {
             // agent's goes first (the loss may not have reached the agent yet).
             if let own = state.withLock({ state in state.advertisement.flatMap { $0.adapter.name == adapter.name ? $0 : nil } }) {
                 state.withLock { $0.advertisement = nil }
-                try remove(own.instance, from: adapter)
+                try withdraw(own.instance, from: adapter)
             }
             try client.setPowered(adapter, true)
             adapter.powered = true
@@ -122,9 +122,18 @@ final class BlueZRadio: Radio {
         if let previous, previous.adapter.name != adapter.name { try remove(previous.instance, from: previous.adapter) }
         let settings = try Management.send(ReadControllerInformation(), controller: controller)
         guard !settings.contains(.connectable) else { throw Failure.connectable(adapter.name) }
-        let own = previous?.adapter.name == adapter.name ? previous?.instance : try rememberedInstance(on: adapter)
         let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
-        guard let instance = features.instanceToTake(own: own) else { throw Failure.cannotAdvertise(adapter.name) }
+        let own: UInt8?, instance: UInt8
+        if let previous, previous.adapter.name == adapter.name {
+            (own, instance) = (previous.instance, previous.instance)
+        } else {
+            // A run killed with SIGKILL left its instance: it goes first, then the agent takes
+            // the highest that no other program holds, which the kernel's list may not show.
+            own = try rememberedInstance(on: adapter)
+            if let own { try remove(own, from: adapter) }
+            guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
+            instance = free
+        }
         // A legacy controller refuses LE Set Random Address while it scans (Core Vol 4 Part E
         // 7.8.4), and the kernel does not pause the scan for it: the new advertisement would be
         // refused (management status Failed). Discovery pauses while the advertisement changes.
@@ -160,6 +169,35 @@ final class BlueZRadio: Radio {
         }
     }
 
+    /// The highest instance no other program holds on `controller` (ENBlueZ's
+    /// `AdvertisingInstances`), nil when all are taken; the instances held to find it are
+    /// released, all of them even when one fails.
+    private func freeInstance(on adapter: Adapter, controller: UInt16) throws -> UInt8? {
+        let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
+        var held = [UInt8]()
+        do {
+            let inUse = try AdvertisingInstances.survey(features) { instance in
+                held.append(instance)
+                _ = try Management.send(AddExtendedAdvertisingParameters(instance: instance, flags: [], interval: 0...0, transmitPower: 0),
+                                        controller: controller)
+                return try Management.send(ReadAdvertisingFeatures(), controller: controller).instances
+            }.inUse
+            try release(held, from: adapter)
+            return AdvertisingInstances.highestFree(maximum: features.maximumInstances, inUse: inUse)
+        } catch {
+            try release(held, from: adapter)
+            throw error
+        }
+    }
+
+    private func release(_ instances: [UInt8], from adapter: Adapter) throws {
+        var failure: (any Error)?
+        for instance in instances {
+            do { try remove(instance, from: adapter) } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
     /// The instance this agent added on `adapter` in an earlier run (the store's note), if any.
     private func rememberedInstance(on adapter: Adapter) throws -> UInt8? {
         guard let note = try store.setting(Self.instanceSetting) else { return nil }
@@ -169,7 +207,14 @@ final class BlueZRadio: Radio {
 
     func stopAdvertising() throws {
         guard let (instance, adapter) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
+        try withdraw(instance, from: adapter)
+    }
+
+    /// Removes this agent's instance and forgets it: a later run has none of this one's to
+    /// replace, and the number may go to another program meanwhile.
+    private func withdraw(_ instance: UInt8, from adapter: Adapter) throws {
         try remove(instance, from: adapter)
+        try store.setSetting(Self.instanceSetting, to: nil)
     }
 
     /// Removes this agent's instance; one gone already (bluetoothd restarted, the adapter went:

@@ -33,19 +33,46 @@ import Testing
                  ReadAdvertisingFeatures.opcode, ReadControllerInformation.opcode, AddAdvertising.opcode] == [0x0055, 0x003F, 0x0024, 0x003D, 0x0004, 0x003E])
     }
 
-    /// Another program's instance is never taken (nor removed): the agent keeps to its own, or
-    /// the highest free one.
-    @Test func anInstanceIsTakenOnlyWhenFreeOrOwn() {
-        func features(_ maximum: UInt8, inUse: [UInt8]) -> ReadAdvertisingFeatures.Features {
-            .init(supportedFlags: 0, maximumDataLength: 31, maximumInstances: maximum, instances: inUse)
+    /// The kernel (6.1) as Read Advertising Features shows it: instances numbered above the count
+    /// of instances are left out of the list.
+    struct KernelInstances {
+        var maximum: UInt8
+        var inUse: Set<UInt8>
+        var features: ReadAdvertisingFeatures.Features {
+            .init(supportedFlags: 0, maximumDataLength: 31, maximumInstances: maximum,
+                  instances: inUse.filter { Int($0) <= inUse.count }.sorted())
         }
-        #expect(features(5, inUse: []).instanceToTake(own: nil) == 5)
-        #expect(features(5, inUse: [5]).instanceToTake(own: nil) == 4, "a beacon holds the highest")
-        #expect(features(5, inUse: [5, 4]).instanceToTake(own: 4) == 4, "its own from the last run, to be replaced")
-        #expect(features(5, inUse: [5]).instanceToTake(own: 3) == 4, "its own is gone: the highest free one")
-        #expect(features(5, inUse: [1, 2, 3, 4, 5]).instanceToTake(own: nil) == nil)
-        #expect(features(0, inUse: []).instanceToTake(own: nil) == nil, "no advertising at all")
-        #expect(features(1, inUse: [1]).instanceToTake(own: 1) == 1)
+        /// What the agent finds free, and whether every instance it held was new (never another's).
+        func highestFree() -> (free: UInt8?, heldOnlyFree: Bool) {
+            var kernel = self, heldOnlyFree = true
+            let inUse = AdvertisingInstances.survey(features) { instance in
+                heldOnlyFree = heldOnlyFree && kernel.inUse.insert(instance).inserted
+                return kernel.features.instances
+            }.inUse
+            return (AdvertisingInstances.highestFree(maximum: maximum, inUse: inUse), heldOnlyFree)
+        }
+    }
+
+    /// Another program's instance is never taken, also where the kernel's list does not show it:
+    /// a beacon alone in the highest instance is found by holding free instances for a moment.
+    static let instanceCases: [(maximum: UInt8, others: Set<UInt8>, expected: UInt8?)] = [
+        (3, [3], 2),        // the lab's beacon: listed only once two more are held
+        (3, [], 3),         // nothing else: the highest
+        (3, [1], 3),        // bluetoothd's first advertisement
+        (3, [2, 3], 1),
+        (5, [5, 4], 3),
+        (3, [1, 2, 3], nil), // every instance taken
+        (0, [], nil),       // no advertising at all
+    ]
+
+    @Test(arguments: instanceCases)
+    func anInstanceIsTakenOnlyWhenFree(maximum: UInt8, others: Set<UInt8>, expected: UInt8?) {
+        let kernel = KernelInstances(maximum: maximum, inUse: others)
+        if others == [3] { #expect(kernel.features.instances.isEmpty, "the beacon is not listed") }
+        let (free, heldOnlyFree) = kernel.highestFree()
+        #expect(free == expected)
+        #expect(heldOnlyFree, "an instance held for the survey was another program's")
+        #expect(free.map { !others.contains($0) } ?? true)
     }
 
     @Test func repliesDecodeAndShortOnesAreRefused() throws {

@@ -300,6 +300,47 @@ sys.exit(not ({key for _, _, key in before["keys"]} <= {key for _, _, key in aft
 check watchdog-kept "nothing committed lost: keys $(json_field "$OUT/before-hang.json" 'len(d["keys"])') -> $(json_field "$OUT/after-hang.json" 'len(d["keys"])') (each kept), sightings $(json_field "$OUT/before-hang.json" 'd["sightings"]') -> $(json_field "$OUT/after-hang.json" 'd["sightings"]'), exposure windows $windows_before -> $windows_after, integrity $(json_field "$OUT/after-hang.json" 'd["integrity"]')" \
     committed_kept
 figure "watchdog: enagentd hung (SIGSTOP) ended by systemd ${timed_out_after} s after (WatchdogSec=60s), advertising a new RPI from a new address ${back%% *} s after the hang"
+
+step "another program's advertisement on hci0, in the instance enagentd would take"
+# A beacon (manufacturer data "lab-beacon") added through the kernel's management interface in
+# the highest instance, the one enagentd takes when it is free, while enagentd is stopped; then a
+# SIGKILL, whose run's instance the next run must replace, never the beacon's. On the day after
+# (the clock stepped once more): the start and the restart each roll to a fresh key within the
+# interval on the air, and the hang above spent one of this day's three.
+if python3 "$SD/beacon.py" --extended "$BTSNOOP" 0; then
+    BEACON=6c61622d626561636f6e
+    # btmgmt (BlueZ 5.66) prints nothing unless its output is a terminal.
+    btmgmt() { script -qec "btmgmt $*" /dev/null < /dev/null | tr -d '\r'; }
+    beacon_day_at=$(( $(date +%s) + 86400 ))
+    date -s "@$beacon_day_at" > /dev/null
+    beacon_day=$(advertised "$beacon_day_at" 90)
+    wait_for 30 status_is active
+    systemctl stop enagentd
+    highest=$(btmgmt --index 0 advinfo | sed -n 's/^Max instances: \([0-9]*\)$/\1/p')
+    beacon_at=$(now)
+    added=$(btmgmt --index 0 add-adv -d "0dffffff$BEACON" "$highest")
+    systemctl start enagentd
+    back=$(advertised "$beacon_at" 30)
+    sleep 5
+    # "on-air HANDLE N": the beacon's set enabled at the end of the capture, beside N EN sets.
+    beacon=$(python3 "$SD/beacon.py" "$BTSNOOP" 0 "$BEACON")
+    both_on_air() { within 90 "$beacon_day" && within 30 "$back" && [ "$beacon" = "on-air $highest 1" ]; }
+    check other-advertiser "on the day after (advertising ${beacon_day%% *} s after the step), a beacon in the highest instance ($added) while enagentd was stopped, which the kernel does not list alone: enagentd advertising ${back%% *} s after its start; the beacon and EN sets enabled (btmon): $beacon" \
+        both_on_air
+    pid=$(systemctl show -p MainPID --value enagentd)
+    killed_pid=$pid killed_at=$(now)
+    systemctl kill -s KILL enagentd
+    back=$(advertised "$killed_at" 20)
+    pid=$(systemctl show -p MainPID --value enagentd)
+    sleep 3
+    beacon=$(python3 "$SD/beacon.py" "$BTSNOOP" 0 "$BEACON")
+    own_replaced() { [ "$pid" != "$killed_pid" ] && within 10 "$back" && [ "$beacon" = "on-air $highest 1" ]; }
+    check kill-own-instance "SIGKILL to pid $killed_pid, restarted as $pid: hci0 advertising a new RPI ${back%% *} s after; the killed run's set replaced, the beacon's kept: the beacon and EN sets enabled (btmon): $beacon" \
+        own_replaced
+    btmgmt --index 0 rm-adv "$highest" > /dev/null
+else
+    figure "another program's advertisement: not run on this legacy (BT 4.x) controller, whose one advertising set the kernel lends to each instance in turn (what that does to the EN interval is not measured yet)"
+fi
 clock_back_to "$day_stepped_at" "$day_uptime"
 
 step "idle footprint (radio on: advertising, a 4 s scan every 20 s)"
