@@ -210,17 +210,20 @@ final class BlueZRadio: Radio {
         try withdraw(instance, from: adapter)
     }
 
-    /// Removes this agent's instance and forgets it: a later run has none of this one's to
-    /// replace, and the number may go to another program meanwhile.
+    /// Removes this agent's instance and, once it is gone, forgets it: a later run has none of
+    /// this one's to replace, and the number may go to another program meanwhile. An empty
+    /// stand-in (the controller was off) stays remembered, for the next advertisement to remove.
     private func withdraw(_ instance: UInt8, from adapter: Adapter) throws {
-        try remove(instance, from: adapter)
-        try store.setSetting(Self.instanceSetting, to: nil)
+        if try remove(instance, from: adapter) == .gone { try store.setSetting(Self.instanceSetting, to: nil) }
     }
+
+    private enum Removal { case gone, emptyStandIn }
 
     /// Removes this agent's instance; one gone already (bluetoothd restarted, the adapter went:
     /// the kernel answers Invalid Parameters or Invalid Index) is as good.
-    private func remove(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) {
-        guard let controller = adapter.index else { return }
+    @discardableResult
+    private func remove(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) -> Removal {
+        guard let controller = adapter.index else { return .gone }
         do throws(ManagementError) { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
             // A controller that is off cannot remove an instance (the kernel queues nothing while
             // it is down), and at power-on it enables the instance again from a new address: the
@@ -228,9 +231,11 @@ final class BlueZRadio: Radio {
             // no data and no timeout (the kernel refuses a timeout while the controller is off);
             // the agent's next advertisement takes the same instance and removes it first.
             try Management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller)
+            return .emptyStandIn
         } catch {
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
+        return .gone
     }
 
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
