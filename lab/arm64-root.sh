@@ -21,7 +21,9 @@ ROOT=$CACHE/root
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 . "$HERE/../scripts/cached-root.sh"
 # The lab's tools, and the Depends of the arm64 package (dpkg-deb -f dist/enagent_*_arm64.deb Depends).
-PACKAGES="systemd systemd-sysv dbus udev bluez bluez-test-tools python3 python3-cryptography kmod openssl procps passwd busybox-static
+# python3-cffi-backend by name: debootstrap does not resolve the virtual packages python3-cryptography
+# depends on (python3-cffi-backend-api-min/-max), and left it unconfigured.
+PACKAGES="systemd systemd-sysv dbus udev bluez bluez-test-tools python3 python3-cryptography python3-cffi-backend kmod openssl procps passwd busybox-static
 libbluetooth3 libcurl4t64 libdbus-1-3 libsqlite3-0 libssl3t64 libsystemd0 zlib1g init-system-helpers"
 
 if [ ! -e "$ROOT/.complete" ]; then
