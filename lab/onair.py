@@ -197,36 +197,51 @@ def linked(pairs):
             {address: found for address, found in by_address.items() if len(found) > 1})
 
 
-def radio_changes(path, controller):
-    """Every (unix time, advertising, scanning) the controller went through, in order."""
-    enabled_sets, scanning, pending, changes = set(), False, None, []
+ADV_SET_TERMINATED = "LE Advertising Set Terminated"
+
+
+def accepted(path, controller):
+    """(unix time, command, parameters) of every command the controller completed with success, in
+    order; an LE Advertising Set Terminated event comes as (time, ADV_SET_TERMINATED, [handle])."""
+    pending = None
     for index, opcode, timestamp, payload in records(path):
         if index != controller or len(payload) < 3:
             continue
         if opcode == COMMAND:
             pending = (struct.unpack("<H", payload[:2])[0], payload[3:])
         elif opcode == EVENT and payload[0] == 0x3E and len(payload) >= 5 and payload[2] == 0x12:
-            enabled_sets.discard(payload[4])  # LE Advertising Set Terminated
+            yield unix_seconds(timestamp), ADV_SET_TERMINATED, payload[4:5]
         elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 6 and pending and payload[5] == 0 \
                 and struct.unpack("<H", payload[3:5])[0] == pending[0]:
-            command, parameters = pending
-            if command == SET_EXT_ADV_ENABLE and len(parameters) >= 2:
-                handles = {parameters[2 + 4 * i] for i in range(parameters[1]) if 2 + 4 * i < len(parameters)}
-                if parameters[0]:
-                    enabled_sets |= handles
-                else:
-                    enabled_sets = enabled_sets - handles if parameters[1] else set()
-            elif command == SET_ADV_ENABLE and parameters:
-                enabled_sets = {0} if parameters[0] else set()
-            elif command in (SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE) and parameters:
-                scanning = bool(parameters[0])
-            elif command == RESET:
-                enabled_sets, scanning = set(), False
-        else:
-            continue
+            yield (unix_seconds(timestamp),) + pending
+
+
+def sets_enabled_after(enabled, parameters):
+    """The advertising set handles enabled after an accepted LE Set Extended Advertising Enable of
+    these parameters (a disable naming no set disables every one)."""
+    handles = {parameters[2 + 4 * i] for i in range(parameters[1]) if 2 + 4 * i < len(parameters)}
+    if parameters[0]:
+        return enabled | handles
+    return enabled - handles if parameters[1] else set()
+
+
+def radio_changes(path, controller):
+    """Every (unix time, advertising, scanning) the controller went through, in order."""
+    enabled_sets, scanning, changes = set(), False, []
+    for time, command, parameters in accepted(path, controller):
+        if command == ADV_SET_TERMINATED:
+            enabled_sets.discard(parameters[0])
+        elif command == SET_EXT_ADV_ENABLE and len(parameters) >= 2:
+            enabled_sets = sets_enabled_after(enabled_sets, parameters)
+        elif command == SET_ADV_ENABLE and parameters:
+            enabled_sets = {0} if parameters[0] else set()
+        elif command in (SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE) and parameters:
+            scanning = bool(parameters[0])
+        elif command == RESET:
+            enabled_sets, scanning = set(), False
         state = (bool(enabled_sets), scanning)
         if not changes or changes[-1][1:] != state:
-            changes.append((unix_seconds(timestamp),) + state)
+            changes.append((time,) + state)
     return changes
 
 

@@ -13,33 +13,20 @@ REMOVE_ADV_SET, CLEAR_ADV_SETS = 0x203C, 0x203D
 
 def enabled_sets(path, controller):
     """handle -> advertising data of each set enabled at the end of the capture."""
-    data, enabled, pending = {}, set(), None
-    for index, opcode, _, payload in onair.records(path):
-        if index != controller or len(payload) < 3:
-            continue
-        if opcode == onair.COMMAND:
-            pending = (struct.unpack("<H", payload[:2])[0], payload[3:])
-        elif opcode == onair.EVENT and payload[0] == 0x0E and len(payload) >= 6 and pending and payload[5] == 0 \
-                and struct.unpack("<H", payload[3:5])[0] == pending[0]:
-            command, parameters = pending
-            if command == onair.SET_EXT_ADV_DATA and len(parameters) >= 4:
-                data[parameters[0]] = bytes(parameters[4:4 + parameters[3]])
-            elif command == onair.SET_EXT_ADV_ENABLE and len(parameters) >= 2:
-                handles = {parameters[2 + 4 * i] for i in range(parameters[1]) if 2 + 4 * i < len(parameters)}
-                if parameters[0]:
-                    enabled |= handles
-                elif parameters[1] == 0:
-                    enabled.clear()
-                else:
-                    enabled -= handles
-            elif command == REMOVE_ADV_SET and parameters:
-                enabled.discard(parameters[0])
-                data.pop(parameters[0], None)
-            elif command in (CLEAR_ADV_SETS, onair.RESET):
-                enabled.clear()
-                data.clear()
-        elif opcode == onair.EVENT and payload[0] == 0x3E and len(payload) >= 5 and payload[2] == 0x12:
-            enabled.discard(payload[4])  # LE Advertising Set Terminated
+    data, enabled = {}, set()
+    for _, command, parameters in onair.accepted(path, controller):
+        if command == onair.ADV_SET_TERMINATED:
+            enabled.discard(parameters[0])
+        elif command == onair.SET_EXT_ADV_DATA and len(parameters) >= 4:
+            data[parameters[0]] = bytes(parameters[4:4 + parameters[3]])
+        elif command == onair.SET_EXT_ADV_ENABLE and len(parameters) >= 2:
+            enabled = onair.sets_enabled_after(enabled, parameters)
+        elif command == REMOVE_ADV_SET and parameters:
+            enabled.discard(parameters[0])
+            data.pop(parameters[0], None)
+        elif command in (CLEAR_ADV_SETS, onair.RESET):
+            enabled.clear()
+            data.clear()
     return {handle: data.get(handle, b"") for handle in enabled}
 
 
