@@ -8,8 +8,7 @@ public protocol ClockSynchronisation: Sendable {
 /// Holds the agent back until the clock can be trusted: a key made under a wrong date is
 /// published under that date, and sightings stamped with it match nobody. A Raspberry Pi without
 /// a real-time clock boots in 1970 or at the time it was last shut down.
-/// Sendable by hand: `timer`, its only mutable member, is touched on `queue` only.
-public final class ClockGate: @unchecked Sendable {
+public final class ClockGate: Sendable {
     /// No clock reading before this release (2026-01-01) can be right.
     public static let earliestPlausibleTime: Int64 = 1_767_225_600
 
@@ -17,7 +16,8 @@ public final class ClockGate: @unchecked Sendable {
     private let clock: any AgentClock
     private let recheckSeconds: Double
     private let queue: DispatchQueue
-    private var timer: (any DispatchSourceTimer)?
+    /// The recheck while the gate is shut.
+    private let timer: QueueBound<(any DispatchSourceTimer)?>
 
     /// With `synchronisation` nil (configured so, for machines without NTP) only an
     /// implausible clock is refused.
@@ -26,6 +26,7 @@ public final class ClockGate: @unchecked Sendable {
         self.clock = clock
         self.recheckSeconds = recheckSeconds
         self.queue = queue
+        timer = QueueBound(nil, queue: queue)
     }
 
     public var isOpen: Bool {
@@ -36,16 +37,16 @@ public final class ClockGate: @unchecked Sendable {
     public func whenOpen(_ action: @escaping @Sendable () -> Void) {
         queue.async { [self] in
             guard !isOpen else { return action() }
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + recheckSeconds, repeating: recheckSeconds)
-            timer.setEventHandler { [self] in
+            let recheck = DispatchSource.makeTimerSource(queue: queue)
+            recheck.schedule(deadline: .now() + recheckSeconds, repeating: recheckSeconds)
+            recheck.setEventHandler { [self] in
                 guard isOpen else { return }
-                self.timer?.cancel()
-                self.timer = nil
+                timer.value?.cancel()
+                timer.value = nil
                 action()
             }
-            self.timer = timer
-            timer.resume()
+            timer.value = recheck
+            recheck.resume()
         }
     }
 }

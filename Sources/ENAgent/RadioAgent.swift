@@ -5,48 +5,65 @@ import ENSystemd
 
 /// Advertises the device's rotating identifier, scans on a schedule and records what it hears.
 ///
-/// Runs on its own serial queue; `report(_:)` may be called from any thread. Sendable by hand:
-/// every mutable member is touched on `queue` only.
-public final class RadioAgent: @unchecked Sendable {
-    // Mutable state is touched only on `queue`.
-    private let queue = DispatchQueue(label: "enagent.radio")
+/// Runs on its own serial queue; `report(_:)` may be called from any thread. Its mutable state
+/// and the key schedule live in `onQueue`, bound to that queue.
+public final class RadioAgent: Sendable {
+    private let queue: DispatchQueue
     private let radio: any Radio
-    private let keys: KeySchedule
     private let store: any RadioAgentStore
     private let clock: any AgentClock
     private let schedule: RadioSchedule
     private let metadata: Metadata
     private let logger: Logger
-    private var pending = [Sighting]()
-    private var ownIdentifiers = [RollingProximityIdentifier]()
-    /// The interval whose RPI was last put on the air, kept in the store across restarts.
-    private var advertisedInterval: ENIntervalNumber?
-    /// Whether `advertisedInterval` has been read from the store. Until it has, nothing is
-    /// advertised: both guards against an identifier going on the air twice (the clock gone back,
-    /// a restart within the interval) compare with it.
-    private var advertisedIntervalKnown = false
-    private var rotationTimer: (any DispatchSourceTimer)?
-    private var scanTimer: (any DispatchSourceTimer)?
-    private var running = false
-    private var recoveryPending = false
-    /// The radio went away since the last advertisement (bluetoothd left, the adapter vanished or
-    /// was switched off, which removes advertisements): only then does a return advertise anew,
-    /// which within the same interval costs a fresh key.
-    private var lostSinceAdvertising = false
-    /// The RPI of a key rolled for an advertisement the radio then refused (bluetoothd offers an
-    /// adapter before it powers it on): it never went on the air, so the retry in the same
-    /// interval uses it instead of spending another of the day's keys.
-    private var rolledButNotAired: RollingProximityIdentifier?
-    /// The last write to the store failed (a full disk): nothing is advertised, since neither a
-    /// new key nor the interval on the air could be kept, and sightings wait in memory.
-    private var storeFailing = false
-    /// Sightings dropped from memory since the store last failed.
-    private var droppedSightings = 0
-    /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
-    private var sightingsThisScan = 0
-    private var droppedThisScan = 0
-    private var state = RadioState() {
-        didSet { if state != oldValue { onChange?(state) } }
+    private let onQueue: QueueBound<Confined>
+
+    /// What the agent changes as it runs, on `queue` only.
+    private struct Confined {
+        let keys: KeySchedule
+        var pending = [Sighting]()
+        var ownIdentifiers = [RollingProximityIdentifier]()
+        /// The interval whose RPI was last put on the air, kept in the store across restarts.
+        var advertisedInterval: ENIntervalNumber?
+        /// Whether `advertisedInterval` has been read from the store. Until it has, nothing is
+        /// advertised: both guards against an identifier going on the air twice (the clock gone back,
+        /// a restart within the interval) compare with it.
+        var advertisedIntervalKnown = false
+        var rotationTimer: (any DispatchSourceTimer)?
+        var scanTimer: (any DispatchSourceTimer)?
+        var running = false
+        var recoveryPending = false
+        /// The radio went away since the last advertisement (bluetoothd left, the adapter vanished or
+        /// was switched off, which removes advertisements): only then does a return advertise anew,
+        /// which within the same interval costs a fresh key.
+        var lostSinceAdvertising = false
+        /// The RPI of a key rolled for an advertisement the radio then refused (bluetoothd offers an
+        /// adapter before it powers it on): it never went on the air, so the retry in the same
+        /// interval uses it instead of spending another of the day's keys.
+        var rolledButNotAired: RollingProximityIdentifier?
+        /// The last write to the store failed (a full disk): nothing is advertised, since neither a
+        /// new key nor the interval on the air could be kept, and sightings wait in memory.
+        var storeFailing = false
+        /// Sightings dropped from memory since the store last failed.
+        var droppedSightings = 0
+        /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
+        var sightingsThisScan = 0
+        var droppedThisScan = 0
+        var state = RadioState()
+    }
+
+    private var my: Confined {
+        get { onQueue.value }
+        _modify { yield &onQueue.value }
+    }
+
+    /// The radio's state as the status shows it; `onChange` hears of every change.
+    private var state: RadioState {
+        get { my.state }
+        set {
+            let old = my.state
+            my.state = newValue
+            if newValue != old { onChange?(newValue) }
+        }
     }
     private let onChange: (@Sendable (RadioState) -> Void)?
 
@@ -72,8 +89,9 @@ public final class RadioAgent: @unchecked Sendable {
     public init(radio: any Radio, keys: KeySchedule, store: any RadioAgentStore, clock: any AgentClock,
                 schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
         self.onChange = onChange
+        queue = DispatchQueue(label: "enagent.radio")
+        onQueue = QueueBound(Confined(keys: keys), queue: queue)
         self.radio = radio
-        self.keys = keys
         self.store = store
         self.clock = clock
         self.schedule = schedule
@@ -87,7 +105,7 @@ public final class RadioAgent: @unchecked Sendable {
     /// Starts advertising and scanning.
     public func start() {
         queue.sync {
-            running = true
+            my.running = true
             rotate()
             scanCycle()
         }
@@ -96,9 +114,9 @@ public final class RadioAgent: @unchecked Sendable {
     /// Stops the radio at once and writes the sightings still pending.
     public func stop() {
         queue.sync {
-            running = false
-            rotationTimer?.cancel()
-            scanTimer?.cancel()
+            my.running = false
+            my.rotationTimer?.cancel()
+            my.scanTimer?.cancel()
             if state.advertising { stopAdvertising() }
             if state.scanning { stopScanning() }
             state = RadioState()
@@ -110,8 +128,8 @@ public final class RadioAgent: @unchecked Sendable {
     /// and the scan with it.
     public func radioLost() {
         queue.async { [self] in
-            if !lostSinceAdvertising { logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost) }
-            lostSinceAdvertising = true
+            if !my.lostSinceAdvertising { logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost) }
+            my.lostSinceAdvertising = true
             // The kernel keeps an instance across a power cycle and enables it again at power-on, on
             // a legacy controller from a fresh address: the RPI on the air before the loss would go
             // out from a second address. The agent's return brings a new RPI instead.
@@ -125,14 +143,14 @@ public final class RadioAgent: @unchecked Sendable {
     /// one with no loss before it only scans anew.
     public func radioReturned() {
         queue.async { [self] in
-            guard running, !recoveryPending else { return }
-            recoveryPending = true
+            guard my.running, !my.recoveryPending else { return }
+            my.recoveryPending = true
             queue.asyncAfter(deadline: .now() + Self.recoveryDelay) { [self] in
-                recoveryPending = false
-                guard running else { return }
+                my.recoveryPending = false
+                guard my.running else { return }
                 // A return without a loss (an adapter reporting itself powered) leaves the
                 // advertisement on the air as it is.
-                if lostSinceAdvertising || !state.advertising {
+                if my.lostSinceAdvertising || !state.advertising {
                     logger.notice("radio available again: advertising and scanning anew", event: .radioBack)
                     state.advertising = false
                     rotate()
@@ -148,7 +166,7 @@ public final class RadioAgent: @unchecked Sendable {
     /// Nothing changes while it still reads the interval on the air.
     public func clockStepped() {
         queue.async { [self] in
-            guard running, ENIntervalNumber(unixSeconds: clock.now) != advertisedInterval else { return }
+            guard my.running, ENIntervalNumber(unixSeconds: clock.now) != my.advertisedInterval else { return }
             rotate()
         }
     }
@@ -172,21 +190,21 @@ public final class RadioAgent: @unchecked Sendable {
                 return
             }
             let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
-            guard !ownIdentifiers.contains(rpi) else { return }
-            guard sightingsThisScan < Self.maximumSightingsPerScan else {
-                droppedThisScan += 1
+            guard !my.ownIdentifiers.contains(rpi) else { return }
+            guard my.sightingsThisScan < Self.maximumSightingsPerScan else {
+                my.droppedThisScan += 1
                 return
             }
-            sightingsThisScan += 1
-            pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
+            my.sightingsThisScan += 1
+            my.pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
                                     rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
                                     adapterAddress: report.adapterAddress))
-            if pending.count >= Self.flushThreshold && !storeFailing { flush() }
-            if pending.count > Self.maximumPending {
+            if my.pending.count >= Self.flushThreshold && !my.storeFailing { flush() }
+            if my.pending.count > Self.maximumPending {
                 // A tenth at a time, so that a long outage does not move the whole array per report.
-                let excess = pending.count - Self.maximumPending + Self.maximumPending / 10
-                droppedSightings += excess
-                pending.removeFirst(excess)
+                let excess = my.pending.count - Self.maximumPending + Self.maximumPending / 10
+                my.droppedSightings += excess
+                my.pending.removeFirst(excess)
             }
         }
     }
@@ -204,10 +222,10 @@ public final class RadioAgent: @unchecked Sendable {
     /// Reads the last interval on the air from the store, unless it did already; says so and
     /// returns false when it cannot (the rotation tries again later).
     private func readAdvertisedInterval() -> Bool {
-        guard !advertisedIntervalKnown else { return true }
+        guard !my.advertisedIntervalKnown else { return true }
         do {
-            advertisedInterval = try Self.interval(stored: store.setting(Self.advertisedIntervalSetting))
-            advertisedIntervalKnown = true
+            my.advertisedInterval = try Self.interval(stored: store.setting(Self.advertisedIntervalSetting))
+            my.advertisedIntervalKnown = true
             return true
         } catch {
             if state.problem != .lastIntervalUnknown {
@@ -234,52 +252,52 @@ public final class RadioAgent: @unchecked Sendable {
         let nextKey = (ENIntervalNumber(unixSeconds: now)?.rollingPeriodStart.unixSeconds ?? now) + UTCDay.seconds
         let untilNextKey = clock.realSeconds(until: nextKey)
         var nextIn = min(Double(Int.random(in: schedule.rotationSeconds)), untilNextKey)
-        let previouslyAdvertised = advertisedInterval
+        let previouslyAdvertised = my.advertisedInterval
         do {
             // The clock went back (a step, or a restart under an earlier time): this interval's
             // identifier may have been on the air, and a second key for a day that has one would
             // be published beside it. Nothing goes out until the clock is past the last interval
             // on the air; the wait is rechecked every minute in case the clock steps forward again.
-            if let interval = ENIntervalNumber(unixSeconds: now), let last = advertisedInterval, interval < last {
+            if let interval = ENIntervalNumber(unixSeconds: now), let last = my.advertisedInterval, interval < last {
                 let resumesAt = last.unixSeconds + ENIntervalNumber.secondsPerInterval
                 waitForLaterInterval(until: resumesAt, because: "the clock reads \(now), before the last interval on the air (\(last))")
                 return scheduleRotation(in: min(clock.realSeconds(until: resumesAt), Self.steppedClockRecheckSeconds))
             }
-            var broadcast = try keys.broadcast(metadata: metadata, at: now)
+            var broadcast = try my.keys.broadcast(metadata: metadata, at: now)
             // An RPI that went on the air before (before a restart of this agent or of bluetoothd)
             // came from an address that is gone: a new address must come with a new RPI. A fresh
             // key for the rest of the day gives one at once; past the day's limit of keys, the
             // next interval brings one.
-            let repeated = broadcast.interval == advertisedInterval && broadcast.rpi != rolledButNotAired
-            let rolled = try repeated && keys.rollKey(at: now) != nil
+            let repeated = broadcast.interval == my.advertisedInterval && broadcast.rpi != my.rolledButNotAired
+            let rolled = try repeated && my.keys.rollKey(at: now) != nil
             if repeated && !rolled {
                 let resumesAt = broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval
                 nextIn = min(clock.realSeconds(until: resumesAt), untilNextKey)
                 waitForLaterInterval(until: resumesAt, because: "this interval's identifier was on the air before the restart and the day has \(KeySchedule.maximumKeysPerDay) keys already")
             } else {
                 if rolled {
-                    broadcast = try keys.broadcast(metadata: metadata, at: now)
-                    rolledButNotAired = broadcast.rpi
+                    broadcast = try my.keys.broadcast(metadata: metadata, at: now)
+                    my.rolledButNotAired = broadcast.rpi
                     logger.info("rolled to a fresh key for the rest of the day: this interval's identifier was on the air before the restart")
                 }
                 try store.setSetting(Self.advertisedIntervalSetting, to: String(broadcast.interval.rawValue))
-                advertisedInterval = broadcast.interval
+                my.advertisedInterval = broadcast.interval
                 var advertised = broadcast, sent = metadata
                 try radio.advertise { [self] selectedPower in
                     // The metadata carries the TX power the controller chose for this advertisement.
                     if let selectedPower, selectedPower != sent.transmitPower {
                         sent.transmitPower = selectedPower
-                        advertised = try keys.broadcast(metadata: sent, at: now)
+                        advertised = try my.keys.broadcast(metadata: sent, at: now)
                     }
                     return advertised.serviceData
                 }
                 state.advertising = true
-                rolledButNotAired = nil
-                storeFailing = false
+                my.rolledButNotAired = nil
+                my.storeFailing = false
                 state.problem = nil
-                lostSinceAdvertising = false
-                ownIdentifiers.append(advertised.rpi)
-                ownIdentifiers = Array(ownIdentifiers.suffix(Self.ownIdentifierMemory))
+                my.lostSinceAdvertising = false
+                my.ownIdentifiers.append(advertised.rpi)
+                my.ownIdentifiers = Array(my.ownIdentifiers.suffix(Self.ownIdentifierMemory))
                 logger.info("advertising a new identifier", metadata: ["interval": "\(advertised.interval)",
                                                                       "tx-power": "\(sent.transmitPower) dBm"])
             }
@@ -287,10 +305,10 @@ public final class RadioAgent: @unchecked Sendable {
             // A radio that refused put nothing on the air: this interval's RPI may still go out.
             // Unless the store forgets it again: then it counts as on the air, which costs at
             // most a fresh key, where forgetting it in memory only would let it out twice after a restart.
-            if let attempted = advertisedInterval, attempted != previouslyAdvertised {
+            if let attempted = my.advertisedInterval, attempted != previouslyAdvertised {
                 do {
                     try store.setSetting(Self.advertisedIntervalSetting, to: previouslyAdvertised.map { String($0.rawValue) })
-                    advertisedInterval = previouslyAdvertised
+                    my.advertisedInterval = previouslyAdvertised
                 } catch {
                     logger.error("cannot undo noting interval \(attempted) as on the air, so it counts as used: \(error)")
                 }
@@ -318,71 +336,71 @@ public final class RadioAgent: @unchecked Sendable {
     }
 
     private func scheduleRotation(in seconds: Double) {
-        rotationTimer?.cancel()
-        rotationTimer = timer(after: max(0.05, seconds)) { [self] in rotate() }
+        my.rotationTimer?.cancel()
+        my.rotationTimer = timer(after: max(0.05, seconds)) { [self] in rotate() }
     }
 
     private func scanCycle() {
-        scanTimer?.cancel()
-        if droppedThisScan > 0 {
-            logger.warning("a crowd: \(droppedThisScan) reports beyond the \(Self.maximumSightingsPerScan) kept per scan were dropped")
+        my.scanTimer?.cancel()
+        if my.droppedThisScan > 0 {
+            logger.warning("a crowd: \(my.droppedThisScan) reports beyond the \(Self.maximumSightingsPerScan) kept per scan were dropped")
         }
-        sightingsThisScan = 0
-        droppedThisScan = 0
+        my.sightingsThisScan = 0
+        my.droppedThisScan = 0
         do {
             if !state.scanning { try radio.startScanning() }
             state.scanning = true
             // A scan clears the radio's problems, not those that keep the agent from advertising.
             switch state.problem {
             case .identifierUsed?, .lastIntervalUnknown?: break
-            default: state.problem = storeFailing ? .storeUnwritable : nil
+            default: state.problem = my.storeFailing ? .storeUnwritable : nil
             }
         } catch {
             state.scanning = false
             state.problem = Self.problem(of: error)
             logger.error("cannot scan: \(error)")
-            scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
+            my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return
         }
         let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
-        scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
+        my.scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
             if !continuous {
                 stopScanning()
                 state.scanning = false
             }
             flush()
             let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds
-            scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
+            my.scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
         }
     }
 
     private func flush() {
-        guard !pending.isEmpty else { return }
+        guard !my.pending.isEmpty else { return }
         do {
-            try store.record(pending)
-            logger.debug("stored \(pending.count) sightings")
-            pending.removeAll()
-            if storeFailing {
-                storeFailing = false
-                if droppedSightings > 0 { logger.warning("\(droppedSightings) sightings were dropped while the database could not be written") }
-                droppedSightings = 0
+            try store.record(my.pending)
+            logger.debug("stored \(my.pending.count) sightings")
+            my.pending.removeAll()
+            if my.storeFailing {
+                my.storeFailing = false
+                if my.droppedSightings > 0 { logger.warning("\(my.droppedSightings) sightings were dropped while the database could not be written") }
+                my.droppedSightings = 0
                 logger.notice("the database can be written again")
                 if state.problem == .storeUnwritable { state.problem = nil }
                 if !state.advertising { rotate() }
             }
         } catch {
-            storeFailed(error, doing: "store \(pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
+            storeFailed(error, doing: "store \(my.pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
         }
     }
 
     /// Marks the store as failing; logs the first failure only, so a full disk does not fill the journal too.
     private func storeFailed(_ error: StoreError, doing what: String) {
-        if !storeFailing {
+        if !my.storeFailing {
             logger.error("cannot \(what): \(error)", event: error.isFull ? .storeFull : nil)
         } else {
             logger.debug("still cannot \(what): \(error)")
         }
-        storeFailing = true
+        my.storeFailing = true
         state.problem = .storeUnwritable
     }
 
@@ -390,7 +408,7 @@ public final class RadioAgent: @unchecked Sendable {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + seconds)
         timer.setEventHandler { [weak self] in
-            guard self?.running == true else { return }
+            guard self?.my.running == true else { return }
             action()
         }
         timer.resume()

@@ -1,8 +1,9 @@
 import CENDBus
 
 /// A D-Bus message: a method call, a reply, an error or a signal, with its arguments.
+/// Sendable by hand: immutable once built, and libdbus messages may be read from any thread
+/// (their reference count is atomic).
 public final class DBusMessage: @unchecked Sendable {
-    // Immutable once built; libdbus messages may be read from any thread.
     let raw: OpaquePointer
 
     public enum Kind: Sendable { case methodCall, methodReturn, error, signal, other }

@@ -61,6 +61,7 @@ public struct DayFilter {
 }
 
 /// The filters of every day from the first to the last sighting's, in one allocation.
+/// Sendable by hand: the words are written in `init` only and read by every matching thread after.
 private final class DayFilters: @unchecked Sendable {
     private let firstDay: Int64
     /// Day `firstDay + i` has the words `offsets[i]..<offsets[i + 1]`: at least one, a zero

@@ -68,7 +68,7 @@ public final class P256PublicKey: @unchecked Sendable {
 }
 
 /// An ECDSA P-256 private key: signs export files (for tests, and for exporting the device's keys).
-/// Sendable by hand, as `P256PublicKey`: never changed after init.
+/// Sendable by hand: never changed after init, as `P256PublicKey`.
 public final class P256PrivateKey: @unchecked Sendable {
     let key: OpaquePointer
 

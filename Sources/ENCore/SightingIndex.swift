@@ -127,7 +127,9 @@ public struct SightingIndex: Sendable {
         return found.sorted { ($0.time, $0.aem.rawValue) < ($1.time, $1.aem.rawValue) }
     }
 
-    /// The table, in memory the index owns (never shared while it changes).
+    /// The table, in memory the index owns. Sendable by hand: `SightingIndex` writes to it only
+    /// while it holds the one reference (`add` copies it first otherwise), so a table that another
+    /// copy of the index, on another thread, can see is never written.
     final class Storage: @unchecked Sendable {
         static let emptySlot = UInt32.max
 

@@ -13,11 +13,10 @@ import ENSystemd
 /// The daemon's state and its running parts: the key schedule's upkeep and the radio run while
 /// the status allows (consent given, not paused, clock trusted).
 ///
-/// `@unchecked Sendable` because its mutable members are confined to `queue` (the main queue in
-/// enagentd), which every entry point that changes them checks with `dispatchPrecondition`; other
+/// Its mutable members live in `onQueue`, bound to `queue` (the main queue in enagentd); other
 /// threads (the D-Bus service, the radio's queue) come in through `perform` or `queue.async`.
 /// The store, the clock and the detection engine are immutable and thread-safe themselves.
-final class Daemon: @unchecked Sendable {
+final class Daemon: Sendable {
     private typealias P = ExposureNotificationAPI.Properties
     /// Where the daemon's state lives.
     let queue: DispatchQueue
@@ -29,30 +28,52 @@ final class Daemon: @unchecked Sendable {
     private let bus: DBusConnection?
     private let logger: Logger
     let detection: ExposureDetection
-    private var upkeepTimer: (any DispatchSourceTimer)?
-    private var upkeep: Upkeep?
-    /// Why the store could not be read at the last look, if it could not.
-    private var storeReadError: String?
     private let synchronisation: (any ClockSynchronisation)?
     /// Where the status line goes: systemd's STATUS= (`systemctl status enagentd`).
     private let reportStatus: @Sendable (String) -> Void
-    /// Looks at the status again when it changes by itself: when the pause ends, or a while after
-    /// the store could not be read.
-    private var recheckTimer: (any DispatchSourceTimer)?
-    private var radioAgent: RadioAgent?
-    private var subscriptions = [SignalSubscription]()
-    private var clockTrusted = false
-    private(set) var radioState = RadioState()
-    private(set) var adapterName = ""
-    /// The address of the adapter in use, once BlueZ has given it.
-    private(set) var adapterAddress: BluetoothAddress?
+    private let onQueue: QueueBound<Confined>
+
+    /// What the daemon changes as it runs, on `queue` only.
+    private struct Confined {
+        var upkeepTimer: (any DispatchSourceTimer)?
+        var upkeep: Upkeep?
+        /// Why the store could not be read at the last look, if it could not.
+        var storeReadError: String?
+        /// Looks at the status again when it changes by itself: when the pause ends, or a while after
+        /// the store could not be read.
+        var recheckTimer: (any DispatchSourceTimer)?
+        var radioAgent: RadioAgent?
+        var subscriptions = [SignalSubscription]()
+        var clockTrusted = false
+        var radioState = RadioState()
+        var adapterName = ""
+        /// The address of the adapter in use, once BlueZ has given it.
+        var adapterAddress: BluetoothAddress?
+        var onChange: (([String]) -> Void)?
+        weak var serviceObject: ExportedObject?
+        var reminders = [Reminder]()
+        var remindedAt = [Reminder: Int64]()
+        var reminderTimer: (any DispatchSourceTimer)?
+    }
+
+    private var my: Confined {
+        get { onQueue.value }
+        _modify { yield &onQueue.value }
+    }
+
+    var radioState: RadioState { my.radioState }
+    var adapterName: String { my.adapterName }
+    var reminders: [Reminder] { my.reminders }
     /// Called on `queue` with the names of the D-Bus properties that changed.
-    var onChange: (([String]) -> Void)?
+    var onChange: (([String]) -> Void)? {
+        get { my.onChange }
+        set { my.onChange = newValue }
+    }
     /// The exported API object, for its signals.
-    weak var serviceObject: ExportedObject?
-    private(set) var reminders = [Reminder]()
-    private var remindedAt = [Reminder: Int64]()
-    private var reminderTimer: (any DispatchSourceTimer)?
+    var serviceObject: ExportedObject? {
+        get { my.serviceObject }
+        set { my.serviceObject = newValue }
+    }
 
     static let pausedUntilSetting = "paused-until"
     /// While the store cannot be read, look again this often.
@@ -63,6 +84,7 @@ final class Daemon: @unchecked Sendable {
          radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
          queue: DispatchQueue = .main, reportStatus: @escaping @Sendable (String) -> Void = { Systemd.notify("STATUS=" + $0) }) {
         self.queue = queue
+        onQueue = QueueBound(Confined(), queue: queue)
         self.reportStatus = reportStatus
         queue.setSpecific(key: queueKey, value: true)
         self.store = store
@@ -86,7 +108,7 @@ final class Daemon: @unchecked Sendable {
     /// signal that cannot be sent goes to the journal.
     func emit<Arguments>(_ signal: SignalContract<Arguments>, _ arguments: Arguments, to destination: String? = nil) {
         dispatchPrecondition(condition: .onQueue(queue))
-        do { try serviceObject?.emit(interface: ExposureNotificationAPI.interface, signal: signal.name, destination: destination, arguments.values) } catch {
+        do { try my.serviceObject?.emit(interface: ExposureNotificationAPI.interface, signal: signal.name, destination: destination, arguments.values) } catch {
             logger.error("cannot send the signal \(signal.name): \(error)")
         }
     }
@@ -118,13 +140,13 @@ final class Daemon: @unchecked Sendable {
         do {
             let consent = try store.currentConsent()
             let paused = try storedPausedUntil()
-            storeReadError = nil
-            let status = AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: clockTrusted,
-                                        radioProblem: radioAgent == nil ? nil : radioState.problem)
+            my.storeReadError = nil
+            let status = AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: my.clockTrusted,
+                                        radioProblem: my.radioAgent == nil ? nil : my.radioState.problem)
             return (status, status == .paused ? paused : nil)
         } catch {
-            if storeReadError == nil { logger.error("cannot read the agent's state: \(error)") }
-            storeReadError = "\(error)"
+            if my.storeReadError == nil { logger.error("cannot read the agent's state: \(error)") }
+            my.storeReadError = "\(error)"
             return (.storeUnreadable, nil)
         }
     }
@@ -132,7 +154,7 @@ final class Daemon: @unchecked Sendable {
     /// The clock can be trusted from now on.
     func clockBecameTrusted() {
         dispatchPrecondition(condition: .onQueue(queue))
-        clockTrusted = true
+        my.clockTrusted = true
         apply()
     }
 
@@ -146,19 +168,19 @@ final class Daemon: @unchecked Sendable {
         } else if status == .storeUnreadable {
             recheckStatus(after: Self.storeRetrySeconds)
         } else {
-            recheckTimer?.cancel()
-            recheckTimer = nil
+            my.recheckTimer?.cancel()
+            my.recheckTimer = nil
         }
-        if status.runsAgent && upkeepTimer == nil {
+        if status.runsAgent && my.upkeepTimer == nil {
             do { try startRunning() } catch {
                 logger.critical("cannot start: \(error)")
                 Glibc.exit(1)
             }
-        } else if !status.runsAgent && upkeepTimer != nil {
+        } else if !status.runsAgent && my.upkeepTimer != nil {
             stopRunning()
         }
         reportStatus(statusText(status, pauseEnd: pauseEnd))
-        onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name,
+        my.onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name,
                             P.adapterRssiCorrections.name])
     }
 
@@ -174,23 +196,23 @@ final class Daemon: @unchecked Sendable {
         case .bluetoothOff: return "bluetooth-off: waiting for bluetoothd and a powered adapter"
         case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter ?? "an LE adapter")"
         case .waitingForInterval:
-            guard case .identifierUsed(let until)? = radioState.problem else { return status.rawValue }
+            guard case .identifierUsed(let until)? = my.radioState.problem else { return status.rawValue }
             return "waiting-for-interval: scanning; advertising again at \(until) (unix time), when the clock is past every identifier already on the air"
         case .storeUnreadable:
-            return "store-unreadable: cannot read consent and pause from the database (\(storeReadError ?? "no reason given")); "
+            return "store-unreadable: cannot read consent and pause from the database (\(my.storeReadError ?? "no reason given")); "
                 + "the radio stays off until it can, trying again every \(Int(Self.storeRetrySeconds)) s"
         case .storeUnwritable:
             return "store-unwritable: cannot write \(store.path) (is the disk full? the journal has the error); scanning into memory, not advertising, resuming by itself"
         case .lastIntervalUnknown:
             return "last-interval-unknown: scanning, not advertising: cannot read from \(store.path) which interval's identifier was last on the air (the journal has the error), and without it one could go out twice; trying again by itself"
         case .adapterConnectable:
-            return "adapter-connectable: scanning, not advertising: \(adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(adapterName.dropFirst(3)) connectable off)"
+            return "adapter-connectable: scanning, not advertising: \(my.adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(my.adapterName.dropFirst(3)) connectable off)"
         }
     }
 
     var adapterRssiCorrections: [AdapterRssiCorrection] {
         dispatchPrecondition(condition: .onQueue(queue))
-        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: adapterName, address: adapterAddress)
+        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.adapterName, address: my.adapterAddress)
     }
 
     /// The adapter in use (its name "" when there is none), then every other adapter
@@ -216,7 +238,7 @@ final class Daemon: @unchecked Sendable {
         timer.schedule(deadline: .now(), repeating: .seconds(60))
         timer.setEventHandler { [weak self] in self?.checkReminders() }
         timer.resume()
-        reminderTimer = timer
+        my.reminderTimer = timer
     }
 
     func checkReminders() {
@@ -232,14 +254,14 @@ final class Daemon: @unchecked Sendable {
         } catch {
             return logger.error("cannot check reminders: \(error)")
         }
-        for reminder in due where now - (remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
+        for reminder in due where now - (my.remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
             logger.warning("\(reminder.message(latestExposureDay: exposureDay))")
-            remindedAt[reminder] = now
+            my.remindedAt[reminder] = now
         }
-        remindedAt = remindedAt.filter { due.contains($0.key) }
-        if due != reminders {
-            reminders = due
-            onChange?([P.reminders.name, P.latestExposureDay.name])
+        my.remindedAt = my.remindedAt.filter { due.contains($0.key) }
+        if due != my.reminders {
+            my.reminders = due
+            my.onChange?([P.reminders.name, P.latestExposureDay.name])
         }
     }
 
@@ -266,15 +288,15 @@ final class Daemon: @unchecked Sendable {
     /// Applies the status again after `seconds`: a pause ends by itself (its end is in the store,
     /// so a restart keeps it), and a store that could not be read may be readable again.
     private func recheckStatus(after seconds: Double) {
-        recheckTimer?.cancel()
+        my.recheckTimer?.cancel()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + max(0, seconds))
         timer.setEventHandler { [weak self] in
-            self?.recheckTimer = nil
+            self?.my.recheckTimer = nil
             self?.apply()
         }
         timer.resume()
-        recheckTimer = timer
+        my.recheckTimer = timer
     }
 
     func resume() throws {
@@ -309,10 +331,10 @@ final class Daemon: @unchecked Sendable {
     /// Erases keys, sightings and results; a running agent starts again with a fresh key.
     func resetData() throws {
         dispatchPrecondition(condition: .onQueue(queue))
-        let wasRunning = upkeepTimer != nil
+        let wasRunning = my.upkeepTimer != nil
         if wasRunning { stopRunning() }
         try store.eraseAllData()
-        upkeep = nil  // its key schedule holds the erased key
+        my.upkeep = nil  // its key schedule holds the erased key
         logger.info("all keys, sightings and exposure results erased")
         apply(changed: [P.sightingsStored.name, P.lastDetection.name, P.lastDetectionError.name])
     }
@@ -324,64 +346,69 @@ final class Daemon: @unchecked Sendable {
     }
 
     /// Whether the radio's queue still answers (for the watchdog).
-    var isHealthy: Bool { radioAgent?.isResponsive ?? true }
+    var isHealthy: Bool { my.radioAgent?.isResponsive ?? true }
 
     // MARK: Running parts
 
     private func startRunning() throws {
         // One upkeep for the daemon's life: the clock steps it has seen outlast a pause.
-        let upkeep = self.upkeep ?? Upkeep(store: store, clock: clock, retention: retention, synchronisation: synchronisation, logger: logger)
-        self.upkeep = upkeep
+        let upkeep = my.upkeep ?? Upkeep(store: store, clock: clock, retention: retention, synchronisation: synchronisation, logger: logger)
+        my.upkeep = upkeep
         try upkeep.run()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
         timer.setEventHandler { [weak self, logger] in
             do {
-                if try upkeep.run() { self?.radioAgent?.clockStepped() }
+                if try upkeep.run() { self?.my.radioAgent?.clockStepped() }
             } catch {
                 logger.error("upkeep failed: \(error)")
             }
         }
         timer.resume()
-        upkeepTimer = timer
-        if let bus { radioAgent = try startRadio(on: bus) }
+        my.upkeepTimer = timer
+        if let bus { my.radioAgent = try startRadio(on: bus) }
     }
 
     private func stopRunning() {
-        upkeepTimer?.cancel()
-        upkeepTimer = nil
-        subscriptions.forEach { $0.cancel() }
-        subscriptions = []
-        radioAgent?.stop()
-        radioAgent = nil
-        radioState = RadioState()
+        my.upkeepTimer?.cancel()
+        my.upkeepTimer = nil
+        my.subscriptions.forEach { $0.cancel() }
+        my.subscriptions = []
+        my.radioAgent?.stop()
+        my.radioAgent = nil
+        my.radioState = RadioState()
     }
 
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         // A scan that a pause for the advertisement could not resume is started anew, as after a return.
         let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store,
-                               onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.radioAgent?.radioReturned() } })
+                               onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.my.radioAgent?.radioReturned() } })
         do {
             let adapter = BlueZRadio.identity(of: try bluez.adapter())
-            (adapterName, adapterAddress) = (adapter.name, adapter.address)
+            my.adapterName = adapter.name
+            my.adapterAddress = adapter.address
         } catch {
             // Only the TX power's source depends on it here; the agent meets the same problem at
             // once and its status says so.
             logger.info("no adapter to read the TX power from at the start: \(error)")
-            (adapterName, adapterAddress) = (radioSettings.adapter ?? "", nil)
+            my.adapterName = radioSettings.adapter ?? ""
+            my.adapterAddress = nil
         }
-        let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
+        let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: my.adapterName.isEmpty ? nil : my.adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
                                clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self, queue] state in
             queue.async { [weak self] in
                 guard let self else { return }
-                self.radioState = state
-                if let adapter = bluez.adapterInUse { (self.adapterName, self.adapterAddress) = (adapter.name, adapter.address) }
+                self.my.radioState = state
+                if let adapter = bluez.adapterInUse {
+                    self.my.adapterName = adapter.name
+                    self.my.adapterAddress = adapter.address
+                }
                 self.apply()
             }
         }
-        subscriptions = try bluez.follow(for: agent, logger: logger)
+        my.subscriptions = try bluez.follow(for: agent, logger: logger)
         agent.start()
         return agent
     }

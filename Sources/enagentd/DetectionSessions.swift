@@ -30,7 +30,7 @@ final class DetectionSessions: Sendable {
         }
     }
 
-    /// A DispatchSourceTimer is thread-safe to cancel; the rest is guarded by the mutex.
+    /// Sendable by hand: it lives in the mutex, and a DispatchSourceTimer is thread-safe to cancel.
     private struct State: @unchecked Sendable {
         var open: Open?
     }

@@ -1,20 +1,21 @@
 import Dispatch
+import Synchronization
 
 /// Work started on another thread at once, its result (or error) taken when needed.
-final class BackgroundWork<Value: Sendable>: @unchecked Sendable {
+final class BackgroundWork<Value: Sendable>: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    // Written once by the worker before `done` is signalled, read after waiting for it.
-    private var outcome: Result<Value, any Error>?
+    private let outcome = Mutex<Result<Value, any Error>?>(nil)
 
     init(_ work: @escaping @Sendable () throws -> Value) {
-        DispatchQueue.global().async {
-            self.outcome = Result(catching: work)
-            self.done.signal()
+        DispatchQueue.global().async { [self] in
+            let result = Result(catching: work)
+            outcome.withLock { $0 = result }
+            done.signal()
         }
     }
 
     func result() throws -> Value {
         done.wait()
-        return try outcome!.get()
+        return try outcome.withLock { $0! }.get()
     }
 }
