@@ -74,6 +74,7 @@ struct Enagentd: ParsableCommand {
     }
 
     func run() throws {
+        let residency = Result { () throws(CodeResidencyError) in try CodeResidency() }
         // Before the first key is read: a core dump or a debugger must not carry keys away.
         let undumpable = cen_make_undumpable() == 0
         let logger = Logger(label: "enagentd", level: verbose ? .debug : .info)
@@ -127,7 +128,6 @@ struct Enagentd: ParsableCommand {
         }
         let gate = ClockGate(synchronisation: synchronisation, clock: clock, queue: .main)
         Systemd.notify("READY=1")
-        do { try CodeResidency.dropUntouched() } catch { logger.info("all of enagentd's code stays resident (more memory, nothing else): \(error)") }
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
         DispatchQueue.main.async {
             daemon.apply()
@@ -136,6 +136,14 @@ struct Enagentd: ParsableCommand {
         if !gate.isOpen { logger.warning("the system clock is not synchronised: no keys and no sightings until it is") }
         gate.whenOpen { daemon.clockBecameTrusted() }
         let watchdog = Watchdog.start(on: .main) { daemon.isHealthy }
-        withExtendedLifetime((termination, watchdog)) { dispatchMain() }
+        let codeDrops: (any DispatchSourceTimer)?
+        switch residency {
+        case .success(let residency):
+            codeDrops = residency.schedule(on: .main) { logger.info("code touched once stays resident (more memory, nothing else): \($0)") }
+        case .failure(let error):
+            codeDrops = nil
+            logger.info("code touched once stays resident (more memory, nothing else): \(error)")
+        }
+        withExtendedLifetime((termination, watchdog, codeDrops)) { dispatchMain() }
     }
 }

@@ -347,6 +347,11 @@ step "idle footprint (radio on: advertising, a 4 s scan every 20 s)"
 sleep 10
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 before=$(ticks) written_before=$(written); sleep 60; after=$(ticks) written_after=$(written)
+# Once a minute has passed since its start, enagentd has dropped the pages its start touched (CodeResidency); it
+# complains in the journal when it cannot (the service's sandbox once kept it from reading its own page map).
+up=$(ps -o etimes= -p "$pid" | tr -d ' ') complaints=$(journalctl _PID="$pid" -o cat | grep -c "code touched once stays resident")
+dropped() { [ "$up" -ge 60 ] && [ "$complaints" -eq 0 ]; }
+check code-residency "pid $pid up $up s, $complaints complaints in the journal that its code stays resident" dropped
 figure "enagentd idle: RSS $(awk '/^VmRSS/ {print $2, $3}' /proc/"$pid"/status), cgroup memory $(( $(systemctl show -p MemoryCurrent --value enagentd) / 1024 )) kB, CPU $(( (after - before) * 100 / $(getconf CLK_TCK) / 60 )).$(( (after - before) * 1000 / $(getconf CLK_TCK) / 60 % 10 ))% of an emulated core over 60 s (TCG)"
 # What enagentd writes, scaled to an hour: the SD card's wear. The phones' and the crowd's sightings are gone by now, so this is
 # the daemon's own keeping (keys, the interval on the air, WAL checkpoints) with nothing to record.
