@@ -110,6 +110,25 @@ must "enctl b detect server" enctl b detect server --server-config "$STATE/key-s
 must "enctl b windows" enctl b windows --json > "$OUT/phases/windows-b.json"
 kill "$SERVER"
 
+echo "phase: hci0 made connectable under agent a (a laptop pairing a mouse), then not"
+# The kernel re-programs the advertisement on the air when the adapter turns connectable (on a legacy
+# controller: ADV_IND from the public address); a must take it off at once, say why it waits, and
+# advertise again once the adapter is not connectable. BlueZ 5.66's btmgmt prints nothing without a
+# terminal: script(1) gives it one.
+status_a() { enctl a status --json | python3 -c 'import json, sys; s = json.load(sys.stdin); print(s["status"], "yes" if s["advertising"] else "no")'; }
+turned=$(uptime_seconds)
+date +%s.%N > "$OUT/phases/a-connectable-at"
+must "btmgmt connectable on" script -qec "btmgmt --index 0 connectable on" /dev/null > /dev/null
+while [ "$(status_a)" != "adapter-connectable no" ] && ! past "$turned" 10; do sleep 0.2; done
+echo "$(since "$turned") $(status_a)" > "$OUT/phases/connectable-a"
+sleep 2  # it retries every second: still waiting, still saying why
+must "enctl a status (connectable)" enctl a status --json > "$OUT/phases/connectable-status-a.json"
+back=$(uptime_seconds)
+date +%s.%N > "$OUT/phases/a-not-connectable-at"
+must "btmgmt connectable off" script -qec "btmgmt --index 0 connectable off" /dev/null > /dev/null
+"$LAB/wait-radio.sh" hci0 30 "$back" >> "$OUT/phases/connectable-a"
+cat "$OUT/phases/connectable-a"
+
 echo "phase: the API's methods as root, as a member of enagent, as another user (under the bus policy)"
 cp "$LAB/callers.py" "$STATE/"  # where the other users can read it
 for caller in root member other; do

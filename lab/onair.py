@@ -245,6 +245,30 @@ def radio_changes(path, controller):
     return changes
 
 
+REMOVE_ADV_SET, CLEAR_ADV_SETS = 0x203C, 0x203D
+# The monitor's record of a management event (cookie of the socket, event code, parameters), and
+# the kernel's New Settings event with the connectable bit.
+CONTROL_EVENT, NEW_SETTINGS, CONNECTABLE = 17, 0x0006, 1 << 1
+
+
+def settings_changes(path, controller):
+    """(unix time, current settings) of every New Settings event the kernel sent for the controller."""
+    changes = []
+    for index, opcode, timestamp, payload in records(path):
+        if index == controller and opcode == CONTROL_EVENT and len(payload) >= 10 and struct.unpack("<H", payload[4:6])[0] == NEW_SETTINGS:
+            change = (unix_seconds(timestamp), struct.unpack("<I", payload[6:10])[0])
+            if not changes or changes[-1] != change:  # one record per management socket
+                changes.append(change)
+    return changes
+
+
+def withdrawals(path, controller):
+    """Unix times at which the controller accepted a command that takes advertising off the air:
+    advertising disabled (legacy, or extended sets), a set removed, every set cleared."""
+    return [time for time, command, parameters in accepted(path, controller)
+            if (command in (SET_ADV_ENABLE, SET_EXT_ADV_ENABLE) and parameters[:1] == b"\x00") or command in (REMOVE_ADV_SET, CLEAR_ADV_SETS)]
+
+
 def scan_windows(path, controller):
     """(start, end) unix times of every scan the controller ran, from the scan enables it accepted."""
     windows, started = [], None

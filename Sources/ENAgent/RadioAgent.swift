@@ -48,6 +48,8 @@ public final class RadioAgent: Sendable {
         /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
         var sightingsThisScan = 0
         var droppedThisScan = 0
+        /// The radio's last refusal of an advertisement, until one is accepted.
+        var lastRefusal: String?
         var state = RadioState()
     }
 
@@ -167,6 +169,17 @@ public final class RadioAgent: Sendable {
     public func clockStepped() {
         queue.async { [self] in
             guard my.running, ENIntervalNumber(unixSeconds: clock.now) != my.advertisedInterval else { return }
+            rotate()
+        }
+    }
+
+    /// The adapter advertising turned connectable, which puts the advertisement on the air in
+    /// connectable PDUs (from the adapter's own address on a legacy controller): the rotation
+    /// takes it off at once and waits, saying why, until the adapter is not connectable.
+    public func adapterTurnedConnectable() {
+        queue.async { [self] in
+            guard my.running, state.advertising else { return }
+            logger.warning("the adapter turned connectable: taking the advertisement off the air")
             rotate()
         }
     }
@@ -292,6 +305,7 @@ public final class RadioAgent: Sendable {
                     return advertised.serviceData
                 }
                 state.advertising = true
+                my.lastRefusal = nil
                 my.rolledButNotAired = nil
                 my.storeFailing = false
                 state.problem = nil
@@ -319,7 +333,11 @@ public final class RadioAgent: Sendable {
                 nextIn = Self.storeRetrySeconds
             } else {
                 state.problem = Self.problem(of: error)
-                logger.error("cannot advertise: \(error)")
+                // Retried every second: the same refusal (an adapter left connectable for hours)
+                // goes to the journal once.
+                let refusal = "\(error)"
+                if refusal != my.lastRefusal { logger.error("cannot advertise: \(refusal)") } else { logger.debug("still cannot advertise: \(refusal)") }
+                my.lastRefusal = refusal
                 nextIn = Self.retrySeconds
             }
         }

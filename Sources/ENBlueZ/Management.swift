@@ -1,4 +1,5 @@
 import CENBluetooth
+import Dispatch
 import FoundationEssentials
 import Glibc
 
@@ -33,10 +34,14 @@ public enum ManagementError: Error, Equatable, CustomStringConvertible {
     }
 
     static func statusName(_ status: UInt8) -> String {
-        let names: [UInt8: String] = [0x01: "Unknown Command", 0x03: "Failed", 0x0A: "Busy", 0x0B: "Rejected", 0x0C: "Not Supported",
+        let names: [UInt8: String] = [0x01: "Unknown Command", 0x03: "Failed", 0x07: "No Resources", 0x0A: "Busy", 0x0B: "Rejected", 0x0C: "Not Supported",
                                       0x0D: "Invalid Parameters", 0x0F: "Not Powered", 0x11: "Invalid Index", 0x14: "Permission Denied"]
         return names[status] ?? "error"
     }
+
+    /// The management status of a controller out of advertising sets (the HCI status Memory
+    /// Capacity Exceeded).
+    public static let noResources: UInt8 = 0x07
 
     public var status: UInt8? {
         if case .refused(_, _, let status) = self { return status }
@@ -51,14 +56,8 @@ public enum Management {
     static let replyTimeoutMilliseconds: Int32 = 3_000
 
     public static func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
-        let socket = Glibc.socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
-        guard socket >= 0 else { throw .unreachable(Command.name, errno) }
+        let socket = try controlSocket(for: Command.name)
         defer { close(socket) }
-        var address = sockaddr_hci(hci_family: sa_family_t(AF_BLUETOOTH), hci_dev: UInt16(HCI_DEV_NONE), hci_channel: UInt16(HCI_CHANNEL_CONTROL))
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
-        }
-        guard bound == 0 else { throw .unreachable(Command.name, errno) }
         let packet = ManagementPacket.command(Command.opcode, controller: controller, command.parameters)
         guard write(socket, packet, packet.count) == packet.count else { throw .unreachable(Command.name, errno) }
 
@@ -82,6 +81,50 @@ public enum Management {
     }
 }
 
+extension Management {
+    /// A socket on the control channel, which hears every management event of every controller.
+    static func controlSocket(for what: String, flags: Int32 = 0) throws(ManagementError) -> Int32 {
+        let socket = Glibc.socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | flags, BTPROTO_HCI)
+        guard socket >= 0 else { throw .unreachable(what, errno) }
+        var address = sockaddr_hci(hci_family: sa_family_t(AF_BLUETOOTH), hci_dev: UInt16(HCI_DEV_NONE), hci_channel: UInt16(HCI_CHANNEL_CONTROL))
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
+        }
+        guard bound == 0 else {
+            let error = errno
+            close(socket)
+            throw .unreachable(what, error)
+        }
+        return socket
+    }
+}
+
+/// The kernel's New Settings events (doc/mgmt-api.txt, 0x0006), as they happen: a control socket
+/// kept open, read on `queue`. Every trusted control socket hears every event (devices found
+/// while scanning among them), so most are read and dropped.
+public final class ManagementSettingsWatch {
+    private let source: any DispatchSourceRead
+
+    public init(queue: DispatchQueue, _ changed: @escaping @Sendable (_ controller: UInt16, ReadControllerInformation.Settings) -> Void) throws(ManagementError) {
+        let socket = try Management.controlSocket(for: "watching the adapters' settings", flags: Int32(SOCK_NONBLOCK.rawValue))
+        source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: queue)
+        source.setEventHandler {
+            var buffer = [UInt8](repeating: 0, count: 1_024)
+            while true {
+                let count = read(socket, &buffer, buffer.count)
+                guard count > 0 else { return }
+                if let (controller, settings) = ManagementPacket.newSettings(Array(buffer[..<count])) { changed(controller, settings) }
+            }
+        }
+        source.setCancelHandler { close(socket) }
+        source.resume()
+    }
+
+    public func cancel() { source.cancel() }
+
+    deinit { source.cancel() }
+}
+
 /// The management packet format: opcode or event code, controller index, parameter length,
 /// all little-endian, then the parameters.
 enum ManagementPacket {
@@ -90,6 +133,14 @@ enum ManagementPacket {
 
     static func command(_ opcode: UInt16, controller: UInt16, _ parameters: [UInt8]) -> [UInt8] {
         opcode.littleEndianBytes + controller.littleEndianBytes + UInt16(parameters.count).littleEndianBytes + parameters
+    }
+
+    static let newSettingsEvent: UInt16 = 0x0006
+
+    /// The controller and its current settings when `event` is New Settings.
+    static func newSettings(_ event: [UInt8]) -> (controller: UInt16, settings: ReadControllerInformation.Settings)? {
+        guard event.count >= 10, UInt16(littleEndian: event, at: 0) == newSettingsEvent, UInt16(littleEndian: event, at: 4) >= 4 else { return nil }
+        return (UInt16(littleEndian: event, at: 2), ReadControllerInformation.Settings(rawValue: UInt32(littleEndian: event, at: 6)))
     }
 
     /// The status and return parameters when `event` answers `opcode` on `controller`.

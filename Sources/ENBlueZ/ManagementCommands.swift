@@ -79,23 +79,34 @@ public struct ReadAdvertisingFeatures: ManagementCommand {
 /// unlisted number (parameters only: nothing goes on the air) raises the count by one; held until
 /// every instance is listed, they show every other program's.
 public enum AdvertisingInstances {
-    /// The instances in use by others and the ones `hold` took (to be released by the caller),
-    /// from the controller's `features`: `hold(n)` adds instance `n` and answers the new list.
-    public static func survey(_ features: ReadAdvertisingFeatures.Features, hold: (UInt8) throws -> [UInt8]) rethrows
-        -> (inUse: Set<UInt8>, held: [UInt8])
-    {
-        var current = features, held = [UInt8]()
-        while let free = current.lowestUnlisted, held.count < Int(current.maximumInstances) {
-            held.append(free)
-            current.instances = try hold(free)
+    /// What holding instances showed: those in use by others, those held (to be released by the
+    /// caller), and whether the controller ran out of advertising sets before the kernel listed
+    /// every instance.
+    public struct Survey: Equatable {
+        public let inUse: Set<UInt8>
+        public let held: [UInt8]
+        public let controllerFull: Bool
+
+        /// The instance for a new advertisement: the highest that no one uses (bluetoothd hands
+        /// out the lowest first). When the controller ran out of sets first (some are taken by
+        /// what the kernel does not list, such as its own advertisement of an adapter that was
+        /// connectable), the highest held, which had a set. nil when none is free.
+        public func highestFree(maximum: UInt8) -> UInt8? {
+            if controllerFull { return held.max() }
+            return maximum == 0 ? nil : (1...maximum).reversed().first { !inUse.contains($0) }
         }
-        return (Set(current.instances).subtracting(held), held)
     }
 
-    /// The instance for a new advertisement: the highest that no one uses (bluetoothd hands out
-    /// the lowest first); nil when every one of the controller's `maximum` is taken.
-    public static func highestFree(maximum: UInt8, inUse: Set<UInt8>) -> UInt8? {
-        maximum == 0 ? nil : (1...maximum).reversed().first { !inUse.contains($0) }
+    /// Surveys the controller's `features`: `hold(n)` adds instance `n` and answers the new list,
+    /// or nil when the controller has no advertising set for it (nothing was added).
+    public static func survey(_ features: ReadAdvertisingFeatures.Features, hold: (UInt8) throws -> [UInt8]?) rethrows -> Survey {
+        var current = features, held = [UInt8]()
+        while let free = current.lowestUnlisted, held.count < Int(current.maximumInstances) {
+            guard let listed = try hold(free) else { return Survey(inUse: Set(current.instances).subtracting(held), held: held, controllerFull: true) }
+            held.append(free)
+            current.instances = listed
+        }
+        return Survey(inUse: Set(current.instances).subtracting(held), held: held, controllerFull: false)
     }
 }
 

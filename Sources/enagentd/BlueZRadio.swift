@@ -1,3 +1,4 @@
+import Dispatch
 import ENAgent
 import ENBlueZ
 import ENBus
@@ -121,7 +122,13 @@ final class BlueZRadio: Radio {
         let previous = state.withLock { state in defer { state.advertisement = nil }; return state.advertisement }
         if let previous, previous.adapter.name != adapter.name { try remove(previous.instance, from: previous.adapter) }
         let settings = try Management.send(ReadControllerInformation(), controller: controller)
-        guard !settings.contains(.connectable) else { throw Failure.connectable(adapter.name) }
+        guard !settings.contains(.connectable) else {
+            // The kernel re-programs the advertisement on the air when the adapter turns connectable:
+            // on a legacy controller the last RPI goes on in ADV_IND from the adapter's own address.
+            // It must not stay there (nor past its interval), so it goes before the agent waits.
+            if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
+            throw Failure.connectable(adapter.name)
+        }
         let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
         let own: UInt8?, instance: UInt8
         if let previous, previous.adapter.name == adapter.name {
@@ -176,14 +183,18 @@ final class BlueZRadio: Radio {
         let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
         var held = [UInt8]()
         do {
-            let inUse = try AdvertisingInstances.survey(features) { instance in
+            let survey = try AdvertisingInstances.survey(features) { instance in
+                do {
+                    _ = try Management.send(AddExtendedAdvertisingParameters(instance: instance, flags: [], interval: 0...0, transmitPower: 0),
+                                            controller: controller)
+                } catch let error as ManagementError where error.status == ManagementError.noResources {
+                    return nil
+                }
                 held.append(instance)
-                _ = try Management.send(AddExtendedAdvertisingParameters(instance: instance, flags: [], interval: 0...0, transmitPower: 0),
-                                        controller: controller)
                 return try Management.send(ReadAdvertisingFeatures(), controller: controller).instances
-            }.inUse
+            }
             try release(held, from: adapter)
-            return AdvertisingInstances.highestFree(maximum: features.maximumInstances, inUse: inUse)
+            return survey.highestFree(maximum: features.maximumInstances)
         } catch {
             try release(held, from: adapter)
             throw error
@@ -268,6 +279,21 @@ final class BlueZRadio: Radio {
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
     /// that the radio comes back by itself after either goes away.
+    /// Hears at once when the adapter advertising turns connectable: the kernel then re-programs
+    /// the advertisement on the air (see `advertise`), so the agent takes it off without waiting
+    /// for its next rotation. Without the watch (no management socket) that rotation finds it.
+    func watchSettings(for agent: RadioAgent, logger: Logger) -> ManagementSettingsWatch? {
+        do {
+            return try ManagementSettingsWatch(queue: DispatchQueue(label: "enagent.management-events")) { [self] controller, settings in
+                guard settings.contains(.connectable), state.withLock({ $0.advertisement?.adapter.index }) == controller else { return }
+                agent.adapterTurnedConnectable()
+            }
+        } catch {
+            logger.warning("an adapter turned connectable is noticed at the next rotation only: \(error)")
+            return nil
+        }
+    }
+
     func follow(for agent: RadioAgent, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
             guard let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }

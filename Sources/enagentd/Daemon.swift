@@ -20,7 +20,7 @@ final class Daemon: Sendable {
     private typealias P = ExposureNotificationAPI.Properties
     /// Where the daemon's state lives.
     let queue: DispatchQueue
-    private let queueKey = DispatchSpecificKey<Bool>()
+    private let queueMark = QueueMark()
     let store: AgentStore
     let clock: any AgentClock
     private let retention: RetentionPolicy
@@ -44,6 +44,7 @@ final class Daemon: Sendable {
         var recheckTimer: (any DispatchSourceTimer)?
         var radioAgent: RadioAgent?
         var subscriptions = [SignalSubscription]()
+        var settingsWatch: ManagementSettingsWatch?
         var clockTrusted = false
         var radioState = RadioState()
         var adapterName = ""
@@ -86,7 +87,7 @@ final class Daemon: Sendable {
         self.queue = queue
         onQueue = QueueBound(Confined(), queue: queue)
         self.reportStatus = reportStatus
-        queue.setSpecific(key: queueKey, value: true)
+        queue.setSpecific(key: queueMark.key, value: true)
         self.store = store
         self.clock = clock
         self.retention = retention
@@ -101,7 +102,7 @@ final class Daemon: Sendable {
     /// while PropertiesChanged is built) it runs at once instead of waiting for itself. (Under
     /// dispatchMain the main queue runs on worker threads, so Thread.isMainThread cannot tell.)
     func perform<T>(_ body: () throws -> T) rethrows -> T {
-        try DispatchQueue.getSpecific(key: queueKey) != nil ? body() : queue.sync(execute: body)
+        try DispatchQueue.getSpecific(key: queueMark.key) != nil ? body() : queue.sync(execute: body)
     }
 
     /// Sends one of the API's signals (on `queue`), to every listener or to `destination` only; a
@@ -374,6 +375,8 @@ final class Daemon: Sendable {
         my.upkeepTimer = nil
         my.subscriptions.forEach { $0.cancel() }
         my.subscriptions = []
+        my.settingsWatch?.cancel()
+        my.settingsWatch = nil
         my.radioAgent?.stop()
         my.radioAgent = nil
         my.radioState = RadioState()
@@ -409,7 +412,15 @@ final class Daemon: Sendable {
             }
         }
         my.subscriptions = try bluez.follow(for: agent, logger: logger)
+        my.settingsWatch = bluez.watchSettings(for: agent, logger: logger)
         agent.start()
         return agent
     }
+}
+
+/// The mark `Daemon.perform` finds on its queue. Sendable by hand: the key is a token Dispatch
+/// compares by identity only and never changes (Sendable in Swift 6.3's Dispatch, not yet in
+/// Debian's 6.0.3).
+private struct QueueMark: @unchecked Sendable {
+    let key = DispatchSpecificKey<Bool>()
 }

@@ -24,8 +24,13 @@ final class RecordingRadio: Radio {
     }
 
     struct Refusal: Error {}
+    /// What BlueZRadio throws for an adapter that is connectable.
+    struct Connectable: RadioProblemError { var problem: RadioProblem { .adapterConnectable } }
+    /// Whether the adapter is connectable now (advertisements are refused).
+    private let connectable = Mutex(false)
 
     func refuseNext(_ count: Int) { refusals.withLock { $0 = count } }
+    func turnConnectable(_ on: Bool) { connectable.withLock { $0 = on } }
 
     func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         calls.withLock { $0.append("advertise") }
@@ -34,6 +39,7 @@ final class RecordingRadio: Radio {
             return remaining > 0
         }
         if refusing || refused { throw Refusal() }
+        if connectable.withLock({ $0 }) { throw Connectable() }
         let data = try serviceData(selectedTransmitPower)
         advertised.withLock { $0.append(data) }
     }
@@ -92,6 +98,27 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"])
         let expected = try KeySchedule(store: store, clock: clock).broadcast(metadata: metadata)
         #expect(radio.serviceData == [expected.serviceData])
+    }
+
+    /// An adapter turned connectable puts the advertisement on the air in connectable PDUs: it
+    /// comes off at once, not at the next rotation, the status says why, and the agent advertises
+    /// again within a second of the adapter's return to non-connectable.
+    @Test func anAdapterTurnedConnectableEndsTheAdvertisementAtOnce() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(), states = StateLog()
+        let agent = try agent(radio, store: store, states: states)
+        agent.start()
+        radio.turnConnectable(true)
+        agent.adapterTurnedConnectable()
+        #expect(agent.isResponsive)
+        #expect(radio.log.filter { $0 == "advertise" }.count == 2, "the advertisement taken off at once: \(radio.log)")
+        #expect(states.last?.advertising == false)
+        #expect(states.last?.problem == .adapterConnectable)
+        radio.turnConnectable(false)
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(agent.isResponsive)
+        agent.stop()
+        #expect(radio.serviceData.count == 2, "advertising again once the adapter is not connectable")
     }
 
     /// The metadata carries the TX power the controller chose for the advertisement.

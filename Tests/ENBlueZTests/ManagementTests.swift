@@ -38,6 +38,9 @@ import Testing
     struct KernelInstances {
         var maximum: UInt8
         var inUse: Set<UInt8>
+        /// The controller's advertising sets free for instances (fewer than `maximum` when the
+        /// kernel's own advertisement holds one).
+        var sets = Int.max
         var features: ReadAdvertisingFeatures.Features {
             .init(supportedFlags: 0, maximumDataLength: 31, maximumInstances: maximum,
                   instances: inUse.filter { Int($0) <= inUse.count }.sorted())
@@ -45,29 +48,36 @@ import Testing
         /// What the agent finds free, and whether every instance it held was new (never another's).
         func highestFree() -> (free: UInt8?, heldOnlyFree: Bool) {
             var kernel = self, heldOnlyFree = true
-            let inUse = AdvertisingInstances.survey(features) { instance in
+            let survey = AdvertisingInstances.survey(features) { instance in
+                guard kernel.inUse.count < kernel.sets else { return nil }
                 heldOnlyFree = heldOnlyFree && kernel.inUse.insert(instance).inserted
                 return kernel.features.instances
-            }.inUse
-            return (AdvertisingInstances.highestFree(maximum: maximum, inUse: inUse), heldOnlyFree)
+            }
+            return (survey.highestFree(maximum: maximum), heldOnlyFree)
         }
     }
 
     /// Another program's instance is never taken, also where the kernel's list does not show it:
     /// a beacon alone in the highest instance is found by holding free instances for a moment.
-    static let instanceCases: [(maximum: UInt8, others: Set<UInt8>, expected: UInt8?)] = [
-        (3, [3], 2),        // the lab's beacon: listed only once two more are held
-        (3, [], 3),         // nothing else: the highest
-        (3, [1], 3),        // bluetoothd's first advertisement
-        (3, [2, 3], 1),
-        (5, [5, 4], 3),
-        (3, [1, 2, 3], nil), // every instance taken
-        (0, [], nil),       // no advertising at all
+    /// `sets`: the advertising sets the controller has for instances.
+    static let instanceCases: [(maximum: UInt8, others: Set<UInt8>, sets: Int, expected: UInt8?)] = [
+        (3, [3], 3, 2),        // the lab's beacon: listed only once two more are held
+        (3, [], 3, 3),         // nothing else: the highest
+        (3, [1], 3, 3),        // bluetoothd's first advertisement
+        (3, [2, 3], 3, 1),
+        (5, [5, 4], 5, 3),
+        (3, [1, 2, 3], 3, nil), // every instance taken
+        (0, [], 0, nil),       // no advertising at all
+        // The kernel's own advertisement of a connectable adapter, left on when it stopped being
+        // connectable, holds one of btvirt's three sets: the survey runs out at the third.
+        (3, [], 2, 2),
+        (3, [3], 2, 1),
+        (3, [1, 2], 2, nil),
     ]
 
     @Test(arguments: instanceCases)
-    func anInstanceIsTakenOnlyWhenFree(maximum: UInt8, others: Set<UInt8>, expected: UInt8?) {
-        let kernel = KernelInstances(maximum: maximum, inUse: others)
+    func anInstanceIsTakenOnlyWhenFree(maximum: UInt8, others: Set<UInt8>, sets: Int, expected: UInt8?) {
+        let kernel = KernelInstances(maximum: maximum, inUse: others, sets: sets)
         if others == [3] { #expect(kernel.features.instances.isEmpty, "the beacon is not listed") }
         let (free, heldOnlyFree) = kernel.highestFree()
         #expect(free == expected)
@@ -90,6 +100,19 @@ import Testing
         let settings = try ReadControllerInformation.decode(information)
         #expect(settings == [.powered, .connectable, .bredr, .le])
         #expect(throws: ManagementError.self) { try ReadControllerInformation.decode(Array(information.prefix(16))) }
+    }
+
+    /// New Settings as btmon recorded it when `btmgmt --index 0 connectable on` ran on a BT 4.x
+    /// controller (0x00000a03: powered, connectable, LE, Secure Connections).
+    @Test func newSettingsNameTheControllerAndItsSettings() {
+        let event: [UInt8] = [0x06, 0x00, 0x00, 0x00, 0x04, 0x00, 0x03, 0x0A, 0x00, 0x00]
+        let decoded = ManagementPacket.newSettings(event)
+        #expect(decoded?.controller == 0)
+        #expect(decoded?.settings == [.powered, .connectable, .le, ReadControllerInformation.Settings(rawValue: 1 << 11)])
+        #expect(ManagementPacket.newSettings([0x06, 0x00, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00])?.controller == 2)
+        #expect(ManagementPacket.newSettings(Array(event.prefix(9))) == nil, "cut short")
+        let discovering: [UInt8] = [0x13, 0x00, 0x00, 0x00, 0x02, 0x00, 0x06, 0x01, 0x00, 0x00]
+        #expect(ManagementPacket.newSettings(discovering) == nil, "another event")
     }
 
     /// Only the answer to our command on our controller counts; every management socket also
