@@ -17,6 +17,9 @@ of a's shared keys, as many as `enctl detect offline` finds in b's database; pau
 its advertising and scanning (the controller's own record) within 2 s of enctl pause returning; after
 hci0 was switched off under agent a (power-on = yes), agent a logged the loss and hci0 was
 advertising and scanning again (the controller, in btmon) within 10 s of the switch-off;
+with both agents' adapters blocked by rfkill, each agent's API said bluetooth-off and its log
+named the block, and within 10 s of the unblocking each advertised a new RPI from a new address
+and scanned again (btmon);
 when hci0 was made connectable under agent a, the agent took its advertisement off within 1 s
 (btmon), its API said adapter-connectable within 5 s (enctl is slow in the emulated guest), and it advertised a new RPI from a new
 address within 10 s of the adapter turning non-connectable;
@@ -446,6 +449,31 @@ def adapter():
           + (f"{took:.1f} s (btmon; the lab's poll saw it after {polled} s)" if took is not None else f"NEVER (the lab's poll: {polled})"))
     if not switched_off or losses == "0" or took is None or took > 10:
         failures.append(f"agent a did not bring hci0 back within 10 s of it being switched off ({switched_off}, {losses}, {took})")
+
+@check("AIRPLANE MODE (both agents' adapters blocked by rfkill, then unblocked)")
+def airplane_mode():
+    blocked_at = float(open(f"{out}/phases/rfkill-blocked-at").read())
+    unblocked_at = float(open(f"{out}/phases/rfkill-unblocked-at").read())
+    polled = dict(line.split() for line in open(f"{out}/phases/rfkill").read().splitlines())
+    table, (found, *_) = en_capture()
+    for agent, adapter in agents.items():
+        controller = int(adapter.removeprefix("hci"))
+        status = json.load(open(f"{out}/phases/rfkill-status-{agent}.json"))
+        said = "switched off by airplane mode" in open(f"{out}/{agent}/enagentd.log").read()
+        mine = [advertisement for advertisement in found if advertisement["controller"] == controller and not onair.check(advertisement, table)]
+        before = [advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) < blocked_at]
+        back = next((advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) >= unblocked_at), None)
+        scanning = next((time for time, _, listening in onair.radio_changes(f"{out}/btmon.snoop", controller) if time >= unblocked_at and listening), None)
+        took = None if back is None or scanning is None else max(onair.unix_seconds(back["time"]), scanning) - unblocked_at
+        fresh = back is not None and bool(before) and back["data"][11:27] != before[-1]["data"][11:27] and back["address"] != before[-1]["address"]
+        print(f"  {agent} ({adapter}) blocked: {status['status']}, advertising {'yes' if status['advertising'] else 'no'}, "
+              f"scanning {'yes' if status['scanning'] else 'no'}; its log {'names' if said else 'does NOT name'} the block; unblocked: advertising and scanning again "
+              + (f"{took:.1f} s later (btmon)" if took is not None else "NEVER") + (", a new RPI from a new address" if fresh else ", NOT a new RPI from a new address")
+              + f" (the lab's poll: {polled.get(adapter)})")
+        if status["status"] != "bluetooth-off" or status["advertising"] or status["scanning"] or not said:
+            failures.append(f"agent {agent}'s API says {status['status']} (advertising {status['advertising']}) while {adapter} is blocked, or its log does not say why")
+        if took is None or took > 10 or not fresh:
+            failures.append(f"agent {agent} did not advertise a new RPI from a new address and scan within 10 s of {adapter}'s unblocking ({took}, {fresh})")
 
 @check("CONNECTABLE ADAPTER (hci0 made connectable under a, then not)")
 def connectable():

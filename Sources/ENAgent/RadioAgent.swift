@@ -48,8 +48,11 @@ public final class RadioAgent: Sendable {
         /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
         var sightingsThisScan = 0
         var droppedThisScan = 0
-        /// The radio's last refusal of an advertisement, until one is accepted.
+        /// The radio's last refusal of an advertisement, and of a scan, until one is accepted:
+        /// retried every second, the same refusal (an adapter connectable or blocked for hours)
+        /// goes to the journal once.
         var lastRefusal: String?
+        var lastScanRefusal: String?
         var state = RadioState()
     }
 
@@ -174,13 +177,17 @@ public final class RadioAgent: Sendable {
     }
 
     /// The adapter advertising turned connectable, which puts the advertisement on the air in
-    /// connectable PDUs (from the adapter's own address on a legacy controller): the rotation
-    /// takes it off at once and waits, saying why, until the adapter is not connectable.
+    /// connectable PDUs (from the adapter's own address on a legacy controller): it comes off at
+    /// once, before anything else, and the rotation tries every second until the adapter is not
+    /// connectable (a new RPI then, since this one went out from the adapter's own address).
     public func adapterTurnedConnectable() {
         queue.async { [self] in
             guard my.running, state.advertising else { return }
-            logger.warning("the adapter turned connectable: taking the advertisement off the air")
-            rotate()
+            stopAdvertising()
+            logger.warning("the adapter turned connectable: its advertisement taken off the air")
+            state.advertising = false
+            state.problem = .adapterConnectable
+            scheduleRotation(in: Self.retrySeconds)
         }
     }
 
@@ -333,8 +340,6 @@ public final class RadioAgent: Sendable {
                 nextIn = Self.storeRetrySeconds
             } else {
                 state.problem = Self.problem(of: error)
-                // Retried every second: the same refusal (an adapter left connectable for hours)
-                // goes to the journal once.
                 let refusal = "\(error)"
                 if refusal != my.lastRefusal { logger.error("cannot advertise: \(refusal)") } else { logger.debug("still cannot advertise: \(refusal)") }
                 my.lastRefusal = refusal
@@ -368,15 +373,18 @@ public final class RadioAgent: Sendable {
         do {
             if !state.scanning { try radio.startScanning() }
             state.scanning = true
+            my.lastScanRefusal = nil
             // A scan clears the radio's problems, not those that keep the agent from advertising.
             switch state.problem {
-            case .identifierUsed?, .lastIntervalUnknown?: break
+            case .identifierUsed?, .lastIntervalUnknown?, .adapterConnectable?: break
             default: state.problem = my.storeFailing ? .storeUnwritable : nil
             }
         } catch {
             state.scanning = false
             state.problem = Self.problem(of: error)
-            logger.error("cannot scan: \(error)")
+            let refusal = "\(error)"
+            if refusal != my.lastScanRefusal { logger.error("cannot scan: \(refusal)") } else { logger.debug("still cannot scan: \(refusal)") }
+            my.lastScanRefusal = refusal
             my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return
         }

@@ -27,6 +27,7 @@ final class BlueZRadio: Radio {
         case poweredOff(String)
         case connectable(String)
         case cannotAdvertise(String)
+        case blocked(String, RadioKill)
 
         var description: String {
             switch self {
@@ -36,6 +37,7 @@ final class BlueZRadio: Radio {
             case .connectable(let name):
                 return "not advertising: \(name) is connectable, so the kernel would send the identifier in connectable PDUs "
                     + "from the adapter's own address, which links every RPI; switch it off with 'btmgmt --index \(name.dropFirst(3)) connectable off'"
+            case .blocked(let name, let kill): return "\(name) is switched off by \(kill.remedy)"
             case .cannotAdvertise(let name):
                 return "every advertising instance of \(name) is taken by other programs ('btmgmt --index \(name.dropFirst(3)) advinfo' lists them)"
             }
@@ -44,7 +46,7 @@ final class BlueZRadio: Radio {
         var problem: RadioProblem {
             switch self {
             case .noAdapter, .cannotAdvertise: return .noAdapter
-            case .poweredOff: return .bluetoothOff
+            case .poweredOff, .blocked: return .bluetoothOff
             case .connectable: return .adapterConnectable
             }
         }
@@ -104,6 +106,8 @@ final class BlueZRadio: Radio {
         state.withLock { $0.lastFound = Self.identity(of: adapter) }
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
+            // bluetoothd answers only org.bluez.Error.Failed when asked to power a blocked adapter on.
+            if let kill = RadioKill.block(of: adapter.name) { throw Failure.blocked(adapter.name, kill) }
             // At power-on the kernel enables the instances it kept, from new addresses: this
             // agent's goes first (the loss may not have reached the agent yet).
             if let own = state.withLock({ state in state.advertisement.flatMap { $0.adapter.name == adapter.name ? $0 : nil } }) {
@@ -130,14 +134,15 @@ final class BlueZRadio: Radio {
             throw Failure.connectable(adapter.name)
         }
         let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
-        let own: UInt8?, instance: UInt8
+        let own: UInt8?
+        var instance: UInt8
         if let previous, previous.adapter.name == adapter.name {
             (own, instance) = (previous.instance, previous.instance)
         } else {
             // A run killed with SIGKILL left its instance: it goes first, then the agent takes
             // the highest that no other program holds, which the kernel's list may not show.
             own = try rememberedInstance(on: adapter)
-            if let own { try remove(own, from: adapter) }
+            if let own { _ = try removeUnlessStuck(own, from: adapter) }
             guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
             instance = free
         }
@@ -152,7 +157,12 @@ final class BlueZRadio: Radio {
         }
         defer { if let pausedScan { resumeDiscovery(on: pausedScan) } }
         // A fresh instance, so the kernel gives it a fresh non-resolvable address.
-        if features.instances.contains(instance) { try remove(instance, from: adapter) }
+        if features.instances.contains(instance) {
+            if try !removeUnlessStuck(instance, from: adapter) {
+                guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
+                instance = free
+            }
+        }
         if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
         let interval = ExposureNotificationAdvertisement.intervalMilliseconds
         let parameters = try Management.send(AddExtendedAdvertisingParameters(
@@ -249,8 +259,22 @@ final class BlueZRadio: Radio {
         return .gone
     }
 
+    /// Removes an instance; false when the kernel cannot. After rfkill closed the controller (not
+    /// the kernel's power-off), the kernel keeps instances whose sets the controller lost, and can
+    /// neither remove nor change them (the controller refuses to disable an unknown set). Such an
+    /// instance is not on the air: another takes the advertisement, and the stuck one is forgotten.
+    private func removeUnlessStuck(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) -> Bool {
+        do {
+            try remove(instance, from: adapter)
+            return true
+        } catch {
+            guard error.status == Self.failed else { throw error }
+            return false
+        }
+    }
+
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
-    private static let invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
+    private static let failed: UInt8 = 0x03, invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
 
     func startScanning() throws {
         let adapter = try adapter()

@@ -111,14 +111,18 @@ final class UnreadableSettings: RadioAgentStore {
         radio.turnConnectable(true)
         agent.adapterTurnedConnectable()
         #expect(agent.isResponsive)
-        #expect(radio.log.filter { $0 == "advertise" }.count == 2, "the advertisement taken off at once: \(radio.log)")
+        #expect(radio.log == ["advertise", "startScanning", "stopAdvertising"], "the advertisement taken off at once, nothing before")
         #expect(states.last?.advertising == false)
         #expect(states.last?.problem == .adapterConnectable)
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(agent.isResponsive)
+        #expect(radio.serviceData.count == 1 && states.last?.problem == .adapterConnectable, "still connectable: nothing on the air")
         radio.turnConnectable(false)
         Thread.sleep(forTimeInterval: 1.5)
         #expect(agent.isResponsive)
         agent.stop()
         #expect(radio.serviceData.count == 2, "advertising again once the adapter is not connectable")
+        #expect(radio.serviceData[0] != radio.serviceData[1], "a new RPI: the last went out from the adapter's own address")
     }
 
     /// The metadata carries the TX power the controller chose for the advertisement.
