@@ -301,8 +301,6 @@ final class BlueZRadio: Radio {
         }
     }
 
-    /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
-    /// that the radio comes back by itself after either goes away.
     /// Hears at once when the adapter advertising turns connectable: the kernel then re-programs
     /// the advertisement on the air (see `advertise`), so the agent takes it off without waiting
     /// for its next rotation. Without the watch (no management socket) that rotation finds it.
@@ -318,6 +316,8 @@ final class BlueZRadio: Radio {
         }
     }
 
+    /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
+    /// that the radio comes back by itself after either goes away.
     func follow(for agent: RadioAgent, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
             guard let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
