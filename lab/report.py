@@ -95,6 +95,17 @@ def excused_at_connectable():
     return [advertisement for advertisement, took in connectable_moment()[1] if took is not None and took <= CONNECTABLE_BOUND]
 
 
+def back_on_air(controller, gone_at, back_at):
+    """The controller's first EN advertisement on the specification from `back_at` on (None if
+    none), and whether it carries a new RPI from a new address against the last one before `gone_at`."""
+    table, (found, *_) = en_capture()
+    mine = [advertisement for advertisement in found if advertisement["controller"] == controller and not onair.check(advertisement, table)]
+    before = [advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) < gone_at]
+    back = next((advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) >= back_at), None)
+    fresh = back is not None and bool(before) and back["data"][11:27] != before[-1]["data"][11:27] and back["address"] != before[-1]["address"]
+    return back, fresh
+
+
 def btmon_seconds(stamp):
     hours, minutes, rest = stamp.split(":")
     return int(hours) * 3600 + int(minutes) * 60 + float(rest)
@@ -455,17 +466,13 @@ def airplane_mode():
     blocked_at = float(open(f"{out}/phases/rfkill-blocked-at").read())
     unblocked_at = float(open(f"{out}/phases/rfkill-unblocked-at").read())
     polled = dict(line.split() for line in open(f"{out}/phases/rfkill").read().splitlines())
-    table, (found, *_) = en_capture()
     for agent, adapter in agents.items():
         controller = int(adapter.removeprefix("hci"))
         status = json.load(open(f"{out}/phases/rfkill-status-{agent}.json"))
         said = "switched off by airplane mode" in open(f"{out}/{agent}/enagentd.log").read()
-        mine = [advertisement for advertisement in found if advertisement["controller"] == controller and not onair.check(advertisement, table)]
-        before = [advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) < blocked_at]
-        back = next((advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) >= unblocked_at), None)
+        back, fresh = back_on_air(controller, blocked_at, unblocked_at)
         scanning = next((time for time, _, listening in onair.radio_changes(f"{out}/btmon.snoop", controller) if time >= unblocked_at and listening), None)
         took = None if back is None or scanning is None else max(onair.unix_seconds(back["time"]), scanning) - unblocked_at
-        fresh = back is not None and bool(before) and back["data"][11:27] != before[-1]["data"][11:27] and back["address"] != before[-1]["address"]
         print(f"  {agent} ({adapter}) blocked: {status['status']}, advertising {'yes' if status['advertising'] else 'no'}, "
               f"scanning {'yes' if status['scanning'] else 'no'}; its log {'names' if said else 'does NOT name'} the block; unblocked: advertising and scanning again "
               + (f"{took:.1f} s later (btmon)" if took is not None else "NEVER") + (", a new RPI from a new address" if fresh else ", NOT a new RPI from a new address")
@@ -481,16 +488,12 @@ def connectable():
     polled = open(f"{out}/phases/connectable-a").read().split()
     status = json.load(open(f"{out}/phases/connectable-status-a.json"))
     off_at = float(open(f"{out}/phases/a-not-connectable-at").read())
-    table, (found, *_) = en_capture()
     # Timed on the capture: from the kernel's New Settings event (connectable) to the first command
     # after it that took advertising off.
     turned = next((time for time, settings in onair.settings_changes(f"{out}/btmon.snoop", 0) if time >= at and settings & onair.CONNECTABLE), None)
     taken_off = None if turned is None else next((moment - turned for moment in onair.withdrawals(f"{out}/btmon.snoop", 0) if moment >= turned), None)
-    mine = [advertisement for advertisement in found if advertisement["controller"] == 0 and not onair.check(advertisement, table)]
-    before = [advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) < at]
-    back = next((advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) >= off_at), None)
+    back, fresh = back_on_air(0, at, off_at)
     took = None if back is None else onair.unix_seconds(back["time"]) - off_at
-    fresh = back is not None and bool(before) and back["data"][11:27] != before[-1]["data"][11:27] and back["address"] != before[-1]["address"]
     print(f"  connectable on: a's advertising taken off " + (f"{taken_off * 1000:.0f} ms after the kernel's New Settings (btmon)" if taken_off is not None else "NEVER")
           + f"; enctl status said {' '.join(polled[1:3])} after {polled[0]} s; 2 s later: {status['status']}, advertising {'yes' if status['advertising'] else 'no'}")
     print(f"  connectable off: a advertising again " + (f"{took:.1f} s later" if took is not None else "NEVER")
