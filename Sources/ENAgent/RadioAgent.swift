@@ -48,9 +48,8 @@ public final class RadioAgent: Sendable {
         /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
         var sightingsThisScan = 0
         var droppedThisScan = 0
-        /// The radio's last refusal of an advertisement, and of a scan, until one is accepted:
-        /// retried every second, the same refusal (an adapter connectable or blocked for hours)
-        /// goes to the journal once.
+        /// The radio's last refusal of an advertisement, and of a scan, until one is accepted
+        /// (`logRefusal`).
         var lastRefusal: String?
         var lastScanRefusal: String?
         var state = RadioState()
@@ -340,9 +339,7 @@ public final class RadioAgent: Sendable {
                 nextIn = Self.storeRetrySeconds
             } else {
                 state.problem = Self.problem(of: error)
-                let refusal = "\(error)"
-                if refusal != my.lastRefusal { logger.error("cannot advertise: \(refusal)") } else { logger.debug("still cannot advertise: \(refusal)") }
-                my.lastRefusal = refusal
+                logRefusal(error, cannot: "advertise", last: \.lastRefusal)
                 nextIn = Self.retrySeconds
             }
         }
@@ -382,9 +379,7 @@ public final class RadioAgent: Sendable {
         } catch {
             state.scanning = false
             state.problem = Self.problem(of: error)
-            let refusal = "\(error)"
-            if refusal != my.lastScanRefusal { logger.error("cannot scan: \(refusal)") } else { logger.debug("still cannot scan: \(refusal)") }
-            my.lastScanRefusal = refusal
+            logRefusal(error, cannot: "scan", last: \.lastScanRefusal)
             my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return
         }
@@ -417,6 +412,14 @@ public final class RadioAgent: Sendable {
         } catch {
             storeFailed(error, doing: "store \(my.pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
         }
+    }
+
+    /// Logs a refusal of the radio's, which is retried every second: the same refusal as the last
+    /// (an adapter connectable or blocked for hours) goes to the journal once, then at debug level.
+    private func logRefusal(_ error: any Error, cannot what: String, last: WritableKeyPath<Confined, String?>) {
+        let refusal = "\(error)"
+        if refusal != my[keyPath: last] { logger.error("cannot \(what): \(refusal)") } else { logger.debug("still cannot \(what): \(refusal)") }
+        my[keyPath: last] = refusal
     }
 
     /// Marks the store as failing; logs the first failure only, so a full disk does not fill the journal too.
