@@ -8,6 +8,9 @@ public protocol AgentClock: Sendable {
     /// Seconds, on this clock's scale, from a source that is never stepped (boot time, suspend
     /// included): what tells a step of the wall clock from time passing.
     var steadySeconds: Double { get }
+    /// Seconds, on this clock's scale, that the machine was awake (not counting suspend): the
+    /// steady clock running ahead of it tells a suspend, through which no timer fires.
+    var awakeSeconds: Double { get }
     /// Real seconds until this clock reads `time`, for timers.
     func realSeconds(until time: Int64) -> Double
 }
@@ -17,6 +20,7 @@ public struct SystemClock: AgentClock {
     public init() {}
     public var now: Int64 { Int64(Date().timeIntervalSince1970) }
     public var steadySeconds: Double { bootTime() }
+    public var awakeSeconds: Double { monotonicTime() }
     public func realSeconds(until time: Int64) -> Double { Double(time) - Date().timeIntervalSince1970 }
 }
 
@@ -35,6 +39,7 @@ public struct ScaledClock: AgentClock {
 
     public var now: Int64 { Int64(origin + (Date().timeIntervalSince1970 - origin) * scale) }
     public var steadySeconds: Double { bootTime() * scale }
+    public var awakeSeconds: Double { monotonicTime() * scale }
     public func realSeconds(until time: Int64) -> Double {
         (Double(time) - (origin + (Date().timeIntervalSince1970 - origin) * scale)) / scale
     }
@@ -42,8 +47,13 @@ public struct ScaledClock: AgentClock {
 
 /// CLOCK_BOOTTIME in seconds: monotonic, and counting a suspended laptop's sleep, which the wall
 /// clock counts too.
-private func bootTime() -> Double {
+private func bootTime() -> Double { seconds(of: CLOCK_BOOTTIME) }
+
+/// CLOCK_MONOTONIC in seconds: stands still while the machine sleeps.
+private func monotonicTime() -> Double { seconds(of: CLOCK_MONOTONIC) }
+
+private func seconds(of clock: clockid_t) -> Double {
     var time = timespec()
-    clock_gettime(CLOCK_BOOTTIME, &time)
+    clock_gettime(clock, &time)
     return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }

@@ -19,6 +19,10 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Scanning, but not advertising: the adapter is connectable, so the kernel would send the
     /// identifier in connectable PDUs from the adapter's own address, which links every RPI.
     case adapterConnectable = "adapter-connectable"
+    /// Scanning, but not advertising: another program advertises on a legacy (BT 4.x) adapter,
+    /// whose one advertising set the kernel lends to each advertisement in turn, from a new
+    /// address each turn: the identifier would go out from several addresses, which links them.
+    case adapterShared = "adapter-shared"
     /// Scanning, but not advertising until a later interval: the identifier of the interval the
     /// clock reads went on the air already (the clock went back, or a restart used up the day's keys).
     case waitingForInterval = "waiting-for-interval"
@@ -43,6 +47,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
         case .noAdapter?: return .noAdapter
         case .bluetoothOff?: return .bluetoothOff
         case .adapterConnectable?: return .adapterConnectable
+        case .adapterShared?: return .adapterShared
         case .identifierUsed?: return .waitingForInterval
         case .storeUnwritable?: return .storeUnwritable
         case .lastIntervalUnknown?: return .lastIntervalUnknown
@@ -53,7 +58,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// Whether the radio and the key schedule run in this status (they keep trying through radio problems).
     public var runsAgent: Bool {
         switch self {
-        case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .waitingForInterval, .storeUnwritable, .lastIntervalUnknown: return true
+        case .active, .bluetoothOff, .noAdapter, .adapterConnectable, .adapterShared, .waitingForInterval, .storeUnwritable, .lastIntervalUnknown: return true
         case .paused, .disabled, .consentRequired, .clockUnsynchronised, .storeUnreadable: return false
         }
     }
@@ -64,6 +69,7 @@ public enum RadioProblem: Sendable, Equatable {
     case noAdapter
     case bluetoothOff
     case adapterConnectable
+    case adapterShared
     /// The current interval's identifier was on the air already: the next fresh one comes at this
     /// unix time.
     case identifierUsed(until: Int64)

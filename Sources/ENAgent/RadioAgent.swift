@@ -165,6 +165,27 @@ public final class RadioAgent: Sendable {
         }
     }
 
+    /// The machine is about to sleep (systemd-logind's PrepareForSleep): the advertisement comes
+    /// off the air first, since at resume the kernel enables the instance it kept again, from a new
+    /// address and hours past its interval, before any program runs. The scan ends, its sightings
+    /// are written, and the wake-up (`radioReturned`) brings a fresh identifier. `done` runs once
+    /// all that is done, whatever happened (it lets the machine sleep).
+    public func prepareForSleep(then done: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            defer { done() }
+            guard my.running else { return }
+            my.rotationTimer?.cancel()
+            my.scanTimer?.cancel()
+            if state.advertising { stopAdvertising() }
+            if state.scanning { stopScanning() }
+            my.lostSinceAdvertising = true
+            state.advertising = false
+            state.scanning = false
+            flush()
+            logger.info("the system is going to sleep: advertisement and scan stopped until it wakes")
+        }
+    }
+
     /// The wall clock was stepped (the daemon's upkeep noticed): an identifier for the time it
     /// reads now, or the wait for a later interval, at once rather than at the next rotation.
     /// Nothing changes while it still reads the interval on the air.
@@ -175,17 +196,19 @@ public final class RadioAgent: Sendable {
         }
     }
 
-    /// The adapter advertising turned connectable, which puts the advertisement on the air in
-    /// connectable PDUs (from the adapter's own address on a legacy controller): it comes off at
-    /// once, before anything else, and the rotation tries every second until the adapter is not
-    /// connectable (a new RPI then, since this one went out from the adapter's own address).
-    public func adapterTurnedConnectable() {
+    /// The adapter advertising changed so that the advertisement must come off the air at once,
+    /// before anything else (`problem` says why): it turned connectable, which puts the
+    /// advertisement in connectable PDUs (from the adapter's own address on a legacy controller),
+    /// or another program added an advertisement to a legacy adapter, whose set the kernel then
+    /// lends in turns, from a new address each turn. The rotation tries every second until the
+    /// adapter is fit again (a new RPI then).
+    public func adapterUnfitForAdvertising(_ problem: RadioProblem, because reason: String) {
         queue.async { [self] in
             guard my.running, state.advertising else { return }
             stopAdvertising()
-            logger.warning("the adapter turned connectable: its advertisement taken off the air")
+            logger.warning("\(reason): the advertisement taken off the air")
             state.advertising = false
-            state.problem = .adapterConnectable
+            state.problem = problem
             scheduleRotation(in: Self.retrySeconds)
         }
     }
@@ -373,7 +396,7 @@ public final class RadioAgent: Sendable {
             my.lastScanRefusal = nil
             // A scan clears the radio's problems, not those that keep the agent from advertising.
             switch state.problem {
-            case .identifierUsed?, .lastIntervalUnknown?, .adapterConnectable?: break
+            case .identifierUsed?, .lastIntervalUnknown?, .adapterConnectable?, .adapterShared?: break
             default: state.problem = my.storeFailing ? .storeUnwritable : nil
             }
         } catch {

@@ -99,21 +99,22 @@ extension Management {
     }
 }
 
-/// The kernel's New Settings events (doc/mgmt-api.txt, 0x0006), as they happen: a control socket
-/// kept open, read on `queue`. Every trusted control socket hears every event (devices found
-/// while scanning among them), so most are read and dropped.
-public final class ManagementSettingsWatch {
+/// The kernel's management events as they happen (`ManagementEvent`: settings changed, devices
+/// heard, monitors removed): a control socket kept open, read on `queue`. Every trusted control
+/// socket hears every event of every controller, so most are read and dropped.
+public final class ManagementEventWatch {
     private let source: any DispatchSourceRead
 
-    public init(queue: DispatchQueue, _ changed: @escaping @Sendable (_ controller: UInt16, ReadControllerInformation.Settings) -> Void) throws(ManagementError) {
-        let socket = try Management.controlSocket(for: "watching the adapters' settings", flags: Int32(SOCK_NONBLOCK.rawValue))
+    public init(queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) {
+        let socket = try Management.controlSocket(for: "watching the adapters' events", flags: Int32(SOCK_NONBLOCK.rawValue))
         source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: queue)
         source.setEventHandler {
+            // An event's parameters are at most 65535 bytes (Device Found carries up to 31 + 31 of AD).
             var buffer = [UInt8](repeating: 0, count: 1_024)
             while true {
                 let count = read(socket, &buffer, buffer.count)
                 guard count > 0 else { return }
-                if let (controller, settings) = ManagementPacket.newSettings(Array(buffer[..<count])) { changed(controller, settings) }
+                if let event = ManagementPacket.event(Array(buffer[..<count])) { handler(event) }
             }
         }
         source.setCancelHandler { close(socket) }
@@ -123,6 +124,30 @@ public final class ManagementSettingsWatch {
     public func cancel() { source.cancel() }
 
     deinit { source.cancel() }
+}
+
+/// The management events the agent acts on (doc/mgmt-api.txt).
+public enum ManagementEvent: Equatable, Sendable {
+    /// New Settings (0x0006): the controller's current settings.
+    case newSettings(controller: UInt16, ReadControllerInformation.Settings)
+    /// Device Found (0x0012), or Advertisement Monitor Device Found (0x002F), which the kernel
+    /// sends instead while it scans for monitors and no discovery runs.
+    case deviceFound(controller: UInt16, DeviceFound)
+    /// Advertisement Monitor Removed (0x002C): by whichever program, bluetoothd's start among them.
+    case monitorRemoved(controller: UInt16, handle: UInt16)
+    /// Advertising Added (0x0023): an instance added by another socket than the one that hears it.
+    case advertisingAdded(controller: UInt16, instance: UInt8)
+}
+
+/// An advertisement the controller heard: the sender's address as on the air (6 bytes,
+/// little-endian), its type, the RSSI (127: not available), the kernel's flags and the
+/// advertising (and scan response) data.
+public struct DeviceFound: Equatable, Sendable {
+    public var address: [UInt8]
+    public var addressType: UInt8
+    public var rssi: Int8
+    public var flags: UInt32
+    public var data: [UInt8]
 }
 
 /// The management packet format: opcode or event code, controller index, parameter length,
@@ -135,12 +160,34 @@ enum ManagementPacket {
         opcode.littleEndianBytes + controller.littleEndianBytes + UInt16(parameters.count).littleEndianBytes + parameters
     }
 
-    static let newSettingsEvent: UInt16 = 0x0006
+    static let newSettingsEvent: UInt16 = 0x0006, deviceFoundEvent: UInt16 = 0x0012
+    static let advertisingAddedEvent: UInt16 = 0x0023, monitorRemovedEvent: UInt16 = 0x002C, monitorDeviceFoundEvent: UInt16 = 0x002F
 
-    /// The controller and its current settings when `event` is New Settings.
-    static func newSettings(_ event: [UInt8]) -> (controller: UInt16, settings: ReadControllerInformation.Settings)? {
-        guard event.count >= 10, UInt16(littleEndian: event, at: 0) == newSettingsEvent, UInt16(littleEndian: event, at: 4) >= 4 else { return nil }
-        return (UInt16(littleEndian: event, at: 2), ReadControllerInformation.Settings(rawValue: UInt32(littleEndian: event, at: 6)))
+    /// `packet` as an event the agent acts on; nil for any other, or one cut short.
+    static func event(_ packet: [UInt8]) -> ManagementEvent? {
+        guard packet.count >= 6 else { return nil }
+        let code = UInt16(littleEndian: packet, at: 0), controller = UInt16(littleEndian: packet, at: 2)
+        let length = Int(UInt16(littleEndian: packet, at: 4))
+        guard packet.count >= 6 + length else { return nil }
+        let parameters = Array(packet[6..<(6 + length)])
+        switch code {
+        case newSettingsEvent where length >= 4:
+            return .newSettings(controller: controller, ReadControllerInformation.Settings(rawValue: UInt32(littleEndian: parameters, at: 0)))
+        case advertisingAddedEvent where length >= 1:
+            return .advertisingAdded(controller: controller, instance: parameters[0])
+        case monitorRemovedEvent where length >= 2:
+            return .monitorRemoved(controller: controller, handle: UInt16(littleEndian: parameters, at: 0))
+        case deviceFoundEvent, monitorDeviceFoundEvent:
+            // Advertisement Monitor Device Found puts the monitor's handle before Device Found's fields.
+            let fields = code == monitorDeviceFoundEvent ? Array(parameters.dropFirst(2)) : parameters
+            guard fields.count >= 14 else { return nil }
+            let dataLength = Int(UInt16(littleEndian: fields, at: 12))
+            guard fields.count >= 14 + dataLength else { return nil }
+            return .deviceFound(controller: controller, DeviceFound(address: Array(fields[0..<6]), addressType: fields[6], rssi: Int8(bitPattern: fields[7]),
+                                                                    flags: UInt32(littleEndian: fields, at: 8), data: Array(fields[14..<(14 + dataLength)])))
+        default:
+            return nil
+        }
     }
 
     /// The status and return parameters when `event` answers `opcode` on `controller`.

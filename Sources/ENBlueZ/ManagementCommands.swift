@@ -210,3 +210,72 @@ public struct AddExtendedAdvertisingData: ManagementCommand {
     public var parameters: [UInt8] { [instance, UInt8(advertisingData.count), 0] + advertisingData }
     public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
 }
+
+/// Read Advertisement Monitor Features (0x0051): the monitors registered on the controller, by
+/// anyone (bluetoothd's and this agent's alike).
+public struct ReadAdvertisementMonitorFeatures: ManagementCommand {
+    public static let opcode: UInt16 = 0x0051
+    public static let name = "Read Advertisement Monitor Features"
+    public var parameters: [UInt8] { [] }
+    public init() {}
+
+    /// Supported and enabled features (4 + 4), max handles (2), max patterns (1), handle count
+    /// (2), then the handles.
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> [UInt16] {
+        guard reply.count >= 13 else { throw .malformedReply(name, reply) }
+        let count = Int(UInt16(littleEndian: reply, at: 11))
+        guard reply.count >= 13 + 2 * count else { throw .malformedReply(name, reply) }
+        return (0..<count).map { UInt16(littleEndian: reply, at: 13 + 2 * $0) }
+    }
+}
+
+/// Add Advertisement Patterns Monitor (0x0052): the kernel scans passively while any monitor is
+/// registered (no SCAN_REQ leaves the radio, so no own address does either), with the
+/// controller's duplicate filter off, and reports what it hears in Device Found events. Without
+/// a controller that filters (Microsoft's extension), the kernel does not match the patterns:
+/// every advertisement is reported, and the reader picks what it wants.
+public struct AddAdvertisementPatternsMonitor: ManagementCommand {
+    public static let opcode: UInt16 = 0x0052
+    public static let name = "Add Advertisement Patterns Monitor"
+
+    /// AD data of type `type` whose bytes from `offset` on are `value`.
+    public struct Pattern: Equatable, Sendable {
+        public var type: UInt8, offset: UInt8, value: [UInt8]
+
+        /// Service data of the Exposure Notification service (0xFD6F).
+        public static let exposureNotification = Pattern(type: 0x16, offset: 0, value: [0x6F, 0xFD])
+    }
+
+    public var patterns: [Pattern]
+    public init(patterns: [Pattern]) { self.patterns = patterns }
+
+    /// The count, then per pattern its type, offset, length and 31 bytes of value (zero-padded).
+    public var parameters: [UInt8] {
+        var bytes: [UInt8] = [UInt8(patterns.count)]
+        for pattern in patterns {
+            bytes += [pattern.type, pattern.offset, UInt8(pattern.value.count)]
+            bytes += pattern.value
+            bytes += [UInt8](repeating: 0, count: 31 - pattern.value.count)
+        }
+        return bytes
+    }
+
+    /// The monitor's handle.
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> UInt16 {
+        guard reply.count >= 2 else { throw .malformedReply(name, reply) }
+        return UInt16(littleEndian: reply, at: 0)
+    }
+}
+
+/// Remove Advertisement Monitor (0x0053): one monitor (handle 0 would remove every program's).
+public struct RemoveAdvertisementMonitor: ManagementCommand {
+    public static let opcode: UInt16 = 0x0053
+    public static let name = "Remove Advertisement Monitor"
+    public var handle: UInt16
+    public var parameters: [UInt8] { handle.littleEndianBytes }
+    public init(handle: UInt16) {
+        precondition(handle != 0, "handle 0 removes every program's monitors")
+        self.handle = handle
+    }
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
+}

@@ -1,11 +1,16 @@
 import ENCore
 
-/// The service data of an Exposure Notification advertisement, as RadioAgent.report(_:) takes it
-/// from any device in range: refused unless 20 bytes, else split into the RPI (16 bytes) and the
-/// AEM (4); then the AEM decrypted as a matched key's AEMK decrypts it and the metadata decoded.
+/// The advertising data of any device in range, as the kernel passes it on in a Device Found
+/// event: the 0xFD6F service data found in it (`AdvertisingData`); then, as RadioAgent.report(_:)
+/// takes that, refused unless 20 bytes, else split into the RPI (16 bytes) and the AEM (4); then
+/// the AEM decrypted as a matched key's AEMK decrypts it and the metadata decoded.
 /// (`report(_:)` needs a running agent, so its few lines are repeated here.)
 public func fuzzAdvertisement(_ input: UnsafeRawBufferPointer) {
-    let serviceData = Array(input)
+    let advertisingData = Array(input)
+    guard let found = AdvertisingData.exposureNotificationServiceData(in: advertisingData) else { return }
+    precondition(found.startIndex >= 4 && found.endIndex <= advertisingData.count
+                 && Array(advertisingData[(found.startIndex - 3)..<found.startIndex]) == [0x16, 0x6F, 0xFD], "service data not where its structure is")
+    let serviceData = Array(found)
     guard serviceData.count == 20 else { return }
     let rpi = serviceData.withUnsafeBytes { Bytes16($0) }
     guard let aem = AssociatedEncryptedMetadata(bytes: serviceData[16...]) else {

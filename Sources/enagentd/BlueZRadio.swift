@@ -8,8 +8,8 @@ import ENSystemd
 import Glibc
 import Synchronization
 
-/// The agent's radio: the adapter and discovery through bluetoothd, the advertisement through
-/// the kernel's management interface.
+/// The agent's radio: the adapter through bluetoothd, the advertisement and the scan through the
+/// kernel's management interface.
 ///
 /// bluetoothd 5.66 cannot send the EN advertisement as the specification has it: it refuses
 /// Flags on a non-connectable (broadcast) advertisement and ignores MinInterval/MaxInterval
@@ -21,11 +21,18 @@ import Synchronization
 /// left by a run that was killed is removed at the next start, not kept beside a new one. No
 /// instance timeout (see AddExtendedAdvertisingParameters): with one, the lab's advertisements
 /// ended after about a second.
+///
+/// The scan is passive: an advertisement monitor for 0xFD6F service data (`AddAdvertisementPatternsMonitor`)
+/// makes the kernel scan without SCAN_REQs, so nothing leaves the radio, not the adapter's public
+/// address either, and EN advertisements are not scannable, so nothing is lost. The advertisements
+/// arrive in Device Found events on the agent's management socket. A kernel without monitors
+/// (before 5.10) gets bluetoothd's discovery instead, which scans actively.
 final class BlueZRadio: Radio {
     enum Failure: RadioProblemError, CustomStringConvertible {
         case noAdapter(String?)
         case poweredOff(String)
         case connectable(String)
+        case shared(String)
         case cannotAdvertise(String)
         case blocked(String, RadioKill)
 
@@ -38,6 +45,10 @@ final class BlueZRadio: Radio {
                 return "not advertising: \(name) is connectable, so the kernel would send the identifier in connectable PDUs "
                     + "from the adapter's own address, which links every RPI; switch it off with 'btmgmt --index \(name.dropFirst(3)) connectable off'"
             case .blocked(let name, let kill): return "\(name) is switched off by \(kill.remedy)"
+            case .shared(let name):
+                return "not advertising: another program advertises on \(name), a BT 4.x adapter whose one advertising set the kernel lends to each "
+                    + "advertisement in turn, from a new address each turn, which would link the identifiers; "
+                    + "'btmgmt --index \(name.dropFirst(3)) advinfo' lists them"
             case .cannotAdvertise(let name):
                 return "every advertising instance of \(name) is taken by other programs ('btmgmt --index \(name.dropFirst(3)) advinfo' lists them)"
             }
@@ -48,6 +59,7 @@ final class BlueZRadio: Radio {
             case .noAdapter, .cannotAdvertise: return .noAdapter
             case .poweredOff, .blocked: return .bluetoothOff
             case .connectable: return .adapterConnectable
+            case .shared: return .adapterShared
             }
         }
     }
@@ -57,14 +69,31 @@ final class BlueZRadio: Radio {
     private let mayPowerOn: Bool
     private let store: AgentStore
     private let onScanStopped: @Sendable () -> Void
+    private let logger: Logger
     private let state = Mutex(State())
 
     /// The store's setting that names the instance this agent added last: "ADAPTER INSTANCE".
     static let instanceSetting = "advertising-instance"
+    /// The store's setting that names the monitor of the scan running: "ADAPTER HANDLE".
+    static let monitorSetting = "scan-monitor"
+
+    /// How the radio scans: passively through a kernel advertisement monitor, or, on a kernel
+    /// that refuses one, actively through bluetoothd's discovery.
+    enum ScanMode: String, Sendable { case passive, active }
+
+    /// The scan running: on which adapter, and the monitor's handle when it is passive.
+    private struct Scan {
+        var adapter: Adapter
+        var monitor: UInt16?
+    }
 
     private struct State {
-        var advertisement: (instance: UInt8, adapter: Adapter)?
-        var scanningAdapter: Adapter?
+        /// The agent's instance, its adapter, and whether the controller has only the legacy commands.
+        var advertisement: (instance: UInt8, adapter: Adapter, legacy: Bool)?
+        var scan: Scan?
+        var scanMode = ScanMode.passive
+        /// Whether a monitor left by a run that was killed has been looked for.
+        var leftoverMonitorChecked = false
         /// The adapter chosen when none is configured, asked for by name from then on.
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
@@ -82,8 +111,9 @@ final class BlueZRadio: Radio {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
-    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, store: AgentStore, onScanStopped: @escaping @Sendable () -> Void) {
+    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, store: AgentStore, logger: Logger, onScanStopped: @escaping @Sendable () -> Void) {
         self.client = client
+        self.logger = logger
         self.onScanStopped = onScanStopped
         self.adapterName = adapterName
         self.mayPowerOn = mayPowerOn
@@ -146,16 +176,28 @@ final class BlueZRadio: Radio {
             guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
             instance = free
         }
+        // A legacy controller has one advertising set, which the kernel lends to each instance in
+        // turn, 2 s each, with a new random address every turn: beside another program's, the
+        // identifier would go out from several addresses. The agent steps aside until it is alone.
+        if !features.hasExtendedAdvertising && features.instances.contains(where: { $0 != own && $0 != instance }) {
+            if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
+            throw Failure.shared(adapter.name)
+        }
         // A legacy controller refuses LE Set Random Address while it scans (Core Vol 4 Part E
         // 7.8.4), and the kernel does not pause the scan for it: the new advertisement would be
-        // refused (management status Failed). Discovery pauses while the advertisement changes.
-        let pausedScan = features.hasExtendedAdvertising ? nil : state.withLock { $0.scanningAdapter }.flatMap { $0.name == adapter.name ? $0 : nil }
+        // refused (management status Failed). The scan pauses while the advertisement changes.
+        let pausedScan = features.hasExtendedAdvertising ? nil : state.withLock { state in
+            // Its monitor's removal, which the event watch hears, is this radio's own.
+            guard let scan = state.scan, scan.adapter.name == adapter.name else { return nil as Scan? }
+            state.scan?.monitor = nil
+            return scan
+        }
         if let pausedScan {
-            do { try client.stopDiscovery(on: pausedScan) } catch {
+            do { try stopScan(pausedScan) } catch {
                 // Not running any more (the adapter was switched off): nothing to pause.
             }
         }
-        defer { if let pausedScan { resumeDiscovery(on: pausedScan) } }
+        defer { if let pausedScan { resumeScan(on: pausedScan.adapter) } }
         // A fresh instance, so the kernel gives it a fresh non-resolvable address.
         if features.instances.contains(instance) {
             if try !removeUnlessStuck(instance, from: adapter) {
@@ -169,7 +211,7 @@ final class BlueZRadio: Radio {
             instance: instance, flags: [.useInterval],
             interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
             transmitPower: 0), controller: controller)
-        state.withLock { $0.advertisement = (instance, adapter) }
+        state.withLock { $0.advertisement = (instance, adapter, !features.hasExtendedAdvertising) }
         // 127 means the controller did not say (no extended advertising).
         let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
         try Management.send(AddExtendedAdvertisingData(
@@ -177,11 +219,14 @@ final class BlueZRadio: Radio {
             controller: controller)
     }
 
-    /// Discovery again after a pause for the advertisement; when bluetoothd refuses, the agent
-    /// hears that its scan stopped and starts one anew.
-    private func resumeDiscovery(on adapter: Adapter) {
-        do { try client.startDiscovery(on: adapter) } catch {
-            state.withLock { $0.scanningAdapter = nil }
+    /// The scan again after a pause for the advertisement; when it is refused, the agent hears
+    /// that its scan stopped and starts one anew.
+    private func resumeScan(on adapter: Adapter) {
+        do {
+            let monitor = try startScan(on: adapter)
+            state.withLock { $0.scan = Scan(adapter: adapter, monitor: monitor) }
+        } catch {
+            state.withLock { $0.scan = nil }
             onScanStopped()
         }
     }
@@ -227,7 +272,7 @@ final class BlueZRadio: Radio {
     }
 
     func stopAdvertising() throws {
-        guard let (instance, adapter) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
+        guard let (instance, adapter, _) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
         try withdraw(instance, from: adapter)
     }
 
@@ -274,53 +319,144 @@ final class BlueZRadio: Radio {
     }
 
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
-    private static let failed: UInt8 = 0x03, invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
+    private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
 
     func startScanning() throws {
         let adapter = try adapter()
-        try client.startDiscovery(on: adapter)
-        state.withLock { $0.scanningAdapter = adapter }
+        // A scan the agent lost track of (the adapter went and came back) must not run on beside the new one.
+        if let previous = state.withLock({ state in defer { state.scan = nil }; return state.scan }) {
+            do { try stopScan(previous) } catch {
+                logger.debug("the previous scan on \(previous.adapter.name) did not stop: \(error)")
+            }
+        }
+        let monitor = try startScan(on: adapter)
+        state.withLock { $0.scan = Scan(adapter: adapter, monitor: monitor) }
     }
 
-    /// Forgets the devices seen also when the discovery would not stop, so that the next scan
+    /// Starts a scan on `adapter`: passive, for which it answers the monitor's handle, or, where
+    /// the kernel has no monitors, bluetoothd's discovery (nil).
+    private func startScan(on adapter: Adapter) throws -> UInt16? {
+        if state.withLock({ $0.scanMode }) == .passive, let controller = adapter.index {
+            do {
+                try removeLeftoverMonitor(on: adapter)
+                let handle = try Management.send(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
+                try store.setSetting(Self.monitorSetting, to: "\(adapter.name) \(handle)")
+                return handle
+            } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
+                state.withLock { $0.scanMode = .active }
+                logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
+                              + "the kernel has no passive advertisement monitors (\(error))")
+            }
+        }
+        try client.startDiscovery(on: adapter)
+        return nil
+    }
+
+    /// Removes the monitor a run that was killed left on `adapter`, once per process: the kernel
+    /// would scan for it for good. bluetoothd removes every monitor when it starts, so one the
+    /// kernel no longer lists is gone (its handle may be another program's by now).
+    private func removeLeftoverMonitor(on adapter: Adapter) throws {
+        guard let controller = adapter.index, !state.withLock({ state in defer { state.leftoverMonitorChecked = true }; return state.leftoverMonitorChecked }),
+              let note = try store.setting(Self.monitorSetting) else { return }
+        let fields = note.split(separator: " ")
+        guard fields.count == 2, fields[0] == adapter.name, let handle = UInt16(fields[1]), handle != 0,
+              try Management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) else { return }
+        try removeMonitor(handle, controller: controller)
+        logger.info("removed the scan monitor a run that stopped unexpectedly left on \(adapter.name)")
+    }
+
+    /// Removes a monitor; one gone already (bluetoothd's start removes them all) is as good.
+    private func removeMonitor(_ handle: UInt16, controller: UInt16) throws(ManagementError) {
+        do throws(ManagementError) { try Management.send(RemoveAdvertisementMonitor(handle: handle), controller: controller) } catch {
+            guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
+        }
+    }
+
+    private func stopScan(_ scan: Scan) throws {
+        guard let handle = scan.monitor else { return try client.stopDiscovery(on: scan.adapter) }
+        if let controller = scan.adapter.index { try removeMonitor(handle, controller: controller) }
+        try store.setSetting(Self.monitorSetting, to: nil)
+    }
+
+    /// Forgets the devices seen also when the scan would not stop, so that the next scan
     /// reports them again; throws the first failure.
     func stopScanning() throws {
-        guard let adapter = state.withLock({ state in defer { state.scanningAdapter = nil }; return state.scanningAdapter }) else { return }
-        var failure: DBusError?
-        do throws(DBusError) { try client.stopDiscovery(on: adapter) } catch { failure = error }
-        try client.forgetDevices(on: adapter)
+        guard let scan = state.withLock({ state in defer { state.scan = nil }; return state.scan }) else { return }
+        var failure: (any Error)?
+        do { try stopScan(scan) } catch { failure = error }
+        try client.forgetDevices(on: scan.adapter)
         if let failure { throw failure }
     }
+
+    /// How the radio scans (passively until the kernel refused a monitor), for the log and the status.
+    var scanMode: ScanMode { state.withLock { $0.scanMode } }
 
     /// The adapter in use (for reports and the status), when one is known; its address once
     /// BlueZ has given it.
     var adapterInUse: AdapterIdentity? {
         state.withLock { state in
-            guard let name = adapterName ?? state.advertisement?.adapter.name ?? state.scanningAdapter?.name else { return nil }
+            guard let name = adapterName ?? state.advertisement?.adapter.name ?? state.scan?.adapter.name else { return nil }
             return AdapterIdentity(name: name, address: state.lastFound?.name == name ? state.lastFound?.address : nil)
         }
     }
 
-    /// Hears at once when the adapter advertising turns connectable: the kernel then re-programs
-    /// the advertisement on the air (see `advertise`), so the agent takes it off without waiting
-    /// for its next rotation. Without the watch (no management socket) that rotation finds it.
-    func watchSettings(for agent: RadioAgent, logger: Logger) -> ManagementSettingsWatch? {
+    /// The kernel's events, as they happen: the adapter advertising turned connectable (the kernel
+    /// then re-programs the advertisement on the air, see `advertise`, so the agent takes it off
+    /// without waiting for its next rotation), the advertisements a passive scan hears, and its
+    /// monitor removed by another program (bluetoothd removes them all when it starts). Without
+    /// the watch (no management socket) the next rotation finds a connectable adapter, and the
+    /// scan is bluetoothd's discovery.
+    func watchManagement(for agent: RadioAgent, logger: Logger) -> ManagementEventWatch? {
         do {
-            return try ManagementSettingsWatch(queue: DispatchQueue(label: "enagent.management-events")) { [self] controller, settings in
-                guard settings.contains(.connectable), state.withLock({ $0.advertisement?.adapter.index }) == controller else { return }
-                agent.adapterTurnedConnectable()
+            return try ManagementEventWatch(queue: DispatchQueue(label: "enagent.management-events")) { [self] event in
+                switch event {
+                case .newSettings(let controller, let settings):
+                    guard settings.contains(.connectable), state.withLock({ $0.advertisement?.adapter.index }) == controller else { return }
+                    agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci\(controller) turned connectable")
+                case .advertisingAdded(let controller, let instance):
+                    // Not the agent's own: while it adds its instance (or holds others to find a free one) it has none.
+                    guard let own = state.withLock({ $0.advertisement }), own.legacy, own.adapter.index == controller, own.instance != instance else { return }
+                    agent.adapterUnfitForAdvertising(.adapterShared, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
+                case .deviceFound(let controller, let found):
+                    guard let scan = state.withLock({ $0.scan }), scan.monitor != nil, scan.adapter.index == controller,
+                          let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
+                    agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: scan.adapter.name, adapterAddress: adapterInUse?.address))
+                case .monitorRemoved(let controller, let handle):
+                    monitorRemoved(handle, controller: controller)
+                }
             }
         } catch {
-            logger.warning("an adapter turned connectable is noticed at the next rotation only: \(error)")
+            state.withLock { $0.scanMode = .active }
+            logger.warning("scanning actively through bluetoothd's discovery, and an adapter turned connectable is noticed at the next rotation only: \(error)")
             return nil
         }
+    }
+
+    /// A monitor of this radio's scan removed by another program: the scan is over, and the agent
+    /// starts one anew. The kernel reports this radio's own removals too; a handle it still lists
+    /// was given again to the scan that followed (a removal heard late).
+    private func monitorRemoved(_ handle: UInt16, controller: UInt16) {
+        guard state.withLock({ $0.scan?.monitor == handle && $0.scan?.adapter.index == controller }) else { return }
+        do {
+            if try Management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) { return }
+        } catch {
+            // The adapter went: its scan has gone with it either way.
+        }
+        guard state.withLock({ state in
+            guard state.scan?.monitor == handle else { return false }
+            state.scan = nil
+            return true
+        }) else { return }
+        logger.notice("the scan's monitor on hci\(controller) was removed by another program (bluetoothd's start removes them all); scanning anew")
+        onScanStopped()
     }
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
     /// that the radio comes back by itself after either goes away.
     func follow(for agent: RadioAgent, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
-            guard let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
+            // A passive scan's reports arrive as management events; bluetoothd passes them on too.
+            guard scanMode == .active, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
             agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
         } + [try client.followService { present in
             if present {

@@ -44,7 +44,9 @@ final class Daemon: Sendable {
         var recheckTimer: (any DispatchSourceTimer)?
         var radioAgent: RadioAgent?
         var subscriptions = [SignalSubscription]()
-        var settingsWatch: ManagementSettingsWatch?
+        var managementWatch: ManagementEventWatch?
+        /// systemd-logind's delay lock on sleep, held while the radio runs.
+        var sleepInhibitor: SleepInhibitor?
         var clockTrusted = false
         var radioState = RadioState()
         var adapterName = ""
@@ -208,6 +210,8 @@ final class Daemon: Sendable {
             return "last-interval-unknown: scanning, not advertising: cannot read from \(store.path) which interval's identifier was last on the air (the journal has the error), and without it one could go out twice; trying again by itself"
         case .adapterConnectable:
             return "adapter-connectable: scanning, not advertising: \(my.adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(my.adapterName.dropFirst(3)) connectable off)"
+        case .adapterShared:
+            return "adapter-shared: scanning, not advertising: another program advertises on \(my.adapterName), a BT 4.x adapter whose one advertising set the kernel would lend in turns, each from a new address, linking the identifiers ('btmgmt --index \(my.adapterName.dropFirst(3)) advinfo' lists the advertisements; a second adapter for enagentd avoids it)"
         }
     }
 
@@ -375,8 +379,10 @@ final class Daemon: Sendable {
         my.upkeepTimer = nil
         my.subscriptions.forEach { $0.cancel() }
         my.subscriptions = []
-        my.settingsWatch?.cancel()
-        my.settingsWatch = nil
+        my.managementWatch?.cancel()
+        my.managementWatch = nil
+        my.sleepInhibitor?.release()
+        my.sleepInhibitor = nil
         my.radioAgent?.stop()
         my.radioAgent = nil
         my.radioState = RadioState()
@@ -385,7 +391,7 @@ final class Daemon: Sendable {
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         // A scan that a pause for the advertisement could not resume is started anew, as after a return.
-        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store,
+        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, store: store, logger: logger,
                                onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.my.radioAgent?.radioReturned() } })
         do {
             let adapter = BlueZRadio.identity(of: try bluez.adapter())
@@ -412,7 +418,21 @@ final class Daemon: Sendable {
             }
         }
         my.subscriptions = try bluez.follow(for: agent, logger: logger)
-        my.settingsWatch = bluez.watchSettings(for: agent, logger: logger)
+        my.managementWatch = bluez.watchManagement(for: agent, logger: logger)
+        let sleep = SleepInhibitor(connection: bus, logger: logger)
+        // Off the daemon's queue: a bus without logind may take its time to say so.
+        DispatchQueue.global().async { sleep.inhibit() }
+        my.subscriptions.append(try sleep.follow { [logger] sleeping in
+            if sleeping {
+                logger.info("the system is going to sleep")
+                agent.prepareForSleep { sleep.release() }
+            } else {
+                // Not on the bus's dispatcher thread, which the call waits on.
+                DispatchQueue.global().async { sleep.inhibit() }
+                agent.radioReturned()
+            }
+        })
+        my.sleepInhibitor = sleep
         agent.start()
         return agent
     }

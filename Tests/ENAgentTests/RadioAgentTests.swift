@@ -109,7 +109,7 @@ final class UnreadableSettings: RadioAgentStore {
         let agent = try agent(radio, store: store, states: states)
         agent.start()
         radio.turnConnectable(true)
-        agent.adapterTurnedConnectable()
+        agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci0 turned connectable")
         #expect(agent.isResponsive)
         #expect(radio.log == ["advertise", "startScanning", "stopAdvertising"], "the advertisement taken off at once, nothing before")
         #expect(states.last?.advertising == false)
@@ -257,6 +257,27 @@ final class UnreadableSettings: RadioAgentStore {
         let fresh = try #require(keys.last)
         let expected = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: fresh.keyData), interval: interval).bytes
         #expect(radio.serviceData.last.map { Array($0.prefix(16)) } == expected)
+    }
+
+    /// Before the machine sleeps the advertisement comes off and the scan ends, and only then may
+    /// it sleep; at the wake a fresh identifier goes on the air (the day's clock moved on with it).
+    @Test func sleepEndsTheAdvertisementFirstAndTheWakeBringsAFreshOne() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(), states = StateLog()
+        let agent = try agent(radio, store: store, states: states)
+        agent.start()
+        let slept = Mutex(false)
+        agent.prepareForSleep { slept.withLock { $0 = true } }
+        #expect(agent.isResponsive)
+        #expect(slept.withLock { $0 }, "the machine may sleep once the agent is done")
+        #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"])
+        #expect(states.last?.advertising == false && states.last?.scanning == false)
+        clock.advance(by: 8 * 3_600)
+        agent.radioReturned()
+        Thread.sleep(forTimeInterval: 0.6)
+        agent.stop()
+        #expect(radio.serviceData.count == 2 && radio.serviceData[0] != radio.serviceData[1], "a fresh identifier after the wake")
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 2, "and a scan")
     }
 
     /// An adapter that reports itself powered, with no loss before, changes nothing on the air:

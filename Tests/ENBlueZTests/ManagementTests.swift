@@ -106,13 +106,48 @@ import Testing
     /// controller (0x00000a03: powered, connectable, LE, Secure Connections).
     @Test func newSettingsNameTheControllerAndItsSettings() {
         let event: [UInt8] = [0x06, 0x00, 0x00, 0x00, 0x04, 0x00, 0x03, 0x0A, 0x00, 0x00]
-        let decoded = ManagementPacket.newSettings(event)
-        #expect(decoded?.controller == 0)
-        #expect(decoded?.settings == [.powered, .connectable, .le, ReadControllerInformation.Settings(rawValue: 1 << 11)])
-        #expect(ManagementPacket.newSettings([0x06, 0x00, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00])?.controller == 2)
-        #expect(ManagementPacket.newSettings(Array(event.prefix(9))) == nil, "cut short")
+        #expect(ManagementPacket.event(event) == .newSettings(controller: 0, [.powered, .connectable, .le, ReadControllerInformation.Settings(rawValue: 1 << 11)]))
+        #expect(ManagementPacket.event([0x06, 0x00, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00]) == .newSettings(controller: 2, [.powered]))
+        #expect(ManagementPacket.event(Array(event.prefix(9))) == nil, "cut short")
         let discovering: [UInt8] = [0x13, 0x00, 0x00, 0x00, 0x02, 0x00, 0x06, 0x01, 0x00, 0x00]
-        #expect(ManagementPacket.newSettings(discovering) == nil, "another event")
+        #expect(ManagementPacket.event(discovering) == nil, "an event the agent does not act on")
+    }
+
+    /// An EN advertisement as kernel 6.1 reported it in the lab to a control socket while a
+    /// monitor for 0xFD6F service data was registered on a BT 4.x controller (Advertisement
+    /// Monitor Device Found, handle 0: the kernel does not match patterns itself), and the same
+    /// fields in a Device Found event (while a discovery runs).
+    @Test func devicesFoundCarryTheAddressRSSIAndAdvertisingData() {
+        let data: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x03, 0x6F, 0xFD, 0x17, 0x16, 0x6F, 0xFD, 0x53, 0x4A, 0xFD, 0x5F, 0x9A, 0x51, 0xC5, 0x94,
+                             0xA0, 0xD7, 0xD4, 0xAB, 0xC0, 0x9A, 0x6A, 0xC7, 0x7F, 0xF6, 0x36, 0xD9]
+        let fields: [UInt8] = [0xC5, 0xB4, 0xA9, 0xA2, 0xC0, 0x16, 0x02, 0x7F, 0x04, 0x00, 0x00, 0x00, UInt8(data.count), 0x00] + data
+        let expected = DeviceFound(address: [0xC5, 0xB4, 0xA9, 0xA2, 0xC0, 0x16], addressType: 2, rssi: 127, flags: 4, data: data)
+        let monitorFound: [UInt8] = [0x2F, 0x00, 0x01, 0x00, UInt8(fields.count + 2), 0x00, 0x00, 0x00] + fields
+        #expect(ManagementPacket.event(monitorFound) == .deviceFound(controller: 1, expected))
+        let found: [UInt8] = [0x12, 0x00, 0x00, 0x00, UInt8(fields.count), 0x00] + fields
+        #expect(ManagementPacket.event(found) == .deviceFound(controller: 0, expected))
+        #expect(ManagementPacket.event(Array(found.dropLast())) == nil, "shorter than its length says")
+        var lying = found
+        lying[18] = 0x20
+        #expect(ManagementPacket.event(lying) == nil, "advertising data longer than the event")
+        let weak: [UInt8] = [0x12, 0x00, 0x00, 0x00, 14, 0x00, 1, 2, 3, 4, 5, 6, 0x01, 0xB5, 0, 0, 0, 0, 0, 0]
+        #expect(ManagementPacket.event(weak) == .deviceFound(controller: 0, DeviceFound(address: [1, 2, 3, 4, 5, 6], addressType: 1, rssi: -75, flags: 0, data: [])))
+    }
+
+    @Test func monitorCommandsAndEventsAreAsDocumented() throws {
+        let add = AddAdvertisementPatternsMonitor(patterns: [.exposureNotification])
+        #expect(add.parameters.count == 1 + 34)
+        #expect(add.parameters.prefix(6) == [0x01, 0x16, 0x00, 0x02, 0x6F, 0xFD])
+        #expect(add.parameters.dropFirst(6).allSatisfy { $0 == 0 })
+        #expect(try AddAdvertisementPatternsMonitor.decode([0x01, 0x00]) == 1, "the lab's answer: handle 1")
+        #expect(RemoveAdvertisementMonitor(handle: 0x0102).parameters == [0x02, 0x01])
+        // The lab's answer on a controller without Microsoft's extension and no monitor yet, and one with two.
+        #expect(try ReadAdvertisementMonitorFeatures.decode([0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x00, 0x10, 0x00, 0x00]) == [])
+        #expect(try ReadAdvertisementMonitorFeatures.decode([0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x00, 0x10, 0x02, 0x00, 0x01, 0x00, 0x03, 0x00]) == [1, 3])
+        #expect(throws: ManagementError.self) { try ReadAdvertisementMonitorFeatures.decode([0, 0, 0, 0, 0, 0, 0, 0, 0x20, 0x00, 0x10, 0x02, 0x00, 0x01, 0x00]) }
+        #expect(ManagementPacket.event([0x2C, 0x00, 0x01, 0x00, 0x02, 0x00, 0x03, 0x00]) == .monitorRemoved(controller: 1, handle: 3))
+        #expect(ManagementPacket.event([0x23, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01]) == .advertisingAdded(controller: 0, instance: 1), "bluetoothd's first instance")
+        #expect(ManagementPacket.event([0x23, 0x00, 0x00, 0x00, 0x00, 0x00]) == nil, "no instance")
     }
 
     /// Only the answer to our command on our controller counts; every management socket also

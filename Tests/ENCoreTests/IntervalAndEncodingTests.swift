@@ -83,3 +83,25 @@ import Testing
         #expect(!"\(key)".contains("75c7"))
     }
 }
+
+/// The AD structures any device in range sends, read for EN service data.
+@Suite struct AdvertisingDataTests {
+    /// The lab's EN advertisement from a BT 4.x controller (Flags 0x06, UUID list, service data).
+    @Test func theServiceDataFollowsTheUUID() throws {
+        let rpiAndAEM = Array(0..<20).map(UInt8.init)
+        let advertisement: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0x03, 0x6F, 0xFD, 0x17, 0x16, 0x6F, 0xFD] + rpiAndAEM
+        #expect(AdvertisingData.exposureNotificationServiceData(in: advertisement).map(Array.init) == rpiAndAEM)
+        let afterAnotherService: [UInt8] = [0x05, 0x16, 0xAA, 0xFE, 0x01, 0x02, 0x17, 0x16, 0x6F, 0xFD] + rpiAndAEM
+        #expect(AdvertisingData.exposureNotificationServiceData(in: afterAnotherService).map(Array.init) == rpiAndAEM)
+        #expect(AdvertisingData.exposureNotificationServiceData(in: [0x03, 0x16, 0x6F, 0xFD]).map(Array.init) == [], "empty: the agent refuses its length")
+    }
+
+    @Test func malformedListsEndTheSearch() {
+        let rpiAndAEM = [UInt8](repeating: 0xAB, count: 20)
+        #expect(AdvertisingData.exposureNotificationServiceData(in: [0x02, 0x01, 0x06, 0x17, 0x16, 0x6F, 0xFD] + rpiAndAEM.prefix(10)) == nil, "runs past the end")
+        #expect(AdvertisingData.exposureNotificationServiceData(in: [0x00, 0x17, 0x16, 0x6F, 0xFD] + rpiAndAEM) == nil, "a zero length ends the list")
+        #expect(AdvertisingData.exposureNotificationServiceData(in: [0x17, 0x16, 0x6F, 0xFE] + rpiAndAEM) == nil, "another UUID")
+        #expect(AdvertisingData.exposureNotificationServiceData(in: [0x02, 0x16, 0x6F]) == nil, "a UUID cut short")
+        #expect(AdvertisingData.exposureNotificationServiceData(in: []) == nil)
+    }
+}

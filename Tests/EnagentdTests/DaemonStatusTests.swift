@@ -29,6 +29,7 @@ final class ClockClosingTheStore: AgentClock {
         return SystemClock().now
     }
     var steadySeconds: Double { SystemClock().steadySeconds }
+    var awakeSeconds: Double { SystemClock().awakeSeconds }
     func realSeconds(until time: Int64) -> Double { SystemClock().realSeconds(until: time) }
 }
 
