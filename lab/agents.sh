@@ -110,6 +110,22 @@ must "enctl b detect server" enctl b detect server --server-config "$STATE/key-s
 must "enctl b windows" enctl b windows --json > "$OUT/phases/windows-b.json"
 kill "$SERVER"
 
+echo "phase: a second advertiser on hci0 through bluetoothd (bluetoothctl's broadcast), then removed"
+# As a desktop program would: an LE advertisement registered with bluetoothd (LEAdvertisingManager1)
+# for 20 s. On BT 5 it goes on the air beside a's; on a legacy controller a steps aside (the kernel
+# would lend the one set in turns, from a new address each turn) and says so. bluetoothctl needs a
+# terminal, which script(1) gives it.
+address=$(prop hci0 org.bluez.Adapter1 Address)
+date +%s.%N > "$OUT/phases/second-advertiser-at"
+( echo "select $address"; echo "menu advertise"; echo "name on"; echo "back"; echo "advertise broadcast"; sleep 20
+  echo "advertise off"; sleep 1; echo quit ) | script -qec bluetoothctl /dev/null > "$OUT/phases/bluetoothctl.txt" 2>&1 & SECOND=$!
+sleep 10
+must "enctl a status (second advertiser)" enctl a status --json > "$OUT/phases/second-advertiser-status-a.json"
+wait "$SECOND"
+date +%s.%N > "$OUT/phases/second-advertiser-off-at"
+grep -q "Advertising object registered" "$OUT/phases/bluetoothctl.txt" || echo "bluetoothctl advertise: not registered" >> "$OUT/phases/failed"
+"$LAB/wait-radio.sh" hci0 10 > /dev/null || echo "hci0 not advertising after the second advertiser left" >> "$OUT/phases/failed"
+
 echo "phase: hci0 made connectable under agent a (a laptop pairing a mouse), then not"
 # The kernel re-programs the advertisement on the air when the adapter turns connectable (on a legacy
 # controller: ADV_IND from the public address); a must take it off at once, say why it waits, and
@@ -128,6 +144,50 @@ date +%s.%N > "$OUT/phases/a-not-connectable-at"
 must "btmgmt connectable off" script -qec "btmgmt --index 0 connectable off" /dev/null > /dev/null
 "$LAB/wait-radio.sh" hci0 30 "$back" >> "$OUT/phases/connectable-a"
 cat "$OUT/phases/connectable-a"
+
+echo "phase: every controller unplugged (btvirt closed) and plugged back (a new btvirt)"
+# Pulling a USB dongle: the kernel unregisters the controller, and registers a new one when it is
+# plugged in. btvirt emulates every controller of the lab, so closing it pulls them all, the
+# agents' among them; the new btvirt's controllers take the same names, hci0 first.
+date +%s.%N > "$OUT/phases/unplugged-at"
+unplugged=$(uptime_seconds)
+must "unplug (btvirt closed)" pkill -x btvirt
+while { [ -e /sys/class/bluetooth/hci0 ] || [ -e /sys/class/bluetooth/hci1 ]; } && ! past "$unplugged" 10; do sleep 0.2; done
+sleep 2  # what the agents say while their adapters are gone
+for agent in a b; do must "enctl $agent status (unplugged)" enctl $agent status --json > "$OUT/phases/unplugged-status-$agent.json"; done
+replugged=$(uptime_seconds)
+date +%s.%N > "$OUT/phases/replugged-at"
+btvirt ${BTVIRT_OPTS:--l2} > "$OUT/btvirt-replugged.log" 2>&1 &
+# 60 s: bluetoothd sets up every new controller before it offers one; the 10 s the agents have are
+# counted from that offer, on btmon's capture.
+"$LAB/wait-radio.sh" hci0 60 "$replugged" > "$STATE/replug-hci0" & W0=$!
+"$LAB/wait-radio.sh" hci1 60 "$replugged" > "$STATE/replug-hci1" & W1=$!
+wait "$W0" "$W1"
+for adapter in hci0 hci1; do echo "$adapter $(cat "$STATE/replug-$adapter")"; done | tee "$OUT/phases/replug"
+
+echo "phase: agent a's machine suspended and resumed: asleep, hci0 off, the wall clock forward into the next day, hci0 on, awake"
+# Asleep, no process runs: agent a is stopped (SIGSTOP) across the sleep, and the adapter's power
+# goes off and comes back meanwhile, as a laptop's USB dongle loses it. The agents' clock runs 120
+# times faster: a real step of S seconds is 120 S of theirs; the wall clock goes forward to two
+# hours (theirs) past their next UTC midnight, a night's sleep.
+must "snapshot before-suspend" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/before-suspend.json"
+power_hci0() {
+    dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
+        string:org.bluez.Adapter1 string:Powered "variant:boolean:$1" > /dev/null
+}
+date +%s.%N > "$OUT/phases/suspended-at"
+kill -STOP "$A"
+must "hci0 off (asleep)" power_hci0 false
+now=$(date +%s); agent_now=$(( ORIGIN + (now - ORIGIN) * 120 ))
+must "the wall clock forward" date -s "@$(( now + ((agent_now / 86400 + 1) * 86400 + 7200 - agent_now) / 120 + 1 ))" > /dev/null
+echo "$(( ORIGIN + ($(date +%s) - ORIGIN) * 120 ))" > "$OUT/phases/resumed-agent-time"
+must "hci0 on (resumed)" power_hci0 true
+resumed=$(uptime_seconds)
+date +%s.%N > "$OUT/phases/resumed-at"
+kill -CONT "$A"
+"$LAB/wait-radio.sh" hci0 30 "$resumed" > "$OUT/phases/resume-a"
+sleep 2
+must "snapshot after-suspend" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/after-suspend.json"
 
 echo "phase: airplane mode: hci0 and hci1 blocked by rfkill, then unblocked"
 # Last of the radio phases: after rfkill closed a BT 5 controller, kernel 6.1 keeps instances whose sets

@@ -262,6 +262,23 @@ def settings_changes(path, controller):
     return changes
 
 
+CONTROL_OPEN, CONTROL_COMMAND, READ_ADVERTISING_FEATURES = 14, 16, 0x003D
+
+
+def offered(path, controller, after):
+    """The unix time at which bluetoothd offered the controller for advertising at or after the unix
+    time `after` (its own Read Advertising Features on it, which bluetoothd sends once it has set
+    the adapter up, after a restart or a controller's return), None if it did not."""
+    sockets = set()
+    for index, opcode, timestamp, payload in records(path):
+        if opcode == CONTROL_OPEN and len(payload) >= 14 and payload[14:14 + payload[13]].rstrip(b"\0") == b"bluetoothd":
+            sockets.add(payload[:4])
+        elif (opcode == CONTROL_COMMAND and index == controller and payload[:4] in sockets and len(payload) >= 6
+              and struct.unpack("<H", payload[4:6])[0] == READ_ADVERTISING_FEATURES and unix_seconds(timestamp) >= after):
+            return unix_seconds(timestamp)
+    return None
+
+
 def withdrawals(path, controller):
     """Unix times at which the controller accepted a command that takes advertising off the air:
     advertising disabled (legacy, or extended sets), a set removed, every set cleared."""
@@ -286,3 +303,41 @@ if __name__ == "__main__":
     import sys
     advertising, scanning = radio_state(sys.argv[1], int(sys.argv[2].removeprefix("hci")))
     print("yes" if advertising else "no", "yes" if scanning else "no")
+
+
+def air_shares(path, controller, start, end):
+    """From `start` to `end` (unix times): the share of the time an EN advertisement was on the air
+    from the controller, the share another advertisement was, and the longest stretch without EN
+    (the kernel takes turns between instances on a legacy controller's one set)."""
+    legacy_data, legacy_on, set_data, enabled_sets = b"", False, {}, set()
+    def on_air():
+        data = ([legacy_data] if legacy_on else []) + [set_data.get(handle, b"") for handle in enabled_sets]
+        return any(EN_PREFIX in item for item in data), any(EN_PREFIX not in item for item in data)
+    en_time = other_time = longest_gap = 0.0
+    last, gap_from = start, start
+    for time, command, parameters in list(accepted(path, controller)) + [(end, None, b"")]:
+        if time > start:
+            span = min(time, end) - last
+            en, other = on_air()
+            en_time += span if en else 0
+            other_time += span if other else 0
+            if en:
+                gap_from = min(time, end)
+            else:
+                longest_gap = max(longest_gap, min(time, end) - gap_from)
+            last = min(time, end)
+        if time >= end:
+            break
+        if command == SET_ADV_DATA and parameters:
+            legacy_data = bytes(parameters[1:1 + parameters[0]])
+        elif command == SET_ADV_ENABLE and parameters:
+            legacy_on = bool(parameters[0])
+        elif command == SET_EXT_ADV_DATA and len(parameters) >= 4:
+            set_data[parameters[0]] = bytes(parameters[4:4 + parameters[3]])
+        elif command == SET_EXT_ADV_ENABLE and len(parameters) >= 2:
+            enabled_sets = sets_enabled_after(enabled_sets, parameters)
+        elif command == ADV_SET_TERMINATED:
+            enabled_sets.discard(parameters[0])
+        elif command == RESET:
+            legacy_on, enabled_sets = False, set()
+    return en_time / (end - start), other_time / (end - start), longest_gap

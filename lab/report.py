@@ -23,9 +23,17 @@ and scanned again (btmon);
 when hci0 was made connectable under agent a, the agent took its advertisement off within 1 s
 (btmon), its API said adapter-connectable within 5 s (enctl is slow in the emulated guest), and it advertised a new RPI from a new
 address within 10 s of the adapter turning non-connectable;
+with a second advertisement registered through bluetoothd on hci0, on BT 5 both were on the air
+(EN at least 90 % of the time) and a said active, on BT 4.x a said adapter-shared and stepped aside;
+with every controller unplugged (btvirt closed) each agent's API said no-adapter, and within 10 s
+of bluetoothd offering its new adapter each advertised a new RPI from a new address and scanned;
+after agent a's emulated suspend (stopped, hci0 off, the clock a day on, hci0 on) a advertised a
+new RPI from a new address and scanned within 10 s, from the new day's key, with no committed
+sighting lost, and took off within 1 s the last RPI the kernel put back on the air at power-on;
 every EN advertisement the agents' controllers were given conforms to the EN Bluetooth
 Specification (onair.py) and none was ended by the controller, but for one the kernel
-re-programmed at the connectable switch, which the agent must have taken off within 250 ms."""
+re-programmed at the connectable switch, which the agent must have taken off within 250 ms;
+every scan was passive or from a random address."""
 import datetime, functools, json, os, re, sqlite3, subprocess, sys
 import onair
 
@@ -95,6 +103,36 @@ def excused_at_connectable():
     return [advertisement for advertisement, took in connectable_moment()[1] if took is not None and took <= CONNECTABLE_BOUND]
 
 
+# The lab's suspend is a sleep enagentd is not told of (no systemd-logind in this guest; the service
+# lab has it, and there nothing may go out again): at power-on the kernel enables the instance it
+# kept, from a new address on a legacy controller, before a runs again. a takes it off on waking,
+# within this long, or the SUSPEND check fails.
+RESUME_BOUND = 1.0
+
+
+@functools.cache
+def reenabled_at_resume():
+    """The EN advertisements the kernel put on hci0's air again at the lab's resume with the RPI on
+    the air before the sleep, each with the seconds until a took it off (None: never)."""
+    if not os.path.exists(f"{out}/phases/suspended-at"):
+        return []
+    suspended = float(open(f"{out}/phases/suspended-at").read())
+    resumed = float(open(f"{out}/phases/resumed-at").read())
+    table, (found, *_) = en_capture()
+    mine = [advertisement for advertisement in found if advertisement["controller"] == 0]
+    before = [advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) < suspended]
+    if not before:
+        return []
+    withdrawn = onair.withdrawals(f"{out}/btmon.snoop", 0)
+    again = []
+    for advertisement in mine:
+        time = onair.unix_seconds(advertisement["time"])
+        if suspended <= time <= resumed + 2 and advertisement["data"][11:27] == before[-1]["data"][11:27]:
+            off = next((moment for moment in withdrawn if moment >= time), None)
+            again.append((advertisement, None if off is None else off - time))
+    return again
+
+
 def back_on_air(controller, gone_at, back_at):
     """The controller's first EN advertisement on the specification from `back_at` on (None if
     none), and whether it carries a new RPI from a new address against the last one before `gone_at`."""
@@ -106,6 +144,16 @@ def back_on_air(controller, gone_at, back_at):
     return back, fresh
 
 
+def returned(controller, gone_at, back_at):
+    """Seconds from `back_at` until the controller had an EN advertisement on the specification on
+    the air and scanned again (None if it did not), and whether that advertisement is a new RPI from
+    a new address against the last one before `gone_at` (back_on_air)."""
+    back, fresh = back_on_air(controller, gone_at, back_at)
+    scanning = next((time for time, _, listening in onair.radio_changes(f"{out}/btmon.snoop", controller) if time >= back_at and listening), None)
+    took = None if back is None or scanning is None else max(onair.unix_seconds(back["time"]), scanning) - back_at
+    return took, fresh, back
+
+
 def btmon_seconds(stamp):
     hours, minutes, rest = stamp.split(":")
     return int(hours) * 3600 + int(minutes) * 60 + float(rest)
@@ -114,7 +162,7 @@ def btmon_seconds(stamp):
 @functools.cache
 def bluetoothd_restart():
     """Per adapter, (seconds from the restarted bluetoothd's start until it offered the adapter
-    again, seconds from then to the agent's first successful advertisement and discovery, the time
+    again, seconds from then to the agent's first successful advertisement and scan, the time
     of day it offered it), from
     btmon's trace of the management commands (the radio's own record: polling bluetoothd's
     properties can see stale kernel state just after a restart). bluetoothd offers an adapter for
@@ -135,7 +183,7 @@ def bluetoothd_restart():
         if not event or "Status: Success" not in lines[i + 2]:
             continue
         kind = ("advertising" if re.search(r"Add (Extended )?Advertising( Data)? \(", lines[i + 1])
-                else "scanning" if "Start Service Discovery" in lines[i + 1] else None)
+                else "scanning" if re.search(r"Start Service Discovery|Add Advertisement Patterns Monitor", lines[i + 1]) else None)
         if kind and event.group(1) in ready:
             first.setdefault(event.group(1), {}).setdefault(kind, btmon_seconds(event.group(2)))
     return {adapter: (ready[adapter] - started, max(kinds.values()) - ready[adapter], ready[adapter])
@@ -217,6 +265,12 @@ def address_rpi():
     for address, rpi in sorted(heard_public):
         print(f"  {address}  {rpi}  (a, from hci0's public address when it turned connectable: see ON AIR)")
     pairs -= heard_public
+    # The kernel's re-enabling at the lab's resume (SUSPEND, below): named here, judged there.
+    again = {(advertisement["address"].hex(":").upper(), advertisement["data"][11:27].hex())
+             for advertisement, took in reenabled_at_resume() if took is not None and took <= RESUME_BOUND and advertisement.get("address")}
+    for address, rpi in sorted(again & pairs):
+        print(f"  {address}  {rpi}  (a, its last RPI before the sleep, put back on the air by the kernel at power-on: see SUSPEND)")
+    pairs -= again
     by_rpi, by_address, bad_rpis, bad_addresses = onair.linked(pairs)
     for address, rpis in sorted(by_address.items()):
         owner = next((agent for agent, keys in own.items() if rpis & keys), "?")
@@ -461,26 +515,99 @@ def adapter():
     if not switched_off or losses == "0" or took is None or took > 10:
         failures.append(f"agent a did not bring hci0 back within 10 s of it being switched off ({switched_off}, {losses}, {took})")
 
+def judge_return(agent, adapter, status, waiting, took, fresh, polled, gone, back, extra=""):
+    """One agent's account of its adapter gone and back: its API must have said one of `waiting`,
+    neither advertising nor scanning, while the adapter was `gone`, and it must have advertised a
+    new RPI from a new address and scanned within 10 s (`took`, from `back`)."""
+    print(f"  {agent} ({adapter}) {gone}: {status['status']}, advertising {'yes' if status['advertising'] else 'no'}, "
+          f"scanning {'yes' if status['scanning'] else 'no'}{extra}; {back} advertising and scanning again "
+          + (f"{took:.1f} s later (btmon)" if took is not None else "NEVER") + (", a new RPI from a new address" if fresh else ", NOT a new RPI from a new address")
+          + f" (the lab's poll: {polled})")
+    if status["status"] not in waiting or status["advertising"] or status["scanning"]:
+        failures.append(f"agent {agent}'s API says {status['status']} (advertising {status['advertising']}, scanning {status['scanning']}) while {adapter} is {gone}")
+    if took is None or took > 10 or not fresh:
+        failures.append(f"agent {agent} did not advertise a new RPI from a new address and scan within 10 s once {adapter} was back ({gone}: {took}, {fresh})")
+
 @check("AIRPLANE MODE (both agents' adapters blocked by rfkill, then unblocked)")
 def airplane_mode():
     blocked_at = float(open(f"{out}/phases/rfkill-blocked-at").read())
     unblocked_at = float(open(f"{out}/phases/rfkill-unblocked-at").read())
     polled = dict(line.split() for line in open(f"{out}/phases/rfkill").read().splitlines())
     for agent, adapter in agents.items():
-        controller = int(adapter.removeprefix("hci"))
         status = json.load(open(f"{out}/phases/rfkill-status-{agent}.json"))
         said = "switched off by airplane mode" in open(f"{out}/{agent}/enagentd.log").read()
-        back, fresh = back_on_air(controller, blocked_at, unblocked_at)
-        scanning = next((time for time, _, listening in onair.radio_changes(f"{out}/btmon.snoop", controller) if time >= unblocked_at and listening), None)
-        took = None if back is None or scanning is None else max(onair.unix_seconds(back["time"]), scanning) - unblocked_at
-        print(f"  {agent} ({adapter}) blocked: {status['status']}, advertising {'yes' if status['advertising'] else 'no'}, "
-              f"scanning {'yes' if status['scanning'] else 'no'}; its log {'names' if said else 'does NOT name'} the block; unblocked: advertising and scanning again "
-              + (f"{took:.1f} s later (btmon)" if took is not None else "NEVER") + (", a new RPI from a new address" if fresh else ", NOT a new RPI from a new address")
-              + f" (the lab's poll: {polled.get(adapter)})")
-        if status["status"] != "bluetooth-off" or status["advertising"] or status["scanning"] or not said:
-            failures.append(f"agent {agent}'s API says {status['status']} (advertising {status['advertising']}) while {adapter} is blocked, or its log does not say why")
-        if took is None or took > 10 or not fresh:
-            failures.append(f"agent {agent} did not advertise a new RPI from a new address and scan within 10 s of {adapter}'s unblocking ({took}, {fresh})")
+        took, fresh, _ = returned(int(adapter.removeprefix("hci")), blocked_at, unblocked_at)
+        judge_return(agent, adapter, status, ("bluetooth-off",), took, fresh, polled.get(adapter), gone="blocked", back="unblocked:",
+                     extra=f"; its log {'names' if said else 'does NOT name'} the block")
+        if not said:
+            failures.append(f"agent {agent}'s log does not say that {adapter} is blocked")
+
+@check("SECOND ADVERTISER (bluetoothctl's broadcast beside a's on hci0, through bluetoothd)")
+def second_advertiser():
+    started = float(open(f"{out}/phases/second-advertiser-at").read())
+    ended = float(open(f"{out}/phases/second-advertiser-off-at").read())
+    legacy = any(advertisement.get("legacy") for advertisement in en_capture()[1][0] if advertisement["controller"] == 0)
+    # From bluetoothctl's start to its end (it registers its advertisement within about a second;
+    # bluetoothd puts the name in the scan response, so the set's advertising data is empty).
+    en, other, gap = onair.air_shares(f"{out}/btmon.snoop", 0, started, ended)
+    status = json.load(open(f"{out}/phases/second-advertiser-status-a.json"))
+    print(f"  for {ended - started:.1f} s: a's EN advertisement on the air {en:.0%} of the time, bluetoothctl's {other:.0%}, "
+          f"the longest stretch without EN {gap:.1f} s; a said {status['status']}, advertising {'yes' if status['advertising'] else 'no'} "
+          + ("(legacy: a steps aside, since the kernel would lend the one set in turns, each turn from a new address)" if legacy else "(extended: a set each, side by side)"))
+    if legacy and (status["status"] != "adapter-shared" or status["advertising"] or other == 0):
+        failures.append(f"with a second advertiser on legacy hci0, a said {status['status']} (advertising {status['advertising']}), the other on the air {other:.0%}")
+    if not legacy and (other == 0 or en < 0.9 or status["status"] != "active"):
+        failures.append(f"with a second advertiser on hci0, EN on the air {en:.0%} and the other {other:.0%} of the time; a said {status['status']}")
+
+@check("UNPLUG (every controller closed, as when a dongle is pulled, then new ones opened)")
+def unplug():
+    unplugged_at = float(open(f"{out}/phases/unplugged-at").read())
+    replugged_at = float(open(f"{out}/phases/replugged-at").read())
+    polled = dict(line.split() for line in open(f"{out}/phases/replug").read().splitlines())
+    for agent, adapter in agents.items():
+        controller = int(adapter.removeprefix("hci"))
+        status = json.load(open(f"{out}/phases/unplugged-status-{agent}.json"))
+        # Timed from bluetoothd offering the new controller (btmon), as after bluetoothd's restart.
+        offered = onair.offered(f"{out}/btmon.snoop", controller, replugged_at)
+        took, fresh, _ = (None, False, None) if offered is None else returned(controller, unplugged_at, offered)
+        judge_return(agent, adapter, status, ("no-adapter", "bluetooth-off"), took, fresh, polled.get(adapter), gone="unplugged",
+                     back="plugged: bluetoothd offered it " + (f"{offered - replugged_at:.1f} s later, and" if offered is not None else "NEVER, and"))
+
+@check("SUSPEND (a asleep, hci0 off, the clock forward into the next day, hci0 on, a awake)")
+def suspend():
+    suspended_at = float(open(f"{out}/phases/suspended-at").read())
+    resumed_at = float(open(f"{out}/phases/resumed-at").read())
+    day = int(open(f"{out}/phases/resumed-agent-time").read()) // 86400
+    again = reenabled_at_resume()
+    # a's own return: after the kernel's re-enabling, which a takes off on waking.
+    taken_off = max((onair.unix_seconds(advertisement["time"]) + took for advertisement, took in again if took is not None), default=resumed_at)
+    took, fresh, back = returned(0, suspended_at, max(resumed_at, taken_off))
+    took = None if took is None else took + max(resumed_at, taken_off) - resumed_at
+    # The key of the first RPI after the return: it must be the new day's.
+    keys = [row for row in json.load(open(f"{out}/phases/after-suspend.json"))["keys"]]
+    rpi = back["data"][11:27].hex() if back is not None else None
+    key_day = None
+    for start, period, key in keys:
+        derived = json.loads(subprocess.run([enctl, "derive", "--tek", key, "--interval", str(start), "--count", str(period), "--json"],
+                                            check=True, capture_output=True, text=True).stdout)
+        if rpi in {row["rpi"] for row in derived}:
+            key_day = start // 144
+    before, after = (json.load(open(f"{out}/phases/{name}.json")) for name in ("before-suspend", "after-suspend"))
+    print(f"  resumed {resumed_at - suspended_at:.1f} s (real) after a slept, in the agents' day {day_of(day * 144)}: a advertising and scanning again "
+          + (f"{took:.1f} s later (btmon)" if took is not None else "NEVER") + (", a new RPI from a new address" if fresh else ", NOT a new RPI from a new address")
+          + f", its key of {day_of(key_day * 144) if key_day is not None else 'NO KEY OF a'}; sightings {before['sightings']} before, {after['sightings']} after"
+          + f" (the lab's poll: {open(f'{out}/phases/resume-a').read().strip()})")
+    for advertisement, off in again:
+        print(f"  the kernel put a's last RPI before the sleep on the air again at power-on (from {advertisement['address'].hex(':') if advertisement.get('address') else '?'}); "
+              + (f"a took it off {off * 1000:.0f} ms later, on waking" if off is not None else "a NEVER took it off") + f" (at most {RESUME_BOUND * 1000:.0f} ms)")
+        if off is None or off > RESUME_BOUND:
+            failures.append(f"the kernel's re-enabled advertisement of a's last RPI stayed on the air {off} s after the resume")
+    if took is None or took > 10 or not fresh:
+        failures.append(f"agent a did not advertise a new RPI from a new address and scan within 10 s of its resume ({took}, {fresh})")
+    if key_day != day:
+        failures.append(f"agent a's first RPI after the resume is not from a key of the new day ({key_day}, {day})")
+    if after["sightings"] < before["sightings"] or after["integrity"] != "ok":
+        failures.append("committed sightings were lost across the suspend")
 
 @check("CONNECTABLE ADAPTER (hci0 made connectable under a, then not)")
 def connectable():

@@ -388,6 +388,48 @@ check clock-journal "the steps are warnings in the journal: $(journalctl -u enag
     sh -c 'journalctl -u enagentd -p warning -o cat | grep -qi step'
 clock_back_to "$stepped_at" "$stepped_uptime"
 
+step "suspend and resume through systemd-logind (systemctl suspend; the guest's own sleep emulated)"
+# The guest cannot sleep: systemd-suspend.service's step that writes /sys/power/state is replaced by
+# what a night's sleep does to enagentd and its adapter: no process runs (enagentd stopped), the
+# adapter's power goes and comes back (a laptop's dongle), the wall clock moves on into the next
+# day. logind, systemd and the order of the sleep are the real ones: PrepareForSleep(true), the
+# wait for the delay locks, suspend.target, PrepareForSleep(false) after.
+inhibitor=$(systemd-inhibit --list --no-pager 2>&1 | grep enagentd | tr -s ' ')
+check sleep-inhibitor "enagentd holds a delay lock on sleep (systemd-inhibit --list: ${inhibitor:-none})" \
+    sh -c "echo '$inhibitor' | grep -q 'sleep' && echo '$inhibitor' | grep -q 'delay'"
+pid=$(systemctl show -p MainPID --value enagentd)
+snapshot > "$OUT/before-sleep.json"
+sleep_stepped_at=$(date +%s) sleep_uptime=$(cut -d. -f1 /proc/uptime)
+woke_at=$(( (sleep_stepped_at / 86400 + 1) * 86400 + 7200 ))
+printf '#!/bin/sh\nkill -STOP %s\nbusctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered b false\ndate -s @%s > /dev/null\nbusctl set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered b true\nkill -CONT %s\n' \
+    "$pid" "$woke_at" "$pid" > /run/lab-sleep.sh
+chmod +x /run/lab-sleep.sh
+mkdir -p /run/systemd/system/systemd-suspend.service.d
+printf '[Service]\nExecStart=\nExecStart=/run/lab-sleep.sh\n' > /run/systemd/system/systemd-suspend.service.d/lab-sleep.conf
+systemctl daemon-reload
+slept_at=$(now)
+systemctl suspend
+woke=$(advertised "$woke_at" 30)
+wait_for 30 status_is active
+snapshot > "$OUT/after-sleep.json"
+# Nothing of before the sleep after it: every EN advertisement hci0 had from the sleep on is a new
+# RPI (the kernel enables the instances it kept at power-on, from a new address).
+stale=$(python3 -c 'import sys
+sys.path.insert(0, sys.argv[3])
+import onair
+found = onair.advertisements(sys.argv[1], [0])[0]
+since = float(sys.argv[2])
+before = {a["data"][11:27] for a in found if onair.unix_seconds(a["time"]) < since}
+print(sum(1 for a in found if onair.unix_seconds(a["time"]) >= since and a["data"][11:27] in before))' "$BTSNOOP" "$slept_at" "$SD")
+suspended_cleanly() {
+    within 10 "$woke" && [ "$stale" = 0 ] && keys_kept "$OUT/before-sleep.json" "$OUT/after-sleep.json" "$woke_at" \
+        && [ "$(json_field "$OUT/after-sleep.json" 'd["sightings"]')" -ge "$(json_field "$OUT/before-sleep.json" 'd["sightings"]')" ]
+}
+check suspend "systemctl suspend, asleep into the next day: advertising a new RPI from a new address ${woke%% *} s after the wake (at most 10); $stale advertisements of an RPI from before the sleep after it; $(journalctl -u enagentd --since "@${slept_at%.*}" -o cat | grep -c 'going to sleep') sleep lines in the journal; keys $(key_days "$OUT/after-sleep.json"), one for the new day; sightings $(json_field "$OUT/before-sleep.json" 'd["sightings"]') -> $(json_field "$OUT/after-sleep.json" 'd["sightings"]')" \
+    suspended_cleanly
+rm -r /run/systemd/system/systemd-suspend.service.d; systemctl daemon-reload
+clock_back_to "$sleep_stepped_at" "$sleep_uptime"
+
 step "enctl keys export by a member of enagent"
 exported=$(cd /tmp && as member enctl keys export --format json --yes --out /tmp/member-keys.json 2>&1); exported_rc=$?
 check member-export "enctl keys export --format json as a member: exit $exported_rc, $(stat -c %s /tmp/member-keys.json 2>/dev/null || echo no) bytes${exported:+, \"$exported\"}" \
