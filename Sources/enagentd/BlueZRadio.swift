@@ -74,7 +74,9 @@ final class BlueZRadio: Radio {
 
     /// The store's setting that names the instance this agent added last: "ADAPTER INSTANCE".
     static let instanceSetting = "advertising-instance"
-    /// The store's setting that names the monitor of the scan running: "ADAPTER HANDLE".
+    /// The store's setting that names the monitor of this agent's last scan: "ADAPTER HANDLE".
+    /// Written only when it changes (the kernel hands out the lowest free handle, so mostly the
+    /// same one): a write per scan was 3 MB an hour on the SD card in the service lab.
     static let monitorSetting = "scan-monitor"
 
     /// How the radio scans: passively through a kernel advertisement monitor, or, on a kernel
@@ -94,6 +96,8 @@ final class BlueZRadio: Radio {
         var scanMode = ScanMode.passive
         /// Whether a monitor left by a run that was killed has been looked for.
         var leftoverMonitorChecked = false
+        /// The store's monitor setting as last read or written.
+        var monitorNote: String?
         /// The adapter chosen when none is configured, asked for by name from then on.
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
@@ -340,7 +344,11 @@ final class BlueZRadio: Radio {
             do {
                 try removeLeftoverMonitor(on: adapter)
                 let handle = try Management.send(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
-                try store.setSetting(Self.monitorSetting, to: "\(adapter.name) \(handle)")
+                let note = "\(adapter.name) \(handle)"
+                if state.withLock({ $0.monitorNote }) != note {
+                    try store.setSetting(Self.monitorSetting, to: note)
+                    state.withLock { $0.monitorNote = note }
+                }
                 return handle
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
                 state.withLock { $0.scanMode = .active }
@@ -353,11 +361,14 @@ final class BlueZRadio: Radio {
     }
 
     /// Removes the monitor a run that was killed left on `adapter`, once per process: the kernel
-    /// would scan for it for good. bluetoothd removes every monitor when it starts, so one the
-    /// kernel no longer lists is gone (its handle may be another program's by now).
+    /// would scan for it for good. The note stays after a clean stop (one write fewer per scan);
+    /// bluetoothd removes every monitor when it starts, and a clean stop removes its own, so a
+    /// handle the kernel lists is a leftover, unless a program of the management interface took
+    /// it since (bluetoothd 5.66 offers monitors to no client outside experimental mode).
     private func removeLeftoverMonitor(on adapter: Adapter) throws {
         guard let controller = adapter.index, !state.withLock({ state in defer { state.leftoverMonitorChecked = true }; return state.leftoverMonitorChecked }),
               let note = try store.setting(Self.monitorSetting) else { return }
+        state.withLock { $0.monitorNote = note }
         let fields = note.split(separator: " ")
         guard fields.count == 2, fields[0] == adapter.name, let handle = UInt16(fields[1]), handle != 0,
               try Management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) else { return }
@@ -375,7 +386,6 @@ final class BlueZRadio: Radio {
     private func stopScan(_ scan: Scan) throws {
         guard let handle = scan.monitor else { return try client.stopDiscovery(on: scan.adapter) }
         if let controller = scan.adapter.index { try removeMonitor(handle, controller: controller) }
-        try store.setSetting(Self.monitorSetting, to: nil)
     }
 
     /// Forgets the devices seen also when the scan would not stop, so that the next scan
