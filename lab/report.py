@@ -154,6 +154,26 @@ def returned(controller, gone_at, back_at):
     return took, fresh, back
 
 
+@functools.cache
+def phase_moments():
+    """The unix times at which the lab's phases disturbed the radio (OUT/phases/*-at)."""
+    return [float(open(f"{out}/phases/{name}").read()) for name in os.listdir(f"{out}/phases") if name.endswith("-at")]
+
+
+def on_air_spans(controller):
+    """(start, end, RPI) of each EN advertisement the controller was given, in unix times: from its
+    data (or, on a legacy controller, the enable) to the next one or the first withdrawal after it."""
+    table, (found, *_) = en_capture()
+    given = sorted((onair.unix_seconds(advertisement["time"]), advertisement["data"][11:27].hex())
+                   for advertisement in found if advertisement["controller"] == controller)
+    withdrawn = onair.withdrawals(f"{out}/btmon.snoop", controller)
+    spans = []
+    for index, (start, rpi) in enumerate(given):
+        following = given[index + 1][0] if index + 1 < len(given) else float("inf")
+        spans.append((start, min([following] + [moment for moment in withdrawn if moment > start][:1]), rpi))
+    return spans
+
+
 def btmon_seconds(stamp):
     hours, minutes, rest = stamp.split(":")
     return int(hours) * 3600 + int(minutes) * 60 + float(rest)
@@ -232,6 +252,19 @@ def who_saw_whom():
               else f"  {agent} ({agents[agent]}): {len(seen)} sightings, {len(of_other)} of {other}'s RPIs, "
                    f"{len(of_phones)} of phones, {len(of_self)} of its own")
         print(f"      RSSI unknown in {unknown_rssi} of {len(sightings)} (the emulated controllers report none)")
+        # Each of the other's RPIs that was on the air for the first 3 s (lab.conf's scan-seconds) of
+        # one of this agent's scans, as the crowd's pairs below, and not within 10 s of a phase's
+        # moment (a kill loses what was not yet written, a restart or a switch-off ends a scan):
+        # at least 80 % must be recorded.
+        scans = onair.scan_windows(f"{out}/btmon.snoop", int(agents[agent].removeprefix("hci")))
+        catchable = {rpi for start, end, rpi in on_air_spans(int(agents[other].removeprefix("hci")))
+                     if any(start <= scan and end >= scan + 3 for scan, _ in scans)
+                     and not any(start - 10 <= moment <= end + 10 for moment in phase_moments())}
+        caught = catchable & set(seen)
+        share = len(caught) / len(catchable) if catchable else 0
+        print(f"      {len(caught)} of the {len(catchable)} RPIs of {other}'s on the air for the first 3 s of one of {agent}'s scans, away from the phases: {share:.0%}")
+        if share < 0.8:
+            failures.append(f"{agent} recorded {share:.0%} of {other}'s RPIs that were on the air while it scanned, below 80 %")
         if not of_other:
             failures.append(f"{agent} recorded none of {other}'s RPIs")
         if of_self:

@@ -98,6 +98,8 @@ final class BlueZRadio: Radio {
         var leftoverMonitorChecked = false
         /// The store's monitor setting as last read or written.
         var monitorNote: String?
+        /// The adapter whose passive scan is starting (its monitor being added).
+        var scanStarting: Adapter?
         /// The adapter chosen when none is configured, asked for by name from then on.
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
@@ -227,8 +229,7 @@ final class BlueZRadio: Radio {
     /// that its scan stopped and starts one anew.
     private func resumeScan(on adapter: Adapter) {
         do {
-            let monitor = try startScan(on: adapter)
-            state.withLock { $0.scan = Scan(adapter: adapter, monitor: monitor) }
+            try startScan(on: adapter)
         } catch {
             state.withLock { $0.scan = nil }
             onScanStopped()
@@ -333,23 +334,27 @@ final class BlueZRadio: Radio {
                 logger.debug("the previous scan on \(previous.adapter.name) did not stop: \(error)")
             }
         }
-        let monitor = try startScan(on: adapter)
-        state.withLock { $0.scan = Scan(adapter: adapter, monitor: monitor) }
+        try startScan(on: adapter)
     }
 
-    /// Starts a scan on `adapter`: passive, for which it answers the monitor's handle, or, where
-    /// the kernel has no monitors, bluetoothd's discovery (nil).
-    private func startScan(on adapter: Adapter) throws -> UInt16? {
+    /// Starts a scan on `adapter` and notes it: passive, through a monitor, or, where the kernel
+    /// has no monitors, bluetoothd's discovery.
+    private func startScan(on adapter: Adapter) throws {
         if state.withLock({ $0.scanMode }) == .passive, let controller = adapter.index {
+            // What the controller hears as the scan starts counts: an emulated one reports each
+            // advertiser once, when the scan is enabled, before the monitor's handle is known.
+            state.withLock { $0.scanStarting = adapter }
+            defer { state.withLock { $0.scanStarting = nil } }
             do {
                 try removeLeftoverMonitor(on: adapter)
                 let handle = try Management.send(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
+                state.withLock { $0.scan = Scan(adapter: adapter, monitor: handle) }
                 let note = "\(adapter.name) \(handle)"
                 if state.withLock({ $0.monitorNote }) != note {
                     try store.setSetting(Self.monitorSetting, to: note)
                     state.withLock { $0.monitorNote = note }
                 }
-                return handle
+                return
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
                 state.withLock { $0.scanMode = .active }
                 logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
@@ -357,7 +362,7 @@ final class BlueZRadio: Radio {
             }
         }
         try client.startDiscovery(on: adapter)
-        return nil
+        state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil) }
     }
 
     /// Removes the monitor a run that was killed left on `adapter`, once per process: the kernel
@@ -428,9 +433,9 @@ final class BlueZRadio: Radio {
                     guard let own = state.withLock({ $0.advertisement }), own.legacy, own.adapter.index == controller, own.instance != instance else { return }
                     agent.adapterUnfitForAdvertising(.adapterShared, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
                 case .deviceFound(let controller, let found):
-                    guard let scan = state.withLock({ $0.scan }), scan.monitor != nil, scan.adapter.index == controller,
+                    guard let adapter = state.withLock({ $0.scanMode == .passive ? $0.scan?.adapter ?? $0.scanStarting : nil }), adapter.index == controller,
                           let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
-                    agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: scan.adapter.name, adapterAddress: adapterInUse?.address))
+                    agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name, adapterAddress: adapterInUse?.address))
                 case .monitorRemoved(let controller, let handle):
                     monitorRemoved(handle, controller: controller)
                 }
