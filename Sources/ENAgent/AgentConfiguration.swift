@@ -14,6 +14,7 @@ public struct AgentConfiguration: Equatable, Sendable {
     public var rotationSeconds: ClosedRange<Int>?
     public var scanSeconds: Int?
     public var scanIntervalSeconds: Int?
+    public var passiveScan: Bool?
     public var requireSynchronisedClock: Bool?
     public var trustedKeysDirectory: String?
     /// dB added to every RSSI an adapter not named below reports, before attenuation is computed.
@@ -30,7 +31,7 @@ public struct AgentConfiguration: Equatable, Sendable {
 
     /// The keys, in the order the documentation lists them.
     public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
-                              "rotation-seconds", "scan-seconds", "scan-interval-seconds", "require-synchronised-clock",
+                              "rotation-seconds", "scan-seconds", "scan-interval-seconds", "passive-scan", "require-synchronised-clock",
                               "trusted-keys-directory", "rssi-correction", adapterCorrectionPrefix + "ADDRESS"]
 
     /// A key of this prefix and an adapter's address sets that adapter's RSSI correction.
@@ -63,6 +64,7 @@ public struct AgentConfiguration: Equatable, Sendable {
                 rotationSeconds = bounds[0]...bounds[1]
             case "scan-seconds": scanSeconds = try Self.integer(value, in: 1...300, key: key, fail)
             case "scan-interval-seconds": scanIntervalSeconds = try Self.integer(value, in: 1...300, key: key, fail)
+            case "passive-scan": passiveScan = try Self.boolean(value, key: key, fail)
             case "require-synchronised-clock": requireSynchronisedClock = try Self.boolean(value, key: key, fail)
             case "trusted-keys-directory":
                 guard value.hasPrefix("/") else { throw fail("trusted-keys-directory must be an absolute path") }

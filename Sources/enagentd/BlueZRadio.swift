@@ -22,11 +22,14 @@ import Synchronization
 /// instance timeout (see AddExtendedAdvertisingParameters): with one, the lab's advertisements
 /// ended after about a second.
 ///
-/// The scan is passive: an advertisement monitor for 0xFD6F service data (`AddAdvertisementPatternsMonitor`)
-/// makes the kernel scan without SCAN_REQs, so nothing leaves the radio, not the adapter's public
-/// address either, and EN advertisements are not scannable, so nothing is lost. The advertisements
-/// arrive in Device Found events on the agent's management socket. A kernel without monitors
-/// (before 5.10) gets bluetoothd's discovery instead, which scans actively.
+/// The scan is bluetoothd's discovery (active, from a random address), or, with `passiveScan`,
+/// passive: an advertisement monitor for 0xFD6F service data (`AddAdvertisementPatternsMonitor`)
+/// makes the kernel scan without SCAN_REQs, so nothing leaves the radio, and EN advertisements are
+/// not scannable, so nothing is lost; they arrive in Device Found events on the agent's
+/// management socket. Not the default: kernel 6.1 frees a monitor's pending command when the
+/// adapter powers off while the command is queued, and then uses it (an oops in hci_cmd_sync_work
+/// in the lab, at an rfkill block during a scan's start; the Bluetooth stack is dead until a
+/// reboot). A kernel without monitors (before 5.10) gets the discovery in any case.
 final class BlueZRadio: Radio {
     enum Failure: RadioProblemError, CustomStringConvertible {
         case noAdapter(String?)
@@ -93,7 +96,7 @@ final class BlueZRadio: Radio {
         /// The agent's instance, its adapter, and whether the controller has only the legacy commands.
         var advertisement: (instance: UInt8, adapter: Adapter, legacy: Bool)?
         var scan: Scan?
-        var scanMode = ScanMode.passive
+        var scanMode = ScanMode.active
         /// Whether a monitor left by a run that was killed has been looked for.
         var leftoverMonitorChecked = false
         /// The store's monitor setting as last read or written.
@@ -117,8 +120,10 @@ final class BlueZRadio: Radio {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
-    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, store: AgentStore, logger: Logger, onScanStopped: @escaping @Sendable () -> Void) {
+    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, passiveScan: Bool, store: AgentStore, logger: Logger,
+         onScanStopped: @escaping @Sendable () -> Void) {
         self.client = client
+        state.withLock { $0.scanMode = passiveScan ? .passive : .active }
         self.logger = logger
         self.onScanStopped = onScanStopped
         self.adapterName = adapterName

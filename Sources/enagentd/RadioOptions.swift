@@ -25,6 +25,9 @@ struct RadioOptions: ParsableArguments {
                                valueName: "seconds"))
     var scanIntervalSeconds: Int?
 
+    @Flag(inversion: .prefixedNo, help: "Scan passively through a kernel advertisement monitor instead of bluetoothd's active discovery (default: no: Debian 12's kernel 6.1 can crash when the adapter goes off while a monitor is being added).")
+    var passiveScan: Bool?
+
     @Flag(inversion: .prefixedNo, help: "Use the radio; --no-radio only keeps keys and the database (default: use it).")
     var radio: Bool?
 
@@ -40,6 +43,7 @@ struct RadioSettings {
     var enabled: Bool
     var adapter: String?
     var powerOn: Bool
+    var passiveScan: Bool
     var txPower: Int8
     var schedule: RadioSchedule
 
@@ -48,6 +52,7 @@ struct RadioSettings {
         enabled = options.radio ?? file.radio ?? true
         adapter = options.adapter ?? file.adapter
         powerOn = options.powerOn ?? file.powerOn ?? false
+        passiveScan = options.passiveScan ?? file.passiveScan ?? false
         txPower = options.txPower ?? file.txPower ?? 0
         schedule = RadioSchedule(rotationSeconds: options.rotationSeconds ?? file.rotationSeconds ?? standard.rotationSeconds,
                                  scanSeconds: options.scanSeconds ?? file.scanSeconds ?? standard.scanSeconds,
