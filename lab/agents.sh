@@ -153,8 +153,11 @@ date +%s.%N > "$OUT/phases/unplugged-at"
 unplugged=$(uptime_seconds)
 must "unplug (btvirt closed)" pkill -x btvirt
 while { [ -e /sys/class/bluetooth/hci0 ] || [ -e /sys/class/bluetooth/hci1 ]; } && ! past "$unplugged" 10; do sleep 0.2; done
-sleep 2  # what the agents say while their adapters are gone
-for agent in a b; do must "enctl $agent status (unplugged)" enctl $agent status --json > "$OUT/phases/unplugged-status-$agent.json"; done
+# What the agents say while their adapters are gone, once bluetoothd has told them (within 10 s).
+for agent in a b; do
+    while enctl $agent status --json > "$OUT/phases/unplugged-status-$agent.json" && grep -q '"status" *: *"active"' "$OUT/phases/unplugged-status-$agent.json" \
+        && ! past "$unplugged" 10; do sleep 0.2; done
+done
 replugged=$(uptime_seconds)
 date +%s.%N > "$OUT/phases/replugged-at"
 btvirt ${BTVIRT_OPTS:--l2} > "$OUT/btvirt-replugged.log" 2>&1 &

@@ -103,6 +103,9 @@ final class BlueZRadio: Radio {
         var monitorNote: String?
         /// The adapter whose passive scan is starting (its monitor being added).
         var scanStarting: Adapter?
+        /// The empty instances this radio left in place of its own on adapters that were off
+        /// (`remove`), by adapter: its own, to be removed once the adapter is up.
+        var standIns = [String: Set<UInt8>]()
         /// The adapter chosen when none is configured, asked for by name from then on.
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
@@ -187,10 +190,14 @@ final class BlueZRadio: Radio {
             guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
             instance = free
         }
+        // Empty stand-ins left while the adapter was off (instances held to find a free one, when
+        // it went off meanwhile) go first: on a legacy controller they would take turns with ours.
+        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { features.instances.contains($0) && $0 != own && $0 != instance }
+        for standIn in standIns.sorted() { _ = try removeUnlessStuck(standIn, from: adapter) }
         // A legacy controller has one advertising set, which the kernel lends to each instance in
         // turn, 2 s each, with a new random address every turn: beside another program's, the
         // identifier would go out from several addresses. The agent steps aside until it is alone.
-        if !features.hasExtendedAdvertising && features.instances.contains(where: { $0 != own && $0 != instance }) {
+        if !features.hasExtendedAdvertising && features.instances.contains(where: { $0 != own && $0 != instance && !standIns.contains($0) }) {
             if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
             throw Failure.shared(adapter.name)
         }
@@ -307,10 +314,12 @@ final class BlueZRadio: Radio {
             // no data and no timeout (the kernel refuses a timeout while the controller is off);
             // the agent's next advertisement takes the same instance and removes it first.
             try Management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller)
+            state.withLock { _ = $0.standIns[adapter.name, default: []].insert(instance) }
             return .emptyStandIn
         } catch {
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
+        state.withLock { _ = $0.standIns[adapter.name]?.remove(instance) }
         return .gone
     }
 
