@@ -186,6 +186,18 @@ public final class RadioAgent: Sendable {
         }
     }
 
+    /// Another program removed the advertisement (bluetoothd removes every instance as it starts,
+    /// also one the agent's recovery put out while it was starting): a fresh one, as after a loss.
+    public func advertisementRemoved() {
+        queue.async { [self] in
+            guard my.running, state.advertising else { return }
+            logger.notice("the advertisement was removed by another program (bluetoothd removes them all as it starts): advertising anew")
+            my.lostSinceAdvertising = true
+            state.advertising = false
+            scheduleRotation(in: Self.retrySeconds / 4)
+        }
+    }
+
     /// The wall clock was stepped (the daemon's upkeep noticed): an identifier for the time it
     /// reads now, or the wait for a later interval, at once rather than at the next rotation.
     /// Nothing changes while it still reads the interval on the air.

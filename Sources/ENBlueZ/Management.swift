@@ -137,6 +137,9 @@ public enum ManagementEvent: Equatable, Sendable {
     case monitorRemoved(controller: UInt16, handle: UInt16)
     /// Advertising Added (0x0023): an instance added by another socket than the one that hears it.
     case advertisingAdded(controller: UInt16, instance: UInt8)
+    /// Advertising Removed (0x0024): an instance removed by another socket (bluetoothd's start
+    /// removes every one).
+    case advertisingRemoved(controller: UInt16, instance: UInt8)
 }
 
 /// An advertisement the controller heard: the sender's address as on the air (6 bytes,
@@ -161,7 +164,7 @@ enum ManagementPacket {
     }
 
     static let newSettingsEvent: UInt16 = 0x0006, deviceFoundEvent: UInt16 = 0x0012
-    static let advertisingAddedEvent: UInt16 = 0x0023, monitorRemovedEvent: UInt16 = 0x002C, monitorDeviceFoundEvent: UInt16 = 0x002F
+    static let advertisingAddedEvent: UInt16 = 0x0023, advertisingRemovedEvent: UInt16 = 0x0024, monitorRemovedEvent: UInt16 = 0x002C, monitorDeviceFoundEvent: UInt16 = 0x002F
 
     /// `packet` as an event the agent acts on; nil for any other, or one cut short.
     static func event(_ packet: [UInt8]) -> ManagementEvent? {
@@ -175,6 +178,8 @@ enum ManagementPacket {
             return .newSettings(controller: controller, ReadControllerInformation.Settings(rawValue: UInt32(littleEndian: parameters, at: 0)))
         case advertisingAddedEvent where length >= 1:
             return .advertisingAdded(controller: controller, instance: parameters[0])
+        case advertisingRemovedEvent where length >= 1:
+            return .advertisingRemoved(controller: controller, instance: parameters[0])
         case monitorRemovedEvent where length >= 2:
             return .monitorRemoved(controller: controller, handle: UInt16(littleEndian: parameters, at: 0))
         case deviceFoundEvent, monitorDeviceFoundEvent:

@@ -103,6 +103,9 @@ final class BlueZRadio: Radio {
         var monitorNote: String?
         /// The adapter whose passive scan is starting (its monitor being added).
         var scanStarting: Adapter?
+        /// Removals of instances this radio asked for whose Advertising Removed event has not been
+        /// heard yet, by "CONTROLLER INSTANCE": the watch tells them from another program's.
+        var ownRemovals = [String: Int]()
         /// The empty instances this radio left in place of its own on adapters that were off
         /// (`remove`), by adapter: its own, to be removed once the adapter is up.
         var standIns = [String: Set<UInt8>]()
@@ -307,7 +310,11 @@ final class BlueZRadio: Radio {
     @discardableResult
     private func remove(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) -> Removal {
         guard let controller = adapter.index else { return .gone }
+        // Counted before it is sent: the kernel sends the event before its answer.
+        let key = "\(controller) \(instance)"
+        state.withLock { $0.ownRemovals[key, default: 0] += 1 }
         do throws(ManagementError) { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
+            state.withLock { $0.ownRemovals[key, default: 1] -= 1 }
             // A controller that is off cannot remove an instance (the kernel queues nothing while
             // it is down), and at power-on it enables the instance again from a new address: the
             // old RPI would go out from a second one. Add Advertising replaces it while off, with
@@ -317,6 +324,7 @@ final class BlueZRadio: Radio {
             state.withLock { _ = $0.standIns[adapter.name, default: []].insert(instance) }
             return .emptyStandIn
         } catch {
+            state.withLock { $0.ownRemovals[key, default: 1] -= 1 }
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
         state.withLock { _ = $0.standIns[adapter.name]?.remove(instance) }
@@ -450,6 +458,18 @@ final class BlueZRadio: Radio {
                     guard let adapter = state.withLock({ $0.scanMode == .passive ? $0.scan?.adapter ?? $0.scanStarting : nil }), adapter.index == controller,
                           let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
                     agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name, adapterAddress: adapterInUse?.address))
+                case .advertisingRemoved(let controller, let instance):
+                    let foreign = state.withLock { state in
+                        let key = "\(controller) \(instance)"
+                        if let pending = state.ownRemovals[key], pending > 0 {
+                            state.ownRemovals[key] = pending == 1 ? nil : pending - 1
+                            return false
+                        }
+                        guard let own = state.advertisement, own.adapter.index == controller, own.instance == instance else { return false }
+                        state.advertisement = nil
+                        return true
+                    }
+                    if foreign { agent.advertisementRemoved() }
                 case .monitorRemoved(let controller, let handle):
                     monitorRemoved(handle, controller: controller)
                 }

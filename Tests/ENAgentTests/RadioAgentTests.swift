@@ -280,6 +280,20 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(radio.log.filter { $0 == "startScanning" }.count == 2, "and a scan")
     }
 
+    /// An advertisement another program removed (bluetoothd as it starts) is put on the air anew
+    /// at once, with a fresh RPI: the removed one may have been on the air.
+    @Test func anAdvertisementRemovedByAnotherProgramComesBackFresh() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        agent.advertisementRemoved()
+        Thread.sleep(forTimeInterval: 0.8)
+        agent.stop()
+        #expect(radio.serviceData.count == 2, "advertising again without waiting for the next rotation")
+        #expect(radio.serviceData[0] != radio.serviceData[1], "a fresh RPI")
+    }
+
     /// An adapter that reports itself powered, with no loss before, changes nothing on the air:
     /// no new advertisement, so no key is spent on it.
     @Test func aReturnWithoutALossKeepsTheAdvertisement() throws {

@@ -148,6 +148,7 @@ import Testing
         #expect(ManagementPacket.event([0x2C, 0x00, 0x01, 0x00, 0x02, 0x00, 0x03, 0x00]) == .monitorRemoved(controller: 1, handle: 3))
         #expect(ManagementPacket.event([0x23, 0x00, 0x00, 0x00, 0x01, 0x00, 0x01]) == .advertisingAdded(controller: 0, instance: 1), "bluetoothd's first instance")
         #expect(ManagementPacket.event([0x23, 0x00, 0x00, 0x00, 0x00, 0x00]) == nil, "no instance")
+        #expect(ManagementPacket.event([0x24, 0x00, 0x00, 0x00, 0x01, 0x00, 0x05]) == .advertisingRemoved(controller: 0, instance: 5))
     }
 
     /// Only the answer to our command on our controller counts; every management socket also
