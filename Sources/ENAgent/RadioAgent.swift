@@ -192,7 +192,7 @@ public final class RadioAgent: Sendable {
         queue.async { [self] in
             guard my.running, state.advertising else { return }
             logger.notice("the advertisement was removed by another program (bluetoothd removes them all as it starts): advertising anew")
-            my.lostSinceAdvertising = true
+            // Not a loss of the radio: one that follows (the adapter switched off) is logged as such.
             state.advertising = false
             scheduleRotation(in: Self.retrySeconds / 4)
         }
