@@ -87,7 +87,7 @@ def connectable_moment():
     the kernel then put on the air off the specification, with the seconds until a took it off."""
     if not os.path.exists(f"{out}/phases/a-connectable-at"):
         return None, []
-    at = float(open(f"{out}/phases/a-connectable-at").read())
+    at = phase_time("a-connectable-at")
     table, (found, *_) = en_capture()
     withdrawn = onair.withdrawals(f"{out}/btmon.snoop", 0)
     reprogrammed = []
@@ -117,8 +117,8 @@ def reenabled_at_resume():
     the air before the sleep, each with the seconds until a took it off (None: never)."""
     if not os.path.exists(f"{out}/phases/suspended-at"):
         return []
-    suspended = float(open(f"{out}/phases/suspended-at").read())
-    resumed = float(open(f"{out}/phases/resumed-at").read())
+    suspended = phase_time("suspended-at")
+    resumed = phase_time("resumed-at")
     table, (found, *_) = en_capture()
     mine = [advertisement for advertisement in found if advertisement["controller"] == 0]
     before = [advertisement for advertisement in mine if onair.unix_seconds(advertisement["time"]) < suspended]
@@ -155,10 +155,15 @@ def returned(controller, gone_at, back_at):
     return took, fresh, back
 
 
+def phase_time(name):
+    """The unix time a phase wrote to OUT/phases/NAME (date +%s.%N)."""
+    return float(open(f"{out}/phases/{name}").read())
+
+
 @functools.cache
 def phase_moments():
     """The unix times at which the lab's phases disturbed the radio (OUT/phases/*-at)."""
-    return [float(open(f"{out}/phases/{name}").read()) for name in os.listdir(f"{out}/phases") if name.endswith("-at")]
+    return [phase_time(name) for name in os.listdir(f"{out}/phases") if name.endswith("-at")]
 
 
 def on_air_spans(controller):
@@ -522,7 +527,7 @@ def pause():
     paused = json.load(open(f"{out}/phases/paused-status-b.json"))
     # Timed in the capture: from enctl pause returning to the controller accepting the last
     # command that stopped its advertising and scanning.
-    paused_at = float(open(f"{out}/phases/b-paused-at").read())
+    paused_at = phase_time("b-paused-at")
     quiet = next((time for time, on_air, listening in onair.radio_changes(f"{out}/btmon.snoop", 1)
                   if time >= paused_at - 2 and not on_air and not listening), None)
     took = None if quiet is None else max(0.0, quiet - paused_at)
@@ -541,7 +546,7 @@ def adapter():
     # The recovery timed on the controller's own commands: the first moment after the switch-off
     # when hci0 went quiet, then the first advertising and the first scan after that. (The lab's
     # poll of the growing capture can lag by seconds in the emulated guest.)
-    off_at = float(open(f"{out}/phases/a-switched-off-at").read())
+    off_at = phase_time("a-switched-off-at")
     changes = [change for change in onair.radio_changes(f"{out}/btmon.snoop", 0) if change[0] >= off_at - 0.5]
     quiet = next((index for index, (_, on_air, listening) in enumerate(changes) if not on_air and not listening), None)
     after = changes[quiet + 1:] if quiet is not None else []
@@ -569,8 +574,8 @@ def judge_return(agent, adapter, status, waiting, took, fresh, polled, gone, bac
 
 @check("AIRPLANE MODE (both agents' adapters blocked by rfkill, then unblocked)")
 def airplane_mode():
-    blocked_at = float(open(f"{out}/phases/rfkill-blocked-at").read())
-    unblocked_at = float(open(f"{out}/phases/rfkill-unblocked-at").read())
+    blocked_at = phase_time("rfkill-blocked-at")
+    unblocked_at = phase_time("rfkill-unblocked-at")
     polled = dict(line.split() for line in open(f"{out}/phases/rfkill").read().splitlines())
     for agent, adapter in agents.items():
         status = json.load(open(f"{out}/phases/rfkill-status-{agent}.json"))
@@ -583,8 +588,8 @@ def airplane_mode():
 
 @check("SECOND ADVERTISER (bluetoothctl's broadcast beside a's on hci0, through bluetoothd)")
 def second_advertiser():
-    started = float(open(f"{out}/phases/second-advertiser-at").read())
-    ended = float(open(f"{out}/phases/second-advertiser-off-at").read())
+    started = phase_time("second-advertiser-at")
+    ended = phase_time("second-advertiser-off-at")
     legacy = any(advertisement.get("legacy") for advertisement in en_capture()[1][0] if advertisement["controller"] == 0)
     # From bluetoothctl's start to its end (it registers its advertisement within about a second;
     # bluetoothd puts the name in the scan response, so the set's advertising data is empty).
@@ -600,8 +605,8 @@ def second_advertiser():
 
 @check("UNPLUG (every controller closed, as when a dongle is pulled, then new ones opened)")
 def unplug():
-    unplugged_at = float(open(f"{out}/phases/unplugged-at").read())
-    replugged_at = float(open(f"{out}/phases/replugged-at").read())
+    unplugged_at = phase_time("unplugged-at")
+    replugged_at = phase_time("replugged-at")
     polled = dict(line.split() for line in open(f"{out}/phases/replug").read().splitlines())
     for agent, adapter in agents.items():
         controller = int(adapter.removeprefix("hci"))
@@ -614,8 +619,8 @@ def unplug():
 
 @check("SUSPEND (a asleep, hci0 off, the clock forward into the next day, hci0 on, a awake)")
 def suspend():
-    suspended_at = float(open(f"{out}/phases/suspended-at").read())
-    resumed_at = float(open(f"{out}/phases/resumed-at").read())
+    suspended_at = phase_time("suspended-at")
+    resumed_at = phase_time("resumed-at")
     day = int(open(f"{out}/phases/resumed-agent-time").read()) // 86400
     again = reenabled_at_resume()
     # a's own return: after the kernel's re-enabling, which a takes off on waking.
@@ -653,7 +658,7 @@ def connectable():
     at, reprogrammed = connectable_moment()
     polled = open(f"{out}/phases/connectable-a").read().split()
     status = json.load(open(f"{out}/phases/connectable-status-a.json"))
-    off_at = float(open(f"{out}/phases/a-not-connectable-at").read())
+    off_at = phase_time("a-not-connectable-at")
     # Timed on the capture: from the kernel's New Settings event (connectable) to the first command
     # after it that took advertising off.
     turned = next((time for time, settings in onair.settings_changes(f"{out}/btmon.snoop", 0) if time >= at and settings & onair.CONNECTABLE), None)
