@@ -92,9 +92,18 @@ final class BlueZRadio: Radio {
         var monitor: UInt16?
     }
 
+    /// The agent's advertisement on the air.
+    private struct Advertisement {
+        var instance: UInt8
+        var adapter: Adapter
+        /// The controller has only the legacy commands: one advertising set.
+        var legacy: Bool
+        /// Another program added an advertisement, which the kernel puts on the set next.
+        var followedByAnother = false
+    }
+
     private struct State {
-        /// The agent's instance, its adapter, and whether the controller has only the legacy commands.
-        var advertisement: (instance: UInt8, adapter: Adapter, legacy: Bool)?
+        var advertisement: Advertisement?
         var scan: Scan?
         var scanMode = ScanMode.active
         /// Whether a monitor left by a run that was killed has been looked for.
@@ -181,66 +190,79 @@ final class BlueZRadio: Radio {
             throw Failure.connectable(adapter.name)
         }
         let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
-        let own: UInt8?
-        var instance: UInt8
-        if let previous, previous.adapter.name == adapter.name {
-            (own, instance) = (previous.instance, previous.instance)
-        } else {
-            // A run killed with SIGKILL left its instance: it goes first, then the agent takes
-            // the highest that no other program holds, which the kernel's list may not show.
-            own = try rememberedInstance(on: adapter)
-            if let own { _ = try removeUnlessStuck(own, from: adapter) }
-            guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
-            instance = free
-        }
+        let legacy = !features.hasExtendedAdvertising
+        let kept = previous.flatMap { $0.adapter.name == adapter.name ? $0.instance : nil }
+        // A run killed with SIGKILL left its instance: it goes first.
+        let own = try kept ?? rememberedInstance(on: adapter)
+        if kept == nil, let own { _ = try removeUnlessStuck(own, from: adapter) }
         // Empty stand-ins left while the adapter was off (instances held to find a free one, when
-        // it went off meanwhile) go first: on a legacy controller they would take turns with ours.
-        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { features.instances.contains($0) && $0 != own && $0 != instance }
+        // it went off meanwhile) go next: on a legacy controller they would take turns with ours.
+        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { features.instances.contains($0) && $0 != own }
         for standIn in standIns.sorted() { _ = try removeUnlessStuck(standIn, from: adapter) }
         // A legacy controller has one advertising set, which the kernel lends to each instance in
         // turn, 2 s each, with a new random address every turn: beside another program's, the
-        // identifier would go out from several addresses. The agent steps aside until it is alone.
-        if !features.hasExtendedAdvertising && features.instances.contains(where: { $0 != own && $0 != instance && !standIns.contains($0) }) {
-            if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
+        // identifier would go out from several addresses. The agent steps aside until it is alone
+        // (and asks no more of the kernel than these two reads a second meanwhile).
+        if legacy && features.instances.contains(where: { $0 != own && !standIns.contains($0) }) {
+            if let kept { try pausingScan(on: adapter, if: true) { try withdraw(kept, from: adapter) } }
             throw Failure.shared(adapter.name)
         }
-        // A legacy controller refuses LE Set Random Address while it scans (Core Vol 4 Part E
-        // 7.8.4), and the kernel does not pause the scan for it: the new advertisement would be
-        // refused (management status Failed). The scan pauses while the advertisement changes.
-        let pausedScan = features.hasExtendedAdvertising ? nil : state.withLock { state in
+        // Else the highest instance that no other program holds, which the kernel's list may not show.
+        var instance: UInt8
+        if let kept {
+            instance = kept
+        } else {
+            guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
+            instance = free
+        }
+        try pausingScan(on: adapter, if: legacy) {
+            // A fresh instance, so the kernel gives it a fresh non-resolvable address.
+            if features.instances.contains(instance) {
+                if try !removeUnlessStuck(instance, from: adapter) {
+                    guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
+                    instance = free
+                }
+            }
+            if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
+            let interval = ExposureNotificationAdvertisement.intervalMilliseconds
+            let parameters = try Management.send(AddExtendedAdvertisingParameters(
+                instance: instance, flags: [.useInterval],
+                interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
+                transmitPower: 0), controller: controller)
+            state.withLock { $0.advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy) }
+            // 127 means the controller did not say (no extended advertising).
+            let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
+            try Management.send(AddExtendedAdvertisingData(
+                instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
+                controller: controller)
+        }
+    }
+
+    /// Runs `body` with this radio's scan on `adapter` paused when `pause` says so. A legacy
+    /// controller refuses LE Set Random Address while it scans (Core Vol 4 Part E 7.8.4), and the
+    /// kernel, which gives each advertisement it puts on the set a new address, does not pause the
+    /// scan for it: the advertisement stays off the air (the agent's is refused, management status
+    /// Failed; another program's waits for the kernel's next turn, 2 s on, which may fall in the
+    /// next scan again).
+    private func pausingScan(on adapter: Adapter, if pause: Bool, _ body: () throws -> Void) throws {
+        let paused = !pause ? nil : state.withLock { state in
             // Its monitor's removal, which the event watch hears, is this radio's own.
             guard let scan = state.scan, scan.adapter.name == adapter.name else { return nil as Scan? }
             state.scan?.monitor = nil
             return scan
         }
-        if let pausedScan {
-            do { try stopScan(pausedScan) } catch {
-                // Not running any more (the adapter was switched off): nothing to pause.
+        if let paused {
+            do { try stopScan(paused) } catch {
+                // Not running any more: the adapter was switched off, or bluetoothd restarted, and
+                // the kernel may run its predecessor's discovery on for up to 10.24 s, which ends here.
+                if paused.monitor == nil, let controller = adapter.index { _ = try? Management.send(StopDiscovery(), controller: controller) }
             }
         }
-        defer { if let pausedScan { resumeScan(on: pausedScan.adapter) } }
-        // A fresh instance, so the kernel gives it a fresh non-resolvable address.
-        if features.instances.contains(instance) {
-            if try !removeUnlessStuck(instance, from: adapter) {
-                guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
-                instance = free
-            }
-        }
-        if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
-        let interval = ExposureNotificationAdvertisement.intervalMilliseconds
-        let parameters = try Management.send(AddExtendedAdvertisingParameters(
-            instance: instance, flags: [.useInterval],
-            interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
-            transmitPower: 0), controller: controller)
-        state.withLock { $0.advertisement = (instance, adapter, !features.hasExtendedAdvertising) }
-        // 127 means the controller did not say (no extended advertising).
-        let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
-        try Management.send(AddExtendedAdvertisingData(
-            instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
-            controller: controller)
+        defer { if let paused { resumeScan(on: paused.adapter) } }
+        try body()
     }
 
-    /// The scan again after a pause for the advertisement; when it is refused, the agent hears
+    /// The scan again after a pause for an advertisement; when it is refused, the agent hears
     /// that its scan stopped and starts one anew.
     private func resumeScan(on adapter: Adapter) {
         do {
@@ -292,8 +314,11 @@ final class BlueZRadio: Radio {
     }
 
     func stopAdvertising() throws {
-        guard let (instance, adapter, _) = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
-        try withdraw(instance, from: adapter)
+        guard let advertisement = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
+        // Stepping aside for another program's advertisement: the kernel puts that on the set at once.
+        try pausingScan(on: advertisement.adapter, if: advertisement.followedByAnother) {
+            try withdraw(advertisement.instance, from: advertisement.adapter)
+        }
     }
 
     /// Removes this agent's instance and, once it is gone, forgets it: a later run has none of
@@ -452,7 +477,11 @@ final class BlueZRadio: Radio {
                     agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci\(controller) turned connectable")
                 case .advertisingAdded(let controller, let instance):
                     // Not the agent's own: while it adds its instance (or holds others to find a free one) it has none.
-                    guard let own = state.withLock({ $0.advertisement }), own.legacy, own.adapter.index == controller, own.instance != instance else { return }
+                    guard state.withLock({ state in
+                        guard let own = state.advertisement, own.legacy, own.adapter.index == controller, own.instance != instance else { return false }
+                        state.advertisement?.followedByAnother = true
+                        return true
+                    }) else { return }
                     agent.adapterUnfitForAdvertising(.adapterShared, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
                 case .deviceFound(let controller, let found):
                     guard let adapter = state.withLock({ $0.scanMode == .passive ? $0.scan?.adapter ?? $0.scanStarting : nil }), adapter.index == controller,
