@@ -73,6 +73,9 @@ def advertisements(path, controllers):
     # What the Core spec lets a controller refuse LE Set Random Address for: scanning or legacy
     # advertising enabled (Vol 4 Part E 7.8.4). A refusal without either is the controller's fault.
     scanning, legacy_advertising, last_refusal, public_scans = {}, {}, {}, []
+    # index -> the last scan parameters sent, and (time, excused) when active from the public address:
+    # a scan counts once it is enabled.
+    scan_parameters, public_parameters = {}, {}
     for index, opcode, timestamp, payload in records(path):
         if index not in controllers or len(payload) < 3:
             continue
@@ -104,13 +107,15 @@ def advertisements(path, controllers):
                 if active and own_type == 0:
                     refusal = last_refusal.get(index)
                     recent = refusal is not None and timestamp - refusal[0] < 1_000_000
-                    public_scans.append((index, timestamp, recent and refusal[1]))
+                    public_parameters[index] = (timestamp, recent and refusal[1])
+                else:
+                    public_parameters.pop(index, None)
             if command == SET_EXT_SCAN_PARAMETERS and len(parameters) >= 8:
-                scans.append((index, parameters[0], parameters[3], struct.unpack("<H", parameters[4:6])[0] * 0.625,
-                              struct.unpack("<H", parameters[6:8])[0] * 0.625))
+                scan_parameters[index] = (index, parameters[0], parameters[3], struct.unpack("<H", parameters[4:6])[0] * 0.625,
+                                          struct.unpack("<H", parameters[6:8])[0] * 0.625)
             elif command == SET_SCAN_PARAMETERS and len(parameters) >= 7:
-                scans.append((index, parameters[5], parameters[0], struct.unpack("<H", parameters[1:3])[0] * 0.625,
-                              struct.unpack("<H", parameters[3:5])[0] * 0.625))
+                scan_parameters[index] = (index, parameters[5], parameters[0], struct.unpack("<H", parameters[1:3])[0] * 0.625,
+                                          struct.unpack("<H", parameters[3:5])[0] * 0.625)
         elif opcode == EVENT and payload[0] == 0x3E and len(payload) >= 4 and payload[2] == 0x12 and payload[3] != 0:
             # LE Advertising Set Terminated with an error status: the controller ended a set.
             terminated.append((index, payload[4], payload[3]))
@@ -132,6 +137,12 @@ def advertisements(path, controllers):
                     last_refusal[index] = (timestamp, not scanning.get(index) and not legacy_advertising.get(index))
             elif command in (SET_SCAN_ENABLE, SET_EXT_SCAN_ENABLE) and status == 0 and sent[1]:
                 scanning[index] = bool(sent[1][0])
+                # Scan requests go out only once the scan is enabled: parameters the kernel sent
+                # as the controller went away (rfkill) and never enabled put nothing on the air.
+                if scanning[index] and index in public_parameters:
+                    public_scans.append((index,) + public_parameters.pop(index))
+                if scanning[index] and index in scan_parameters:
+                    scans.append(scan_parameters.pop(index))
             elif command == READ_ADV_TX_POWER and status == 0 and len(payload) >= 7:
                 legacy["tx_power"] = struct.unpack("b", payload[6:7])[0]
             elif command == SET_ADV_ENABLE and status == 0 and sent[1][:1] == b"\x01" and EN_PREFIX in legacy.get("data", b""):
@@ -262,21 +273,33 @@ def settings_changes(path, controller):
     return changes
 
 
-CONTROL_OPEN, CONTROL_COMMAND, READ_ADVERTISING_FEATURES = 14, 16, 0x003D
+CONTROL_OPEN, CONTROL_COMMAND, READ_ADVERTISING_FEATURES, ADD_EXT_ADV_DATA = 14, 16, 0x003D, 0x0055
+
+
+def from_bluetoothd(path, controller, command, after):
+    """The unix time of bluetoothd's first management `command` on the controller at or after the
+    unix time `after`, None if it sent none."""
+    sockets = set()
+    for index, opcode, timestamp, payload in records(path):
+        if opcode == CONTROL_OPEN and len(payload) >= 14 and payload[14:14 + payload[13]].rstrip(b"\0") == b"bluetoothd":
+            sockets.add(payload[:4])
+        elif (opcode == CONTROL_COMMAND and index == controller and payload[:4] in sockets and len(payload) >= 6
+              and struct.unpack("<H", payload[4:6])[0] == command and unix_seconds(timestamp) >= after):
+            return unix_seconds(timestamp)
+    return None
 
 
 def offered(path, controller, after):
     """The unix time at which bluetoothd offered the controller for advertising at or after the unix
     time `after` (its own Read Advertising Features on it, which bluetoothd sends once it has set
     the adapter up, after a restart or a controller's return), None if it did not."""
-    sockets = set()
-    for index, opcode, timestamp, payload in records(path):
-        if opcode == CONTROL_OPEN and len(payload) >= 14 and payload[14:14 + payload[13]].rstrip(b"\0") == b"bluetoothd":
-            sockets.add(payload[:4])
-        elif (opcode == CONTROL_COMMAND and index == controller and payload[:4] in sockets and len(payload) >= 6
-              and struct.unpack("<H", payload[4:6])[0] == READ_ADVERTISING_FEATURES and unix_seconds(timestamp) >= after):
-            return unix_seconds(timestamp)
-    return None
+    return from_bluetoothd(path, controller, READ_ADVERTISING_FEATURES, after)
+
+
+def registered(path, controller, after):
+    """The unix time at which bluetoothd gave the kernel a program's advertisement for the
+    controller (Add Extended Advertising Data) at or after the unix time `after`, None if it did not."""
+    return from_bluetoothd(path, controller, ADD_EXT_ADV_DATA, after)
 
 
 def withdrawals(path, controller):

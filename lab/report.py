@@ -35,7 +35,7 @@ every EN advertisement the agents' controllers were given conforms to the EN Blu
 Specification (onair.py) and none was ended by the controller, but for one the kernel
 re-programmed at the connectable switch, which the agent must have taken off within 250 ms;
 every scan was passive or from a random address."""
-import datetime, functools, json, os, re, sqlite3, subprocess, sys
+import calendar, datetime, functools, json, os, re, sqlite3, subprocess, sys, time
 import onair
 
 out, enctl = sys.argv[1], sys.argv[2]
@@ -507,6 +507,24 @@ def recovery():
     if not kept:
         failures.append("agent a lost TEKs across SIGKILL and restart")
 
+# The moments an adapter is taken from under the agents: an advertisement requested just then may
+# meet the block or the power-off (Rejected, Failed) and is not counted as refused.
+TAKEN_AWAY = ("a-switched-off-at", "rfkill-blocked-at", "unplugged-at", "suspended-at")
+
+
+def refused_advertisements(agent):
+    """The agent's log lines of advertisements the kernel refused (issue 25 began with 37 of them
+    on legacy controllers), but in the seconds an adapter was taken away."""
+    moments = [phase_time(name) for name in TAKEN_AWAY if os.path.exists(f"{out}/phases/{name}")]
+    refused = []
+    for line in open(f"{out}/{agent}/enagentd.log"):
+        if re.search(r"cannot advertise: hci\d+ refused", line):
+            logged = calendar.timegm(time.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%SZ"))
+            if not any(moment - 1 <= logged <= moment + 2 for moment in moments):
+                refused.append(line.strip())
+    return refused
+
+
 @check("LOGS")
 def logs():
     for agent, adapter in agents.items():
@@ -520,6 +538,11 @@ def logs():
             failures.append(f"agent {agent}'s log carries {len(leaked)} TEKs or RPIs")
         if not power or power.group(2) != f"read from {adapter}":
             failures.append(f"agent {agent} did not read its TX power from {adapter}")
+        refused = refused_advertisements(agent)
+        print(f"  {agent}: the kernel refused {len(refused)} of its advertisements" + (f" (first: {refused[0]})" if refused else ""))
+        if refused:
+            failures.append(f"the kernel refused {len(refused)} of agent {agent}'s advertisements (first: {refused[0]})")
+
 
 @check("PAUSE")
 def pause():
@@ -586,6 +609,12 @@ def airplane_mode():
         if not said:
             failures.append(f"agent {agent}'s log does not say that {adapter} is blocked")
 
+# Another program's advertisement stays on the air beside a's (BT 5) or in its place (BT 4.x) from
+# the moment bluetoothd gave it to the kernel until the phase's end, which comes a second or two
+# after its removal (81-94 % in the day's captures where it went on the air at once).
+OTHER_ADVERTISER_SHARE = 0.8
+
+
 @check("SECOND ADVERTISER (bluetoothctl's broadcast beside a's on hci0, through bluetoothd)")
 def second_advertiser():
     started = phase_time("second-advertiser-at")
@@ -594,14 +623,21 @@ def second_advertiser():
     # From bluetoothctl's start to its end (it registers its advertisement within about a second;
     # bluetoothd puts the name in the scan response, so the set's advertising data is empty).
     en, other, gap = onair.air_shares(f"{out}/btmon.snoop", 0, started, ended)
+    # The other's from the moment bluetoothd gave it to the kernel: on a legacy controller the
+    # kernel puts it on the set when a steps aside, which needs a new address, refused while a scans.
+    registered = onair.registered(f"{out}/btmon.snoop", 0, started)
+    other_since = onair.air_shares(f"{out}/btmon.snoop", 0, registered, ended)[1] if registered is not None else 0
     status = json.load(open(f"{out}/phases/second-advertiser-status-a.json"))
-    print(f"  for {ended - started:.1f} s: a's EN advertisement on the air {en:.0%} of the time, bluetoothctl's {other:.0%}, "
-          f"the longest stretch without EN {gap:.1f} s; a said {status['status']}, advertising {'yes' if status['advertising'] else 'no'} "
+    print(f"  for {ended - started:.1f} s: a's EN advertisement on the air {en:.0%} of the time, bluetoothctl's {other:.0%} "
+          + (f"({other_since:.0%} from its registration {registered - started:.1f} s in)" if registered is not None else "(NEVER registered)")
+          + f", the longest stretch without EN {gap:.1f} s; a said {status['status']}, advertising {'yes' if status['advertising'] else 'no'} "
           + ("(legacy: a steps aside, since the kernel would lend the one set in turns, each turn from a new address)" if legacy else "(extended: a set each, side by side)"))
-    if legacy and (status["status"] != "adapter-shared" or status["advertising"] or other == 0):
-        failures.append(f"with a second advertiser on legacy hci0, a said {status['status']} (advertising {status['advertising']}), the other on the air {other:.0%}")
-    if not legacy and (other == 0 or en < 0.9 or status["status"] != "active"):
-        failures.append(f"with a second advertiser on hci0, EN on the air {en:.0%} and the other {other:.0%} of the time; a said {status['status']}")
+    if other_since < OTHER_ADVERTISER_SHARE:
+        failures.append(f"the second advertiser on hci0 was on the air {other_since:.0%} of the time from its registration (at least {OTHER_ADVERTISER_SHARE:.0%})")
+    if legacy and (status["status"] != "adapter-shared" or status["advertising"]):
+        failures.append(f"with a second advertiser on legacy hci0, a said {status['status']} (advertising {status['advertising']})")
+    if not legacy and (en < 0.9 or status["status"] != "active"):
+        failures.append(f"with a second advertiser on hci0, EN on the air {en:.0%} of the time; a said {status['status']}")
 
 @check("UNPLUG (every controller closed, as when a dongle is pulled, then new ones opened)")
 def unplug():
