@@ -60,16 +60,26 @@ public final class RadioAgent: Sendable {
         _modify { yield &onQueue.value }
     }
 
-    /// The radio's state as the status shows it; `onChange` hears of every change.
+    /// The radio's state as the status shows it; `onChange` hears of it once each piece of work
+    /// on the queue is done (`changing`).
     private var state: RadioState {
         get { my.state }
-        set {
-            let old = my.state
-            my.state = newValue
-            if newValue != old { onChange?(newValue) }
-        }
+        set { my.state = newValue }
     }
     private let onChange: (@Sendable (RadioState) -> Void)?
+
+    /// Runs `body` (on the queue) and tells `onChange` of the state it leaves, if that differs: the
+    /// steps in between are no status (a recovery whose rotation waits for a later interval, then
+    /// whose scan finds no adapter, is `no-adapter`, never `waiting-for-interval` for a moment).
+    private func changing<T>(_ body: () throws -> T) rethrows -> T {
+        let before = my.state
+        defer { if my.state != before { onChange?(my.state) } }
+        return try body()
+    }
+
+    private func async(_ body: @escaping @Sendable () -> Void) {
+        queue.async { [self] in changing(body) }
+    }
 
     /// Sightings are written to the store when a scan ends, or sooner when this many wait.
     static let flushThreshold = 1_000
@@ -108,16 +118,16 @@ public final class RadioAgent: Sendable {
 
     /// Starts advertising and scanning.
     public func start() {
-        queue.sync {
+        queue.sync { changing {
             my.running = true
             rotate()
             scanCycle()
-        }
+        } }
     }
 
     /// Stops the radio at once and writes the sightings still pending.
     public func stop() {
-        queue.sync {
+        queue.sync { changing {
             my.running = false
             my.rotationTimer?.cancel()
             my.scanTimer?.cancel()
@@ -125,13 +135,13 @@ public final class RadioAgent: Sendable {
             if state.scanning { stopScanning() }
             state = RadioState()
             flush()
-        }
+        } }
     }
 
     /// The radio went away (bluetoothd stopped, the adapter vanished): it took the advertisement
     /// and the scan with it.
     public func radioLost() {
-        queue.async { [self] in
+        async { [self] in
             if !my.lostSinceAdvertising { logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost) }
             my.lostSinceAdvertising = true
             // The kernel keeps an instance across a power cycle and enables it again at power-on, on
@@ -146,10 +156,10 @@ public final class RadioAgent: Sendable {
     /// that arrive together (bluetoothd and its adapters appear within moments) make one recovery;
     /// one with no loss before it only scans anew.
     public func radioReturned() {
-        queue.async { [self] in
+        async { [self] in
             guard my.running, !my.recoveryPending else { return }
             my.recoveryPending = true
-            queue.asyncAfter(deadline: .now() + Self.recoveryDelay) { [self] in
+            queue.asyncAfter(deadline: .now() + Self.recoveryDelay) { [self] in changing {
                 my.recoveryPending = false
                 guard my.running else { return }
                 // A return without a loss (an adapter reporting itself powered) leaves the
@@ -161,7 +171,7 @@ public final class RadioAgent: Sendable {
                 }
                 state.scanning = false
                 scanCycle()
-            }
+            } }
         }
     }
 
@@ -171,7 +181,7 @@ public final class RadioAgent: Sendable {
     /// are written, and the wake-up (`radioReturned`) brings a fresh identifier. `done` runs once
     /// all that is done, whatever happened (it lets the machine sleep).
     public func prepareForSleep(then done: @escaping @Sendable () -> Void) {
-        queue.async { [self] in
+        async { [self] in
             defer { done() }
             guard my.running else { return }
             my.rotationTimer?.cancel()
@@ -189,7 +199,7 @@ public final class RadioAgent: Sendable {
     /// Another program removed the advertisement (bluetoothd removes every instance as it starts,
     /// also one the agent's recovery put out while it was starting): a fresh one, as after a loss.
     public func advertisementRemoved() {
-        queue.async { [self] in
+        async { [self] in
             guard my.running, state.advertising else { return }
             logger.notice("the advertisement was removed by another program (bluetoothd removes them all as it starts): advertising anew")
             // Not a loss of the radio: one that follows (the adapter switched off) is logged as such.
@@ -202,7 +212,7 @@ public final class RadioAgent: Sendable {
     /// reads now, or the wait for a later interval, at once rather than at the next rotation.
     /// Nothing changes while it still reads the interval on the air.
     public func clockStepped() {
-        queue.async { [self] in
+        async { [self] in
             guard my.running, ENIntervalNumber(unixSeconds: clock.now) != my.advertisedInterval else { return }
             rotate()
         }
@@ -215,7 +225,7 @@ public final class RadioAgent: Sendable {
     /// lends in turns, from a new address each turn. The rotation tries every second until the
     /// adapter is fit again (a new RPI then).
     public func adapterUnfitForAdvertising(_ problem: RadioProblem, because reason: String) {
-        queue.async { [self] in
+        async { [self] in
             guard my.running, state.advertising else { return }
             stopAdvertising()
             logger.warning("\(reason): the advertisement taken off the air")
@@ -238,7 +248,7 @@ public final class RadioAgent: Sendable {
     /// Takes one reception from the radio.
     public func report(_ report: RadioReport) {
         let time = clock.now
-        queue.async { [self] in
+        async { [self] in
             guard report.serviceData.count == 20 else {
                 logger.debug("ignoring FD6F service data of \(report.serviceData.count) bytes (expected 20)", metadata: ["adapter": "\(report.adapter)"])
                 return
@@ -472,8 +482,8 @@ public final class RadioAgent: Sendable {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + seconds)
         timer.setEventHandler { [weak self] in
-            guard self?.my.running == true else { return }
-            action()
+            guard let self, my.running else { return }
+            changing(action)
         }
         timer.resume()
         return timer

@@ -56,6 +56,7 @@ final class StateLog: Sendable {
     private let states = Mutex<[RadioState]>([])
     func append(_ state: RadioState) { states.withLock { $0.append(state) } }
     var last: RadioState? { states.withLock { $0.last } }
+    var all: [RadioState] { states.withLock { $0 } }
 }
 
 /// The agent's store with its settings unreadable until `readsFail` is cleared, as a database
@@ -98,6 +99,23 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"])
         let expected = try KeySchedule(store: store, clock: clock).broadcast(metadata: metadata)
         #expect(radio.serviceData == [expected.serviceData])
+    }
+
+    /// The status moves once per event, to where the event leaves it: a start that may not
+    /// advertise (the adapter is connectable) but scans never says "not scanning" on the way.
+    @Test func theStatusMovesOncePerEvent() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(), states = StateLog()
+        radio.turnConnectable(true)
+        let agent = try agent(radio, store: store, states: states)
+        agent.start()
+        #expect(states.all == [RadioState(advertising: false, scanning: true, problem: .adapterConnectable)])
+        agent.radioLost()
+        agent.radioReturned()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(agent.isResponsive)
+        #expect(states.all.count == 3, "the loss, then the return in one step: \(states.all)")
+        #expect(states.last == RadioState(advertising: false, scanning: true, problem: .adapterConnectable))
     }
 
     /// An adapter turned connectable puts the advertisement on the air in connectable PDUs: it
