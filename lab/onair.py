@@ -273,7 +273,7 @@ def settings_changes(path, controller):
     return changes
 
 
-CONTROL_OPEN, CONTROL_COMMAND, READ_ADVERTISING_FEATURES, ADD_EXT_ADV_DATA = 14, 16, 0x003D, 0x0055
+CONTROL_OPEN, CONTROL_COMMAND, SET_POWERED, READ_ADVERTISING_FEATURES, ADD_EXT_ADV_DATA = 14, 16, 0x0005, 0x003D, 0x0055
 
 
 def from_bluetoothd(path, controller, command, after):
@@ -287,6 +287,12 @@ def from_bluetoothd(path, controller, command, after):
               and struct.unpack("<H", payload[4:6])[0] == command and unix_seconds(timestamp) >= after):
             return unix_seconds(timestamp)
     return None
+
+
+def powered(path, controller, after):
+    """The unix time of bluetoothd's first Set Powered (on or off) for the controller at or after
+    the unix time `after`, None if it sent none."""
+    return from_bluetoothd(path, controller, SET_POWERED, after)
 
 
 def offered(path, controller, after):

@@ -567,10 +567,12 @@ def adapter():
     trace = open(f"{out}/btmon.txt", errors="replace").read()
     switched_off = re.search(r"MGMT Command: Set Powered \(0x0005\) plen 1\s+\{0x\w+\} \[hci0\].*\n\s+Powered: Disabled", trace) is not None
     # The recovery timed on the controller's own commands: the first moment after the switch-off
-    # when hci0 went quiet, then the first advertising and the first scan after that. (The lab's
-    # poll of the growing capture can lag by seconds in the emulated guest.)
+    # (bluetoothd's Set Powered: a rotation of a's just before it has a quiet moment of its own on
+    # a legacy controller) when hci0 went quiet, then the first advertising and the first scan
+    # after that. (The lab's poll of the growing capture can lag by seconds in the emulated guest.)
     off_at = phase_time("a-switched-off-at")
-    changes = [change for change in onair.radio_changes(f"{out}/btmon.snoop", 0) if change[0] >= off_at - 0.5]
+    powered_off = onair.powered(f"{out}/btmon.snoop", 0, off_at)
+    changes = [change for change in onair.radio_changes(f"{out}/btmon.snoop", 0) if powered_off is not None and change[0] >= powered_off]
     quiet = next((index for index, (_, on_air, listening) in enumerate(changes) if not on_air and not listening), None)
     after = changes[quiet + 1:] if quiet is not None else []
     advertising_at = next((time for time, on_air, _ in after if on_air), None)
