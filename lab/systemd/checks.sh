@@ -456,6 +456,25 @@ check journal-event "journalctl MESSAGE_ID=e4df84d6… (consent given): $consent
     sh -c "echo '$consent' | grep -q 'PRIORITY=5' && echo '$consent' | grep -q 'SYSLOG_IDENTIFIER=enagentd' && echo '$consent' | grep -q 'consent recorded'"
 journalctl -u enagentd -u enagent-detect -u enagent-detect.timer -u bluetooth --no-pager -o short-monotonic > "$OUT/journal.txt"
 
+step "a bad enagent.conf"
+# RestartPreventExitStatus=64: the configuration error stops the unit (failed, its line in the journal) instead of a restart every 2 s.
+cp /etc/enagent/enagent.conf /run/enagent.conf.good
+echo 'tx-power = loud' >> /etc/enagent/enagent.conf
+bad_line=$(wc -l < /etc/enagent/enagent.conf)
+bad_since=$(date '+%Y-%m-%d %H:%M:%S')
+systemctl restart enagentd
+unit_failed() { [ "$(systemctl is-failed enagentd)" = failed ]; }
+wait_for 30 unit_failed; sleep 5  # a restart would have come 2 s after the failure
+bad_journal=$(journalctl -u enagentd --since "$bad_since" -o cat | grep -F "/etc/enagent/enagent.conf:$bad_line:" | head -1)
+restarts=$(journalctl -u enagentd --since "$bad_since" -o cat | grep -c "Scheduled restart job")
+stopped_on_bad_configuration() {
+    unit_failed && [ "$(systemctl show -p ExecMainStatus --value enagentd)" = 64 ] && [ "$restarts" = 0 ] && [ -n "$bad_journal" ]
+}
+check bad-configuration "tx-power = loud on line $bad_line: enagentd.service $(systemctl is-failed enagentd), exit status $(systemctl show -p ExecMainStatus --value enagentd), $restarts restarts scheduled; the journal: \"$bad_journal\"" \
+    stopped_on_bad_configuration
+cp /run/enagent.conf.good /etc/enagent/enagent.conf
+systemctl reset-failed enagentd; systemctl start enagentd
+
 step "systemd-analyze security"
 for unit in enagentd.service enagent-detect.service; do
     exposure=$(systemd-analyze security --no-pager "$unit" 2>&1 | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
