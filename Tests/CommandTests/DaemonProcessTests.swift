@@ -137,4 +137,21 @@ import Testing
         #expect(missing.waitForExit() == 64)
         #expect(missing.standardError().contains("cannot read the configuration file"))
     }
+
+    /// systemd restarts the unit on failure, but not for the exit status of a bad configuration,
+    /// which no restart mends: the unit must say the status enagentd exits with.
+    @Test func theUnitDoesNotRestartAfterAConfigurationError() throws {
+        let notify = try NotifySocket(path: directory.file("notify"))
+        let configuration = directory.file("enagent.conf")
+        try "tx-power = loud\n".write(toFile: configuration, atomically: true, encoding: .utf8)
+        let daemon = try start(["--config", configuration], notifySocket: notify)
+        let status = try #require(daemon.waitForExit(), "enagentd stops on a bad enagent.conf")
+        let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("systemd/enagentd.service")
+        let prevented = try String(contentsOf: unit, encoding: .utf8).split(separator: "\n")
+            .filter { $0.hasPrefix("RestartPreventExitStatus=") }
+            .flatMap { $0.dropFirst("RestartPreventExitStatus=".count).split(separator: " ").map(String.init) }
+        #expect(status != 0)
+        #expect(prevented.contains(String(status)), "enagentd exits \(status) on a bad enagent.conf; the unit prevents restarts for \(prevented)")
+    }
 }
