@@ -32,12 +32,16 @@ public enum ExposureNotificationAPI {
         public static let getPendingUploads = MethodContract("GetPendingUploads", NoArguments.self, PendingUploadList.self)
         public static let finishUpload = MethodContract("FinishUpload", UploadOutcome.self)
         public static let resetData = MethodContract("ResetData")
+        /// What tells exposure or diagnosis, which the properties that anyone may read leave out.
+        public static let getHealthStatus = MethodContract("GetHealthStatus", NoArguments.self, HealthStatus.self)
+        /// Sends the caller ExposureDetected from now until it leaves the bus.
+        public static let watchExposures = MethodContract("WatchExposures")
 
         /// Every method, in the interface's order.
         public static let all: [any MethodDeclaration] = [
             setEnabled, pause, resume, getTemporaryExposureKeyHistory, detectExposures, startDetection, addKeyFiles, finishDetection, cancelDetection,
             getExposureWindows, getDailySummaries, getExposureInfo,
-            addTestResult, getTestResults, queueUpload, getPendingUploads, finishUpload, resetData,
+            addTestResult, getTestResults, queueUpload, getPendingUploads, finishUpload, resetData, getHealthStatus, watchExposures,
         ]
     }
 
@@ -55,9 +59,8 @@ public enum ExposureNotificationAPI {
         /// The last detection's error; "" when it succeeded.
         public static let lastDetectionError = PropertyContract("LastDetectionError", String.self)
         public static let sightingsStored = PropertyContract("SightingsStored", UInt64.self)
+        /// The reminders due that tell nothing of exposure or diagnosis (GetHealthStatus has them all).
         public static let reminders = PropertyContract("Reminders", [String].self)
-        /// Unix seconds of the UTC midnight of the latest exposure; 0 for none.
-        public static let latestExposureDay = PropertyContract("LatestExposureDay", UInt64.self)
         public static let version = PropertyContract("Version", String.self)
         /// dB the daemon's detection adds to every RSSI of an adapter the configuration does not
         /// name (enagent.conf's rssi-correction).
@@ -68,6 +71,8 @@ public enum ExposureNotificationAPI {
     }
 
     public enum Signals {
+        /// To the callers of WatchExposures only, never broadcast: a broadcast reaches every
+        /// listener on the bus, and that a detection found an exposure is itself health data.
         public static let exposureDetected = SignalContract("ExposureDetected", ExposureDetectedArguments.self)
         /// To the session's owner only, at most once a second while it matches and after every batch.
         public static let detectionProgress = SignalContract("DetectionProgress", DetectionProgressArguments.self)
@@ -433,6 +438,20 @@ public struct UploadOutcome: DBusRecord, Equatable {
     }
 }
 
+/// GetHealthStatus's reply: what tells that the person was exposed or tested positive.
+public struct HealthStatus: DBusRecord, Equatable, Encodable {
+    public static let members = [DBusArgument("latest_exposure_day", UInt64.self), DBusArgument("reminders", [String].self)]
+    /// Unix seconds of the UTC midnight of the latest exposure; 0 for none.
+    public var latestExposureDay: UInt64
+    /// Every reminder due, those about exposure and diagnosis included.
+    public var reminders: [String]
+    public init(latestExposureDay: UInt64, reminders: [String]) { (self.latestExposureDay, self.reminders) = (latestExposureDay, reminders) }
+    public var values: [DBusValue] { [latestExposureDay.dbusValue, reminders.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        (latestExposureDay, reminders) = (try reader.next(), try reader.next())
+    }
+}
+
 public struct ExposureDetectedArguments: DBusRecord, Equatable {
     public static let members = [DBusArgument("new_windows", UInt32.self)]
     public var newWindows: UInt32
@@ -612,14 +631,14 @@ public struct AdapterRssiCorrection: DBusRecord, Equatable, Encodable {
 public struct AgentProperties: Sendable, Equatable, Encodable {
     private typealias P = ExposureNotificationAPI.Properties
     public var enabled: Bool, status: String, pausedUntil: UInt64, adapter: String, advertising: Bool, scanning: Bool
-    public var lastDetection: UInt64, lastDetectionError: String, sightingsStored: UInt64, reminders: [String], latestExposureDay: UInt64
+    public var lastDetection: UInt64, lastDetectionError: String, sightingsStored: UInt64, reminders: [String]
     public var version: String, rssiCorrection: Int32, adapterRssiCorrections: [AdapterRssiCorrection]
 
     /// The properties' names and types, in the interface's order.
     public static let declarations: [DBusArgument] = [
         P.enabled.declaration, P.status.declaration, P.pausedUntil.declaration, P.adapter.declaration, P.advertising.declaration,
         P.scanning.declaration, P.lastDetection.declaration, P.lastDetectionError.declaration, P.sightingsStored.declaration,
-        P.reminders.declaration, P.latestExposureDay.declaration, P.version.declaration, P.rssiCorrection.declaration,
+        P.reminders.declaration, P.version.declaration, P.rssiCorrection.declaration,
         P.adapterRssiCorrections.declaration,
     ]
 
@@ -630,7 +649,6 @@ public struct AgentProperties: Sendable, Equatable, Encodable {
         lastDetectionError = try P.lastDetectionError.value(in: properties)
         sightingsStored = try P.sightingsStored.value(in: properties)
         reminders = try P.reminders.value(in: properties)
-        latestExposureDay = try P.latestExposureDay.value(in: properties)
         version = try P.version.value(in: properties)
         rssiCorrection = try P.rssiCorrection.value(in: properties)
         adapterRssiCorrections = try P.adapterRssiCorrections.value(in: properties)

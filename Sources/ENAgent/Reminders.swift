@@ -9,6 +9,16 @@ public enum Reminder: String, Sendable, CaseIterable {
     /// The key server refused a test result's keys for good: they were not shared.
     case uploadRefused = "upload-refused"
 
+    /// Whether the reminder tells that the person was exposed or tested positive. Those are for
+    /// root and the group enagent only (GetHealthStatus), never in the Reminders property that
+    /// anyone may read; a new reminder must say which it is.
+    public var revealsHealth: Bool {
+        switch self {
+        case .detectionOverdue: return false
+        case .recentExposure, .uploadRefused: return true
+        }
+    }
+
     public static let detectionOverdueSeconds = UTCDay.seconds
     public static let exposureReminderSeconds = 14 * UTCDay.seconds
 

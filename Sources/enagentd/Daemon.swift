@@ -265,8 +265,11 @@ final class Daemon: Sendable {
         }
         my.remindedAt = my.remindedAt.filter { due.contains($0.key) }
         if due != my.reminders {
+            // PropertiesChanged reaches every listener: a change of the health reminders alone is
+            // not announced, or its moment would tell that an exposure or a refusal came.
+            let announced = due.filter { !$0.revealsHealth } != my.reminders.filter { !$0.revealsHealth }
             my.reminders = due
-            my.onChange?([P.reminders.name, P.latestExposureDay.name])
+            if announced { my.onChange?([P.reminders.name]) }
         }
     }
 

@@ -125,24 +125,14 @@ final class DetectionSessions: Sendable {
 
     private func watchOwner(of id: String, _ owner: String) {
         guard let bus else { return }
-        let rule = MatchRule(sender: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                             member: "NameOwnerChanged", arg0: owner)
         do {
-            let watch = try bus.subscribe(rule) { [weak self] signal in
-                guard signal.arguments.count == 3, signal.arguments[2].string == "", let self else { return }
-                DispatchQueue.global().async { self.drop(id, because: "its owner \(owner) left the bus") }
-            }
+            let watch = try bus.whenGone(owner) { [weak self] in self?.drop(id, because: "its owner \(owner) left the bus") }
             let kept = state.withLock { state -> Bool in
                 guard state.open?.id == id else { return false }
                 state.open!.ownerWatch = watch
                 return true
             }
-            guard kept else { return watch.cancel() }
-            // An owner gone before the watch began sent its signal to no one.
-            if try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                            member: "NameHasOwner", [.string(owner)]).first?.bool == false {
-                drop(id, because: "its owner \(owner) left the bus")
-            }
+            if !kept { watch.cancel() }
         } catch {
             logger.warning("cannot watch \(owner) on the bus (\(error)); its detection session ends when idle for \(idleLimit)")
         }

@@ -106,10 +106,11 @@ extension ExposureNotificationService {
     private func finish(_ session: DetectionSession) throws(DBusError) -> DetectionReply {
         let outcome = try detecting { () throws(DetectionError) in try session.finish() }
         let newWindows = UInt32(outcome.newWindows.count)
+        let watchers = newWindows > 0 ? exposureWatchers.names : []
         daemon.queue.async { [daemon] in
             daemon.onChange?([API.Properties.lastDetection.name, API.Properties.lastDetectionError.name])
             daemon.checkReminders()
-            if newWindows > 0 { daemon.emit(API.Signals.exposureDetected, ExposureDetectedArguments(newWindows: newWindows)) }
+            for watcher in watchers { daemon.emit(API.Signals.exposureDetected, ExposureDetectedArguments(newWindows: newWindows), to: watcher) }
         }
         var summary = Self.summary(of: session)
         summary.newExposureWindows = newWindows

@@ -9,9 +9,10 @@ import Glibc
 import ENSystemd
 
 /// enagentd's side of the contract in ENAPI: one named handler per method (the table in
-/// `object()`), each callable alone. Anyone may read the properties; changing state, retrieving
-/// keys and detecting take root, the daemon's own user or a member of the group `enagent` (the
-/// bus policy says the same).
+/// `object()`), each callable alone. Anyone may read the properties, which tell nothing of exposure
+/// or diagnosis; changing state, retrieving keys, detecting and what tells exposure or diagnosis
+/// (GetHealthStatus, ExposureDetected through WatchExposures) take root, the daemon's own user or a
+/// member of the group `enagent` (the bus policy says the same).
 struct ExposureNotificationService: Sendable {
     typealias API = ExposureNotificationAPI
     static let version = "0.6.0"
@@ -26,16 +27,21 @@ struct ExposureNotificationService: Sendable {
     /// the bus to say who it is, and the connection answers other calls meanwhile.
     private let controlQueue = DispatchQueue(label: "enagent.control")
     let sessions: DetectionSessions
+    let exposureWatchers: ExposureWatchers
 
     /// Callers are checked with the bus daemon (their uid) and the group database; a session ends
     /// when its owner leaves `bus`.
     init(daemon: Daemon, bus: DBusConnection, logger: Logger) {
-        self.init(daemon: daemon, sessions: DetectionSessions(bus: bus, logger: logger)) { call throws(DBusError) in try Self.authorise(call, on: bus) }
+        self.init(daemon: daemon, sessions: DetectionSessions(bus: bus, logger: logger), exposureWatchers: ExposureWatchers(bus: bus, logger: logger)) {
+            call throws(DBusError) in try Self.authorise(call, on: bus)
+        }
     }
 
-    init(daemon: Daemon, sessions: DetectionSessions, authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) {
+    init(daemon: Daemon, sessions: DetectionSessions, exposureWatchers: ExposureWatchers? = nil,
+         authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) {
         self.daemon = daemon
         self.sessions = sessions
+        self.exposureWatchers = exposureWatchers ?? ExposureWatchers(bus: nil, logger: sessions.logger)
         self.authorise = authorise
     }
 
@@ -75,6 +81,8 @@ struct ExposureNotificationService: Sendable {
             privileged(M.getPendingUploads, getPendingUploads),
             privileged(M.finishUpload, finishUpload),
             privileged(M.resetData, resetData),
+            privileged(M.getHealthStatus, getHealthStatus),
+            privileged(M.watchExposures) { call, _ throws(DBusError) in try watchExposures(caller: try Self.caller(call)) },
         ]
         let properties = [
             property(P.enabled) { try onDaemonQueue { try daemon.enabled } },
@@ -86,8 +94,7 @@ struct ExposureNotificationService: Sendable {
             property(P.lastDetection) { UInt64(try reading { try daemon.store.lastSuccessfulDetection() } ?? 0) },
             property(P.lastDetectionError) { try reading { try daemon.store.lastDetection() }?.error ?? "" },
             property(P.sightingsStored) { UInt64(try reading { try daemon.store.sightingCount() }) },
-            property(P.reminders) { try onDaemonQueue { daemon.reminders.map(\.rawValue) } },
-            property(P.latestExposureDay) { UInt64(try onDaemonQueue { try daemon.latestExposureDay } ?? 0) },
+            property(P.reminders) { try onDaemonQueue { daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
             property(P.version) { Self.version },
             property(P.rssiCorrection) { Int32(daemon.detection.rssiCorrections.defaultCorrection) },
             property(P.adapterRssiCorrections) { try onDaemonQueue { daemon.adapterRssiCorrections } },
@@ -207,6 +214,17 @@ struct ExposureNotificationService: Sendable {
 
     func resetData(_: NoArguments) throws(DBusError) -> NoArguments {
         try onDaemonQueue { try daemon.resetData() }
+        return NoArguments()
+    }
+
+    func getHealthStatus(_: NoArguments) throws(DBusError) -> HealthStatus {
+        try onDaemonQueue {
+            HealthStatus(latestExposureDay: UInt64(max(0, try daemon.latestExposureDay ?? 0)), reminders: daemon.reminders.map(\.rawValue))
+        }
+    }
+
+    func watchExposures(caller: String) throws(DBusError) -> NoArguments {
+        try exposureWatchers.add(caller)
         return NoArguments()
     }
 

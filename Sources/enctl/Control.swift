@@ -1,44 +1,57 @@
 import ArgumentParser
 import ENAPI
+import ENCore
 import FoundationEssentials
 
 /// `enctl status`: what the agent is doing.
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show what enagentd is doing.", discussion: """
-        Reads enagentd's properties over D-Bus; anyone may. The status is one of active, paused, \
-        disabled, consent-required, clock-unsynchronised, bluetooth-off and no-adapter. Under \
-        RSSI correction come the adapter in use and every adapter enagent.conf names, each with \
-        the correction its sightings get. Times are UTC. Exit status: 0, or 1 when enagentd is \
-        not running.
+        Reads enagentd's properties over D-Bus; anyone may. The status is one of \
+        \(AgentStatus.allCases.map(\.rawValue).joined(separator: ", ")). Under RSSI correction come \
+        the adapter in use and every adapter enagent.conf names, each with the correction its \
+        sightings get. The latest exposure and the reminders of an exposure or a refused upload \
+        are shown to root and members of the group enagent only; for others the status says so. \
+        Times are UTC. Exit status: 0, or 1 when enagentd is not running.
         """)
 
     @OptionGroup var output: JSONOutput
 
     func run() throws {
-        let report = try DaemonClient().properties()
+        let client = try DaemonClient()
+        let report = StatusReport(properties: try client.properties(), health: try client.healthStatus())
         if output.json { return try printJSON(report) }
+        let properties = report.properties
+        var latestExposure = "only for root and members of the group \(DaemonClient.API.privilegedGroup)"
+        if let health = report.health {
+            latestExposure = health.latestExposureDay > 0 ? utcDay(Int64(health.latestExposureDay)) + " (UTC day)" : "none"
+        }
         printColumns([
-            ["Status", report.status],
-            ["Enabled", report.enabled ? "yes" : "no"],
-            ["Paused until", report.pausedUntil > 0 ? utcTime(Int64(report.pausedUntil)) : "-"],
-            ["Adapter", report.adapter.isEmpty ? "-" : report.adapter],
-            ["Advertising", report.advertising ? "yes" : "no"],
-            ["Scanning", report.scanning ? "yes" : "no"],
-            ["Sightings stored", String(report.sightingsStored)],
-            ["Last detection", report.lastDetection > 0 ? utcTime(Int64(report.lastDetection)) : "never"],
-            ["Last detection error", report.lastDetectionError.isEmpty ? "-" : report.lastDetectionError],
-            ["RSSI correction", Self.decibels(report.rssiCorrection) + " by default"],
-        ] + report.adapterRssiCorrections.map(Self.adapterRow) + [
-            ["Latest exposure", report.latestExposureDay > 0 ? utcDay(Int64(report.latestExposureDay)) + " (UTC day)" : "none"],
-            ["Version", report.version],
+            ["Status", properties.status],
+            ["Enabled", properties.enabled ? "yes" : "no"],
+            ["Paused until", properties.pausedUntil > 0 ? utcTime(Int64(properties.pausedUntil)) : "-"],
+            ["Adapter", properties.adapter.isEmpty ? "-" : properties.adapter],
+            ["Advertising", properties.advertising ? "yes" : "no"],
+            ["Scanning", properties.scanning ? "yes" : "no"],
+            ["Sightings stored", String(properties.sightingsStored)],
+            ["Last detection", properties.lastDetection > 0 ? utcTime(Int64(properties.lastDetection)) : "never"],
+            ["Last detection error", properties.lastDetectionError.isEmpty ? "-" : properties.lastDetectionError],
+            ["RSSI correction", Self.decibels(properties.rssiCorrection) + " by default"],
+        ] + properties.adapterRssiCorrections.map(Self.adapterRow) + [
+            ["Latest exposure", latestExposure],
+            ["Version", properties.version],
         ])
         for reminder in report.reminders {
             switch reminder {
             case "detection-overdue": print("\nWarning: no exposure detection has succeeded for more than 24 hours.")
             case "upload-refused": print("\nThe key server refused your keys for good: they were not shared. See 'enctl test-result list'.")
-            case "recent-exposure": print("\nYou were exposed on \(utcDay(Int64(report.latestExposureDay))): see 'enctl windows' and follow your health authority's advice.")
+            case "recent-exposure":
+                print("\nYou were exposed on \(utcDay(Int64(report.health?.latestExposureDay ?? 0))): see 'enctl windows' and follow your health authority's advice.")
             default: print("\nReminder: \(reminder)")
             }
+        }
+        if report.health == nil {
+            print("\nWhether you were exposed or shared a positive test is shown to root and members of the group "
+                  + "\(DaemonClient.API.privilegedGroup) only; ask an administrator to add you.")
         }
     }
 
@@ -52,6 +65,29 @@ struct Status: ParsableCommand {
     private static func decibels(_ value: Int32) -> String { value == 0 ? "none" : String(signed: value) + " dB" }
 }
 
+/// What `enctl status` shows: the properties, and for root and the group enagent what tells
+/// exposure or diagnosis. Its JSON is the properties' with `latestExposureDay` and every reminder
+/// added, or `healthShown: false` for others.
+struct StatusReport: Encodable {
+    let properties: AgentProperties
+    /// nil when the caller may not see it.
+    let health: HealthStatus?
+
+    var reminders: [String] { health?.reminders ?? properties.reminders }
+
+    private enum CodingKeys: String, CodingKey {
+        case latestExposureDay, reminders, healthShown
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try properties.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(health != nil, forKey: .healthShown)
+        try container.encode(reminders, forKey: .reminders)
+        if let health { try container.encode(health.latestExposureDay, forKey: .latestExposureDay) }
+    }
+}
+
 /// `--json` for the commands that change state: the status after the change.
 struct DaemonChange: ParsableArguments {
     @OptionGroup var output: JSONOutput
@@ -60,7 +96,7 @@ struct DaemonChange: ParsableArguments {
     func request<Input>(_ method: MethodContract<Input, NoArguments>, _ input: Input, then message: @autoclosure () -> String) throws {
         let client = try DaemonClient()
         try client.call(method, input)
-        if output.json { return try printJSON(try client.properties()) }
+        if output.json { return try printJSON(StatusReport(properties: try client.properties(), health: try client.healthStatus())) }
         print(message())
     }
 }

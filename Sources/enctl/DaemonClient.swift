@@ -47,6 +47,23 @@ struct DaemonClient {
         do { return try AgentProperties(properties) } catch { throw Self.mismatch(error) }
     }
 
+    /// What tells exposure or diagnosis, or nil when the caller may not see it.
+    func healthStatus() throws -> HealthStatus? {
+        let method = API.Methods.getHealthStatus
+        do {
+            return try method.output(try connection.call(destination: API.busName, path: API.path, interface: API.interface,
+                                                         member: method.name, []))
+        } catch let error as DBusError where error.name == DBusError.accessDenied || error.name == API.Failure.notAuthorized.name {
+            return nil
+        } catch let error as DBusError {
+            throw Self.explain(error)
+        } catch let error as ContractMismatch {
+            throw Self.mismatch(error)
+        } catch {
+            throw CommandError("\(error)")
+        }
+    }
+
     static func explain(_ error: DBusError) -> CommandError {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner":

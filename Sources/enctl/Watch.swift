@@ -9,7 +9,9 @@ struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Notify the desktop when enagentd finds an exposure (runs until stopped).",
         discussion: """
-            Listens for enagentd's ExposureDetected signal on the system bus and shows each as \
+            Asks enagentd for its ExposureDetected signal on the system bus (WatchExposures: \
+            root and members of the group enagent only, since the signal tells of an exposure) \
+            and shows each as \
             a desktop notification through org.freedesktop.Notifications on the session bus \
             ($DBUS_SESSION_BUS_ADDRESS). Without a desktop session it only prints a line per \
             exposure: notifications are best effort, and enagentd never depends on them. Run \
@@ -35,6 +37,8 @@ struct Watch: ParsableCommand {
         } catch {
             throw DaemonClient.explain(error)
         }
+        // After the match rule is in place: a signal sent between the two would be lost.
+        try client.call(DaemonClient.API.Methods.watchExposures)
         StandardStream.error.write("enctl: watching for exposures\(notifier.available ? "" : " (no desktop session: printing only)")\n")
         withExtendedLifetime((client, subscription)) { dispatchMain() }
     }

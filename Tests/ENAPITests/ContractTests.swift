@@ -32,6 +32,7 @@ import Testing
         QueuedUpload(testResultId: "abc", url: "https://keys.example/v1/publish", body: "{}", keys: [Array(0..<16), Array(16..<32)]),
         PendingUploadList(uploads: [PendingUploadRecord(testResultId: "abc", url: "u", body: "b", attempts: 2, lastError: "HTTP 503", nextAttemptAt: 99)]),
         UploadOutcome(testResultId: "abc", outcome: .retry, reason: "HTTP 429", retryAfter: 60), ExposureDetectedArguments(newWindows: 2), NoArguments(),
+        HealthStatus(latestExposureDay: 1_699_920_000, reminders: ["recent-exposure", "upload-refused"]),
         DetectionSessionRequest(configuration: "{}", maxKeys: 1_000_000), DetectionSessionHandle(session: "4f1c"),
         KeyFileBatch(session: "4f1c", keyFiles: [FileDescriptor(5), FileDescriptor(6)]),
         DetectionProgressArguments(session: "4f1c", progress: DetectionSummary(keyFilesProcessed: 16, keysChecked: 8_000, matchedKeys: 1)),

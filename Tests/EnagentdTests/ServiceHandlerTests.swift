@@ -109,7 +109,7 @@ import Testing
         #expect(try get("SightingsStored") == .uint64(0))
         #expect(try get("Enabled") == .boolean(false))
         try store.close()
-        for name in ["SightingsStored", "Enabled", "PausedUntil", "LastDetection", "LatestExposureDay"] {
+        for name in ["SightingsStored", "Enabled", "PausedUntil", "LastDetection"] {
             #expect(failure { _ = try get(name) } == .failed, "\(name)")
         }
         #expect(try get("Status") == .string("store-unreadable"), "the status says so itself")

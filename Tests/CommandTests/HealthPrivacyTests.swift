@@ -1,0 +1,118 @@
+import ENBus
+import ENCore
+import ENKeyFileWriter
+import ENKeyFiles
+import ENStore
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// What tells exposure or diagnosis is for root and the group enagent only: another user, on a
+/// bus with the shipped policy, tries every way in and learns nothing of it.
+@Suite struct HealthPrivacyTests {
+    let directory = TemporaryDirectory()
+    static let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+    static let destination = ["--dest=org.enagent.ExposureNotification1", "/org/enagent/ExposureNotification1"]
+
+    /// The shipped policy on the system bus's default one, as ServiceTests' policy test has it.
+    static var shippedPolicy: String {
+        let project = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return """
+            <include>\(project.appendingPathComponent("lab/system-bus-default.conf").path)</include>
+            <include>\(project.appendingPathComponent("dbus/org.enagent.ExposureNotification1.conf").path)</include>
+            """
+    }
+
+    /// dbus-send as nobody: its output and errors, together.
+    func send(_ service: ServiceTests.Service, _ arguments: [String]) throws -> Command.Result {
+        try Command.run("/usr/bin/setpriv", Self.nobody + ["/usr/bin/dbus-send", "--system", "--print-reply"] + Self.destination + arguments,
+                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+    }
+
+    @Test func anotherUserLearnsNothingOfExposureOrDiagnosis() throws {
+        let signer = try P256PrivateKey()
+        let keys = directory.file("trusted-keys")
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try signer.publicKey.pem.write(toFile: keys + "/authority.pem", atomically: true, encoding: .utf8)
+        let service = try ServiceTests.Service(in: directory, policy: Self.shippedPolicy, configuration: "trusted-keys-directory = \(keys)\n")
+        #expect(try service.enctl("enable").status == 0)
+
+        // A diagnosis whose upload the key server refused, and an exposure two days ago.
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        let now = Int64(Date().timeIntervalSince1970)
+        try store.recordTestResult(TestResult(id: "positive", testDate: nil, verificationMethod: "verification-code", verificationDetail: nil, recordedAt: now))
+        try store.queueUpload(testResultId: "positive", url: "http://keys.example/", body: "{}", at: now)
+        try store.finishUpload(testResultId: "positive", .refused(reason: "HTTP 400"), at: now)
+        let start = ENIntervalNumber(ENIntervalNumber(unixSeconds: now)!.rollingPeriodStart.rawValue - 2 * 144)
+        let met = try Broadcaster(start: start.rawValue)
+        try store.record(try (0..<10).map { try met.sighting(at: met.start + 7_200 + Int64($0) * 60, rssi: -60) })
+        let file = directory.file("export.zip")
+        try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+            .zip(keys: [met.key]).write(to: URL(fileURLWithPath: file))
+        let exposureDay = String(start.rollingPeriodStart.unixSeconds)
+
+        // Nobody listens to every signal from the start; root watches for exposures, to show that one is sent.
+        chmod(directory.path, 0o755)
+        let heardFile = directory.file("heard")
+        #expect(FileManager.default.createFile(atPath: heardFile, contents: Data(), attributes: [.posixPermissions: 0o666]))
+        let heard = { (try? String(contentsOfFile: heardFile, encoding: .utf8)) ?? "" }
+        let monitor = try ChildProcess("/usr/bin/setpriv", Self.nobody + ["/bin/sh", "-c", "exec dbus-monitor --system > \(heardFile) 2>&1"],
+                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        defer { monitor.terminate(); monitor.waitForExit() }
+        let root = try DBusConnection(address: service.bus.address)
+        let signalled = DispatchSemaphore(value: 0)
+        let watch = try root.subscribe(MatchRule(sender: "org.enagent.ExposureNotification1", path: "/org/enagent/ExposureNotification1",
+                                                 interface: "org.enagent.ExposureNotification1", member: "ExposureDetected")) { _ in signalled.signal() }
+        defer { watch.cancel() }
+        _ = try root.call(destination: "org.enagent.ExposureNotification1", path: "/org/enagent/ExposureNotification1",
+                          interface: "org.enagent.ExposureNotification1", member: "WatchExposures")
+        let deadline = Date().addingTimeInterval(10)
+        while !heard().contains("NameAcquired"), Date() < deadline { usleep(20_000) }
+        let othersWatch = try send(service, ["org.enagent.ExposureNotification1.WatchExposures"])
+        #expect(othersWatch.status != 0, "another user may not watch for exposures: \(othersWatch.standardOutput)")
+
+        #expect(try service.enctl("detect", file).status == 0)
+        #expect(signalled.wait(timeout: .now() + 10) == .success, "root, watching, hears of the exposure")
+        let rootStatus = try service.status()
+        #expect(rootStatus["latestExposureDay"] as? Int == Int(exposureDay))
+        #expect(Set(rootStatus["reminders"] as? [String] ?? []) == ["recent-exposure", "upload-refused"], "root sees it all: \(rootStatus)")
+
+        // Every property by name (those introspection lists, and the health ones that were properties once), GetAll, introspection.
+        let introspection = try send(service, ["org.freedesktop.DBus.Introspectable.Introspect"])
+        #expect(introspection.status == 0, "anyone may introspect: \(introspection.standardError)")
+        let listed = introspection.standardOutput.split(separator: "<property name=\"").dropFirst().map { String($0.prefix { $0 != "\"" }) }
+        #expect(listed.count >= 10, "\(introspection.standardOutput)")
+        var seen = [introspection.standardOutput]
+        for name in Set(listed + ["LatestExposureDay", "Reminders", "HealthStatus"]) {
+            let get = try send(service, ["org.freedesktop.DBus.Properties.Get", "string:org.enagent.ExposureNotification1", "string:\(name)"])
+            seen.append(get.standardOutput + get.standardError)
+        }
+        let all = try send(service, ["org.freedesktop.DBus.Properties.GetAll", "string:org.enagent.ExposureNotification1"])
+        #expect(all.status == 0 && all.standardOutput.contains("Reminders"), "anyone may read the properties: \(all.standardError)")
+        seen.append(all.standardOutput)
+        let health = try send(service, ["org.enagent.ExposureNotification1.GetHealthStatus"])
+        #expect(health.status != 0, "another user may not ask for the health status: \(health.standardOutput)")
+        seen.append(health.standardOutput)
+        let status = try Command.run("/usr/bin/setpriv", Self.nobody + [Command.executable("enctl").path, "status"],
+                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        #expect(status.status == 0 && status.standardOutput.contains("Status") && status.standardOutput.contains("Enabled"), "\(status.standardError)")
+        #expect(status.standardOutput.contains("members of the group enagent only"), "enctl status says what more the group sees: \(status.standardOutput)")
+        seen.append(status.standardOutput)
+        let json = try Command.run("/usr/bin/setpriv", Self.nobody + [Command.executable("enctl").path, "status", "--json"],
+                                   environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        #expect(json.status == 0 && json.standardOutput.contains("\"healthShown\" : false"), "\(json.standardOutput)")
+        seen.append(json.standardOutput)
+
+        usleep(500_000)  // what the bus still has for the monitor
+        monitor.terminate()
+        monitor.waitForExit()
+        #expect(heard().contains("PropertiesChanged"), "the monitor heard the broadcasts: \(heard().prefix(2_000))")
+        seen.append(heard())
+        for text in seen {
+            for secret in ["recent-exposure", "upload-refused", exposureDay, "member=ExposureDetected", "LatestExposureDay\""] {
+                #expect(!text.contains(secret), "another user learnt \(secret): \(text.prefix(3_000))")
+            }
+        }
+    }
+}
