@@ -15,11 +15,34 @@ public final class SQLiteConnection: @unchecked Sendable {
 
     /// Opens the database at `path`, creating it when `create` is set. sqlite3 waits up to
     /// `busyTimeoutMilliseconds` for another connection's lock before it reports SQLITE_BUSY.
-    public init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
+    public convenience init(path: String, create: Bool = true, busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
+        try self.init(path: path, name: path, flags: SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    /// How a connection that only reads treats the files beside the database.
+    public enum ReadOnlyMode: Sendable {
+        /// `mode=ro`: sees what another connection has in the write-ahead log, and uses (or
+        /// creates, where it may) the -shm file for that.
+        case readOnly
+        /// `immutable=1`: the file alone, no locks, no files created; for a database no one
+        /// has open (it would not see another's log, nor notice its writes).
+        case immutable
+    }
+
+    /// Opens the database at `path` only to read: sqlite3 writes nothing to it, never creates it,
+    /// and changes no mode.
+    public convenience init(readingOnly path: String, _ mode: ReadOnlyMode, busyTimeoutMilliseconds: Int32 = 10_000) throws(SQLiteError) {
+        // A URI filename: the path percent-encoded, all but what RFC 3986 leaves unreserved and the slashes.
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/".utf8)
+        let encoded = path.utf8.map { unreserved.contains($0) ? String(UnicodeScalar($0)) : "%" + String($0, radix: 16, uppercase: true).leftPadded(to: 2) }.joined()
+        let uri = "file:" + encoded + (mode == .immutable ? "?immutable=1" : "?mode=ro")
+        try self.init(path: path, name: uri, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    private init(path: String, name: String, flags: Int32, busyTimeoutMilliseconds: Int32) throws(SQLiteError) {
         self.path = path
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
-        let result = sqlite3_open_v2(path, &handle, flags, nil)
+        let result = sqlite3_open_v2(name, &handle, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, nil)
         guard result == SQLITE_OK else {
             let error = SQLiteError.last(handle, result: result)
             sqlite3_close_v2(handle)
@@ -150,4 +173,8 @@ public final class SQLiteConnection: @unchecked Sendable {
     private func rollBack() {
         if isInTransaction { try? execute(script: "ROLLBACK") }  // a failed ROLLBACK leaves nothing more to undo
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { String(repeating: "0", count: Swift.max(0, width - count)) + self }
 }

@@ -24,26 +24,30 @@ extension AgentStore {
     /// storage order, no list of sightings held beside the index, one snapshot (the radio may
     /// record more meanwhile). The columns are read in place, from sqlite3's own row.
     public func sightingIndex() throws(StoreError) -> SightingIndex {
-        try read { db in
-            // Two cores at work: this thread steps sqlite3 and copies the columns out, another
-            // adds them to the index (random writes into a table of up to hundreds of MB).
-            let builder = IndexBuilder(expectedCount: try db.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? 0)
-            defer { builder.finish() }
-            var batch = IndexBuilder.Batch()
-            batch.reserveCapacity(IndexBuilder.batchSize)
-            try db.forEachRow("SELECT rpi, aem, rssi, seen_at, adapter_address FROM sighting") { row throws(SQLiteError) in
-                batch.append((rpi: try row.bytes16(0), aem: try row.metadata(1),
-                              rssi: row.isNull(2) ? nil : Int8(truncatingIfNeeded: row.int64(2)), time: row.int64(3),
-                              adapterAddress: try row.adapterAddress(4)))
-                if batch.count == IndexBuilder.batchSize {
-                    builder.add(batch)
-                    batch = IndexBuilder.Batch()
-                    batch.reserveCapacity(IndexBuilder.batchSize)
-                }
+        try read { db in try Self.sightingIndex(in: db, withAdapterAddresses: true) }
+    }
+
+    /// The index of every sighting in `db`; a database older than the adapters' addresses
+    /// (Schema.adapterAddressVersion) has none to read.
+    static func sightingIndex(in db: SQLiteConnection, withAdapterAddresses: Bool) throws -> SightingIndex {
+        // Two cores at work: this thread steps sqlite3 and copies the columns out, another
+        // adds them to the index (random writes into a table of up to hundreds of MB).
+        let builder = IndexBuilder(expectedCount: try db.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? 0)
+        defer { builder.finish() }
+        var batch = IndexBuilder.Batch()
+        batch.reserveCapacity(IndexBuilder.batchSize)
+        try db.forEachRow("SELECT rpi, aem, rssi, seen_at, \(withAdapterAddresses ? "adapter_address" : "NULL") FROM sighting") { row throws(SQLiteError) in
+            batch.append((rpi: try row.bytes16(0), aem: try row.metadata(1),
+                          rssi: row.isNull(2) ? nil : Int8(truncatingIfNeeded: row.int64(2)), time: row.int64(3),
+                          adapterAddress: try row.adapterAddress(4)))
+            if batch.count == IndexBuilder.batchSize {
+                builder.add(batch)
+                batch = IndexBuilder.Batch()
+                batch.reserveCapacity(IndexBuilder.batchSize)
             }
-            builder.add(batch)
-            return builder.finish()
         }
+        builder.add(batch)
+        return builder.finish()
     }
 
     /// Sightings with `from <= time < until` (unix seconds), in time order.

@@ -189,6 +189,9 @@ enum Schema {
         """,
     ]
 
+    /// The version from which sightings have `adapter_address`.
+    static let adapterAddressVersion = 6
+
     /// The migration identifiers of the GRDB store that wrote schema versions 1 to 4, in order.
     static let grdbMigrations = ["v1", "v2", "v3", "v4"]
 
@@ -196,8 +199,7 @@ enum Schema {
     /// with the version it reaches: a process killed in between leaves the last whole version.
     static func migrate(_ connection: SQLiteConnection, path: String) throws {
         try connection.transaction(.immediate) { try adoptGRDBVersion(connection, path: path) }
-        let version = try connection.fetchOne(Int.self, "PRAGMA user_version") ?? 0
-        guard version <= migrations.count else { throw StoreError.newerSchema(path: path) }
+        let version = try version(of: connection, path: path)
         for (index, script) in migrations.enumerated().dropFirst(version) {
             try connection.transaction(.immediate) {
                 try connection.execute(script: script)
@@ -209,10 +211,25 @@ enum Schema {
     /// A database of the GRDB store (enagent 0.5 and earlier) has its migrations in `grdb_migrations` and
     /// user_version 0: its version becomes the number of migrations applied, and the table goes.
     private static func adoptGRDBVersion(_ connection: SQLiteConnection, path: String) throws {
+        guard let version = try grdbVersion(of: connection, path: path) else { return }
+        try connection.execute(script: "DROP TABLE grdb_migrations; PRAGMA user_version = \(version)")
+    }
+
+    /// The version of a database of the GRDB store (the number of its migrations applied), nil
+    /// for another.
+    private static func grdbVersion(of connection: SQLiteConnection, path: String) throws -> Int? {
         let hasGRDBTable = try connection.fetchOne(Bool.self, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grdb_migrations')") ?? false
-        guard hasGRDBTable, try connection.fetchOne(Int.self, "PRAGMA user_version") == 0 else { return }
+        guard hasGRDBTable, try connection.fetchOne(Int.self, "PRAGMA user_version") == 0 else { return nil }
         let applied = try connection.fetchAll(String.self, "SELECT identifier FROM grdb_migrations ORDER BY rowid")
         guard applied == Array(grdbMigrations.prefix(applied.count)) else { throw StoreError.newerSchema(path: path) }
-        try connection.execute(script: "DROP TABLE grdb_migrations; PRAGMA user_version = \(applied.count)")
+        return applied.count
+    }
+
+    /// The version of the database as it is, read without migrating it; newerSchema for one
+    /// newer than this build knows.
+    static func version(of connection: SQLiteConnection, path: String) throws -> Int {
+        let version = try grdbVersion(of: connection, path: path) ?? connection.fetchOne(Int.self, "PRAGMA user_version") ?? 0
+        guard version <= migrations.count else { throw StoreError.newerSchema(path: path) }
+        return version
     }
 }

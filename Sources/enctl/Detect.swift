@@ -172,7 +172,7 @@ extension Detect {
         @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}.", valueName: "file.jsonl"))
         var sightings: String?
 
-        @Option(help: ArgumentHelp("Read the sightings from an agent database instead.", valueName: "path"))
+        @Option(help: ArgumentHelp("Read the sightings from an agent database instead: only read, never migrated, no mode changed.", valueName: "path"))
         var db: String?
 
         @Option(name: .customLong("public-key"),

@@ -23,11 +23,11 @@ enum SightingsInput {
 
     static let maximumLineLength = 4_096
 
-    /// All sightings in an agent database (which must exist: it is not created).
+    /// All sightings in an agent database, only read: not created, migrated or chmodded.
     static func database(_ path: String) throws -> SightingIndex {
         guard FileManager.default.fileExists(atPath: path) else { throw CommandError("\(path): no such database") }
         do {
-            return try AgentStore(path: path).sightingIndex()
+            return try AgentDatabaseReader.sightingIndex(at: path)
         } catch {
             throw CommandError("\(error)")
         }
