@@ -126,6 +126,8 @@ public struct SetEnabledArguments: DBusRecord, Equatable {
 }
 
 public struct PauseArguments: DBusRecord, Equatable {
+    /// The longest pause: enagentd takes a longer one as this long, and enctl refuses it.
+    public static let longestSeconds: UInt64 = 366 * 86_400
     public static let members = [DBusArgument("seconds", UInt64.self)]
     public var seconds: UInt64
     public init(seconds: UInt64) { self.seconds = seconds }

@@ -287,9 +287,11 @@ final class Daemon: Sendable {
 
     func pause(seconds: UInt64) throws {
         dispatchPrecondition(condition: .onQueue(queue))
-        let until = clock.now + Int64(min(seconds, UInt64(366 * UTCDay.seconds)))
+        let applied = min(seconds, PauseArguments.longestSeconds)
+        let until = clock.now + Int64(applied)
         try store.setSetting(Self.pausedUntilSetting, to: String(until))
-        logger.info("paused for \(seconds) s")
+        logger.info("paused for \(applied) s, until \(until) (unix time)"
+                    + (applied < seconds ? "; \(seconds) s were asked for, more than the longest pause, \(PauseArguments.longestSeconds) s" : ""))
         apply()
     }
 

@@ -112,7 +112,7 @@ struct ExposureNotificationService: Sendable {
     }
 
     func pause(_ arguments: PauseArguments) throws(DBusError) -> NoArguments {
-        // Longer than a year is a year (Daemon.pause): any uint64 above zero is a pause.
+        // Longer than PauseArguments.longestSeconds is that long (Daemon.pause, which logs it); PausedUntil tells the caller.
         guard arguments.seconds > 0 else { throw API.Failure.invalidArguments.error("pause for at least one second") }
         try onDaemonQueue { try daemon.pause(seconds: arguments.seconds) }
         return NoArguments()

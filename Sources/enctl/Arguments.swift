@@ -1,5 +1,6 @@
 import ArgumentParser
 import ENCore
+import Glibc
 
 /// Parses option values, naming what is wrong with them.
 enum ArgumentValue {
@@ -21,6 +22,56 @@ enum ArgumentValue {
     static func integer(_ text: String) throws -> Int {
         guard let value = Int(text) else { throw ValidationError("not a whole number") }
         return value
+    }
+
+    /// A whole number in `range`.
+    static func integer<Number: FixedWidthInteger>(in range: ClosedRange<Number>) -> (String) throws -> Number {
+        { text in
+            guard let value = Number(text), range.contains(value) else {
+                throw ValidationError("expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return value
+        }
+    }
+
+    /// Text of printable characters, not empty: bytes that were not UTF-8 reach enctl as U+FFFD,
+    /// and a control character is no part of a name, code or id.
+    static func text(_ text: String) throws -> String {
+        guard !text.isEmpty else { throw ValidationError("empty") }
+        guard !text.unicodeScalars.contains(where: { $0 == "\u{FFFD}" || $0.properties.generalCategory == .control }) else {
+            throw ValidationError("holds bytes that are not UTF-8 text, or control characters")
+        }
+        return text
+    }
+
+    /// A file to read: it must exist and be no directory. What its contents hold is checked
+    /// when it is read, by name, but before anything is sent anywhere.
+    static func inputFile(_ path: String) throws -> String {
+        var status = stat()
+        guard try !self.text(path).isEmpty, stat(path, &status) == 0 else { throw ValidationError("no such file") }
+        guard status.st_mode & S_IFMT != S_IFDIR else { throw ValidationError("a directory, not a file") }
+        guard access(path, R_OK) == 0 else { throw ValidationError("not readable: \(String(cString: strerror(errno)))") }
+        return path
+    }
+
+    /// A directory to read.
+    static func inputDirectory(_ path: String) throws -> String {
+        var status = stat()
+        guard try !self.text(path).isEmpty, stat(path, &status) == 0 else { throw ValidationError("no such directory") }
+        guard status.st_mode & S_IFMT == S_IFDIR else { throw ValidationError("not a directory") }
+        return path
+    }
+
+    /// A file to write: no directory, in a directory that exists.
+    static func outputFile(_ path: String) throws -> String {
+        var status = stat()
+        _ = try text(path)
+        if stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR { throw ValidationError("a directory, not a file") }
+        let folder = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        guard stat(folder.isEmpty ? "/" : folder, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+            throw ValidationError("its directory \(folder) does not exist")
+        }
+        return path
     }
 
     /// `dB` for every adapter, or `ADDRESS=dB` for the adapter at that address.

@@ -132,8 +132,8 @@ struct Disable: ParsableCommand {
 /// `enctl pause [DURATION]`.
 struct Pause: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Pause advertising and scanning for a while.", discussion: """
-        DURATION is a number with a unit: 90s, 30m, 2h or 1d (default: 1h). enagentd resumes \
-        by itself when it ends; 'enctl resume' ends it early.
+        DURATION is a number with a unit: 90s, 30m, 2h or 1d (default: 1h), at most 366d. \
+        enagentd resumes by itself when it ends; 'enctl resume' ends it early.
         """)
 
     @Argument(help: ArgumentHelp("How long, such as 30m or 2h.", valueName: "duration"), transform: PauseDuration.seconds)
@@ -142,7 +142,12 @@ struct Pause: ParsableCommand {
     @OptionGroup var change: DaemonChange
 
     func run() throws {
-        try change.request(DaemonClient.API.Methods.pause, PauseArguments(seconds: seconds), then: "Paused until \(utcTime(Int64(Date().timeIntervalSince1970) + Int64(seconds))).")
+        let client = try DaemonClient()
+        try client.call(DaemonClient.API.Methods.pause, PauseArguments(seconds: seconds))
+        // The end enagentd applied, not one reckoned here.
+        let properties = try client.properties()
+        if change.output.json { return try printJSON(StatusReport(properties: properties, health: try client.healthStatus())) }
+        print("Paused until \(utcTime(Int64(properties.pausedUntil))).")
     }
 }
 
@@ -182,7 +187,11 @@ enum PauseDuration {
         guard let unit = text.last.flatMap({ units[$0] }), let number = UInt64(text.dropLast()), number > 0 else {
             throw ValidationError("expected a duration such as 90s, 30m, 2h or 1d, not \(text)")
         }
-        return number * unit
+        let (seconds, overflow) = number.multipliedReportingOverflow(by: unit)
+        guard !overflow, seconds <= PauseArguments.longestSeconds else {
+            throw ValidationError("\(text) is longer than the longest pause, \(PauseArguments.longestSeconds / 86_400)d")
+        }
+        return seconds
     }
 }
 

@@ -66,7 +66,7 @@ extension Detect {
                 and 'enctl exposures' show the results.
                 """)
 
-        @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
+        @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"), transform: ArgumentValue.inputFile)
         var files: [String] = []
 
         @OptionGroup var budget: KeyBudgetOption
@@ -98,7 +98,7 @@ extension Detect {
         @OptionGroup var server: ServerConfigurationOption
 
         @Option(help: ArgumentHelp("Where downloads and the list of processed files are kept (default: $CACHE_DIRECTORY, else ~/.cache/enagent).",
-                                   valueName: "dir"))
+                                   valueName: "dir"), transform: ArgumentValue.text)
         var cacheDir: String?
 
         @OptionGroup var size: KeyFileSizeOption
@@ -163,16 +163,19 @@ extension Detect {
                 unverifiable files.
                 """)
 
-        @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"))
+        @Argument(help: ArgumentHelp("Diagnosis key files (.zip or export.bin).", valueName: "file"), transform: ArgumentValue.inputFile)
         var files: [String] = []
 
-        @Option(name: .customLong("keys"), help: ArgumentHelp("A diagnosis key file (.zip or export.bin). Repeatable.", valueName: "file"))
+        @Option(name: .customLong("keys"), help: ArgumentHelp("A diagnosis key file (.zip or export.bin). Repeatable.", valueName: "file"),
+                transform: ArgumentValue.inputFile)
         var keyFiles: [String] = []
 
-        @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}.", valueName: "file.jsonl"))
+        @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}.", valueName: "file.jsonl"),
+                transform: ArgumentValue.inputFile)
         var sightings: String?
 
-        @Option(help: ArgumentHelp("Read the sightings from an agent database instead: only read, never migrated, no mode changed.", valueName: "path"))
+        @Option(help: ArgumentHelp("Read the sightings from an agent database instead: only read, never migrated, no mode changed.", valueName: "path"),
+                transform: ArgumentValue.inputFile)
         var db: String?
 
         @Option(name: .customLong("public-key"),
@@ -191,7 +194,8 @@ extension Detect {
                 transform: ArgumentValue.rssiCorrection)
         var rssiCorrections: [RssiCorrectionArgument] = []
 
-        @Option(help: ArgumentHelp("Score as of this time, in unix seconds (default: now).", valueName: "seconds"))
+        @Option(help: ArgumentHelp("Score as of this time, in unix seconds (default: now).", valueName: "seconds"),
+                transform: ArgumentValue.integer(in: 0...Int64(UInt32.max) * 600))
         var now: Int64?
 
         @OptionGroup var size: KeyFileSizeOption

@@ -132,7 +132,7 @@ struct DownloadCache {
 
 /// `--server-config`, shared by the commands that talk to the health authority's servers.
 struct ServerConfigurationOption: ParsableArguments {
-    @Option(help: ArgumentHelp("The servers' configuration.", valueName: "file"))
+    @Option(help: ArgumentHelp("The servers' configuration.", valueName: "file"), transform: ArgumentValue.inputFile)
     var serverConfig = KeyServerConfiguration.defaultPath
 
     func load() throws -> KeyServerConfiguration { try KeyServerConfiguration.load(serverConfig) }

@@ -19,7 +19,7 @@ extension Keys {
                 the exit status is 1 unless the signature is verified.
                 """)
 
-        @Argument(help: ArgumentHelp("The key file.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The key file.", valueName: "file"), transform: ArgumentValue.inputFile)
         var file: String
 
         @Option(name: .customLong("public-key"),

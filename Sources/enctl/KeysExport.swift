@@ -21,7 +21,7 @@ extension Keys {
         @Option(help: "json or zip.")
         var format: Format = .json
 
-        @Option(help: ArgumentHelp("Write to this file instead of standard output (zip needs it).", valueName: "file"))
+        @Option(help: ArgumentHelp("Write to this file instead of standard output (zip needs it).", valueName: "file"), transform: ArgumentValue.outputFile)
         var out: String?
 
         @Flag(help: "Share without asking.")

@@ -17,22 +17,22 @@ extension Keys {
                 makes). For test servers and labs; real authorities sign on their servers.
                 """)
 
-        @Argument(help: ArgumentHelp("The key file to sign.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The key file to sign.", valueName: "file"), transform: ArgumentValue.inputFile)
         var file: String
 
-        @Option(help: ArgumentHelp("The signing key (PEM).", valueName: "file"))
+        @Option(help: ArgumentHelp("The signing key (PEM).", valueName: "file"), transform: ArgumentValue.inputFile)
         var privateKey: String
 
-        @Option(help: ArgumentHelp("The verification key id, such as 310 (an MCC).", valueName: "id"))
+        @Option(help: ArgumentHelp("The verification key id, such as 310 (an MCC).", valueName: "id"), transform: ArgumentValue.text)
         var keyId: String
 
-        @Option(help: ArgumentHelp("The key version.", valueName: "version"))
+        @Option(help: ArgumentHelp("The key version.", valueName: "version"), transform: ArgumentValue.text)
         var keyVersion = "v1"
 
-        @Option(help: ArgumentHelp("The region to write (default: the file's own).", valueName: "region"))
+        @Option(help: ArgumentHelp("The region to write (default: the file's own).", valueName: "region"), transform: ArgumentValue.text)
         var region: String?
 
-        @Option(help: ArgumentHelp("The signed zip to write.", valueName: "file"))
+        @Option(help: ArgumentHelp("The signed zip to write.", valueName: "file"), transform: ArgumentValue.outputFile)
         var out: String
 
         func run() throws {

@@ -19,7 +19,7 @@ struct Share: ParsableCommand {
             again.
             """)
 
-    @Option(help: ArgumentHelp("The test result to share (default: the most recent unshared one).", valueName: "id"))
+    @Option(help: ArgumentHelp("The test result to share (default: the most recent unshared one).", valueName: "id"), transform: ArgumentValue.text)
     var testResult: String?
 
     @OptionGroup var server: ServerConfigurationOption

@@ -9,7 +9,8 @@ struct JSONOutput: ParsableArguments {
 
 /// --config, for the commands that score exposures.
 struct ConfigurationOption: ParsableArguments {
-    @Option(help: ArgumentHelp("Exposure configuration JSON (v2 keys, v1 keys or both; default: the protocol's defaults).", valueName: "file"))
+    @Option(help: ArgumentHelp("Exposure configuration JSON (v2 keys, v1 keys or both; default: the protocol's defaults).", valueName: "file"),
+            transform: ArgumentValue.inputFile)
     var config: String?
 
     /// The configuration's text as the daemon takes it ("" for the defaults).

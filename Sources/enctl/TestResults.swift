@@ -42,10 +42,19 @@ struct TestResultCommand: ParsableCommand {
                      + card.entries.map { [$0.kind.prefix(1).uppercased() + $0.kind.dropFirst(), "\($0.date ?? "")  \($0.what)\($0.performer.map { "  (\($0))" } ?? "")"] })
     }
 
-    /// A YYYY-MM-DD day as the unix seconds of its UTC midnight.
+    /// The first day a SARS-CoV-2 test can have been taken.
+    static let firstTestDay = "2020-01-01"
+
+    /// A YYYY-MM-DD test day as the unix seconds of its UTC midnight: from firstTestDay to
+    /// tomorrow (a test taken today east of UTC may be dated tomorrow's UTC day already).
     static func day(_ text: String) throws -> Int64 {
         guard let date = try? Date(text + "T00:00:00Z", strategy: .iso8601) else { throw ValidationError("expected a date such as 2026-11-19, not \(text)") }
-        return Int64(date.timeIntervalSince1970)
+        let day = Int64(date.timeIntervalSince1970), tomorrow = Int64(Date().timeIntervalSince1970) + UTCDay.seconds
+        let first = Int64(try! Date(firstTestDay + "T00:00:00Z", strategy: .iso8601).timeIntervalSince1970)
+        guard day >= first, day <= tomorrow else {
+            throw ValidationError("\(text) is no day a test was taken: expected one from \(firstTestDay) to today, \(utcDay(tomorrow - UTCDay.seconds))")
+        }
+        return day
     }
 }
 
@@ -61,13 +70,13 @@ extension TestResultCommand {
                 its issuer). No network is used. Exit status 1 when the card does not verify.
                 """)
 
-        @Argument(help: ArgumentHelp("The card.", valueName: "file"))
+        @Argument(help: ArgumentHelp("The card.", valueName: "file"), transform: ArgumentValue.inputFile)
         var file: String
 
-        @Option(help: ArgumentHelp("A JWKS file trusted for this card's issuer.", valueName: "jwks.json"))
+        @Option(help: ArgumentHelp("A JWKS file trusted for this card's issuer.", valueName: "jwks.json"), transform: ArgumentValue.inputFile)
         var issuerKeys: String?
 
-        @Option(help: ArgumentHelp("The trusted issuers: one JWKS file with \"iss\" per issuer.", valueName: "dir"))
+        @Option(help: ArgumentHelp("The trusted issuers: one JWKS file with \"iss\" per issuer.", valueName: "dir"), transform: ArgumentValue.inputDirectory)
         var issuersDir = TestResultCommand.issuersDirectory
 
         @OptionGroup var output: JSONOutput
@@ -95,16 +104,17 @@ extension TestResultCommand {
                 root or the group enagent.
                 """)
 
-        @Option(help: ArgumentHelp("The day the test was administered (default: from the card or the server).", valueName: "YYYY-MM-DD"))
-        var date: String?
+        @Option(help: ArgumentHelp("The day the test was administered (default: from the card or the server).", valueName: "YYYY-MM-DD"),
+                transform: TestResultCommand.day)
+        var date: Int64?
 
-        @Option(help: ArgumentHelp("A SMART Health Card proving the result.", valueName: "file"))
+        @Option(help: ArgumentHelp("A SMART Health Card proving the result.", valueName: "file"), transform: ArgumentValue.inputFile)
         var card: String?
 
-        @Option(help: ArgumentHelp("A verification code from the health authority.", valueName: "code"))
+        @Option(help: ArgumentHelp("A verification code from the health authority.", valueName: "code"), transform: ArgumentValue.text)
         var code: String?
 
-        @Option(help: ArgumentHelp("The trusted issuers: one JWKS file with \"iss\" per issuer.", valueName: "dir"))
+        @Option(help: ArgumentHelp("The trusted issuers: one JWKS file with \"iss\" per issuer.", valueName: "dir"), transform: ArgumentValue.inputDirectory)
         var issuersDir = TestResultCommand.issuersDirectory
 
         @OptionGroup var server: ServerConfigurationOption
@@ -114,7 +124,6 @@ extension TestResultCommand {
 
         func validate() throws {
             guard (card == nil) != (code == nil) else { throw ValidationError("Give exactly one of --card and --code.") }
-            if let date { _ = try TestResultCommand.day(date) }
         }
 
         func run() throws {
@@ -129,13 +138,13 @@ extension TestResultCommand {
                 case .notPositive(let reason):
                     throw CommandError("\(card): the card does not prove a positive SARS-CoV-2 test: it holds \(reason); nothing recorded")
                 }
-                guard let day = try date.map(TestResultCommand.day) ?? positiveOn.map({ try TestResultCommand.day(String($0.prefix(10))) })
+                guard let day = try date ?? positiveOn.map({ try TestResultCommand.day(String($0.prefix(10))) })
                 else { throw CommandError("the card gives no date: say when the test was administered with --date") }
                 guard yes || Confirmation.ask("Record this as your positive test of \(utcDay(day))?") else { throw CommandError("nothing recorded") }
                 (testDate, method, detail, token) = (day, VerificationMethod.smartHealthCard.rawValue, "card issued by \(verified.issuer)", "")
             } else {
                 let verification = try VerificationServer(try server.load()).verify(code: code!)
-                let day = try date.map(TestResultCommand.day) ?? verification.testDate
+                let day = date ?? verification.testDate
                 if day == nil {
                     StandardStream.error.write("enctl: the health authority gave no test date: the result is recorded, and your keys are shared, "
                                                + "without one (give --date YYYY-MM-DD if you know when you were tested)\n")
@@ -146,9 +155,9 @@ extension TestResultCommand {
                 let kind = verification.testType.map { "\($0) test" } ?? "test of unknown type"
                 (testDate, method, detail, token) = (day, VerificationMethod.verificationCode.rawValue, "\(kind), verified by the health authority", verification.token)
             }
-            // test_date 0: unknown (the API's "none" for times).
+            // test_date 0: unknown (the API's "none" for times). day() took only days after 1970.
             let id = try client.call(DaemonClient.API.Methods.addTestResult,
-                                     NewTestResult(testDate: UInt64(testDate ?? 0), method: method, detail: detail, verificationToken: token)).id
+                                     NewTestResult(testDate: UInt64(clamping: testDate ?? 0), method: method, detail: detail, verificationToken: token)).id
             print("Recorded test result \(id) \(testDate.map { "of \(utcDay($0))" } ?? "without a test date"). Share your keys with 'enctl share'.")
         }
     }

@@ -35,7 +35,7 @@ struct VerificationServer {
             // The code is spent once the server has answered: a date it garbled is unknown, not a
             // reason to lose the code.
             do { testDate = try TestResultCommand.day(dateText) } catch {
-                StandardStream.error.write("enctl: the verification server's test date \"\(dateText)\" is not a date (YYYY-MM-DD); it is taken as unknown\n")
+                StandardStream.error.write("enctl: the verification server's test date \"\(dateText)\" is not a test day (\(error)); it is taken as unknown\n")
             }
         }
         return Verification(testType: testType, testDate: testDate, token: token)

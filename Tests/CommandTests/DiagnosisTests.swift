@@ -205,6 +205,7 @@ import Testing
         let jwks = fixtures.appendingPathComponent("example-issuer-jwks.json").path
         let service = try ServiceTests.Service(in: directory)
 
+        try FileManager.default.createDirectory(atPath: directory.file("none"), withIntermediateDirectories: false)
         let unknown = try service.enctl("test-result", "verify", card, "--issuers-dir", directory.file("none"))
         #expect(unknown.status == 1 && unknown.standardError.contains("is not trusted here"))
         let checked = try service.enctl("test-result", "verify", card, "--issuer-keys", jwks)
