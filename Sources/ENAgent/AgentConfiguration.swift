@@ -8,7 +8,7 @@ public struct AgentConfiguration: Equatable, Sendable {
     public var stateDirectory: String?
     public var retentionDays: Int?
     public var radio: Bool?
-    public var adapter: String?
+    public var adapter: AdapterChoice?
     public var powerOn: Bool?
     public var txPower: Int8?
     public var rotationSeconds: ClosedRange<Int>?
@@ -47,28 +47,23 @@ public struct AgentConfiguration: Equatable, Sendable {
         for line in file.lines {
             let fail = { (reason: String) in file.error(at: line, reason) }
             let (key, value) = (line.key, line.value)
+            /// The shared check of `key`'s value, its complaint prefixed with the key.
+            func checked<T>(_ check: (String) throws(InvalidValue) -> T) throws(Error) -> T {
+                do { return try check(value) } catch { throw fail("\(key) \(error.reason)") }
+            }
             switch key {
-            case "state-directory":
-                guard value.hasPrefix("/") else { throw fail("state-directory must be an absolute path") }
-                stateDirectory = value
-            case "retention-days": retentionDays = try Self.integer(value, in: 1...365, key: key, fail)
+            case "state-directory": stateDirectory = try checked(Value.absolutePath)
+            case "retention-days": retentionDays = try checked(Value.retentionDays)
             case "radio": radio = try Self.boolean(value, key: key, fail)
-            case "adapter":
-                guard value.hasPrefix("hci"), Int(value.dropFirst(3)) != nil else { throw fail("adapter must be a name such as hci0") }
-                adapter = value
+            case "adapter": adapter = try checked(Value.adapter)
             case "power-on": powerOn = try Self.boolean(value, key: key, fail)
-            case "tx-power": txPower = Int8(try Self.integer(value, in: -127...20, key: key, fail))
-            case "rotation-seconds":
-                let bounds = value.split(separator: "-").compactMap { Int($0.trimmingWhitespace()) }
-                guard bounds.count == 2, bounds[0] >= 1, bounds[0] <= bounds[1] else { throw fail("rotation-seconds must be MIN-MAX, such as 600-1200") }
-                rotationSeconds = bounds[0]...bounds[1]
-            case "scan-seconds": scanSeconds = try Self.integer(value, in: 1...300, key: key, fail)
-            case "scan-interval-seconds": scanIntervalSeconds = try Self.integer(value, in: 1...300, key: key, fail)
+            case "tx-power": txPower = try checked(Value.txPower)
+            case "rotation-seconds": rotationSeconds = try checked(Value.rotationSeconds)
+            case "scan-seconds": scanSeconds = try checked(Value.scanSeconds)
+            case "scan-interval-seconds": scanIntervalSeconds = try checked(Value.scanSeconds)
             case "passive-scan": passiveScan = try Self.boolean(value, key: key, fail)
             case "require-synchronised-clock": requireSynchronisedClock = try Self.boolean(value, key: key, fail)
-            case "trusted-keys-directory":
-                guard value.hasPrefix("/") else { throw fail("trusted-keys-directory must be an absolute path") }
-                trustedKeysDirectory = value
+            case "trusted-keys-directory": trustedKeysDirectory = try checked(Value.absolutePath)
             case "rssi-correction": rssiCorrection = try Self.integer(value, in: RssiCorrections.plausible, key: key, fail)
             case _ where key.hasPrefix(Self.adapterCorrectionPrefix):
                 let name = key.dropFirst(Self.adapterCorrectionPrefix.count)
@@ -83,10 +78,53 @@ public struct AgentConfiguration: Equatable, Sendable {
     }
 
     private static func integer(_ value: String, in range: ClosedRange<Int>, key: String, _ fail: (String) -> Error) throws(Error) -> Int {
-        guard let number = Int(value), range.contains(number) else {
-            throw fail("\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(value)\"")
+        do { return try Value.integer(value, in: range) } catch { throw fail("\(key) \(error.reason)") }
+    }
+
+    /// What is wrong with a value, without the key or option: the file prefixes the key, the
+    /// command line (ArgumentParser) names the option.
+    public struct InvalidValue: Swift.Error, CustomStringConvertible {
+        public let reason: String
+        public var description: String { reason }
+    }
+
+    /// The checks of the values that enagent.conf and enagentd's command line both take, one
+    /// function per kind of value, so that the two accept exactly the same.
+    public enum Value {
+        public static func absolutePath(_ text: String) throws(InvalidValue) -> String {
+            guard text.hasPrefix("/") else { throw InvalidValue(reason: "must be an absolute path, not \"\(text)\"") }
+            return text
         }
-        return number
+
+        public static func adapter(_ text: String) throws(InvalidValue) -> AdapterChoice {
+            guard let choice = AdapterChoice(text) else {
+                throw InvalidValue(reason: "must be a name such as hci0 or, better, the controller's address such as \(BluetoothAddress.example) "
+                                   + "(btmgmt info shows it), not \"\(text)\"")
+            }
+            return choice
+        }
+
+        public static func txPower(_ text: String) throws(InvalidValue) -> Int8 { Int8(try integer(text, in: -127...20)) }
+
+        public static func retentionDays(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 1...365) }
+
+        /// scan-seconds and scan-interval-seconds.
+        public static func scanSeconds(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 1...300) }
+
+        public static func rotationSeconds(_ text: String) throws(InvalidValue) -> ClosedRange<Int> {
+            let bounds = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0.trimmingWhitespace()) }
+            guard bounds.count == 2, let low = bounds[0], let high = bounds[1], low >= 1, low <= high else {
+                throw InvalidValue(reason: "must be MIN-MAX, such as 600-1200, not \"\(text)\"")
+            }
+            return low...high
+        }
+
+        static func integer(_ text: String, in range: ClosedRange<Int>) throws(InvalidValue) -> Int {
+            guard let number = Int(text), range.contains(number) else {
+                throw InvalidValue(reason: "must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
+            }
+            return number
+        }
     }
 
     private static func boolean(_ value: String, key: String, _ fail: (String) -> Error) throws(Error) -> Bool {

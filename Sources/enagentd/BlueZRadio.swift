@@ -68,7 +68,8 @@ final class BlueZRadio: Radio {
     }
 
     private let client: BlueZClient
-    private let adapterName: String?
+    /// The adapter configured; nil for the first that can advertise.
+    private let configuredAdapter: AdapterChoice?
     private let mayPowerOn: Bool
     private let store: AgentStore
     private let onScanStopped: @Sendable () -> Void
@@ -118,7 +119,8 @@ final class BlueZRadio: Radio {
         /// The empty instances this radio left in place of its own on adapters that were off
         /// (`remove`), by adapter: its own, to be removed once the adapter is up.
         var standIns = [String: Set<UInt8>]()
-        /// The adapter chosen when none is configured, asked for by name from then on.
+        /// The adapter chosen when none is configured, or found at the configured address: asked
+        /// for by name from then on (for an address, while it still has that address).
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
         var lastFound: AdapterIdentity?
@@ -135,30 +137,47 @@ final class BlueZRadio: Radio {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
-    init(client: BlueZClient, adapterName: String?, mayPowerOn: Bool, passiveScan: Bool, store: AgentStore, logger: Logger,
+    init(client: BlueZClient, adapter: AdapterChoice?, mayPowerOn: Bool, passiveScan: Bool, store: AgentStore, logger: Logger,
          onScanStopped: @escaping @Sendable () -> Void) {
         self.client = client
         state.withLock { $0.scanMode = passiveScan ? .passive : .active }
         self.logger = logger
         self.onScanStopped = onScanStopped
-        self.adapterName = adapterName
+        self.configuredAdapter = adapter
         self.mayPowerOn = mayPowerOn
         self.store = store
     }
 
     /// The configured adapter, else the first that can advertise; powered on when allowed.
     func adapter() throws -> Adapter {
-        let wanted = adapterName ?? state.withLock { $0.chosenAdapter }
+        let chosen = state.withLock { $0.chosenAdapter }
         let found: Adapter?
-        if let wanted {
-            found = try client.adapter(named: wanted)
-        } else {
-            // Chosen once for the process's life: a restarting bluetoothd offers the adapters in
-            // any order, not yet powered, and another adapter must not take over meanwhile.
-            found = try client.adapters().first(where: \.canAdvertise)
-            state.withLock { $0.chosenAdapter = found?.name }
+        switch configuredAdapter {
+        case .name(let name)?:
+            found = try client.adapter(named: name)
+        case let choice?:
+            // The name it had last is asked first (one adapter's properties: the list carries
+            // every device BlueZ has seen); the list only when that name has another address now
+            // (a replug or a reboot: the kernel numbers the controllers as it finds them).
+            if let chosen, let last = try client.adapter(named: chosen), choice.means(name: last.name, address: last.address) {
+                found = last
+            } else {
+                let adapters = try client.adapters()
+                let name = choice.resolve(among: adapters.map { ($0.name, $0.address) })
+                found = adapters.first { $0.name == name }
+                state.withLock { $0.chosenAdapter = found?.name }
+            }
+        case nil:
+            if let chosen {
+                found = try client.adapter(named: chosen)
+            } else {
+                // Chosen once for the process's life: a restarting bluetoothd offers the adapters in
+                // any order, not yet powered, and another adapter must not take over meanwhile.
+                found = try client.adapters().first(where: \.canAdvertise)
+                state.withLock { $0.chosenAdapter = found?.name }
+            }
         }
-        guard var adapter = found else { throw Failure.noAdapter(wanted) }
+        guard var adapter = found else { throw Failure.noAdapter(configuredAdapter?.description ?? chosen) }
         state.withLock { $0.lastFound = Self.identity(of: adapter) }
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
@@ -457,7 +476,9 @@ final class BlueZRadio: Radio {
     /// BlueZ has given it.
     var adapterInUse: AdapterIdentity? {
         state.withLock { state in
-            guard let name = adapterName ?? state.advertisement?.adapter.name ?? state.scan?.adapter.name else { return nil }
+            let configuredName: String?
+            if case .name(let name)? = configuredAdapter { configuredName = name } else { configuredName = nil }
+            guard let name = configuredName ?? state.advertisement?.adapter.name ?? state.scan?.adapter.name else { return nil }
             return AdapterIdentity(name: name, address: state.lastFound?.name == name ? state.lastFound?.address : nil)
         }
     }

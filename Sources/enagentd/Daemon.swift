@@ -197,7 +197,7 @@ final class Daemon: Sendable {
         case .consentRequired: return "consent-required: nothing runs until 'enctl enable'"
         case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
         case .bluetoothOff: return "bluetooth-off: waiting for bluetoothd and a powered adapter"
-        case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter ?? "an LE adapter")"
+        case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter?.description ?? "an LE adapter")"
         case .waitingForInterval:
             guard case .identifierUsed(let until)? = my.radioState.problem else { return status.rawValue }
             return "waiting-for-interval: scanning; advertising again at \(until) (unix time), when the clock is past every identifier already on the air"
@@ -396,7 +396,7 @@ final class Daemon: Sendable {
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         // A scan that a pause for the advertisement could not resume is started anew, as after a return.
-        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapterName: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, passiveScan: radioSettings.passiveScan, store: store, logger: logger,
+        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapter: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, passiveScan: radioSettings.passiveScan, store: store, logger: logger,
                                onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.my.radioAgent?.radioReturned() } })
         do {
             let adapter = BlueZRadio.identity(of: try bluez.adapter())
@@ -406,7 +406,7 @@ final class Daemon: Sendable {
             // Only the TX power's source depends on it here; the agent meets the same problem at
             // once and its status says so.
             logger.info("no adapter to read the TX power from at the start: \(error)")
-            my.adapterName = radioSettings.adapter ?? ""
+            if case .name(let name)? = radioSettings.adapter { my.adapterName = name } else { my.adapterName = "" }
             my.adapterAddress = nil
         }
         let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: my.adapterName.isEmpty ? nil : my.adapterName, logger: logger))

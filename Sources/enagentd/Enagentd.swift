@@ -26,10 +26,12 @@ struct Enagentd: ParsableCommand {
     @Option(help: ArgumentHelp("The configuration file (default: \(AgentConfiguration.defaultPath), if present).", valueName: "path"))
     var config: String?
 
-    @Option(help: ArgumentHelp("Directory for the database, created with mode 0700 (default: /var/lib/enagent).", valueName: "dir"))
+    @Option(help: ArgumentHelp("Directory for the database, an absolute path, created with mode 0700 (default: /var/lib/enagent).", valueName: "dir"),
+            transform: checked(AgentConfiguration.Value.absolutePath))
     var stateDir: String?
 
-    @Option(help: ArgumentHelp("Days to keep keys and sightings, 1...365 (default: 14).", valueName: "days"))
+    @Option(help: ArgumentHelp("Days to keep keys and sightings, 1...365 (default: 14).", valueName: "days"),
+            transform: checked(AgentConfiguration.Value.retentionDays))
     var retentionDays: Int?
 
     @Flag(help: "Log debug messages.")
@@ -55,7 +57,6 @@ struct Enagentd: ParsableCommand {
     var radio: RadioOptions
 
     func validate() throws {
-        if let retentionDays, !(1...365).contains(retentionDays) { throw ValidationError("--retention-days must be between 1 and 365.") }
         guard (1...3_600).contains(timeScale) else { throw ValidationError("--time-scale must be between 1 and 3600.") }
     }
 

@@ -5,24 +5,29 @@ import ENSystemd
 
 /// enagentd's radio settings; each overrides the configuration file's key of the same name.
 struct RadioOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The Bluetooth adapter to use, such as hci1 (default: the first LE adapter).", valueName: "name"))
-    var adapter: String?
+    @Option(help: ArgumentHelp("The Bluetooth adapter to use: its controller's address, such as 00:1A:7D:DA:71:13, which stays, or its name, such as hci1, which the kernel gives in the order it finds the controllers (default: the first LE adapter).",
+                               valueName: "address|name"),
+            transform: checked(AgentConfiguration.Value.adapter))
+    var adapter: AdapterChoice?
 
     @Flag(inversion: .prefixedNo, help: "Switch the adapter on when it is off (default: no).")
     var powerOn: Bool?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm for the metadata, when the controller cannot be asked for it (default: 0).", valueName: "dBm"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm for the metadata, -127...20, when the controller cannot be asked for it (default: 0).", valueName: "dBm"),
+            transform: checked(AgentConfiguration.Value.txPower))
     var txPower: Int8?
 
     @Option(help: ArgumentHelp("Seconds between identifier rotations, as MIN-MAX, random in between (default: 600-1200).", valueName: "min-max"),
-            transform: RadioOptions.range)
+            transform: checked(AgentConfiguration.Value.rotationSeconds))
     var rotationSeconds: ClosedRange<Int>?
 
-    @Option(help: ArgumentHelp("Length of a scan in seconds (default: 4).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Length of a scan in seconds, 1...300 (default: 4).", valueName: "seconds"),
+            transform: checked(AgentConfiguration.Value.scanSeconds))
     var scanSeconds: Int?
 
     @Option(help: ArgumentHelp("Seconds from the start of one scan to the next, at most 300; equal to --scan-seconds scans continuously (default: 300).",
-                               valueName: "seconds"))
+                               valueName: "seconds"),
+            transform: checked(AgentConfiguration.Value.scanSeconds))
     var scanIntervalSeconds: Int?
 
     @Flag(inversion: .prefixedNo, help: "Scan passively through a kernel advertisement monitor instead of bluetoothd's active discovery (default: no: Debian 12's kernel 6.1 can crash when the adapter goes off while a monitor is being added).")
@@ -31,17 +36,20 @@ struct RadioOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Use the radio; --no-radio only keeps keys and the database (default: use it).")
     var radio: Bool?
 
-    static func range(_ text: String) throws -> ClosedRange<Int> {
-        let bounds = text.split(separator: "-").compactMap { Int($0) }
-        guard bounds.count == 2, bounds[0] <= bounds[1] else { throw ValidationError("expected MIN-MAX, e.g. 600-1200") }
-        return bounds[0]...bounds[1]
+}
+
+/// One of enagent.conf's checks (AgentConfiguration.Value) as an option's transform: the command
+/// line takes exactly what the file takes, and ArgumentParser names the option.
+func checked<T>(_ check: @escaping (String) throws(AgentConfiguration.InvalidValue) -> T) -> (String) throws -> T {
+    { text in
+        do { return try check(text) } catch { throw ValidationError("\(error)") }
     }
 }
 
 /// The radio settings in force: the command line over the configuration file over the defaults.
 struct RadioSettings {
     var enabled: Bool
-    var adapter: String?
+    var adapter: AdapterChoice?
     var powerOn: Bool
     var passiveScan: Bool
     var txPower: Int8

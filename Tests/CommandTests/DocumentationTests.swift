@@ -1,3 +1,4 @@
+import ENAgent
 import ENCore
 import Foundation
 import Testing
@@ -12,5 +13,68 @@ import Testing
         for status in AgentStatus.allCases {
             #expect(text.contains(status.rawValue), "enctl status --help does not name \(status.rawValue): \(text)")
         }
+    }
+}
+
+/// enagent.conf(5), `enagentd --help` and the configuration's parser name the same keys and
+/// options, and the command line refuses what the file refuses, with the same words.
+@Suite struct ConfigurationDocumentationTests {
+    /// Keys that only the file sets, and the one option whose name is not its key's.
+    static let fileOnly: Set = ["trusted-keys-directory", "rssi-correction", AgentConfiguration.adapterCorrectionPrefix + "ADDRESS"]
+    static let optionNames = ["state-directory": "state-dir"]
+    static let project = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The man page's keys, each with the text of its entry.
+    static func manPageKeys() throws -> [String: String] {
+        let page = try String(contentsOf: project.appendingPathComponent("man/enagent.conf.5"), encoding: .utf8)
+        var entries = [String: String](), current: String?
+        for line in page.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix(".BI \"") {
+                let key = line.dropFirst(5).prefix { $0 != " " && $0 != "\"" }
+                current = key.hasSuffix(".") ? String(key) + "ADDRESS" : String(key)
+                entries[current!] = ""
+            } else if line.hasPrefix(".SH") {
+                current = nil
+            } else if let key = current {
+                entries[key, default: ""] += line + "\n"
+            }
+        }
+        return entries
+    }
+
+    @Test func theManPageTheHelpAndTheParserNameTheSameKeys() throws {
+        let documented = try Self.manPageKeys()
+        #expect(Set(documented.keys) == Set(AgentConfiguration.keys), "enagent.conf(5) vs AgentConfiguration.keys")
+        let help = try Command.run(Command.executable("enagentd").path, ["--help"])
+        let options = Set(help.standardOutput.split(separator: "\n").compactMap { line -> String? in
+            let text = line.drop { $0 == " " }
+            guard text.hasPrefix("--"), !text.hasPrefix("--no-") else { return nil }
+            return String(text.dropFirst(2).prefix { $0.isLetter || $0 == "-" })
+        })
+        let expected = Set(AgentConfiguration.keys.filter { !Self.fileOnly.contains($0) }.map { Self.optionNames[$0] ?? $0 })
+        #expect(options == expected.union(["config", "verbose"]), "enagentd --help vs the keys: \(options.symmetricDifference(expected))")
+        for key in AgentConfiguration.keys where !Self.fileOnly.contains(key) {
+            let option = "\\-\\-" + (Self.optionNames[key] ?? key).replacing("-", with: "\\-")
+            #expect(documented[key]?.contains(option) == true, "enagent.conf(5) names no option for \(key)")
+        }
+    }
+
+    /// The same value refused by enagent.conf and by enagentd's option, for the same reason.
+    @Test(arguments: [("state-directory", "relative/state"), ("retention-days", "0"), ("adapter", "wlan0"), ("adapter", "hci01"),
+                      ("tx-power", "40"), ("tx-power", "-128"), ("rotation-seconds", "1200-600"), ("scan-seconds", "0"),
+                      ("scan-interval-seconds", "301")])
+    func theCommandLineRefusesWhatTheFileRefuses(key: String, value: String) throws {
+        let reason: String
+        do {
+            _ = try AgentConfiguration(text: "\(key) = \(value)", path: "enagent.conf")
+            Issue.record("enagent.conf took \(key) = \(value)")
+            return
+        } catch {
+            reason = String(error.reason.dropFirst(key.count + 1))
+        }
+        let option = "--" + (Self.optionNames[key] ?? key)
+        let result = try Command.run(Command.executable("enagentd").path, ["\(option)=\(value)", "--no-radio"])
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("'\(option) ") && result.standardError.contains(": " + reason), "file: \(reason); command line: \(result.standardError)")
     }
 }

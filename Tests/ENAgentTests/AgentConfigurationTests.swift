@@ -28,7 +28,7 @@ import Testing
         expected.stateDirectory = "/srv/enagent"
         expected.retentionDays = 14
         expected.radio = true
-        expected.adapter = "hci1"
+        expected.adapter = .name("hci1")
         expected.powerOn = false
         expected.txPower = -8
         expected.rotationSeconds = 600...1200
@@ -40,13 +40,32 @@ import Testing
         #expect(configuration == expected)
         #expect(configuration.rssiCorrections == RssiCorrections(defaultCorrection: -7, byAdapter: expected.rssiCorrectionByAdapter))
         #expect(try AgentConfiguration(text: "", path: "empty") == AgentConfiguration())
+        #expect(try AgentConfiguration(text: "adapter = 00:1a:7d:da:71:13", path: "enagent.conf").adapter == .address(BluetoothAddress("00:1A:7D:DA:71:13")!))
+    }
+
+    /// Two controllers whose kernel order swaps (a reboot, a replug): the address finds the same
+    /// controller under either name, where the name finds the other one.
+    @Test func anAdapterNamedByAddressIsFoundWhicheverNameTheKernelGaveIt() throws {
+        let dongle = "00:1A:7D:DA:71:13", builtIn = "B8:27:EB:00:00:01"
+        let before = [(name: "hci0", address: builtIn), (name: "hci1", address: dongle)]
+        let after = [(name: "hci0", address: dongle), (name: "hci1", address: builtIn)]
+        let byAddress = try #require(AdapterChoice(dongle.lowercased()))
+        #expect(byAddress.resolve(among: before) == "hci1" && byAddress.resolve(among: after) == "hci0")
+        let byName = try #require(AdapterChoice("hci1"))
+        #expect(byName.resolve(among: before) == "hci1" && byName.resolve(among: after) == "hci1", "the name follows the kernel's order")
+        #expect(byAddress.resolve(among: [(name: "hci0", address: builtIn)]) == nil, "the dongle unplugged: no adapter, not another")
+        #expect(byAddress.resolve(among: [(name: "hci0", address: "")]) == nil, "an address BlueZ has not given yet is no match")
+        for text in ["hci", "hci01", "hci-1", "wlan0", "00:1A:7D:DA:71", "00-1A-7D-DA-71-13", ""] {
+            #expect(AdapterChoice(text) == nil, "\(text)")
+        }
     }
 
     @Test(arguments: [
         ("scan-seconds = 0", 1, "scan-seconds must be a whole number from 1 to 300"),
         ("\n\nretention-days = many", 3, "retention-days must be a whole number from 1 to 365"),
         ("radio = maybe", 1, "radio must be yes or no"),
-        ("adapter = wlan0", 1, "adapter must be a name such as hci0"),
+        ("adapter = wlan0", 1, "adapter must be a name such as hci0 or, better, the controller's address such as 00:1A:7D:DA:71:13"),
+        ("adapter = 00:1A:7D:DA:71", 1, "adapter must be a name such as hci0"),
         ("state-directory = relative/path", 1, "state-directory must be an absolute path"),
         ("rotation-seconds = 1200-600", 1, "rotation-seconds must be MIN-MAX"),
         ("tx-power = 40", 1, "tx-power must be a whole number from -127 to 20"),
