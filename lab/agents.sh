@@ -106,7 +106,7 @@ echo "exports/1.zip" > "$STATE/server/index.txt"
 python3 -m http.server 8000 --bind 127.0.0.1 --directory "$STATE/server" 2> "$OUT/phases/key-server.log" & SERVER=$!
 for _ in $(seq 50); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2>/dev/null && break; sleep 0.1; done
 echo "url = http://127.0.0.1:8000/" > "$STATE/key-server.conf"
-must "enctl b detect server" enctl b detect server --server-config "$STATE/key-server.conf" --cache-dir "$STATE/b-cache" --json > "$OUT/phases/detect-b.json"
+must "enctl b detect server" enctl b detect server --server-config "$STATE/key-server.conf" --cache-dir "$STATE/b-cache" --state-dir "$STATE/b-detect-state" --json > "$OUT/phases/detect-b.json"
 must "enctl b windows" enctl b windows --json > "$OUT/phases/windows-b.json"
 kill "$SERVER"
 

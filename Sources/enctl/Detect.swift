@@ -97,9 +97,13 @@ extension Detect {
 
         @OptionGroup var server: ServerConfigurationOption
 
-        @Option(help: ArgumentHelp("Where downloads and the list of processed files are kept (default: $CACHE_DIRECTORY, else ~/.cache/enagent).",
+        @Option(help: ArgumentHelp("Where downloads are kept (default: $CACHE_DIRECTORY, else ~/.cache/enagent).",
                                    valueName: "dir"), transform: ArgumentValue.text)
         var cacheDir: String?
+
+        @Option(help: ArgumentHelp("Where the list of files handed to enagentd is kept, which cleaning the cache must not forget (default: $STATE_DIRECTORY, else ~/.local/state/enagent).",
+                                   valueName: "dir"), transform: ArgumentValue.text)
+        var stateDir: String?
 
         @OptionGroup var size: KeyFileSizeOption
 
@@ -111,7 +115,7 @@ extension Detect {
         /// it. Downloads survive a failure, so the next run fetches only what is still missing.
         func run() throws {
             let keyServer = try server.load()
-            let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory)
+            let cache = try DownloadCache(directory: cacheDir ?? DownloadCache.defaultDirectory, stateDirectory: stateDir ?? DownloadCache.defaultStateDirectory)
             let index = String(decoding: try Download.data(from: URL(string: keyServer.index, relativeTo: keyServer.url)!,
                                                            maximumSize: Download.maximumIndexSize, timeout: keyServer.timeout), as: UTF8.self)
             let entries = index.split(whereSeparator: \.isNewline).map { $0.trimmingWhitespace() }

@@ -83,21 +83,43 @@ struct KeyServerConfiguration: Equatable {
     }
 }
 
-/// Where `enctl detect server` keeps what it downloaded and what the daemon processed, so
-/// that a run after a failure fetches only what is missing and never hands a file over twice.
+/// Where `enctl detect server` keeps what it downloaded (the cache, which may be cleaned) and
+/// the list of what the daemon processed (the state, which is kept), so that a run after a
+/// failure fetches only what is missing and never hands a file over twice.
 struct DownloadCache {
     let directory: String
+    let stateDirectory: String
 
     /// systemd's CacheDirectory= when run by the timer's unit, else the user's cache.
     static var defaultDirectory: String {
-        if let cache = ProcessInfo.processInfo.environment["CACHE_DIRECTORY"] { return cache }
-        let home = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? (FileManager.default.homeDirectoryForCurrentUser.path + "/.cache")
-        return home + "/enagent"
+        let environment = ProcessInfo.processInfo.environment
+        if let cache = environment["CACHE_DIRECTORY"] { return cache }
+        return (environment["XDG_CACHE_HOME"] ?? (FileManager.default.homeDirectoryForCurrentUser.path + "/.cache")) + "/enagent"
     }
 
-    init(directory: String) throws {
+    /// systemd's StateDirectory= when run by the timer's unit, else the user's state.
+    static var defaultStateDirectory: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let state = environment["STATE_DIRECTORY"] { return state }
+        return (environment["XDG_STATE_HOME"] ?? (FileManager.default.homeDirectoryForCurrentUser.path + "/.local/state")) + "/enagent"
+    }
+
+    init(directory: String, stateDirectory: String) throws {
         self.directory = directory
+        self.stateDirectory = stateDirectory
         try FileManager.default.createDirectory(atPath: directory + "/files", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try adoptListFromCache()
+    }
+
+    /// enctl 0.6.0 and earlier kept the list in the cache, where cleaning the cache forgot it: it
+    /// moves to the state directory, merged with one there.
+    private func adoptListFromCache() throws {
+        let old = directory + "/processed"
+        guard FileManager.default.fileExists(atPath: old), old != processedList else { return }
+        let entries = (try? String(contentsOfFile: old, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        try writeList(processed().union(entries))
+        try FileManager.default.removeItem(atPath: old)
     }
 
     /// The local file for an index entry (its path with "/" replaced, so entries cannot escape).
@@ -105,7 +127,11 @@ struct DownloadCache {
         directory + "/files/" + entry.replacing("/", with: "_")
     }
 
-    private var processedList: String { directory + "/processed" }
+    private var processedList: String { stateDirectory + "/processed" }
+
+    private func writeList(_ entries: Set<String>) throws {
+        try (entries.sorted().joined(separator: "\n") + "\n").write(toFile: processedList, atomically: true, encoding: .utf8)
+    }
 
     /// Index entries handed to the daemon successfully. A list that cannot be read counts as empty:
     /// that costs downloads only, since enagentd skips a key file it processed (by its digest).
@@ -115,8 +141,7 @@ struct DownloadCache {
     }
 
     func markProcessed(_ entries: [String]) throws {
-        let all = processed().union(entries).sorted().joined(separator: "\n") + "\n"
-        try all.write(toFile: processedList, atomically: true, encoding: .utf8)
+        try writeList(processed().union(entries))
         for entry in entries {
             do { try FileManager.default.removeItem(atPath: file(for: entry)) } catch {
                 StandardStream.error.write("enctl: cannot remove a processed key file from the cache (it takes space only): \(error)\n")

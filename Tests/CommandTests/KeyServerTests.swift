@@ -32,7 +32,7 @@ import Testing
         let configuration = directory.file("key-server.conf")
         try "url = \(server.url)\nindex = index.txt\nregion = CH\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         let cache = directory.file("cache")
-        let detect = { try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", cache, "--json") }
+        let detect = { try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", cache, "--state-dir", directory.file("state-detect"), "--json") }
 
         let failed = try detect()
         #expect(failed.status == 1)
@@ -47,10 +47,20 @@ import Testing
 
         let nothingNew = try detect()
         #expect(nothingNew.status == 0 && nothingNew.standardOutput.contains("\"KeyFilesProcessed\" : 0"))
+        // Cleaning the cache forgets the downloads, not which files enagentd has had.
+        try FileManager.default.removeItem(atPath: cache)
+        let cleaned = try detect()
+        #expect(cleaned.status == 0 && cleaned.standardOutput.contains("\"KeyFilesProcessed\" : 0"), "\(cleaned.standardOutput)")
+        // The list an older enctl kept in the cache moves to the state directory.
+        let list = directory.file("state-detect/processed")
+        try FileManager.default.moveItem(atPath: list, toPath: cache + "/processed")
+        let adopted = try detect()
+        #expect(adopted.status == 0 && adopted.standardOutput.contains("\"KeyFilesProcessed\" : 0"), "\(adopted.standardOutput)")
+        #expect(FileManager.default.fileExists(atPath: list) && !FileManager.default.fileExists(atPath: cache + "/processed"))
         let requests = server.stop()
         #expect(requests.components(separatedBy: "GET /exports/1.zip").count - 1 == 1, "each file is downloaded once: \(requests)")
         #expect(requests.components(separatedBy: "GET /exports/3.zip").count - 1 == 2, "the missing one was asked for again")
-        #expect(requests.components(separatedBy: "GET /index.txt").count - 1 == 3)
+        #expect(requests.components(separatedBy: "GET /index.txt").count - 1 == 5)
 
         let windows = try service.enctl("windows", "--json")
         let day = Date(timeIntervalSince1970: TimeInterval(met.start)).formatted(.iso8601.year().month().day())
@@ -74,7 +84,7 @@ import Testing
         let configuration = directory.file("key-server.conf")
         try "url = \(server.url)\nregion = CH\nexposure-configuration = config.json\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         let cache = directory.file("cache")
-        let detect = { try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", cache) }
+        let detect = { try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", cache, "--state-dir", directory.file("state-detect")) }
 
         #expect(try service.enctl("exposures").standardError.contains("[NotAvailable]"), "no v1 configuration before")
         let done = try detect()
@@ -122,7 +132,7 @@ extension KeyServerTests {
         let configuration = directory.file("key-server-\(path).conf")
         try "url = \(server.url)\(path)/\ntimeout = \(timeout)\n".write(toFile: configuration, atomically: true, encoding: .utf8)
         let started = Date()
-        let result = try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", directory.file("cache-\(path)"),
+        let result = try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", directory.file("cache-\(path)"), "--state-dir", directory.file("state-\(path)"),
                                        "--max-file-size", "1")
         let seconds = Date().timeIntervalSince(started)
         #expect(result.status == 1)
