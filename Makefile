@@ -138,12 +138,15 @@ fuzz: deps
 # The agent in the foreground with its state under ./run, without the radio (a machine
 # without Bluetooth has none; the lab below gives it one), its API on a private bus there:
 #   DBUS_SYSTEM_BUS_ADDRESS=unix:path=run/bus enctl status
+# It builds enctl too, and its hint names that enctl: one on PATH may be another version's.
 run: deps
 	$(SWIFT) build --product enagentd
+	$(SWIFT) build --product enctl
 	mkdir -p $(RUN_DIR)
 	rm -f $(RUN_DIR)/bus
 	dbus-daemon --session --address=unix:path=$(RUN_DIR)/bus --fork --print-pid > $(RUN_DIR)/bus.pid
 	# The bus goes with the agent, also on Ctrl-C (which stops the agent cleanly).
+	@echo "enagentd's API, from another terminal: DBUS_SYSTEM_BUS_ADDRESS=unix:path=$(RUN_DIR)/bus $(DEBUG_BIN)/enctl status"
 	trap 'kill $$(cat $(RUN_DIR)/bus.pid)' EXIT; trap : INT; \
 		DBUS_SYSTEM_BUS_ADDRESS=unix:path=$(RUN_DIR)/bus $(DEBUG_BIN)/enagentd --state-dir $(RUN_DIR)/state \
 		--no-radio --no-require-synchronised-clock
