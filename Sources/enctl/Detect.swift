@@ -183,8 +183,9 @@ extension Detect {
         var db: String?
 
         @Option(name: .customLong("public-key"),
-                help: ArgumentHelp("A trusted public key: a PEM or base64 file, or the base64 text. Repeatable.", valueName: "key"))
-        var publicKeys: [String] = []
+                help: ArgumentHelp("A trusted public key: a PEM or base64 file, or the base64 text. Repeatable.", valueName: "key"),
+                transform: KeyFileInput.trustedKey)
+        var publicKeys: [TrustedKey] = []
 
         @Flag(help: "Accept key files whose signature is missing or does not verify.")
         var insecureSkipVerify = false
@@ -216,7 +217,7 @@ extension Detect {
 
         func run() throws {
             let configuration = try loadConfiguration()
-            let trusted = try publicKeys.map(KeyFileInput.trustedKey)
+            let trusted = publicKeys
             let limits = KeyFileInput.limits(maximumFileSizeMiB: size.maxFileSize)
             // The sightings are read, and their day filters built, on another core while the key
             // files are read and verified.

@@ -14,18 +14,19 @@ enum KeyFileInput {
         }
     }
 
-    /// A public key from a file (PEM or base64) or, when no such file exists, the base64 text itself.
+    /// A public key from a file (PEM or base64) or, when no such file exists, the base64 text
+    /// itself: --public-key's transform, so that a bad one is a usage error naming the option.
     static func trustedKey(_ argument: String) throws -> TrustedKey {
         var text = argument
         if FileManager.default.fileExists(atPath: argument) {
             do { text = try String(contentsOfFile: argument, encoding: .utf8) } catch {
-                throw CommandError("--public-key \(argument): cannot read the file as text (PEM or base64): \(error)")
+                throw ValidationError("cannot read the file as text (PEM or base64): \(error)")
             }
         }
         do {
             return TrustedKey(publicKey: try TrustedKey.publicKey(from: text))
         } catch {
-            throw CommandError("--public-key \(argument): \(error)")
+            throw ValidationError("neither a readable key file nor a key's base64 text: \(error)")
         }
     }
 

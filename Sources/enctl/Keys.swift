@@ -23,8 +23,9 @@ extension Keys {
         var file: String
 
         @Option(name: .customLong("public-key"),
-                help: ArgumentHelp("A trusted public key: a PEM or base64 file, or the base64 text. Repeatable.", valueName: "key"))
-        var publicKeys: [String] = []
+                help: ArgumentHelp("A trusted public key: a PEM or base64 file, or the base64 text. Repeatable.", valueName: "key"),
+                transform: KeyFileInput.trustedKey)
+        var publicKeys: [TrustedKey] = []
 
         @Option(help: ArgumentHelp("Refuse files (and inflated entries) larger than this.", valueName: "MiB"))
         var maxFileSize = KeyFileLimits.standard.maximumFileSize >> 20
@@ -54,7 +55,7 @@ extension Keys {
         }
 
         func run() throws {
-            let trusted = try publicKeys.map(KeyFileInput.trustedKey)
+            let trusted = publicKeys
             let export = try KeyFileInput.load(file, limits: KeyFileInput.limits(maximumFileSizeMiB: maxFileSize))
             let status = export.signatureStatus(trustedKeys: trusted)
             let report = Report(

@@ -43,6 +43,8 @@ import Testing
             (["detect", "offline", "--sightings", file, "--keys", folder, "--insecure-skip-verify"], "--keys"),
             (["detect", "offline", "--sightings", file, "--keys", file, "--insecure-skip-verify", "--now", "-1"], "--now"),
             (["detect", "offline", "--sightings", file, "--keys", file, "--insecure-skip-verify", "--now", String(Int64.max)], "--now"),
+            (["detect", "offline", "--sightings", file, "--keys", file, "--public-key", folder], "--public-key"),
+            (["keys", "inspect", file, "--public-key", folder + "/missing.pem"], "--public-key"), (["keys", "inspect", file, "--public-key", ""], "--public-key"),
             (["summary", "--config", folder], "--config"),
             (["derive", "--tek", "", "--interval", "0"], "--tek"),
             (["derive", "--tek", "75c734c6dd1a782de7a965da5eb93125", "--interval", "-1"], "--interval"),
