@@ -1,4 +1,6 @@
 import ArgumentParser
+import FoundationEssentials
+import Glibc
 
 @main
 struct ENCtl: ParsableCommand {
@@ -27,4 +29,16 @@ struct ENCtl: ParsableCommand {
             """,
         subcommands: [Status.self, Enable.self, Disable.self, Pause.self, Resume.self, Keys.self, Detect.self,
                       Windows.self, Summary.self, Exposures.self, TestResultCommand.self, Share.self, Watch.self, Reset.self, Derive.self])
+
+    static func main() {
+        // ArgumentParser reads `pause -1h` as the flags -1 and -h, and shows the help with exit
+        // status 0: a negative duration is refused as a usage error like any other bad one.
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "pause", let negative = arguments.dropFirst().first(where: { $0.hasPrefix("-") && $0.dropFirst().first?.isNumber == true }) {
+            StandardStream.error.write("Error: The value '\(negative)' is invalid for '<duration>': a pause cannot be negative\n"
+                                       + "See 'enctl pause --help' for more information.\n")
+            Glibc.exit(ExitCode.validationFailure.rawValue)
+        }
+        main(nil)
+    }
 }

@@ -13,7 +13,7 @@ import Testing
     static func cases(file: String, folder: String) -> [([String], String)] {
         let largest = String(UInt64.max), larger = "1" + String(UInt64.max)
         return [
-            (["pause", "0s"], "<duration>"), (["pause", "-1d"], "-1d"), (["pause", largest + "s"], "<duration>"),
+            (["pause", "0s"], "<duration>"), (["pause", "-1d"], "<duration>"), (["pause", "-1h"], "<duration>"), (["pause", largest + "s"], "<duration>"),
             (["pause", "213503982334601d"], "<duration>"), (["pause", larger + "d"], "<duration>"), (["pause", "367d"], "<duration>"),
             (["pause", ""], "<duration>"),
             (["test-result", "add", "--code", "C", "--date", "1969-12-31"], "--date"),
