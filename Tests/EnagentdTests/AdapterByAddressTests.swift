@@ -1,0 +1,81 @@
+import ENAgent
+import ENBlueZ
+import ENBus
+import ENCore
+import ENStore
+@testable import enagentd
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// enagentd's radio finds the adapter named by its controller's address under whichever name the
+/// kernel gave it, against a stand-in bluetoothd on a private bus.
+@Suite struct AdapterByAddressTests {
+    let directory = TemporaryDirectory()
+    static let dongle = "00:1A:7D:DA:71:13", builtIn = "B8:27:EB:00:00:01"
+
+    /// A bluetoothd with hci0 and hci1, whose controllers' addresses the test swaps, as a reboot
+    /// that finds them in the other order does; it counts the calls of GetManagedObjects.
+    final class StandInBluetoothd: Sendable {
+        /// What the controllers say, shared with the handlers.
+        final class Controllers: Sendable {
+            let addresses = Mutex(["hci0": AdapterByAddressTests.builtIn, "hci1": AdapterByAddressTests.dongle])
+            let listed = Atomic<Int>(0)
+
+            func properties(_ name: String) -> [String: DBusValue] {
+                ["Address": .string(addresses.withLock { $0[name] ?? "" }), "Powered": .boolean(true)]
+            }
+        }
+
+        let controllers = Controllers()
+        let connection: DBusConnection
+
+        init(bus: PrivateBus) throws {
+            connection = try DBusConnection(address: bus.address)
+            let controllers = self.controllers
+            try connection.export(ExportedObject(path: "/", interfaces: [DBusInterface(BlueZ.objectManagerInterface, methods: [
+                DBusMethod("GetManagedObjects", out: [DBusArgument("objects", "a{oa{sa{sv}}}")]) { _ in
+                    controllers.listed.add(1, ordering: .relaxed)
+                    return [.dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", ["hci0", "hci1"].map { name in
+                        DBusValue.DictionaryEntry(.objectPath("/org/bluez/" + name), .dictionary(keySignature: "s", valueSignature: "a{sv}", [
+                            DBusValue.DictionaryEntry(.string(BlueZ.adapterInterface), .properties(controllers.properties(name))),
+                            DBusValue.DictionaryEntry(.string(BlueZ.advertisingManagerInterface), .properties([:])),
+                        ]))
+                    })]
+                },
+            ])]))
+            for name in ["hci0", "hci1"] {
+                try connection.export(ExportedObject(path: "/org/bluez/" + name, interfaces: [DBusInterface(BlueZ.adapterInterface, properties: [
+                    DBusProperty("Address", "s", get: { controllers.properties(name)["Address"]! }),
+                    DBusProperty("Powered", "b", get: { .boolean(true) }),
+                ])]))
+            }
+            try connection.requestName(BlueZ.service)
+        }
+
+        var listed: Int { controllers.listed.load(ordering: .relaxed) }
+
+        func swap() { controllers.addresses.withLock { $0 = ["hci0": $0["hci1"]!, "hci1": $0["hci0"]!] } }
+    }
+
+    func radio(on bus: PrivateBus, adapter: String) throws -> BlueZRadio {
+        BlueZRadio(client: BlueZClient(connection: try DBusConnection(address: bus.address)), adapter: AdapterChoice(adapter),
+                   mayPowerOn: false, passiveScan: false, store: try AgentStore(path: directory.file("enagent.db")),
+                   logger: LogCapture().logger(), onScanStopped: {})
+    }
+
+    @Test func theAddressFindsTheSameControllerAfterTheKernelSwapsTheNames() throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try StandInBluetoothd(bus: bus)
+        let byAddress = try radio(on: bus, adapter: Self.dongle), byName = try radio(on: bus, adapter: "hci1")
+        #expect(try byAddress.adapter().name == "hci1" && byName.adapter().name == "hci1")
+        #expect(try byAddress.adapter().name == "hci1")
+        #expect(bluetoothd.listed == 1, "the name found is asked for by itself, not the whole list again")
+        bluetoothd.swap()
+        let found = try byAddress.adapter()
+        #expect(found.name == "hci0" && found.address == Self.dongle, "the dongle, now hci0")
+        #expect(try byName.adapter().address == Self.builtIn, "hci1 is the built-in adapter now")
+        #expect(bluetoothd.listed == 2)
+    }
+}
