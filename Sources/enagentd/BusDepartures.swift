@@ -2,9 +2,10 @@ import Dispatch
 import ENBus
 
 extension DBusConnection {
-    /// Calls `gone`, off the connection's thread, once the connection `name` has left the bus; at
-    /// once when it already has, since a name gone before the watch began told no one. Cancelling
-    /// the subscription ends the watch.
+    /// Calls `gone`, off the connection's thread, once the connection `name` has left the bus; and
+    /// before returning when it already has, since a name gone before the watch began told no one
+    /// (the caller then knows it is gone as soon as this returns). Cancelling the subscription
+    /// ends the watch.
     func whenGone(_ name: String, _ gone: @escaping @Sendable () -> Void) throws(DBusError) -> SignalSubscription {
         let bus = (destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus")
         let watch = try subscribe(MatchRule(sender: bus.destination, path: bus.path, interface: bus.interface, member: "NameOwnerChanged", arg0: name)) { signal in
@@ -13,7 +14,7 @@ extension DBusConnection {
         }
         do {
             if try call(destination: bus.destination, path: bus.path, interface: bus.interface, member: "NameHasOwner", [.string(name)]).first?.bool == false {
-                DispatchQueue.global().async(execute: gone)
+                gone()
             }
         } catch {
             watch.cancel()
