@@ -57,6 +57,38 @@ import Testing
         #expect(windows.standardOutput.contains("\"date\" : \"\(day)\""))
     }
 
+    /// The export bucket as Google's key server writes it (Servers/key_server.py: ROOT/index.txt
+    /// of whole object names from the bucket's root, no newline at its end): read with url naming
+    /// the bucket's root and index ROOT/index.txt, or with url naming the export folder itself.
+    @Test(arguments: ["bucket", "folder"])
+    func theKeyServersExportLayoutIsRead(urlNames: String) throws {
+        let signer = try P256PrivateKey()
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: signer, as: "228_v1.pem")
+        let today = ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue
+        let met = try Broadcaster(start: today - 2 * 144)
+        try AgentStore(path: service.state + "/enagent.db").record(try (0..<6).map { try met.sighting(at: met.start + 3_600 + Int64($0) * 60, rssi: -65) })
+        let bucket = directory.file("bucket")
+        try FileManager.default.createDirectory(atPath: bucket + "/exposureKeyExport-CH", withIntermediateDirectories: true)
+        for (number, key) in [met.key, try Broadcaster(start: today - 144).key].enumerated() {
+            let start = 1_600_000_000 + number * 3_600
+            let writer = KeyExportWriter(region: "CH", startTimestamp: UInt64(start), endTimestamp: UInt64(start + 3_600),
+                                         signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+            try writer.zip(keys: [key]).write(to: URL(fileURLWithPath: bucket + "/exposureKeyExport-CH/\(start)-\(start + 3_600)-00001.zip"))
+        }
+        let authority = try DiagnosisTests.HealthAuthority(log: directory.file("authority.jsonl"), "--bucket", bucket)
+        let configuration = directory.file("key-server.conf")
+        try (urlNames == "bucket" ? "url = \(authority.base)\nindex = exposureKeyExport-CH/index.txt\n" : "url = \(authority.base)exposureKeyExport-CH/\n")
+            .appending("region = CH\n").write(toFile: configuration, atomically: true, encoding: .utf8)
+
+        let done = try service.enctl("detect", "server", "--server-config", configuration, "--cache-dir", directory.file("cache"), "--json")
+        #expect(done.status == 0, "\(done.standardError)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(done.standardOutput.utf8)) as? [String: Int])
+        #expect(summary["KeyFilesProcessed"] == 2 && summary["MatchedKeys"] == 1, "\(summary)")
+        let requests = authority.server.stop()
+        #expect(requests.contains("GET /exposureKeyExport-CH/1600000000-1600003600-00001.zip"), "\(requests)")
+        #expect(!requests.contains("exposureKeyExport-CH/exposureKeyExport-CH"), "the folder is not doubled")
+    }
+
     /// key-server.conf's region refuses another region's files (nothing of them is kept), and its
     /// exposure-configuration, served beside the index, is what the daemon detects with.
     @Test func theKeyServerNamesTheRegionAndTheExposureConfiguration() throws {
