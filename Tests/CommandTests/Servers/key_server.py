@@ -261,16 +261,16 @@ class KeyServer:
 
 def bucket_object(bucket, path):
     """GET on the export bucket: ROOT/index.txt made from the archives under ROOT as createIndex
-    writes it, and the archives themselves. None for anything else."""
+    writes it (an archive that is a dangling link is listed, as an index can name an object the
+    storage does not serve yet), and any other file. None for what is not there."""
     parts = [part for part in path.split("/") if part]
-    if len(parts) != 2 or parts[0] in (".", "..") or parts[1] in (".", ".."):
+    if not 1 <= len(parts) <= 2 or any(part in (".", "..") for part in parts):
         return None
-    root = os.path.join(bucket, parts[0])
-    if parts[1] == "index.txt" and os.path.isdir(root):
-        names = sorted(f"{parts[0]}/{name}" for name in os.listdir(root) if name.endswith(".zip"))
+    if len(parts) == 2 and parts[1] == "index.txt" and os.path.isdir(os.path.join(bucket, parts[0])):
+        names = sorted(f"{parts[0]}/{name}" for name in os.listdir(os.path.join(bucket, parts[0])) if name.endswith(".zip"))
         return Response(200, "\n".join(names).encode(), "text/plain")
-    file = os.path.join(root, parts[1])
-    if parts[1].endswith(".zip") and os.path.isfile(file):
-        with open(file, "rb") as archive:
-            return Response(200, archive.read(), "application/zip")
+    file = os.path.join(bucket, *parts)
+    if os.path.isfile(file):
+        with open(file, "rb") as content:
+            return Response(200, content.read(), "application/octet-stream")
     return None
