@@ -7,7 +7,7 @@ NOW=$(date +%s)
 START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
 ORIGIN=$(( (120 * NOW - START) / 119 ))
 LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $ORIGIN"
-rm -rf "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exports" "$STATE/trusted-keys"
+rm -rf "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exposureKeyExport-LAB" "$STATE/trusted-keys"
 # The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$STATE/authority.pem"
 openssl ec -in "$STATE/authority.pem" -pubout -out "$STATE/trusted-keys/228_v1.pem" 2>/dev/null

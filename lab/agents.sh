@@ -100,12 +100,15 @@ must "enctl b windows (phones)" enctl b windows --json > "$OUT/phases/windows-ph
 
 echo "phase: a shares its keys, a key server publishes them, b detects"
 must "enctl a keys export" enctl a keys export --yes --format zip --out "$STATE/a-keys.zip"
-must "enctl keys sign" "$BIN/enctl" keys sign "$STATE/a-keys.zip" --private-key "$STATE/authority.pem" --key-id 228 --region LAB --out "$STATE/server/exports/1.zip"
-cp "$STATE/server/exports/1.zip" "$STATE/trusted-keys/228_v1.pem" "$OUT/phases/"
-echo "exports/1.zip" > "$STATE/server/index.txt"
+# The bucket as Google's key server writes it (internal/export/worker.go): ROOT/index.txt lists
+# whole object names from the bucket's root, without a newline at the end.
+export_name=exposureKeyExport-LAB/1600000000-1600003600-00001.zip
+must "enctl keys sign" "$BIN/enctl" keys sign "$STATE/a-keys.zip" --private-key "$STATE/authority.pem" --key-id 228 --region LAB --out "$STATE/server/$export_name"
+cp "$STATE/server/$export_name" "$OUT/phases/1.zip"; cp "$STATE/trusted-keys/228_v1.pem" "$OUT/phases/"
+printf '%s' "$export_name" > "$STATE/server/exposureKeyExport-LAB/index.txt"
 python3 -m http.server 8000 --bind 127.0.0.1 --directory "$STATE/server" 2> "$OUT/phases/key-server.log" & SERVER=$!
 for _ in $(seq 50); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2>/dev/null && break; sleep 0.1; done
-echo "url = http://127.0.0.1:8000/" > "$STATE/key-server.conf"
+printf '%s\n' "url = http://127.0.0.1:8000/" "index = exposureKeyExport-LAB/index.txt" > "$STATE/key-server.conf"
 must "enctl b detect server" enctl b detect server --server-config "$STATE/key-server.conf" --cache-dir "$STATE/b-cache" --state-dir "$STATE/b-detect-state" --json > "$OUT/phases/detect-b.json"
 must "enctl b windows" enctl b windows --json > "$OUT/phases/windows-b.json"
 kill "$SERVER"

@@ -4,8 +4,9 @@
 set -eu
 
 # libcurl4-openssl-dev: enctl's HTTP client (CENCurl). g++: libstdc++, which the release build's
-# --static-swift-stdlib links.
-packages="pkg-config g++ libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus $*"
+# --static-swift-stdlib links. python3-cryptography: the tests' loopback health authority signs
+# and checks ES256 certificates with it.
+packages="pkg-config g++ libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus python3-cryptography $*"
 
 missing=""
 for package in $packages; do

@@ -16,7 +16,9 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # What enagent builds and tests with (scripts/install-deps.sh has the same list for the host),
 # Swift and its linker, git for SwiftPM, and dbus-daemon for the tests' private buses.
 # g++: libstdc++'s static library and headers, which --static-swift-stdlib links.
-PACKAGES="swiftlang lld g++ git ca-certificates pkg-config make python3 openssl dbus-daemon dbus
+# python3-cryptography (and python3-cffi-backend, which debootstrap'd roots leave unresolved): the
+# tests' loopback health authority signs and checks ES256 certificates.
+PACKAGES="swiftlang lld g++ git ca-certificates pkg-config make python3 python3-cryptography python3-cffi-backend openssl dbus-daemon dbus
 libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev"
 
 if [ ! -e "$ROOT/.complete" ]; then

@@ -28,6 +28,7 @@ public enum ExposureNotificationAPI {
         public static let getExposureInfo = MethodContract("GetExposureInfo", NoArguments.self, ExposureInfos.self)
         public static let addTestResult = MethodContract("AddTestResult", NewTestResult.self, TestResultID.self)
         public static let getTestResults = MethodContract("GetTestResults", NoArguments.self, TestResults.self)
+        public static let setVerificationToken = MethodContract("SetVerificationToken", VerificationTokenUpdate.self)
         public static let queueUpload = MethodContract("QueueUpload", QueuedUpload.self)
         public static let getPendingUploads = MethodContract("GetPendingUploads", NoArguments.self, PendingUploadList.self)
         public static let finishUpload = MethodContract("FinishUpload", UploadOutcome.self)
@@ -41,7 +42,7 @@ public enum ExposureNotificationAPI {
         public static let all: [any MethodDeclaration] = [
             setEnabled, pause, resume, getTemporaryExposureKeyHistory, detectExposures, startDetection, addKeyFiles, finishDetection, cancelDetection,
             getExposureWindows, getDailySummaries, getExposureInfo,
-            addTestResult, getTestResults, queueUpload, getPendingUploads, finishUpload, resetData, getHealthStatus, watchExposures,
+            addTestResult, getTestResults, setVerificationToken, queueUpload, getPendingUploads, finishUpload, resetData, getHealthStatus, watchExposures,
         ]
     }
 
@@ -352,6 +353,17 @@ public struct TestResults: DBusRecord, Equatable {
     public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { results = try reader.next() }
 }
 
+/// SetVerificationToken's arguments: a test result's token from a new verification code, or ""
+/// once the verification server has spent it on a certificate (a token is good for one).
+public struct VerificationTokenUpdate: DBusRecord, Equatable {
+    public static let members = [DBusArgument("test_result_id", String.self), DBusArgument("verification_token", String.self)]
+    public var testResultId: String
+    public var verificationToken: String
+    public init(testResultId: String, verificationToken: String) { (self.testResultId, self.verificationToken) = (testResultId, verificationToken) }
+    public var values: [DBusValue] { [testResultId.dbusValue, verificationToken.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { (testResultId, verificationToken) = (try reader.next(), try reader.next()) }
+}
+
 /// QueueUpload's arguments: a key upload the daemon keeps until the key server took it or
 /// refused it for good, and the keys it carries (16 bytes each; kept as shared once accepted).
 public struct QueuedUpload: DBusRecord, Equatable {
@@ -421,7 +433,8 @@ public struct UploadOutcome: DBusRecord, Equatable {
     public var testResultId: String
     /// A Kind's raw value.
     public var outcome: String
-    /// The server's reason, for retry and refused.
+    /// The server's reason, for retry and refused; for accepted, what the server said beside
+    /// taking the keys (the keys it dropped), "" for nothing.
     public var reason: String
     /// The key server's revisionToken, for accepted ("" for none).
     public var revisionToken: String

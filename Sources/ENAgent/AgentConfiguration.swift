@@ -128,10 +128,7 @@ public struct AgentConfiguration: Equatable, Sendable {
     }
 
     private static func boolean(_ value: String, key: String, _ fail: (String) -> Error) throws(Error) -> Bool {
-        switch value.lowercased() {
-        case "yes", "true", "on", "1": return true
-        case "no", "false", "off", "0": return false
-        default: throw fail("\(key) must be yes or no")
-        }
+        guard let answer = KeyValueFile.boolean(value) else { throw fail("\(key) must be yes or no") }
+        return answer
     }
 }

@@ -73,6 +73,12 @@ public enum JSONValue: Codable, Equatable, Sendable {
         }
     }
 
+    /// A number without a fraction that fits Int64.
+    public var integer: Int64? {
+        guard case .integer(let value) = self else { return nil }
+        return value
+    }
+
     public var array: [JSONValue]? {
         guard case .array(let elements) = self else { return nil }
         return elements

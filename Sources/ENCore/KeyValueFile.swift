@@ -40,6 +40,15 @@ public struct KeyValueFile: Sendable {
     }
 
     /// The error for `line` of this file.
+    /// A yes/no value (yes, true, on, 1 / no, false, off, 0, in any case); nil for anything else.
+    public static func boolean(_ value: String) -> Bool? {
+        switch value.lowercased() {
+        case "yes", "true", "on", "1": return true
+        case "no", "false", "off", "0": return false
+        default: return nil
+        }
+    }
+
     public func error(at line: Line, _ reason: String) -> Error {
         Error(path: path, line: line.number, reason: reason)
     }

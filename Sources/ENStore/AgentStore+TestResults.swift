@@ -50,8 +50,9 @@ public struct PendingUpload: Sendable, Equatable {
 
 /// What became of one attempt to upload.
 public enum UploadResult: Sendable, Equatable {
-    /// The key server took the keys; `revisionToken` is its token for the next upload.
-    case accepted(revisionToken: String?)
+    /// The key server took the keys; `revisionToken` is its token for the next upload, `note`
+    /// what it said beside (the keys it dropped).
+    case accepted(revisionToken: String?, note: String? = nil)
     /// Refused for now (a server error, rate limit, no network): sent again from `retryAt` on.
     case retry(reason: String, at: Int64)
     /// Refused for good: the result's upload failed and is never sent again.
@@ -66,6 +67,14 @@ extension AgentStore {
                 VALUES (?, ?, ?, ?, ?, ?)
                 """, result.id, result.testDate, result.verificationMethod, result.verificationDetail, result.recordedAt,
                 result.verificationToken)
+        }
+    }
+
+    /// Replaces a result's verification token (nil: spent); false when there is no such result.
+    public func setVerificationToken(_ token: String?, testResultId: String) throws(StoreError) -> Bool {
+        try write { db in
+            try db.execute("UPDATE test_result SET verification_token = ? WHERE id = ?", token, testResultId)
+            return try db.fetchOne(Int.self, "SELECT count(*) FROM test_result WHERE id = ?", testResultId) == 1
         }
     }
 
@@ -122,7 +131,7 @@ extension AgentStore {
     public func finishUpload(testResultId: String, _ result: UploadResult, at time: Int64) throws(StoreError) {
         try write { db in
             switch result {
-            case .accepted(let revisionToken):
+            case .accepted(let revisionToken, _):
                 let keys = try db.fetchOne([UInt8].self, "SELECT key_data FROM pending_upload WHERE test_result_id = ?", testResultId) ?? []
                 for start in stride(from: 0, to: keys.count, by: 16) {
                     try db.execute("INSERT OR IGNORE INTO shared_key (test_result_id, key_data) VALUES (?, ?)",

@@ -330,7 +330,8 @@ final class Daemon: Sendable {
         try store.finishUpload(testResultId: testResultId, result, at: clock.now)
         checkReminders()
         switch result {
-        case .accepted: logger.info("the key server accepted the keys of test result \(testResultId)")
+        case .accepted(_, let note):
+            logger.info("the key server accepted the keys of test result \(testResultId)" + (note.map { " (\($0))" } ?? ""))
         case .retry(let reason, let retryAt):
             logger.warning("the key server did not take the keys of test result \(testResultId) for now (\(reason)); next attempt at \(retryAt) (unix time)")
         case .refused(let reason):

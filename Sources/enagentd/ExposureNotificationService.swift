@@ -77,6 +77,7 @@ struct ExposureNotificationService: Sendable {
             privileged(M.getExposureInfo, getExposureInfo),
             privileged(M.addTestResult, addTestResult),
             privileged(M.getTestResults, getTestResults),
+            privileged(M.setVerificationToken, setVerificationToken),
             privileged(M.queueUpload, queueUpload),
             privileged(M.getPendingUploads, getPendingUploads),
             privileged(M.finishUpload, finishUpload),
@@ -171,6 +172,16 @@ struct ExposureNotificationService: Sendable {
         })
     }
 
+    func setVerificationToken(_ update: VerificationTokenUpdate) throws(DBusError) -> NoArguments {
+        try onDaemonQueue {
+            guard try daemon.store.setVerificationToken(update.verificationToken.isEmpty ? nil : update.verificationToken,
+                                                        testResultId: update.testResultId) else {
+                throw API.Failure.invalidArguments.error("no test result \(update.testResultId)")
+            }
+        }
+        return NoArguments()
+    }
+
     func queueUpload(_ upload: QueuedUpload) throws(DBusError) -> NoArguments {
         let keys = upload.keys.compactMap { Bytes16(bytes: $0) }
         guard keys.count == upload.keys.count else { throw API.Failure.invalidArguments.error("every key_data must be 16 bytes") }
@@ -201,7 +212,9 @@ struct ExposureNotificationService: Sendable {
             let now = daemon.clock.now
             let result: UploadResult
             switch kind {
-            case .accepted: result = .accepted(revisionToken: outcome.revisionToken.isEmpty ? nil : outcome.revisionToken)
+            case .accepted:
+                result = .accepted(revisionToken: outcome.revisionToken.isEmpty ? nil : outcome.revisionToken,
+                                   note: outcome.reason.isEmpty ? nil : outcome.reason)
             case .retry:
                 result = .retry(reason: outcome.reason, at: UploadBackoff.nextAttempt(now: now, failures: upload.attempts + 1,
                                                                                      retryAfter: Int64(clamping: outcome.retryAfter)))

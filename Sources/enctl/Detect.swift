@@ -129,7 +129,7 @@ extension Detect {
             let progress = Progress(total: pending.count)
             for (number, entry) in pending.enumerated() where !FileManager.default.fileExists(atPath: cache.file(for: entry)) {
                 progress.show(number + 1, "downloading \(entry)")
-                guard let url = URL(string: entry, relativeTo: keyServer.url) else { throw CommandError("\(entry): not a path on the key server") }
+                guard let url = keyServer.exportURL(entry) else { throw CommandError("\(entry): not a path on the key server") }
                 try cache.download(entry, from: url, maximumSize: size.maxFileSize << 20, timeout: keyServer.timeout)
             }
             if let region = keyServer.region {

@@ -21,7 +21,7 @@ enum Download {
     struct Answer {
         var status: Int
         var body: Data
-        /// The Retry-After header's seconds, when it gives seconds.
+        /// The Retry-After header in seconds from now (it gives seconds or an HTTP date).
         var retryAfter: Int64?
     }
 
@@ -57,6 +57,23 @@ enum Download {
         request.body = body
         request.headers = ["Content-Type": "application/json"].merging(headers) { $1 }
         return try exchange(request)
+    }
+
+    /// Retry-After's delay-seconds, or its HTTP-date (RFC 9110 §10.2.3; the verification
+    /// server's rate limiter sends a date) as seconds from `now`, at least 0.
+    static func retryAfterSeconds(_ value: String, now: Int64 = Int64(Date().timeIntervalSince1970)) -> Int64? {
+        let text = value.trimmingWhitespace()
+        if let seconds = Int64(text) { return max(0, seconds) }
+        // IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT".
+        let parts = text.split(separator: " ")
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        let clock = parts.count == 6 ? parts[4].split(separator: ":").compactMap { Int32($0) } : []
+        guard parts.count == 6, parts[5] == "GMT", clock.count == 3, let day = Int32(parts[1]), let year = Int32(parts[3]),
+              let month = months.firstIndex(of: String(parts[2])) else { return nil }
+        var fields = tm()
+        (fields.tm_year, fields.tm_mon, fields.tm_mday) = (year - 1900, Int32(month), day)
+        (fields.tm_hour, fields.tm_min, fields.tm_sec) = (clock[0], clock[1], clock[2])
+        return max(0, Int64(timegm(&fields)) - now)
     }
 
     private struct Request {
@@ -131,7 +148,7 @@ enum Download {
             _ = cen_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
             var header: UnsafeMutablePointer<curl_header>?
             let retryAfter = curl_easy_header(handle, "Retry-After", 0, UInt32(CURLH_HEADER), -1, &header) == CURLHE_OK
-                ? header.flatMap { Int64(String(cString: $0.pointee.value).trimmingWhitespace()) } : nil
+                ? header.flatMap { retryAfterSeconds(String(cString: $0.pointee.value)) } : nil
             return Answer(status: status, body: transfer.body, retryAfter: retryAfter)
         case CURLE_WRITE_ERROR where transfer.writeError != nil:
             throw CommandError("\(url): cannot write the download: \(transfer.writeError!)")

@@ -3,12 +3,14 @@ import ENCore
 import FoundationEssentials
 
 /// The health authority's servers, from `/etc/enagent/key-server.conf`: `key = value` lines for
-/// `url` (the key server's base URL for downloads), `index` (a file listing export paths one per
-/// line, relative to the base URL; default index.txt), `region` (the only region whose key files are
+/// `url` (the key server's base URL for downloads: the bucket's root), `index` (a file listing
+/// export paths one per line, relative to the base URL; default index.txt), `region` (the only region whose key files are
 /// taken), `exposure-configuration` (the health authority's exposure configuration JSON: a path
 /// relative to the base URL, or an absolute local file), `timeout` (seconds per download), and for
 /// sharing keys `publish-url`, `health-authority`, `verification-url` and `verification-api-key`,
-/// and `chaff` (the chance of a round of decoy requests per timer run).
+/// `publish-without-certificate` (the key server takes uploads without a verification
+/// certificate, as a card-verified result has none), and `chaff` (the chance of a round of decoy
+/// requests per timer run).
 struct KeyServerConfiguration: Equatable {
     var url: URL
     var index = "index.txt"
@@ -18,6 +20,9 @@ struct KeyServerConfiguration: Equatable {
     var healthAuthority: String?
     var verificationURL: URL?
     var verificationAPIKey: String?
+    /// Whether the key server publishes keys without a verification certificate (Google's
+    /// per-app BypassHealthAuthorityVerification): only then can a card-verified result be shared.
+    var publishWithoutCertificate = false
     /// The chance that `enctl share --pending` (the timer) sends a round of decoy requests; 0: never.
     var chaff = 0.0
     /// Seconds one download may take in all.
@@ -46,6 +51,9 @@ struct KeyServerConfiguration: Equatable {
             case "verification-url": verificationURL = try webURL(line.value)
             case "health-authority": healthAuthority = line.value
             case "verification-api-key": verificationAPIKey = line.value
+            case "publish-without-certificate":
+                guard let answer = KeyValueFile.boolean(line.value) else { throw fail("publish-without-certificate must be yes or no") }
+                publishWithoutCertificate = answer
             case "chaff":
                 guard let chance = Double(line.value), (0...1).contains(chance) else { throw fail("chaff must be a number from 0 (never) to 1 (every run)") }
                 chaff = chance
@@ -54,11 +62,23 @@ struct KeyServerConfiguration: Equatable {
                 timeout = TimeInterval(seconds)
             default:
                 throw fail("unknown key \"\(line.key)\" (known: url, index, region, exposure-configuration, publish-url, health-authority, "
-                           + "verification-url, verification-api-key, chaff, timeout)")
+                           + "verification-url, verification-api-key, publish-without-certificate, chaff, timeout)")
             }
         }
         guard let url else { throw CommandError("\(path): no url = line: which key server?") }
         self.url = url
+    }
+
+    /// Where an index entry is. Google's key server lists whole object names from the bucket's
+    /// root (internal/export/worker.go: "exposureKeyExport-US/1600000000-1600003600-00001.zip"),
+    /// which `url` names; when `url` names the export folder itself (its last part is the entry's
+    /// first), the entry is taken from the folder's parent instead of doubling the folder.
+    func exportURL(_ entry: String) -> URL? {
+        let folder = url.lastPathComponent
+        if !folder.isEmpty, folder != "/", entry.hasPrefix(folder + "/") {
+            return URL(string: entry, relativeTo: url.deletingLastPathComponent())
+        }
+        return URL(string: entry, relativeTo: url)
     }
 
     /// The largest exposure configuration the server may serve.

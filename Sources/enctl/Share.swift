@@ -3,6 +3,7 @@ import ENAPI
 import ENBus
 import ENCore
 import FoundationEssentials
+import Glibc
 
 /// `enctl share`: upload the device's keys after a positive test.
 struct Share: ParsableCommand {
@@ -10,28 +11,44 @@ struct Share: ParsableCommand {
         abstract: "Share this device's keys with the health authority after a positive test.",
         discussion: """
             Takes the most recent unshared test result (or --test-result), asks you to confirm, \
-            gets the keys of the last 14 days from enagentd (today's once it has rolled), has \
-            the verification server certify an HMAC of exactly those keys (for a result verified \
-            by code), and publishes keys, HMAC key and certificate to publish-url of \
-            key-server.conf. The upload is kept by enagentd before it is sent: if the server \
-            cannot be reached it stays pending and 'enctl share --pending' (which the timer runs \
-            before each detection) sends it later; once the server accepted it, it is never sent \
-            again.
+            gets from enagentd the keys valid during the last 14 days (today's once it has \
+            rolled; the most recent 14 keys, the most a key server takes in one upload) and has \
+            enagentd keep the upload. Then, for a result verified by code, it has the \
+            verification server certify an HMAC of exactly those keys (which spends the \
+            result's verification: one code certifies one upload) and publishes keys, HMAC key \
+            and certificate to publish-url of key-server.conf. When the key server cannot take \
+            them now, enctl tries again while the certificate is valid (15 minutes); after \
+            that the upload stays pending.
+
+            A NEW CODE: when the verification is used up (the certificate of a first upload \
+            expired before the keys went through, or keys rolled since the last upload), enctl \
+            keeps the keys and says so: ask your health authority for a new verification code \
+            and run 'enctl share --code CODE'. A result verified by a SMART Health Card has no \
+            certificate: it is shared only when key-server.conf says \
+            'publish-without-certificate = yes'. 'enctl share --pending' (the timer runs it) \
+            sends the pending uploads that need no new code. Exit status 1 when nothing was \
+            shared.
             """)
 
     @Option(help: ArgumentHelp("The test result to share (default: the most recent unshared one).", valueName: "id"), transform: ArgumentValue.text)
     var testResult: String?
+
+    @Option(help: ArgumentHelp("A new verification code from the health authority, for a result whose verification is used up.", valueName: "code"))
+    var code: String?
 
     @OptionGroup var server: ServerConfigurationOption
 
     @Flag(help: "Share without asking.")
     var yes = false
 
-    @Flag(help: "Only send the uploads enagentd keeps pending (exit status 1 when one fails again).")
+    @Flag(help: "Only send the uploads enagentd keeps pending that are due (exit status 1 when one fails again).")
     var pending = false
 
     func validate() throws {
-        guard !pending || testResult == nil else { throw ValidationError("--pending sends every pending upload; it takes no --test-result.") }
+        guard !pending || (testResult == nil && code == nil) else {
+            throw ValidationError("--pending sends every pending upload; it takes no --test-result or --code.")
+        }
+        if let code { try VerificationServer.checkCode(code, option: "--code") }
     }
 
     func run() throws {
@@ -45,7 +62,7 @@ struct Share: ParsableCommand {
         // By default the most recent result whose keys the server did not refuse: unshared, or
         // shared before and now with a key that has rolled since (a revision).
         let chosen: StoredTestResult? = if let testResult { results.first { $0.id == testResult } } else { results.first { $0.uploadFailure.isEmpty } ?? results.first }
-        guard let result = chosen else {
+        guard var result = chosen else {
             throw CommandError(testResult.map { "no test result \($0) ('enctl test-result list')" }
                                ?? "no test result to share: record one first with 'enctl test-result add'")
         }
@@ -53,60 +70,100 @@ struct Share: ParsableCommand {
             throw CommandError("the key server refused the keys of test result \(result.id) for good (\(result.uploadFailure)); "
                                + "record the test again with a new code ('enctl test-result add --code') to share")
         }
+        var request: PublishRequest?, leftOut = 0
         if !result.uploadPending {
-            let keys = try DaemonKeys.history(client).filter { !result.sharedKeys.contains($0.keyData) }
+            let history = try DaemonKeys.history(client).filter { !result.sharedKeys.contains($0.keyData) }
+            let keys: [TemporaryExposureKey]
+            (keys, leftOut) = PublishRequest.shareable(history, now: Int64(Date().timeIntervalSince1970))
             guard !keys.isEmpty else {
                 throw CommandError(result.sharedAt > 0
                     ? "every key of test result \(result.id) was shared already; today's key is shared once it has rolled, tomorrow"
                     : "there are no keys to share yet (today's key is shared once it has rolled, tomorrow)")
             }
-            let question = result.sharedAt > 0
-                ? "Share your \(keys.count) exposure key(s) since the last upload with \(publishURL.host ?? publishURL.absoluteString)?"
-                : "Share your exposure keys of the last 14 days with \(publishURL.host ?? publishURL.absoluteString)?"
-            guard yes || Confirmation.ask(question) else { throw CommandError("nothing shared") }
-            let secret = (0..<16).map { _ in UInt8.random(in: 0...255) }
-            var certificate = ""
-            if result.method == VerificationMethod.verificationCode.rawValue {
-                certificate = try VerificationServer(configuration).certificate(token: result.token, hmac: ExposureKeyHMAC.code(secret: secret, keys: keys))
+            request = PublishRequest(keys: keys, healthAuthority: authority, revisionToken: result.revisionToken)
+        }
+        if result.verifiedByCode {
+            guard code != nil || !result.token.isEmpty || result.uploadPending else {
+                throw CommandError(Self.newCodeNeeded(result.id, because: "its verification was used for an earlier upload"))
             }
-            let body: [String: JSONValue] = [
-                "temporaryExposureKeys": .array(keys.map {
-                    .object(["key": .string(Data($0.keyData.bytes).base64EncodedString()),
-                             "rollingStartNumber": .integer(Int64($0.rollingStartIntervalNumber.rawValue)),
-                             "rollingPeriod": .integer(Int64($0.rollingPeriod)), "transmissionRisk": .integer(Int64($0.transmissionRiskLevel))])
-                }),
-                "healthAuthorityID": .string(authority), "verificationPayload": .string(certificate),
-                "hmacKey": .string(Data(secret).base64EncodedString()), "revisionToken": .string(result.revisionToken),
-            ]
-            let json = String(decoding: try Padding.body(body, for: .publish), as: UTF8.self)
+        } else {
+            guard code == nil else { throw CommandError("--code renews a verification by code; test result \(result.id) was verified by a SMART Health Card") }
+            guard configuration.publishWithoutCertificate else { throw CommandError(Self.cardNotAccepted(result.id, server.serverConfig)) }
+        }
+        if let request {
+            let host = publishURL.host ?? publishURL.absoluteString
+            let question = result.sharedAt > 0
+                ? "Share your \(request.keys.count) exposure key(s) since the last upload with \(host)?"
+                : "Share your \(request.keys.count) exposure key(s) of the last 14 days with \(host)?"
+            guard yes || Confirmation.ask(question) else { throw CommandError("nothing shared") }
+            if leftOut > 0 {
+                StandardStream.error.write("enctl: \(leftOut) older key(s) of the last 14 days are not shared: one upload carries at most \(PublishRequest.maximumKeys)\n")
+            }
             try client.call(DaemonClient.API.Methods.queueUpload,
-                            QueuedUpload(testResultId: result.id, url: publishURL.absoluteString, body: json, keys: keys.map(\.keyData.bytes)))
+                            QueuedUpload(testResultId: result.id, url: publishURL.absoluteString,
+                                         body: String(decoding: try request.body(certificate: ""), as: UTF8.self),
+                                         keys: request.keys.map(\.keyData.bytes)))
         }
-        let outcome = try UploadSender.send(client, only: result.id)
-        if let refusal = outcome.refused.first {
-            throw CommandError("the key server refused the upload for good (\(refusal)); it will not be sent again")
+        if let code {
+            // After the keys are kept: a code that does not verify loses nothing.
+            result.token = try VerificationServer(configuration).verify(code: code).token
+            try client.call(DaemonClient.API.Methods.setVerificationToken, VerificationTokenUpdate(testResultId: result.id, verificationToken: result.token))
         }
-        guard outcome.retrying.isEmpty else {
-            throw CommandError("the key server did not take the upload (\(outcome.retrying.joined(separator: "; "))); it is kept and sent again by 'enctl share --pending' (the timer)")
+        guard let upload = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.first(where: { $0.testResultId == result.id }) else {
+            throw CommandError("enagentd keeps no upload of test result \(result.id)")
         }
-        print("Your keys were shared. Thank you for helping others stay safe.")
+        switch try UploadSender(client: client, configuration: configuration, configurationPath: server.serverConfig).send(upload, of: result) {
+        case .shared(let note):
+            if !note.isEmpty { StandardStream.error.write("enctl: \(note)\n") }
+            print("Your keys were shared. Thank you for helping others stay safe.")
+        case .pending(let reason):
+            throw CommandError("the key server did not take the upload (\(reason)); it is kept: "
+                               + (result.verifiedByCode ? "sending it again needs a new verification code from your health authority ('enctl share --code CODE')"
+                                                        : "'enctl share --pending' (the timer) sends it again"))
+        case .notSent(let reason): throw CommandError(reason)
+        case .refused(let reason): throw CommandError("the key server refused the upload for good (\(reason)); it will not be sent again")
+        }
+    }
+
+    static func newCodeNeeded(_ id: String, because reason: String) -> String {
+        "test result \(id) needs a new verification code (\(reason)); its keys are kept: ask your health authority for a new code "
+            + "and run 'enctl share --code CODE'"
+    }
+
+    static func cardNotAccepted(_ id: String, _ configurationPath: String) -> String {
+        "test result \(id) was verified by a SMART Health Card, which gives no verification certificate; a key server takes keys without one "
+            + "only when its health authority allows it, and \(configurationPath) does not say so (publish-without-certificate = yes). "
+            + "Ask your health authority for a verification code and record the test with 'enctl test-result add --code'"
     }
 
     private func sendPending(_ client: DaemonClient) throws {
-        let uploads = try UploadSender.send(client)
-        // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration
-        // file, no decoys. One that cannot be used is said, but does not fail what was sent.
+        // The configuration reaches the verification server and says whether a card's upload may
+        // go; a configuration that cannot be read sends only what needs neither.
+        var configuration: KeyServerConfiguration?
         if FileManager.default.fileExists(atPath: server.serverConfig) {
-            do {
-                if Chaff.maybeSend(try server.load()) { StandardStream.error.write("enctl: decoy requests sent (chaff)\n") }
-            } catch {
-                StandardStream.error.write("enctl: no decoy requests (chaff): \(error)\n")
+            do { configuration = try server.load() } catch { StandardStream.error.write("enctl: \(error)\n") }
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        let results = try StoredTestResult.all(client)
+        let due = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.filter { $0.nextAttemptAt <= UInt64(max(0, now)) }
+        let sender = UploadSender(client: client, configuration: configuration, configurationPath: server.serverConfig)
+        var sent = 0, failures = [String]()
+        for upload in due {
+            guard let result = results.first(where: { $0.id == upload.testResultId }) else { continue }
+            switch try sender.send(upload, of: result) {
+            case .shared(let note):
+                sent += 1
+                if !note.isEmpty { StandardStream.error.write("enctl: test result \(result.id): \(note)\n") }
+            case .pending(let reason): failures.append("\(reason); it stays queued")
+            case .notSent(let reason): failures.append(reason)
+            case .refused(let reason): failures.append("\(reason); refused for good, not sent again")
             }
         }
-        let attempted = uploads.sent.count + uploads.retrying.count + uploads.refused.count
-        print(attempted == 0 ? "No pending uploads due." : "\(uploads.sent.count) pending key upload(s) sent.")
-        let failures = uploads.retrying.map { "\($0); it stays queued" } + uploads.refused.map { "\($0); refused for good, not sent again" }
-        guard failures.isEmpty else { throw CommandError("\(failures.count) pending key upload(s) failed: \(failures.joined(separator: "; "))") }
+        // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration
+        // file, no decoys.
+        if let configuration, Chaff.maybeSend(configuration) { StandardStream.error.write("enctl: decoy requests sent (chaff)\n") }
+        print(due.isEmpty ? "No pending uploads due." : "\(sent) pending key upload(s) sent.")
+        guard failures.isEmpty else { throw CommandError("\(failures.count) pending key upload(s) not sent: \(failures.joined(separator: "; "))") }
     }
 }
 
@@ -117,42 +174,95 @@ enum DaemonKeys {
     }
 }
 
-/// Uploads enagentd keeps until the key server accepted or refused them for good.
-enum UploadSender {
-    /// Sends the pending uploads that are due (or `id`'s, whenever it is due) and tells enagentd
-    /// what became of each: accepted, to be retried (5xx, 408, 429 with its Retry-After, no
-    /// network) or refused for good (another 4xx, or an error the server reports with 200).
-    static func send(_ client: DaemonClient, only id: String? = nil, now: Int64 = Int64(Date().timeIntervalSince1970))
-        throws -> (sent: [String], retrying: [String], refused: [String]) {
-        let pending = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads
-            .filter { id == nil ? $0.nextAttemptAt <= UInt64(max(0, now)) : $0.testResultId == id }
-        var sent = [String](), retrying = [String](), refused = [String]()
-        for upload in pending {
-            let outcome = attempt(upload)
-            try client.call(DaemonClient.API.Methods.finishUpload, outcome)
-            switch UploadOutcome.Kind(rawValue: outcome.outcome) {
-            case .accepted?: sent.append(upload.testResultId)
-            case .retry?: retrying.append(outcome.reason)
-            default: refused.append(outcome.reason)
-            }
-        }
-        return (sent, retrying, refused)
+/// Sends one upload enagentd keeps: for a result verified by code with a certificate asked for
+/// right before, never sent once expired, and tried again while it is valid; and tells enagentd
+/// what became of it.
+struct UploadSender {
+    let client: DaemonClient
+    /// nil when there is no key-server.conf (a card's upload and a certificate then wait).
+    let configuration: KeyServerConfiguration?
+    let configurationPath: String
+
+    enum Outcome {
+        /// Accepted; `note` says what the server dropped, or why the keys count as shared.
+        case shared(note: String)
+        /// Not taken for now; enagentd keeps it with its next attempt's time.
+        case pending(String)
+        /// Not sent, and nothing recorded: the message says what is needed.
+        case notSent(String)
+        case refused(String)
     }
 
-    static func attempt(_ upload: PendingUploadRecord) -> UploadOutcome {
-        guard let url = URL(string: upload.url) else { return UploadOutcome(testResultId: upload.testResultId, outcome: .refused, reason: "bad URL \(upload.url)") }
-        let answer: Download.Answer
-        do { answer = try Download.post(Data(upload.body.utf8), to: url) } catch {
-            return UploadOutcome(testResultId: upload.testResultId, outcome: .retry, reason: "\(error)")
+    /// A certificate is not sent with less than this left (a transfer, a clock a little ahead).
+    static let certificateMargin: Int64 = 30
+    /// Seconds between attempts while a certificate is valid (the server's Retry-After wins).
+    static let retryDelays: [Int64] = [2, 4, 8, 16, 32, 60]
+
+    func send(_ upload: PendingUploadRecord, of result: StoredTestResult) throws -> Outcome {
+        let request = try PublishRequest(body: upload.body)
+        guard let url = URL(string: upload.url) else { return try finish(upload, .refused, "bad URL \(upload.url)", outcome: .refused("bad URL \(upload.url)")) }
+        var certificate: VerificationServer.Certificate?
+        if result.verifiedByCode {
+            guard !result.token.isEmpty else { return .notSent(Share.newCodeNeeded(result.id, because: "its verification was used for an earlier attempt")) }
+            guard let configuration else { return .notSent("test result \(result.id): no \(configurationPath) to reach the verification server") }
+            let verifier = try VerificationServer(configuration)
+            do throws(VerificationServer.Failure) {
+                certificate = try verifier.certificate(token: result.token, hmac: request.keysHMAC, now: Self.now)
+            } catch .tokenSpent(let reason) {
+                try spendToken(of: result)
+                return .notSent(Share.newCodeNeeded(result.id, because: reason))
+            } catch .unavailable(let reason, let retryAfter) {
+                return try finish(upload, .retry, "no verification certificate: \(reason)", retryAfter: retryAfter, outcome: .pending(reason))
+            } catch {
+                return .notSent("test result \(result.id): \(error)")
+            }
+            try spendToken(of: result)
+        } else if !(configuration?.publishWithoutCertificate ?? false) {
+            return .notSent(Share.cardNotAccepted(result.id, configurationPath))
         }
-        let json = JSONValue(parsing: answer.body)
-        let error = [json?["error"]?.string, json?["code"]?.string.map { "[\($0)]" }].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
-        if answer.status == 200 && error.isEmpty {
-            return UploadOutcome(testResultId: upload.testResultId, outcome: .accepted, revisionToken: json?["revisionToken"]?.string ?? "")
+        let body = try request.body(certificate: certificate?.jwt ?? "")
+        var attempts = 0
+        while true {
+            let verdict: PublishVerdict
+            do {
+                verdict = PublishVerdict(try Download.post(body, to: url), earlierAttempt: upload.attempts > 0 || attempts > 0)
+            } catch {
+                verdict = .retry(reason: "\(error)", retryAfter: nil)
+            }
+            attempts += 1
+            switch verdict {
+            case .accepted(let revisionToken, let note):
+                return try finish(upload, .accepted, note, revisionToken: revisionToken, outcome: .shared(note: note))
+            case .refused(let reason):
+                return try finish(upload, .refused, reason, outcome: .refused(reason))
+            case .certificateRefused(let reason) where certificate == nil:
+                let refusal = "\(reason): this key server takes no keys without a verification certificate"
+                return try finish(upload, .refused, refusal, outcome: .refused(refusal))
+            case .certificateRefused(let reason):
+                return try finish(upload, .retry, reason, outcome: .notSent(Share.newCodeNeeded(result.id, because: "the key server refused its certificate: \(reason)")))
+            case .retry(let reason, let retryAfter):
+                let delay = retryAfter ?? Self.retryDelays[min(attempts, Self.retryDelays.count) - 1]
+                guard let certificate, Self.now + delay + Self.certificateMargin < certificate.expiresAt else {
+                    return try finish(upload, .retry, reason, retryAfter: retryAfter, outcome: .pending(reason))
+                }
+                StandardStream.error.write("enctl: the key server did not take the upload (\(reason)); trying again in \(delay) s, while the certificate is valid\n")
+                sleep(UInt32(delay))
+            }
         }
-        let reason = "HTTP \(answer.status)" + (error.isEmpty ? "" : ": \(error)")
-        let temporary = answer.status == 408 || answer.status == 429 || (500...599).contains(answer.status)
-        return UploadOutcome(testResultId: upload.testResultId, outcome: temporary ? .retry : .refused, reason: reason,
-                             retryAfter: UInt64(max(0, answer.retryAfter ?? 0)))
+    }
+
+    private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    /// A token gives one certificate: forgotten once the server has spent it.
+    private func spendToken(of result: StoredTestResult) throws {
+        try client.call(DaemonClient.API.Methods.setVerificationToken, VerificationTokenUpdate(testResultId: result.id, verificationToken: ""))
+    }
+
+    private func finish(_ upload: PendingUploadRecord, _ kind: UploadOutcome.Kind, _ reason: String, revisionToken: String = "",
+                        retryAfter: Int64? = nil, outcome: Outcome) throws -> Outcome {
+        try client.call(DaemonClient.API.Methods.finishUpload,
+                        UploadOutcome(testResultId: upload.testResultId, outcome: kind, reason: reason, revisionToken: revisionToken,
+                                      retryAfter: UInt64(max(0, retryAfter ?? 0))))
+        return outcome
     }
 }

@@ -124,6 +124,7 @@ extension TestResultCommand {
 
         func validate() throws {
             guard (card == nil) != (code == nil) else { throw ValidationError("Give exactly one of --card and --code.") }
+            if let code { try VerificationServer.checkCode(code, option: "--code") }
         }
 
         func run() throws {
@@ -172,8 +173,7 @@ extension TestResultCommand {
             if output.json { return try printJSON(results) }
             guard !results.isEmpty else { return print("No test results.") }
             printColumns([["ID", "TEST DAY", "VERIFIED BY", "SHARED"]] + results.map {
-                [$0.id, $0.testDate.map(utcDay) ?? "unknown", $0.method, $0.uploadPending ? "pending, will retry"
-                    : !$0.uploadFailure.isEmpty ? "refused for good: \($0.uploadFailure)" : $0.sharedAt > 0 ? utcTime($0.sharedAt) : "no"]
+                [$0.id, $0.testDate.map(utcDay) ?? "unknown", $0.method, $0.sharing]
             })
         }
     }
@@ -187,6 +187,15 @@ struct StoredTestResult: Encodable {
     var token: String, revisionToken: String, sharedKeys: [TemporaryExposureKeyData]
 
     private enum CodingKeys: String, CodingKey { case id, testDate, method, detail, recordedAt, sharedAt, uploadPending, uploadFailure }
+
+    var verifiedByCode: Bool { method == VerificationMethod.verificationCode.rawValue }
+
+    /// What became of its upload, for a person.
+    var sharing: String {
+        if uploadPending { return verifiedByCode && token.isEmpty ? "pending: needs a new code ('enctl share --code')" : "pending, will retry" }
+        if !uploadFailure.isEmpty { return "refused for good: \(uploadFailure)" }
+        return sharedAt > 0 ? utcTime(sharedAt) : "no"
+    }
 
     static func all(_ client: DaemonClient) throws -> [StoredTestResult] {
         try client.call(DaemonClient.API.Methods.getTestResults).results.map {

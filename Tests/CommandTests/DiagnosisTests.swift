@@ -5,34 +5,32 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Recording a positive test and sharing keys, against loopback servers speaking the
-/// verification and key server protocols (Servers/health_authority.py).
+/// Recording a positive test and sharing keys, against loopback servers that behave as Google's
+/// verification and key servers do (Servers/health_authority.py and the files it names).
 @Suite struct DiagnosisTests {
     let directory = TemporaryDirectory()
     static let project = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The health authority's servers on a free loopback port; the first publishes get `failures`
-    /// (HTTP statuses: 500, 429 with Retry-After, 400 for an expired certificate); the verify
-    /// answer leaves out the members `omitted` names (testDate, testtype).
+    /// The health authority's servers on a free loopback port, with health_authority.py's
+    /// `options` (faults, lifetimes, limits).
     final class HealthAuthority {
         let server: LoopbackServer
         let log: String
         var base: String { server.url }
 
-        init(log: String, failures: [Int] = [], omitted: [String] = []) throws {
+        init(log: String, _ options: String...) throws {
             self.log = log
             let script = DiagnosisTests.project.appendingPathComponent("Tests/CommandTests/Servers/health_authority.py").path
-            let statuses = failures.isEmpty ? "0" : failures.map(String.init).joined(separator: ",")
-            server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log, statuses, omitted.joined(separator: ",")] }
+            server = try LoopbackServer("/usr/bin/python3") { [script, String($0), log] + options }
         }
 
         /// A key-server.conf for these servers, with `more` lines.
-        func configuration(in directory: TemporaryDirectory, _ more: String = "") throws -> String {
+        func configuration(in directory: TemporaryDirectory, _ more: String = "", authority: String = "test-authority") throws -> String {
             let file = directory.file("key-server.conf")
             try """
                 url = \(base)
                 publish-url = \(base)v1/publish
-                health-authority = test-authority
+                health-authority = \(authority)
                 verification-url = \(base)
                 verification-api-key = test-api-key
                 \(more)
@@ -40,15 +38,17 @@ import Testing
             return file
         }
 
-        /// Every POST the servers received: path, size, and whether it was a decoy.
-        func requests() throws -> [(path: String, size: Int, chaff: Bool)] {
+        /// Every POST the servers received: path, size, whether it was a decoy, the status answered.
+        func requests() throws -> [(path: String, size: Int, chaff: Bool, status: Int)] {
             guard let text = try? String(contentsOfFile: log + ".requests", encoding: .utf8) else { return [] }
             return try text.split(separator: "\n").map {
                 let request = try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
-                return (request["path"] as? String ?? "", request["size"] as? Int ?? 0, request["chaff"] as? Bool ?? false)
+                return (request["path"] as? String ?? "", request["size"] as? Int ?? 0, request["chaff"] as? Bool ?? false, request["status"] as? Int ?? 0)
             }
         }
 
+        /// Every publish: its keys, status, code, error, revisionToken, verificationPayload,
+        /// members, whether its answer was dropped and when it arrived.
         func publishes() throws -> [[String: Any]] {
             guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
             return try text.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
@@ -60,12 +60,26 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [[String: Any]], "\(result.standardError)")
     }
 
-    @Test func aVerifiedCodeSharesExactlyTheRolledKeysOnceEvenAfterAFailedUpload() throws {
+    static func base64(_ key: TemporaryExposureKey) -> String { Data(key.keyData.bytes).base64EncodedString() }
+
+    /// The `exp` of a certificate (an ES256 JWT) as the key server reads it.
+    static func expiry(_ certificate: String) throws -> Double {
+        var payload = String(try #require(certificate.split(separator: ".").dropFirst().first))
+        payload = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        payload += String(repeating: "=", count: (4 - payload.count % 4) % 4)
+        let json = try #require(Data(base64Encoded: payload))
+        let claims = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        return try #require(claims["exp"] as? Double)
+    }
+
+    /// A code is good once and its token certifies one upload: a failed publish is tried again
+    /// at once with the same certificate; a key that rolled after the upload needs a new code,
+    /// with which it goes alone, carrying the key server's revision token.
+    @Test func aCodeCertifiesOneUploadAndALaterKeyNeedsANewCode() throws {
         let service = try ServiceTests.Service(in: directory)
         #expect(try service.enctl("enable").status == 0)
         let yesterday = try service.insertRolledKey()
-
-        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), failures: [500])
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--publish-faults", "500")
         let configuration = try authority.configuration(in: directory)
 
         let wrong = try service.enctl("test-result", "add", "--code", "00000000", "--server-config", configuration)
@@ -73,54 +87,165 @@ import Testing
         let added = try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration)
         #expect(added.status == 0, "\(added.standardError)")
         let recorded = try results(service)
-        #expect(recorded.count == 1)
-        #expect(recorded.first?["method"] as? String == "verification-code")
+        #expect(recorded.count == 1 && recorded.first?["method"] as? String == "verification-code")
         #expect(recorded.first?["testDate"] as? Int == 1_794_960_000, "2026-11-18, from the verification server")
+        let reused = try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration)
+        #expect(reused.status == 1 && reused.standardError.contains("used before"), "a code is good once: \(reused.standardError)")
 
-        let failed = try service.enctl("share", "--yes", "--server-config", configuration)
-        #expect(failed.status == 1 && failed.standardError.contains("it is kept and sent again"), "\(failed.standardError)")
-        #expect(try results(service).first?["uploadPending"] as? Bool == true)
-        #expect(try results(service).first?["sharedAt"] as? Int == 0)
-
-        let notDue = try service.enctl("share", "--pending")
-        #expect(notDue.status == 0 && notDue.standardOutput.contains("No pending uploads due"), "backoff: \(notDue.standardOutput)")
+        let shared = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(shared.status == 0, "\(shared.standardError)")
+        #expect(shared.standardError.contains("trying again in 2 s, while the certificate is valid"), "\(shared.standardError)")
         let store = try AgentStore(path: service.state + "/enagent.db")
-        let next = try #require(try store.pendingUploads().first?.nextAttemptAt) - Int64(Date().timeIntervalSince1970)
-        #expect((UploadBackoff.first - 60...UploadBackoff.first).contains(next), "the first retry in 15 minutes: \(next) s")
-        try store.write { try $0.execute("UPDATE pending_upload SET next_attempt_at = 0") }  // the 15 minutes have passed
-
-        let retried = try service.enctl("share", "--pending")
-        #expect(retried.status == 0, "\(retried.standardError)")
-        #expect(retried.standardOutput.contains("1 pending key upload(s) sent"))
-        let shared = try #require(try results(service).first)
-        #expect(shared["uploadPending"] as? Bool == false && (shared["sharedAt"] as? Int ?? 0) > 0)
+        let result = try #require(try store.testResults().first)
+        #expect(result.sharedAt != nil && !result.uploadPending && result.verificationToken == nil, "shared, the spent token forgotten")
         let again = try service.enctl("share", "--yes", "--server-config", configuration)
         #expect(again.status == 1 && again.standardError.contains("was shared already"), "\(again.standardError)")
 
-        // A key that became shareable since (as the day's key does once it has rolled) goes in a
-        // revision: only that key, with the server's revision token.
         let later = try service.insertRolledKey(daysAgo: 2)
-        let revision = try service.enctl("share", "--yes", "--server-config", configuration)
+        let spent = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(spent.status == 1 && spent.standardError.contains("needs a new verification code") && spent.standardError.contains("enctl share --code CODE"),
+                "\(spent.standardError)")
+        #expect(try authority.requests().filter { $0.path == "/api/certificate" }.count == 1, "a spent token is not sent again")
+        let badCode = try service.enctl("share", "--yes", "--code", "1234-5678", "--server-config", configuration)
+        #expect(badCode.status == 64 && badCode.standardError.contains("--code takes the letters and digits"), "\(badCode.standardError)")
+        let revision = try service.enctl("share", "--yes", "--code", "23456789", "--server-config", configuration)
         #expect(revision.status == 0, "\(revision.standardError)")
 
         let publishes = try authority.publishes()
-        #expect(publishes.map { $0["accepted"] as? Bool } == [false, true, true], "one refused attempt, two accepted, nothing sent twice")
+        try #require(publishes.map { $0["status"] as? Int } == [500, 200, 200], "one failed attempt, two accepted, nothing sent twice")
         let sentKeys = publishes.map { ($0["keys"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String } }
-        #expect(sentKeys[1] == [Data(yesterday.keyData.bytes).base64EncodedString()], "today's key is not shared")
-        #expect(sentKeys[2] == [Data(later.keyData.bytes).base64EncodedString()], "the revision carries only the new key")
-        #expect(publishes.map { $0["revisionToken"] as? String } == ["", "", "revision-1"])
-        #expect(publishes.last?["authority"] as? String == "test-authority")
+        #expect(sentKeys[1] == [Self.base64(yesterday)], "today's key is not shared")
+        #expect(sentKeys[2] == [Self.base64(later)], "the revision carries only the new key")
+        #expect(publishes[0]["verificationPayload"] as? String == publishes[1]["verificationPayload"] as? String, "the retry's certificate is the first's")
+        #expect(publishes[2]["verificationPayload"] as? String != publishes[1]["verificationPayload"] as? String, "a new certificate for the new code")
+        #expect(publishes.map { $0["revisionToken"] as? String } == ["", "", result.revisionToken], "the key server's token goes with the revision")
+        #expect(!(result.revisionToken ?? "").isEmpty)
         #expect(try authority.requests().allSatisfy { !$0.chaff }, "no decoys unless key-server.conf says chaff")
+    }
+
+    /// A certificate lives 15 minutes (here 35 s): attempts stop while it is valid, the upload
+    /// stays pending and nothing is refused; the timer sends no expired certificate but says a
+    /// new code is needed, and `enctl share --code` shares the kept keys.
+    @Test func anExpiredCertificateIsNeverSentAndANewCodeSharesTheKeptKeys() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let key = try service.insertRolledKey()
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--certificate-seconds", "35", "--publish-faults", "503,503")
+        let configuration = try authority.configuration(in: directory)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+
+        let failed = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(failed.status == 1 && failed.standardError.contains("it is kept: sending it again needs a new verification code"), "\(failed.standardError)")
+        #expect(try results(service).first?["uploadPending"] as? Bool == true)
+        #expect(try service.enctl("test-result", "list").standardOutput.contains("pending: needs a new code"))
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        try store.write { try $0.execute("UPDATE pending_upload SET next_attempt_at = 0") }  // due for the timer
+        let timer = try service.enctl("share", "--pending", "--server-config", configuration)
+        #expect(timer.status == 1 && timer.standardError.contains("needs a new verification code"), "\(timer.standardError)")
+        #expect(try authority.publishes().count == 2, "the timer sent nothing")
+
+        let renewed = try service.enctl("share", "--code", "23456789", "--server-config", configuration)
+        #expect(renewed.status == 0, "\(renewed.standardError)")
+        let publishes = try authority.publishes()
+        #expect(publishes.map { $0["status"] as? Int } == [503, 503, 200])
+        for publish in publishes {
+            let certificate = try #require(publish["verificationPayload"] as? String)
+            #expect(try #require(publish["at"] as? Double) < (try Self.expiry(certificate)), "no certificate sent after its exp")
+        }
+        #expect(publishes.allSatisfy { ($0["keys"] as? [[String: Any]])?.compactMap { $0["key"] as? String } == [Self.base64(key)] })
+        let result = try #require(try store.testResults().first)
+        #expect(result.uploadFailure == nil && result.sharedAt != nil, "never refused, shared in the end")
+    }
+
+    /// Only keys of the last 14 days go, never more than 14, whatever retention-days keeps; a
+    /// server that drops some (a shorter MAX_INTERVAL_AGE_ON_PUBLISH) answers partial_failure,
+    /// which is a share, with the dropped keys said in the output and the journal.
+    @Test func fourteenDaysAtMostFourteenKeysAndAPartialFailureIsAShare() throws {
+        let service = try ServiceTests.Service(in: directory, configuration: "retention-days = 30\n")
+        #expect(try service.enctl("enable").status == 0)
+        let keys = try (1...20).map { try service.insertRolledKey(daysAgo: UInt32($0)) }
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--max-age-hours", "120")
+        let configuration = try authority.configuration(in: directory)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+
+        let shared = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(shared.status == 0, "\(shared.standardError)")
+        // The server's rule (exposure_model.go:TransformExposureKey): a key that ended before now - 120 h.
+        let oldest = (Int64(Date().timeIntervalSince1970) - 120 * 3_600) / 600
+        let dropped = keys.prefix(14).filter { Int64($0.rollingEndIntervalNumber) < oldest }.count
+        #expect(dropped >= 8)
+        #expect(shared.standardError.contains("the key server dropped \(dropped) key(s): key"), "\(shared.standardError)")
+        #expect(shared.standardError.contains("key expires before minimum window"), "\(shared.standardError)")
+        let publish = try #require(try authority.publishes().first)
+        #expect(publish["code"] as? String == "partial_failure")
+        let sent = Set((publish["keys"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String })
+        #expect(sent == Set(keys.prefix(14).map(Self.base64)), "the 14 most recent days, not the 20 kept")
+        let result = try #require(try AgentStore(path: service.state + "/enagent.db").testResults().first)
+        #expect(result.sharedAt != nil && result.uploadFailure == nil && !(result.revisionToken ?? "").isEmpty, "a share, its token kept")
+        service.daemon.terminate()
+        _ = service.daemon.waitForExit()
+        #expect(service.daemon.standardError().contains("(the key server dropped \(dropped) key(s): key"), "the journal names the dropped keys")
+    }
+
+    /// Three keys a day (the agent's rolls) over six days are 18 keys: the most recent 14 go.
+    @Test func aPublishCarriesAtMostFourteenKeys() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        var starts = [UInt32]()
+        for daysAgo in UInt32(1)...6 {
+            let first = try service.insertRolledKey(daysAgo: daysAgo)
+            for roll in 1...2 {
+                let fresh = TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(), rollingStartIntervalNumber: first.rollingStartIntervalNumber)
+                let end = ENIntervalNumber(first.rollingStartIntervalNumber.rawValue + UInt32(40 * roll))
+                #expect(try store.rollTemporaryExposureKey(endingAfter: end, to: fresh, createdAt: end.unixSeconds, limit: 3) != nil)
+            }
+            starts.append(first.rollingStartIntervalNumber.rawValue)
+        }
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"))
+        let configuration = try authority.configuration(in: directory)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+        let shared = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(shared.status == 0, "\(shared.standardError)")
+        #expect(shared.standardError.contains("4 older key(s) of the last 14 days are not shared"), "\(shared.standardError)")
+        let publish = try #require(try authority.publishes().first)
+        let sentStarts = (publish["keys"] as? [[String: Any]] ?? []).compactMap { $0["rollingStartNumber"] as? Int }
+        #expect(publish["status"] as? Int == 200)
+        #expect(starts.map { start in sentStarts.filter { $0 == Int(start) }.count } == [3, 3, 3, 3, 2, 0], "the oldest left out: \(sentStarts)")
+    }
+
+    /// The server's code decides, not its status: internal_error (a 400) and
+    /// unable_to_load_health_authority are tried again; a lost answer whose keys were saved
+    /// meets missing_revision_token, and the keys count as shared.
+    @Test(arguments: [["internal_error", "unable_to_load"], ["drop_after_save"]])
+    func retryableCodesAndALostAnswer(faults: [String]) throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        _ = try service.insertRolledKey()
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--publish-faults", faults.joined(separator: ","))
+        let configuration = try authority.configuration(in: directory)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+        let shared = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(shared.status == 0, "\(shared.standardError)")
+        let publishes = try authority.publishes()
+        if faults == ["drop_after_save"] {
+            #expect(publishes.map { $0["code"] as? String } == ["", "missing_revision_token"] && publishes.first?["dropped"] as? Bool == true)
+            #expect(shared.standardError.contains("the key server had the keys already"), "\(shared.standardError)")
+        } else {
+            #expect(publishes.map { $0["code"] as? String } == ["internal_error", "unable_to_load_health_authority", ""])
+            #expect(publishes.map { $0["status"] as? Int } == [400, 500, 200])
+        }
+        let result = try #require(try AgentStore(path: service.state + "/enagent.db").testResults().first)
+        #expect(result.sharedAt != nil && result.uploadFailure == nil && !result.uploadPending)
     }
 
     /// A verification server that gives no test date and no test type: neither is made up (not
     /// today, not "confirmed"), enctl says so, and the upload carries no day or type either.
     @Test func aTestDateOrTypeTheServerDoesNotGiveIsNotMadeUp() throws {
         let service = try ServiceTests.Service(in: directory)
-        let enabled = try service.enctl("enable")
-        #expect(enabled.status == 0)
+        #expect(try service.enctl("enable").status == 0)
         let yesterday = try service.insertRolledKey()
-        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), omitted: ["testDate", "testtype"])
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--omit", "testDate,testtype")
         let configuration = try authority.configuration(in: directory)
 
         let added = try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration)
@@ -132,22 +257,22 @@ import Testing
         #expect(recorded.count == 1)
         #expect(recorded.first?["testDate"] as? Int == nil, "no day made up: \(recorded)")
         #expect(recorded.first?["detail"] as? String == "test of unknown type, verified by the health authority")
-        let listed = try service.enctl("test-result", "list")
-        #expect(listed.standardOutput.contains("unknown"), "\(listed.standardOutput)")
+        #expect(try service.enctl("test-result", "list").standardOutput.contains("unknown"))
 
         let shared = try service.enctl("share", "--yes", "--server-config", configuration)
         #expect(shared.status == 0, "\(shared.standardError)")
         let publishes = try authority.publishes()
-        #expect(publishes.map { $0["accepted"] as? Bool } == [true])
+        #expect(publishes.map { $0["status"] as? Int } == [200])
         #expect(publishes.first?["members"] as? [String] == ["healthAuthorityID", "hmacKey", "padding", "revisionToken", "temporaryExposureKeys",
                                                              "verificationPayload"], "no symptomOnsetInterval, no report type")
         let keys = publishes.first?["keys"] as? [[String: Any]] ?? []
-        #expect(keys.map { $0["key"] as? String } == [Data(yesterday.keyData.bytes).base64EncodedString()])
+        #expect(keys.map { $0["key"] as? String } == [Self.base64(yesterday)])
         #expect(keys.allSatisfy { Set($0.keys) == ["key", "rollingStartNumber", "rollingPeriod", "transmissionRisk"] }, "no per-key day or type")
     }
 
-    /// With chaff, the timer's run sends decoys the servers discard; decoys and real requests have
-    /// the same size per endpoint, so the traffic does not tell who uploaded.
+    /// With chaff, the timer's run sends decoys, which the servers answer with something that is
+    /// not JSON and otherwise ignore; decoys and real requests have the same size per endpoint,
+    /// so the traffic does not tell who uploaded.
     @Test func decoysHaveTheSizesOfRealRequests() throws {
         let service = try ServiceTests.Service(in: directory)
         #expect(try service.enctl("enable").status == 0)
@@ -169,34 +294,71 @@ import Testing
         #expect(try service.enctl("test-result", "list", "--json").standardOutput.contains("\"uploadPending\" : false"))
     }
 
-    /// 429 with Retry-After waits as long as the server says; a refusal for good (an expired
-    /// certificate) ends the upload: shown, never sent again, and sharing asks for a new code.
-    @Test func aRefusalForGoodEndsTheUploadAndRetryAfterIsHonoured() throws {
+    /// The verification server's rate limit (429, Retry-After as an HTTP date) keeps the upload
+    /// and the unspent token for the time it says; a refusal for good (a health authority the key
+    /// server does not know) ends the upload: shown, never sent again, and sharing says why.
+    @Test func aRateLimitIsWaitedOutAndARefusalForGoodEndsTheUpload() throws {
         let service = try ServiceTests.Service(in: directory)
         #expect(try service.enctl("enable").status == 0)
         _ = try service.insertRolledKey()
-        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), failures: [429, 400])
-        let configuration = try authority.configuration(in: directory)
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--rate-limit", "3600")
+        let configuration = try authority.configuration(in: directory, authority: "another-authority")
         #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
 
         let limited = try service.enctl("share", "--yes", "--server-config", configuration)
         #expect(limited.status == 1 && limited.standardError.contains("HTTP 429"), "\(limited.standardError)")
         let store = try AgentStore(path: service.state + "/enagent.db")
         let next = try #require(try store.pendingUploads().first?.nextAttemptAt) - Int64(Date().timeIntervalSince1970)
-        #expect((3_540...3_600).contains(next), "Retry-After: 3600 → \(next) s")
+        #expect((3_500...3_600).contains(next), "Retry-After an hour ahead → \(next) s")
+        #expect(try store.testResults().first?.verificationToken != nil, "the token was not spent")
+        #expect(try service.enctl("share", "--pending", "--server-config", configuration).standardOutput.contains("No pending uploads due"))
 
-        let refused = try service.enctl("share", "--yes", "--server-config", configuration)
-        #expect(refused.status == 1 && refused.standardError.contains("refused the upload for good (HTTP 400: the verification certificate has expired"),
+        try store.write { try $0.execute("UPDATE pending_upload SET next_attempt_at = 0") }  // the hour has passed
+        let refused = try service.enctl("share", "--pending", "--server-config", configuration)
+        #expect(refused.status == 1 && refused.standardError.contains("HTTP 401: unauthorized health authority: another-authority [unknown_health_authority_id]"),
                 "\(refused.standardError)")
         #expect(try store.pendingUploads().isEmpty)
-        let listed = try service.enctl("test-result", "list")
-        #expect(listed.standardOutput.contains("refused for good: HTTP 400"), "\(listed.standardOutput)")
-        #expect(try results(service).first?["uploadFailure"] as? String == "HTTP 400: the verification certificate has expired [certificate_expired]")
-        #expect(try service.enctl("share", "--pending").standardOutput.contains("No pending uploads due"))
+        #expect(try service.enctl("test-result", "list").standardOutput.contains("refused for good: HTTP 401"))
         #expect(try service.status()["reminders"] as? [String] == ["upload-refused"], "enctl status says so")
         let again = try service.enctl("share", "--yes", "--server-config", configuration)
         #expect(again.status == 1 && again.standardError.contains("record the test again with a new code"), "\(again.standardError)")
-        #expect(try authority.publishes().count == 2, "nothing sent after the refusal")
+        #expect(try authority.publishes().count == 1, "nothing sent after the refusal")
+    }
+
+    /// A card-verified result has no certificate: shared only with a key server that
+    /// key-server.conf says takes uploads without one (its authority's
+    /// BypassHealthAuthorityVerification); otherwise refused before anything is sent.
+    @Test func aCardVerifiedResultIsSharedOnlyWhereTheServerTakesIt() throws {
+        let issuer = try HealthCardIssuer()
+        let issuers = directory.file("issuers")
+        try FileManager.default.createDirectory(atPath: issuers, withIntermediateDirectories: true)
+        try issuer.jwks.write(to: URL(fileURLWithPath: issuers + "/issuer.json"))
+        let card = directory.file("positive.smart-health-card")
+        try issuer.card(Self.resources("positive")).write(toFile: card, atomically: true, encoding: .utf8)
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        _ = try service.insertRolledKey()
+        #expect(try service.enctl("test-result", "add", "--card", card, "--issuers-dir", issuers, "--yes").status == 0)
+
+        let strict = try HealthAuthority(log: directory.file("strict.jsonl"))
+        let unsaid = try service.enctl("share", "--yes", "--server-config", try strict.configuration(in: directory))
+        #expect(unsaid.status == 1 && unsaid.standardError.contains("publish-without-certificate = yes"), "\(unsaid.standardError)")
+        #expect(try strict.requests().isEmpty && (try results(service).first?["uploadPending"] as? Bool) == false, "nothing sent, nothing kept")
+
+        let wrong = try service.enctl("share", "--yes", "--server-config", try strict.configuration(in: directory, "publish-without-certificate = yes"))
+        #expect(wrong.status == 1 && wrong.standardError.contains("this key server takes no keys without a verification certificate"),
+                "\(wrong.standardError)")
+
+        let service2Directory = TemporaryDirectory()
+        let other = try ServiceTests.Service(in: service2Directory)
+        #expect(try other.enctl("enable").status == 0)
+        _ = try other.insertRolledKey()
+        #expect(try other.enctl("test-result", "add", "--card", card, "--issuers-dir", issuers, "--yes").status == 0)
+        let bypassing = try HealthAuthority(log: directory.file("bypass.jsonl"), "--bypass-verification")
+        let accepted = try other.enctl("share", "--yes", "--server-config", try bypassing.configuration(in: directory, "publish-without-certificate = yes"))
+        #expect(accepted.status == 0, "\(accepted.standardError)")
+        #expect(try bypassing.publishes().map { $0["verificationPayload"] as? String } == [""])
+        #expect(try bypassing.requests().map(\.path) == ["/v1/publish"], "no verification request for a card")
     }
 
     @Test func aSmartHealthCardIsVerifiedShownAndRecorded() throws {

@@ -166,9 +166,11 @@ check bluetooth-restart "hci0 advertising a new RPI ${back%% *} s after the rest
 
 step "the detection timer: a missed run, without a key server"
 python3 "$SD/phones.py" export "$OUT/phones.jsonl" /root/phones.zip
-mkdir -p /srv/keys/exports
-enctl keys sign /root/phones.zip --private-key /root/authority.pem --key-id 228 --region LAB --out /srv/keys/exports/1.zip
-echo exports/1.zip > /srv/keys/index.txt
+# The bucket as Google's key server writes it: ROOT/index.txt of whole object names, no newline at its end.
+mkdir -p /srv/keys/exposureKeyExport-LAB
+enctl keys sign /root/phones.zip --private-key /root/authority.pem --key-id 228 --region LAB \
+    --out /srv/keys/exposureKeyExport-LAB/1600000000-1600003600-00001.zip
+printf '%s' exposureKeyExport-LAB/1600000000-1600003600-00001.zip > /srv/keys/exposureKeyExport-LAB/index.txt
 python3 -m http.server 8000 --bind 127.0.0.1 --directory /srv/keys 2> "$OUT/key-server.log" & SERVER=$!
 check timer "enagent-detect.timer enables: $(systemctl enable --now enagent-detect.timer 2>&1 | tail -1); $(systemctl is-active enagent-detect.timer), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
     systemctl -q is-active enagent-detect.timer
@@ -226,7 +228,7 @@ check detection-skipped "no key server configured, a missed run: the timer trigg
     skipped
 
 step "the detection timer: a missed run, against a key server on loopback"
-printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = index.txt' 'region = LAB' > /etc/enagent/key-server.conf
+printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = exposureKeyExport-LAB/index.txt' 'region = LAB' > /etc/enagent/key-server.conf
 key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
 wait_for 60 key_server_up
 runs_before=$(detect_runs)

@@ -1,95 +1,96 @@
 #!/usr/bin/env python3
-"""health_authority.py PORT LOG FAILURES [OMITTED]: a health authority's verification server and
-key server on 127.0.0.1:PORT, speaking the protocols of protocol.md §5, for the tests. FAILURES is
-a comma-separated list of HTTP statuses the first publishes get (500: unavailable; 429: rate
-limited, Retry-After 3600; 400: the certificate expired), or 0 for none. OMITTED is a
-comma-separated list of members the verify answer leaves out (testDate, testtype).
+"""health_authority.py PORT LOG [options]: a health authority's verification server
+(verification_server.py), key server and export bucket (key_server.py) on 127.0.0.1:PORT, each
+behaving as Google's code does (those files name the source of every behaviour), for the tests.
 
-POST /api/verify       X-API-Key "test-api-key"; code "12345678" gives a token, others code_invalid
-POST /api/certificate  the token and the HMAC of the keys give a certificate bound to that HMAC
-POST /v1/publish       refused as FAILURES says; then accepted only if the HMAC of the published
-                       keys under hmacKey is the one the certificate binds; an accepted publish
-                       answers revisionToken "revision-N" (N counts accepted publishes)
-GET  /index.txt        an empty list of export files
-Every request's path, size and X-Chaff header go to LOG.requests; a request with X-Chaff is a
-decoy, answered 200 {} and otherwise ignored. Every publish request is appended to LOG as a JSON line: {"keys": [...], "accepted": bool,
-"authority": ..., "revisionToken": the one the request carried, "members": the request's member names}."""
-import base64, hashlib, hmac, http.server, json, sys
+  --codes C,C,...           verification codes, each good once (default 12345678,23456789,34567890)
+  --test-date YYYY-MM-DD    the codes' test day (default 2026-11-18)
+  --omit testDate,testtype  members the verify answer leaves out
+  --token-seconds N         VERIFICATION_TOKEN_DURATION (default 86400)
+  --certificate-seconds N   CERTIFICATE_DURATION (default 900)
+  --code-seconds N          the codes' lifetime (default 86400, a long code's)
+  --rate-limit S,S,...      the next certificate requests get 429 with Retry-After S seconds ahead
+  --health-authority ID     the key server's authorised app (default test-authority)
+  --bypass-verification     the app's BypassHealthAuthorityVerification
+  --max-keys N              MAX_KEYS_ON_PUBLISH (default 14, the strictest release's)
+  --max-age-hours N         MAX_INTERVAL_AGE_ON_PUBLISH (default 360)
+  --publish-faults F,F,...  the next publishes get: 500, 503, maintenance (429), unable_to_load
+                            (500), internal_error (400), drop_after_save (keys saved, no answer)
+  --bucket DIR              the export bucket served by GET (ROOT/index.txt made from ROOT/*.zip)
 
-PORT, LOG = int(sys.argv[1]), sys.argv[2]
-FAILURES = [int(status) for status in sys.argv[3].split(",") if status != "0"]
-OMITTED = sys.argv[4].split(",") if len(sys.argv) > 4 else []
-ACCEPTED = [0]
-API_KEY, CODE, TOKEN = "test-api-key", "12345678", "token-1"
-CERTIFIED = {}
+The API key is test-api-key. LOG gets one JSON line per publish (its keys, status, code, error,
+authority, revisionToken, verificationPayload, members, whether the answer was dropped);
+LOG.requests one per POST: path, size, X-Chaff, status."""
+import argparse, http.server, json, sys
+
+from key_server import KeyServer, bucket_object
+from verification_server import CERTIFICATE_AUDIENCE, CERTIFICATE_ISSUER, Response, VerificationServer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("port", type=int)
+parser.add_argument("log")
+parser.add_argument("--codes", default="12345678,23456789,34567890")
+parser.add_argument("--test-date", default="2026-11-18")
+parser.add_argument("--omit", default="")
+parser.add_argument("--token-seconds", type=int, default=86_400)
+parser.add_argument("--certificate-seconds", type=int, default=900)
+parser.add_argument("--code-seconds", type=int, default=86_400)
+parser.add_argument("--rate-limit", default="")
+parser.add_argument("--health-authority", default="test-authority")
+parser.add_argument("--bypass-verification", action="store_true")
+parser.add_argument("--max-keys", type=int, default=14)
+parser.add_argument("--max-age-hours", type=int, default=360)
+parser.add_argument("--publish-faults", default="")
+parser.add_argument("--bucket")
+options = parser.parse_args()
 
 
-def key_hmac(secret, keys):
-    parts = sorted(f'{k["key"]}.{k["rollingStartNumber"]}.{k["rollingPeriod"]}.{k.get("transmissionRisk", 0)}' for k in keys)
-    return base64.b64encode(hmac.new(secret, ",".join(parts).encode(), hashlib.sha256).digest()).decode()
+def listed(text):
+    return [item for item in text.split(",") if item]
+
+
+verification = VerificationServer("test-api-key", listed(options.codes), options.test_date, listed(options.omit), options.token_seconds,
+                                  options.certificate_seconds, options.code_seconds, [int(s) for s in listed(options.rate_limit)])
+keys = KeyServer({options.health_authority.lower()}, verification.certificate_keys, CERTIFICATE_ISSUER, CERTIFICATE_AUDIENCE,
+                 options.bypass_verification, options.max_keys, options.max_age_hours, 3, listed(options.publish_faults), options.log)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    def answer(self, status, body, headers={}):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        for name, value in headers.items():
+    protocol_version = "HTTP/1.1"
+
+    def send(self, response):
+        self.send_response(response.status)
+        for name, value in response.headers.items():
             self.send_header(name, value)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Type", response.content_type)
+        self.send_header("Content-Length", str(len(response.body)))
         self.end_headers()
-        self.wfile.write(data)
+        self.wfile.write(response.body)
 
     def do_GET(self):
-        if self.path == "/index.txt":
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        else:
-            self.answer(404, {"error": "not found"})
+        if self.path == "/v1/publish":
+            return self.do_POST()
+        found = bucket_object(options.bucket, self.path) if options.bucket else None
+        self.send(found or Response(404, b"NoSuchKey\n", "text/plain"))
 
     def do_POST(self):
-        raw = self.rfile.read(int(self.headers["Content-Length"]))
-        chaff = self.headers.get("X-Chaff") is not None
-        with open(LOG + ".requests", "a") as log:
-            log.write(json.dumps({"path": self.path, "size": len(raw), "chaff": chaff}) + "\n")
-        if chaff:
-            return self.answer(200, {})
-        body = json.loads(raw)
-        if self.path in ("/api/verify", "/api/certificate") and self.headers.get("X-API-Key") != API_KEY:
-            return self.answer(401, {"error": "bad API key", "errorCode": "unauthorized"})
-        if self.path == "/api/verify":
-            if body.get("code") != CODE:
-                return self.answer(400, {"error": "no such code", "errorCode": "code_invalid"})
-            answer = {"testtype": "confirmed", "testDate": "2026-11-18", "symptomDate": "", "token": TOKEN}
-            return self.answer(200, {name: value for name, value in answer.items() if name not in OMITTED})
-        if self.path == "/api/certificate":
-            if body.get("token") != TOKEN:
-                return self.answer(400, {"error": "bad token", "errorCode": "token_invalid"})
-            certificate = "certificate-" + hashlib.sha256(body["ekeyhmac"].encode()).hexdigest()[:16]
-            CERTIFIED[certificate] = body["ekeyhmac"]
-            return self.answer(200, {"certificate": certificate})
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.path == "/v1/publish":
-            keys = body.get("temporaryExposureKeys", [])
-            accepted, headers = False, {}
-            if FAILURES:
-                status = FAILURES.pop(0)
-                answer = {500: {"error": "temporarily unavailable", "code": "internal"},
-                          429: {"error": "too many requests", "code": "rate_limited"},
-                          400: {"error": "the verification certificate has expired", "code": "certificate_expired"}}[status]
-                if status == 429:
-                    headers = {"Retry-After": "3600"}
-            elif CERTIFIED.get(body.get("verificationPayload")) != key_hmac(base64.b64decode(body["hmacKey"]), keys):
-                status, answer = 400, {"error": "the certificate does not match the keys", "code": "hmac_mismatch"}
-            else:
-                accepted = True
-                ACCEPTED[0] += 1
-                status, answer = 200, {"insertedExposures": len(keys), "revisionToken": f"revision-{ACCEPTED[0]}"}
-            with open(LOG, "a") as log:
-                log.write(json.dumps({"keys": keys, "accepted": accepted, "authority": body.get("healthAuthorityID"),
-                                      "revisionToken": body.get("revisionToken"), "members": sorted(body)}) + "\n")
-            return self.answer(status, answer, headers)
-        self.answer(404, {"error": "not found"})
+            response = keys.handle(self.headers, raw)
+        elif self.command != "POST":
+            response = Response(405, b"", "text/plain")
+        else:
+            response = verification.handle(self.path, self.headers, raw)
+        with open(options.log + ".requests", "a") as log:
+            log.write(json.dumps({"path": self.path, "size": len(raw), "chaff": self.headers.get("X-Chaff") is not None,
+                                  "status": response.status if response else 0}) + "\n")
+        if response is None:
+            self.close_connection = True  # the keys are saved; the answer never arrives
+            return
+        self.send(response)
+
+    def log_message(self, format, *arguments):
+        sys.stderr.write(f"{self.command} {self.path}\n")
 
 
-http.server.ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+http.server.ThreadingHTTPServer(("127.0.0.1", options.port), Handler).serve_forever()
