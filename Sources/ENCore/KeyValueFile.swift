@@ -39,7 +39,6 @@ public struct KeyValueFile: Sendable {
         self.lines = lines
     }
 
-    /// The error for `line` of this file.
     /// A yes/no value (yes, true, on, 1 / no, false, off, 0, in any case); nil for anything else.
     public static func boolean(_ value: String) -> Bool? {
         switch value.lowercased() {
@@ -49,6 +48,7 @@ public struct KeyValueFile: Sendable {
         }
     }
 
+    /// The error for `line` of this file.
     public func error(at line: Line, _ reason: String) -> Error {
         Error(path: path, line: line.number, reason: reason)
     }

@@ -1,6 +1,7 @@
 import ENAgent
 import ENCore
 import Foundation
+import TestSupport
 import Testing
 
 /// What the help and the man pages say is taken from, or checked against, the code.
@@ -73,7 +74,11 @@ import Testing
             reason = String(error.reason.dropFirst(key.count + 1))
         }
         let option = "--" + (Self.optionNames[key] ?? key)
-        let result = try Command.run(Command.executable("enagentd").path, ["\(option)=\(value)", "--no-radio"])
+        // A daemon that took the value would start: on a state directory of the test's, never the system's.
+        let directory = TemporaryDirectory()
+        let file = directory.file("enagent.conf")
+        try "state-directory = \(directory.file("state"))\nradio = no\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try Command.run(Command.executable("enagentd").path, ["--config", file, "\(option)=\(value)"])
         #expect(result.status == 64)
         #expect(result.standardError.contains("'\(option) ") && result.standardError.contains(": " + reason), "file: \(reason); command line: \(result.standardError)")
     }
