@@ -36,7 +36,7 @@ RUN_DIR ?= $(CURDIR)/run
 # Where `swift build` (debug) and `swift build -c release` put the binaries, for the recipes' shell.
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
-.PHONY: all deps build release test bench fuzz run lab lab-test lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
+.PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
 	test-builds test-radio
 
@@ -152,27 +152,42 @@ run: deps
 		--no-radio --no-require-synchronised-clock
 
 # The lab: two agents on emulated radios in a qemu guest with a real bluetoothd (lab/), and more
-# emulated controllers that play phones and a crowd; twice, on two kinds of controller: BT 5.2
-# (extended advertising, 6 controllers) and BT 4.0 LE-only (legacy commands, as most Raspberry Pis
-# have; 9 controllers, since each advertises one set). Their records stay in $(LAB)/bt5 and bt4.
+# emulated controllers that play phones and a crowd; on two kinds of controller: BT 5.2 (extended
+# advertising, 6 controllers) and BT 4.0 LE-only (legacy commands, as every Raspberry Pi has;
+# 9 controllers, since each advertises one set), and on two stacks: Debian 12's (the host's own
+# root: kernel 6.1, BlueZ 5.66) and Debian trixie's, which Raspberry Pi OS is (a root made once by
+# lab/trixie-guest.sh: kernel 6.12, BlueZ 5.82, and Debian 12's btvirt, whose controllers do not
+# crash; the project and the Swift runtime its debug binaries link are shared into the guest, and
+# it boots in its own LAB directory, $(LAB)-trixie). A kind is NAME:BTVIRT_OPTIONS:CONTROLLERS[:trixie];
+# its records stay in $(LAB)/NAME. make lab-test (and so make test) runs both controller kinds on
+# Debian 12 and the Pi's kind on trixie; make lab-matrix every combination.
 LAB ?= /tmp/enagent-lab
 LAB_SECONDS ?= 40
-LAB_KINDS ?= bt5:-l6:6 bt4:-Ll9:9
+LAB_KINDS ?= bt5:-l6:6 bt4:-Ll9:9 trixie-bt4:-Ll9:9:trixie
+LAB_MATRIX_KINDS = bt5:-l6:6 bt4:-Ll9:9 trixie-bt5:-l6:6:trixie trixie-bt4:-Ll9:9:trixie
 # make lab prints what happened; make lab-test also fails unless every check holds on the kinds in
-# LAB_GATES (both).
-LAB_GATES ?= bt5 bt4
+# LAB_GATES.
+LAB_GATES ?= bt5 bt4 trixie-bt4
 lab lab-test: deps
 	$(SWIFT) build --product enagentd
 	$(SWIFT) build --product enctl
-	set -e; for kind in $(LAB_KINDS); do \
-		name=$${kind%%:*}; options=$${kind#*:}; options=$${options%:*}; controllers=$${kind##*:}; \
-		echo "lab: $$name controllers (btvirt $$options)"; \
-		LAB=$(LAB) NCTRL=$$controllers BTVIRT_OPTS=$$options lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $(DEBUG_BIN) $(LAB)/out $(LAB_SECONDS)"; \
-		rm -rf $(LAB)/$$name; mv $(LAB)/out $(LAB)/$$name; \
+	set -e; mkdir -p $(LAB); for kind in $(LAB_KINDS); do \
+		set -- $$(echo $$kind | tr : ' '); \
+		if [ "$${4:-}" = trixie ]; then \
+			root=$$(lab/trixie-guest.sh amd64); lab=$(LAB)-trixie; kernel=$$(dirname $$root)/linux-image.deb; \
+			shared="$(CURDIR) $$(readelf -d $(DEBUG_BIN)/enagentd | sed -n 's/.*runpath: \[\([^]:]*\).*/\1/p')"; \
+		else root=; lab=$(LAB); kernel=; shared=; fi; \
+		echo "lab: $$1 controllers (btvirt $$2$${4:+, $$4})"; \
+		LAB=$$lab GUEST_ROOT=$$root KERNEL_DEB=$$kernel RW_DIRS="$$shared" NCTRL=$$3 BTVIRT_OPTS=$$2 \
+			lab/boot-lab.sh "$(CURDIR)/lab/agents.sh $(DEBUG_BIN) $$lab/out $(LAB_SECONDS)"; \
+		rm -rf $(LAB)/$$1; mv $$lab/out $(LAB)/$$1; \
 	done
 	status=0; for kind in $(LAB_KINDS); do name=$${kind%%:*}; echo "== lab report: $$name controllers"; \
 		gate=$$(case " $(LAB_GATES) " in *" $$name "*) echo --check;; esac); \
 		/usr/bin/python3 lab/report.py $(LAB)/$$name $(DEBUG_BIN)/enctl $(if $(filter lab-test,$@),$$gate) || status=1; done; exit $$status
+
+lab-matrix:
+	$(MAKE) lab-test LAB_KINDS="$(LAB_MATRIX_KINDS)" LAB_GATES="$(foreach kind,$(LAB_MATRIX_KINDS),$(firstword $(subst :, ,$(kind))))"
 
 # The package that `make deb` built, installed with dpkg -i in the lab's guest booted with systemd
 # as PID 1 (Debian's dbus and bluetooth services, the Swift toolchain hidden), then run and
@@ -181,12 +196,12 @@ lab-service: deps
 	LAB=$(LAB) SWIFT=$(SWIFT) lab/service-lab.sh $(DIST)/$(DEB_NAME).deb
 
 # The same on arm64: the package of make deb-arm64 installed with apt in a Debian trixie arm64
-# guest (lab/arm64-root.sh: debootstrap once, cached in /var/cache/enagent/trixie-arm64-guest, with
+# guest (lab/trixie-guest.sh arm64: debootstrap once, cached in /var/cache/enagent/trixie-arm64-guest, with
 # every Depends already in it: the guest has no network), booted by qemu-system-aarch64 (TCG, a
 # Cortex-A53 as in a Pi 3) with Debian's arm64 kernel, on BT 4.x LE-only controllers as most Pis have.
 LAB_ARM64 ?= /tmp/enagent-lab-arm64
 lab-arm64: deps
-	root=$$(lab/arm64-root.sh) && LAB=$(LAB_ARM64) ARCH=arm64 GUEST_ROOT=$$root KERNEL_DEB=$$(dirname $$root)/linux-image.deb \
+	root=$$(lab/trixie-guest.sh arm64) && LAB=$(LAB_ARM64) ARCH=arm64 GUEST_ROOT=$$root KERNEL_DEB=$$(dirname $$root)/linux-image.deb \
 		KERNEL_MODULES=$$(dirname $$root)/hci_vhci.ko \
 		BTVIRT_OPTS=-Ll2 INSTALL="apt-get install -y" QEMU_TIMEOUT=$${QEMU_TIMEOUT:-2400} \
 		lab/service-lab.sh $(DIST)/enagent_$$(dpkg-parsechangelog -S Version)_arm64.deb

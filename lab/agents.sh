@@ -18,6 +18,9 @@ LAB=$(dirname "$0")
 # advertising sets each; 7 in its BT 4.x run, one advertiser each).
 PHONES=$(ls /sys/class/bluetooth | grep -x 'hci[0-9]*' | grep -v -x -e hci0 -e hci1 | sort -V | tr '\n' ' ')
 rm -rf "$OUT/a" "$OUT/b" "$OUT/phases"; mkdir -p "$OUT/phases"
+# The stack under test, for the report's first line.
+printf 'Debian %s, kernel %s, bluetoothd %s, btvirt %s (%s)\n' "$(cat /etc/debian_version)" "$(uname -r)" \
+    "$(/usr/libexec/bluetooth/bluetoothd --version)" "$(btvirt --version 2>&1 | head -1)" "$(command -v btvirt)" > "$OUT/stack"
 . "$LAB/agent-lib.sh"
 # Who may call what (callers.py): a member of the group enagent and a user who is not, made before
 # the API buses start, since dbus-daemon reads group policies then.

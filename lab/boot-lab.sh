@@ -10,7 +10,7 @@
 # Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
 #        SYSTEMD_UNITS=DIR lab/boot-lab.sh   (systemd as PID 1 starts DIR's units instead: lab/service-lab.sh)
 # Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL RW_DIRS SKIP_APT
-#        ARCH, GUEST_ROOT, KERNEL_DEB, KERNEL_MODULES: another architecture's guest (make lab-arm64):
+#        ARCH, GUEST_ROOT, KERNEL_DEB, KERNEL_MODULES: another system's guest (make lab-arm64, and the trixie stack of make lab-test):
 #        its root (a directory, instead of the host's /), its kernel package (instead of the host's
 #        apt's) and modules built for that kernel (.ko files) that its package lacks
 set -euo pipefail
@@ -18,7 +18,7 @@ LAB=${LAB:-/tmp/enagent-lab}
 ORIG_PWD=$PWD
 HERE=$(cd "$(dirname "$0")" && pwd)
 # The guest is the host's architecture and boots the host's root, unless ARCH and GUEST_ROOT name
-# another (an arm64 root made by lab/arm64-root.sh): Debian's kernel package, qemu and its serial
+# another (a trixie root made by lab/trixie-guest.sh): Debian's kernel package, qemu and its serial
 # console for that architecture. arm64 is a Pi 3's or Zero 2 W's core, the Cortex-A53 (qemu's
 # default, max, has SVE, which OpenSSL picks and qemu emulates slowly).
 ARCH=${ARCH:-$(dpkg --print-architecture)}
@@ -37,7 +37,7 @@ log() { echo "[boot-lab +$(( $(date +%s) - T_START ))s] $*"; }
 if [ -z "${SKIP_APT:-}" ]; then
   log "installing missing packages"
   "$HERE/../scripts/install-deps.sh" $QEMU_PACKAGE bluez bluez-test-tools python3 python3-dbus python3-gi python3-cryptography \
-    busybox-static kmod cpio > "$LAB/apt.log" 2>&1 || { tail -20 "$LAB/apt.log"; exit 1; }
+    busybox-static kmod cpio zstd > "$LAB/apt.log" 2>&1 || { tail -20 "$LAB/apt.log"; exit 1; }
 fi
 
 # ---------------------------------------------------------------- 2. guest kernel: Debian's linux-image-$ARCH, extracted (not installed)
@@ -73,12 +73,20 @@ if [ ! -e "$LAB/kernel/.complete" ] || { [ -n "${KERNEL_DEB:-}" ] && [ "$(cat "$
   depmod -b "$LAB/kernel.partial" "$KV" || { echo "boot-lab: depmod failed for the guest kernel $KV (is kmod installed?)" >&2; exit 70; }
   [ -s "$LAB/kernel.partial/lib/modules/$KV/modules.dep" ] || { echo "boot-lab: depmod wrote no modules.dep for $KV" >&2; exit 70; }
   # amd64: the uncompressed ELF vmlinux (PVH entry): qemu boots it directly, skipping SeaBIOS +
-  # in-guest decompression (~4 s under TCG). arm64's qemu boots the packaged (gzip) Image as it is.
+  # in-guest decompression (~4 s under TCG). Debian 12's bzImage carries it xz-compressed, trixie's
+  # zstd-compressed (zstd -d stops at the size the kernel appends, after the frame). arm64's qemu
+  # boots the packaged (gzip) Image as it is.
   [ "$ARCH" = amd64 ] && python3 - "$LAB/kernel.partial/boot/vmlinuz-$KV" "$LAB/kernel.partial/vmlinux" <<'PY' || rm -f "$LAB/kernel.partial/vmlinux"
-import lzma, sys
-d = open(sys.argv[1], 'rb').read(); i = d.find(b'\xfd7zXZ\x00')
-assert i > 0, "bzImage payload is not xz"
-open(sys.argv[2], 'wb').write(lzma.LZMADecompressor().decompress(d[i:]))
+import lzma, subprocess, sys
+d = open(sys.argv[1], 'rb').read()
+xz, zstd = d.find(b'\xfd7zXZ\x00'), d.find(b'\x28\xb5\x2f\xfd')
+if xz > 0:
+    elf = lzma.LZMADecompressor().decompress(d[xz:])
+else:
+    assert zstd > 0, "the bzImage payload is neither xz nor zstd"
+    elf = subprocess.run(["zstd", "-dcq"], input=d[zstd:], capture_output=True).stdout
+assert elf[:4] == b'\x7fELF', "the bzImage payload is no ELF kernel"
+open(sys.argv[2], 'wb').write(elf)
 PY
   kernel_marker "$DEB" > "$LAB/kernel.partial/.complete"
   mv "$LAB/kernel.partial" "$LAB/kernel"
@@ -173,7 +181,10 @@ for d in /run /var/lib/bluetooth; do mount -t tmpfs tmpfs $d; done
 touch /.btlab-rw 2>/dev/null || for d in /tmp /var/tmp /root; do mount -t tmpfs tmpfs $d; done
 chmod 700 /var/lib/bluetooth
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-mkdir -p $LAB 2>/dev/null; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 lab $LAB || { echo "GUEST: cannot mount lab share"; busybox poweroff -f; }
+# A guest root other than the host's has the share mounted by the initramfs already (btlab.lab).
+mkdir -p $LAB 2>/dev/null
+grep -q "^lab $LAB 9p " /proc/mounts || mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 lab $LAB \
+  || { echo "GUEST: cannot mount lab share"; busybox poweroff -f; }
 i=0; for d in $(echo "$BTLAB_RW" | tr ':' ' '); do
   mkdir -p $d 2>/dev/null; mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 rw$i $d || echo "GUEST: cannot mount $d"; i=$((i+1)); done
 OUT=$LAB/out; mkdir -p $OUT

@@ -58,6 +58,8 @@ def derived_rpis(agent):
     return rpis
 
 agents = {"a": "hci0", "b": "hci1"}
+if os.path.exists(f"{out}/stack"):
+    print(f"  stack: {open(f'{out}/stack').read().strip()}")
 # The lab's phones and crowd (phones.py): one line per advertisement.
 phones = [json.loads(line) for line in open(f"{out}/phones.jsonl")] if os.path.exists(f"{out}/phones.jsonl") else []
 phone_rpis = {p["rpi"] for p in phones if p["wellFormed"]}

@@ -1,4 +1,4 @@
-# cached-root.sh, sourced by scripts/trixie-root.sh and lab/arm64-root.sh (bash): what their cached
+# cached-root.sh, sourced by scripts/trixie-root.sh and lab/trixie-guest.sh (bash): what their cached
 # Debian roots share.
 
 # install_missing NAME ROOT LOG PACKAGE...: a root cached before a package joined its list gets it
