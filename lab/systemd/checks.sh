@@ -72,6 +72,9 @@ check no-toolchain "no swift on PATH, no libswiftCore.so for the loader ($(wc -l
 
 install_command=$(cat "$SD/install-command")  # dpkg -i, or apt-get install (lab/service-lab.sh's INSTALL)
 step "$install_command"
+# The guest's root is the host's: what an enagent the host runs (or a stray test) keeps there is
+# not this installation's (a database root had made once kept the package's daemon from starting).
+rm -rf /etc/enagent /var/lib/enagent /var/lib/enagent-detect /var/cache/enagent-detect
 # man-db's trigger would rebuild the whole index of the host's pages, minutes in the emulated guest.
 rm -f /var/lib/man-db/auto-update  # man-db/auto-update false
 $install_command "$SD/enagent.deb" > "$OUT/dpkg.log" 2>&1; dpkg_rc=$?
