@@ -5,6 +5,7 @@ import ENBlueZ
 import ENBus
 import ENCore
 import ENKeyFiles
+import ENRadio
 import ENStore
 import FoundationEssentials
 import Glibc
@@ -44,7 +45,7 @@ final class Daemon: Sendable {
         var recheckTimer: (any DispatchSourceTimer)?
         var radioAgent: RadioAgent?
         var subscriptions = [SignalSubscription]()
-        var managementWatch: ManagementEventWatch?
+        var managementWatch: (any ManagementWatch)?
         /// systemd-logind's delay lock on sleep, held while the radio runs.
         var sleepInhibitor: SleepInhibitor?
         var clockTrusted = false
@@ -397,7 +398,7 @@ final class Daemon: Sendable {
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         // A scan that a pause for the advertisement could not resume is started anew, as after a return.
-        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapter: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, passiveScan: radioSettings.passiveScan, store: store, logger: logger,
+        let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, passiveScan: radioSettings.passiveScan, store: store, logger: logger,
                                onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.my.radioAgent?.radioReturned() } })
         do {
             let adapter = BlueZRadio.identity(of: try bluez.adapter())
