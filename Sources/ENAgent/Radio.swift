@@ -55,12 +55,18 @@ public struct RadioSchedule: Sendable, Equatable {
 public struct RadioState: Sendable, Equatable {
     public var advertising = false
     public var scanning = false
-    /// Why it cannot, when it cannot.
-    public var problem: RadioProblem?
+    /// Why it cannot, when it cannot: the status it makes.
+    public var problem: AgentStatus? {
+        didSet { if problem != .waitingForInterval { advertisingResumesAt = nil } }
+    }
+    /// When the next fresh identifier may go on the air (unix time), while the problem is
+    /// `waitingForInterval`: the current interval's identifier was on the air already.
+    public var advertisingResumesAt: Int64?
 
-    public init(advertising: Bool = false, scanning: Bool = false, problem: RadioProblem? = nil) {
+    public init(advertising: Bool = false, scanning: Bool = false, problem: AgentStatus? = nil, advertisingResumesAt: Int64? = nil) {
         self.advertising = advertising
         self.scanning = scanning
         self.problem = problem
+        self.advertisingResumesAt = advertisingResumesAt
     }
 }

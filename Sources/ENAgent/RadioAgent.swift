@@ -224,7 +224,7 @@ public final class RadioAgent: Sendable {
     /// or another program added an advertisement to a legacy adapter, whose set the kernel then
     /// lends in turns, from a new address each turn. The rotation tries every second until the
     /// adapter is fit again (a new RPI then).
-    public func adapterUnfitForAdvertising(_ problem: RadioProblem, because reason: String) {
+    public func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {
         async { [self] in
             guard my.running, state.advertising else { return }
             stopAdvertising()
@@ -241,7 +241,7 @@ public final class RadioAgent: Sendable {
 
     /// What a radio error means for the agent's status: anything but a known problem (bluetoothd
     /// missing from the bus, say) counts as Bluetooth being off.
-    static func problem(of error: any Error) -> RadioProblem {
+    static func problem(of error: any Error) -> AgentStatus {
         (error as? any RadioProblemError)?.problem ?? .bluetoothOff
     }
 
@@ -279,7 +279,8 @@ public final class RadioAgent: Sendable {
     private func waitForLaterInterval(until time: Int64, because reason: String) {
         if state.advertising { stopAdvertising() }
         state.advertising = false
-        state.problem = .identifierUsed(until: time)
+        state.problem = .waitingForInterval
+        state.advertisingResumesAt = time
         logger.notice("not advertising until \(time) (unix time): \(reason)")
     }
 
@@ -417,10 +418,7 @@ public final class RadioAgent: Sendable {
             state.scanning = true
             my.lastScanRefusal = nil
             // A scan clears the radio's problems, not those that keep the agent from advertising.
-            switch state.problem {
-            case .identifierUsed?, .lastIntervalUnknown?, .adapterConnectable?, .adapterShared?: break
-            default: state.problem = my.storeFailing ? .storeUnwritable : nil
-            }
+            if state.problem?.entry.scansThrough != true { state.problem = my.storeFailing ? .storeUnwritable : nil }
         } catch {
             state.scanning = false
             state.problem = Self.problem(of: error)

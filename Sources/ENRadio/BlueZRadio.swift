@@ -57,7 +57,7 @@ public final class BlueZRadio: Radio {
             }
         }
 
-        public var problem: RadioProblem {
+        public var problem: AgentStatus {
             switch self {
             case .noAdapter, .cannotAdvertise: return .noAdapter
             case .poweredOff, .blocked: return .bluetoothOff

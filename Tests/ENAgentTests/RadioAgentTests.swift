@@ -25,7 +25,7 @@ final class RecordingRadio: Radio {
 
     struct Refusal: Error {}
     /// What BlueZRadio throws for an adapter that is connectable.
-    struct Connectable: RadioProblemError { var problem: RadioProblem { .adapterConnectable } }
+    struct Connectable: RadioProblemError { var problem: AgentStatus { .adapterConnectable } }
     /// Whether the adapter is connectable now (advertisements are refused).
     private let connectable = Mutex(false)
 
@@ -228,7 +228,7 @@ final class UnreadableSettings: RadioAgentStore {
         agent.clockStepped()
         Thread.sleep(forTimeInterval: 0.1)
         #expect(radio.log.last == "stopAdvertising")
-        #expect(states.last?.problem == .identifierUsed(until: onAir.unixSeconds + 600))
+        #expect(states.last?.problem == .waitingForInterval && states.last?.advertisingResumesAt == onAir.unixSeconds + 600)
 
         clock.step(by: 365 * 86_400)
         agent.clockStepped()
@@ -364,11 +364,11 @@ final class UnreadableSettings: RadioAgentStore {
         stepped.stop()
         #expect(!radio.log.contains("advertise"), "no identifier goes out under an earlier time")
         #expect(radio.log.contains("startScanning"), "it scans on")
-        #expect(whileStepped?.problem == .identifierUsed(until: onAir.unixSeconds + 600),
+        #expect(whileStepped?.problem == .waitingForInterval && whileStepped?.advertisingResumesAt == onAir.unixSeconds + 600,
                 "the status says until when, also once it scans")
         #expect(try store.temporaryExposureKeys(validAfter: 0) == keysBefore, "no second key for the day that has one")
         #expect(AgentStatus.of(consent: ConsentEvent(granted: true, recordedAt: 0), pausedUntil: nil, now: clock.now, clockTrusted: true,
-                               radioProblem: .identifierUsed(until: 0)) == .waitingForInterval)
+                               radioProblem: .waitingForInterval) == .waitingForInterval)
 
         clock.step(by: 365 * 86_400)
         let later = RecordingRadio()
