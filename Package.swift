@@ -88,6 +88,7 @@ let package = Package(
         .testTarget(name: "ENSystemdTests", dependencies: ["ENSystemd", "TestSupport"]),
         .testTarget(name: "ENSQLiteTests", dependencies: ["ENSQLite", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "ENSQLite", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENRadioTests", dependencies: ["ENRadio", "ENAgent", "ENBlueZ", "ENBus", "ENCore", "ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "ENKeyFileWriter", "TestSupport", "ENSystemd"]),
         .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENRadio", "ENAPI", "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "TestSupport", "ENSystemd"]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENKeyFileWriter", "ENBus", "ENAgent", "TestSupport", "CENKernel"],

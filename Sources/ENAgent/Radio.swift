@@ -15,6 +15,15 @@ public protocol Radio: AnyObject, Sendable {
     func stopScanning() throws
 }
 
+/// What a radio tells the agent as it happens (`RadioAgent`; a recorder in tests).
+public protocol RadioListener: AnyObject, Sendable {
+    func report(_ report: RadioReport)
+    func radioLost()
+    func radioReturned()
+    func advertisementRemoved()
+    func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String)
+}
+
 /// One reception of EN service data, as the radio passes it on.
 public struct RadioReport: Sendable, Equatable {
     public var serviceData: [UInt8]

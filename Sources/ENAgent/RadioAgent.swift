@@ -7,7 +7,7 @@ import ENSystemd
 ///
 /// Runs on its own serial queue; `report(_:)` may be called from any thread. Its mutable state
 /// and the key schedule live in `onQueue`, bound to that queue.
-public final class RadioAgent: Sendable {
+public final class RadioAgent: RadioListener {
     private let queue: DispatchQueue
     private let radio: any Radio
     private let store: any RadioAgentStore

@@ -495,7 +495,7 @@ public final class BlueZRadio: Radio {
     /// monitor removed by another program (bluetoothd removes them all when it starts). Without
     /// the watch (no management socket) the next rotation finds a connectable adapter, and the
     /// scan is bluetoothd's discovery.
-    public func watchManagement(for agent: RadioAgent, logger: Logger) -> (any ManagementWatch)? {
+    public func watchManagement(for agent: any RadioListener, logger: Logger) -> (any ManagementWatch)? {
         do {
             return try management.watchEvents(on: DispatchQueue(label: "enagent.management-events")) { [self] event in
                 switch event {
@@ -558,7 +558,7 @@ public final class BlueZRadio: Radio {
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
     /// that the radio comes back by itself after either goes away.
-    public func follow(for agent: RadioAgent, logger: Logger) throws -> [SignalSubscription] {
+    public func follow(for agent: any RadioListener, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
             // A passive scan's reports arrive as management events; bluetoothd passes them on too.
             guard scanMode == .active, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
