@@ -116,9 +116,9 @@ public final class BlueZRadio: Radio {
         var monitorNote: String?
         /// The adapter whose passive scan is starting (its monitor being added).
         var scanStarting: Adapter?
-        /// Removals of instances this radio asked for whose Advertising Removed event has not been
-        /// heard yet, by "CONTROLLER INSTANCE": the watch tells them from another program's.
-        var ownRemovals = [String: Int]()
+        /// This radio's removals and empty stand-ins whose Advertising Removed or Added the watch
+        /// has not heard yet: it tells them from another program's.
+        var ownRemovals = OwnEvents(), ownAdditions = OwnEvents()
         /// The empty instances this radio left in place of its own on adapters that were off
         /// (`remove`), by adapter: its own, to be removed once the adapter is up.
         var standIns = [String: Set<UInt8>]()
@@ -127,6 +127,9 @@ public final class BlueZRadio: Radio {
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
         var lastFound: AdapterIdentity?
+        /// Controllers that turned connectable while this radio had no advertisement on them (it
+        /// was adding one): `advertise` looks once it has.
+        var connectableHeard = Set<UInt16>()
     }
 
     /// An adapter as sightings and the status name it.
@@ -204,14 +207,36 @@ public final class BlueZRadio: Radio {
     public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
-        let previous = state.withLock { state in defer { state.advertisement = nil }; return state.advertisement }
-        if let previous, previous.adapter.name != adapter.name { try remove(previous.instance, from: previous.adapter) }
+        let previous = state.withLock { state in
+            state.connectableHeard.remove(controller)
+            defer { state.advertisement = nil }
+            return state.advertisement
+        }
+        // The previous advertisement stays this radio's to withdraw until it is removed: a failure
+        // before then (the adapter switched off in the middle) leaves it in the kernel, which
+        // enables it again at power-on, from a new address.
+        var held = previous
+        do {
+            try advertise(serviceData, on: adapter, controller: controller, replacing: previous, held: &held)
+        } catch {
+            if let held { state.withLock { if $0.advertisement == nil { $0.advertisement = held } } }
+            throw error
+        }
+    }
+
+    private func advertise(_ serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16, replacing previous: Advertisement?,
+                           held: inout Advertisement?) throws {
+        if let previous, previous.adapter.name != adapter.name {
+            try remove(previous.instance, from: previous.adapter)
+            held = nil
+        }
         let settings = try management.send(ReadControllerInformation(), controller: controller)
         guard !settings.contains(.connectable) else {
             // The kernel re-programs the advertisement on the air when the adapter turns connectable:
             // on a legacy controller the last RPI goes on in ADV_IND from the adapter's own address.
             // It must not stay there (nor past its interval), so it goes before the agent waits.
             if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
+            held = nil
             throw Failure.connectable(adapter.name)
         }
         let features = try management.send(ReadAdvertisingFeatures(), controller: controller)
@@ -219,17 +244,27 @@ public final class BlueZRadio: Radio {
         let kept = previous.flatMap { $0.adapter.name == adapter.name ? $0.instance : nil }
         // A run killed with SIGKILL left its instance: it goes first.
         let own = try kept ?? rememberedInstance(on: adapter)
-        if kept == nil, let own { _ = try removeUnlessStuck(own, from: adapter) }
+        // The kernel's list as this call leaves it: what it removes, and what the survey releases, is gone.
+        var listed = Set(features.instances)
+        if kept == nil, let own {
+            _ = try removeUnlessStuck(own, from: adapter)
+            listed.remove(own)
+        }
         // Empty stand-ins left while the adapter was off (instances held to find a free one, when
         // it went off meanwhile) go next: on a legacy controller they would take turns with ours.
-        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { features.instances.contains($0) && $0 != own }
-        for standIn in standIns.sorted() { _ = try removeUnlessStuck(standIn, from: adapter) }
+        // Listed or not: the kernel's list hides instances numbered above the count.
+        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { $0 != own }
+        for standIn in standIns.sorted() {
+            _ = try removeUnlessStuck(standIn, from: adapter)
+            listed.remove(standIn)
+        }
         // A legacy controller has one advertising set, which the kernel lends to each instance in
         // turn, 2 s each, with a new random address every turn: beside another program's, the
         // identifier would go out from several addresses. The agent steps aside until it is alone
         // (and asks no more of the kernel than these two reads a second meanwhile).
         if legacy && features.instances.contains(where: { $0 != own && !standIns.contains($0) }) {
             if let kept { try pausingScan(on: adapter, if: true) { try withdraw(kept, from: adapter) } }
+            held = nil
             throw Failure.shared(adapter.name)
         }
         // Else the highest instance that no other program holds, which the kernel's list may not show.
@@ -239,11 +274,14 @@ public final class BlueZRadio: Radio {
         } else {
             guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
             instance = free
+            listed.remove(free)
         }
         try pausingScan(on: adapter, if: legacy) {
             // A fresh instance, so the kernel gives it a fresh non-resolvable address.
-            if features.instances.contains(instance) {
-                if try !removeUnlessStuck(instance, from: adapter) {
+            if listed.contains(instance) {
+                let removed = try removeUnlessStuck(instance, from: adapter)
+                if instance == kept { held = nil }
+                if !removed {
                     guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
                     instance = free
                 }
@@ -254,7 +292,17 @@ public final class BlueZRadio: Radio {
                 instance: instance, flags: [.useInterval],
                 interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
                 transmitPower: 0), controller: controller)
-            state.withLock { $0.advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy) }
+            // The adapter may have turned connectable since its settings were read: the watch,
+            // which had no advertisement to take off then, noted it.
+            let turnedConnectable = state.withLock { state in
+                state.advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy)
+                return state.connectableHeard.contains(controller)
+            }
+            if turnedConnectable {
+                try withdraw(instance, from: adapter)
+                state.withLock { $0.advertisement = nil }
+                throw Failure.connectable(adapter.name)
+            }
             // 127 means the controller did not say (no extended advertising).
             let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
             try management.send(AddExtendedAdvertisingData(
@@ -362,19 +410,23 @@ public final class BlueZRadio: Radio {
         guard let controller = adapter.index else { return .gone }
         // Counted before it is sent: the kernel sends the event before its answer.
         let key = "\(controller) \(instance)"
-        state.withLock { $0.ownRemovals[key, default: 0] += 1 }
+        state.withLock { $0.ownRemovals.expect(key) }
         do throws(ManagementError) { _ = try management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
-            state.withLock { $0.ownRemovals[key, default: 1] -= 1 }
+            state.withLock { $0.ownRemovals.cancel(key) }
             // A controller that is off cannot remove an instance (the kernel queues nothing while
             // it is down), and at power-on it enables the instance again from a new address: the
             // old RPI would go out from a second one. Add Advertising replaces it while off, with
             // no data and no timeout (the kernel refuses a timeout while the controller is off);
             // the agent's next advertisement takes the same instance and removes it first.
-            try management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller)
+            state.withLock { $0.ownAdditions.expect(key) }
+            do throws(ManagementError) { try management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller) } catch {
+                state.withLock { $0.ownAdditions.cancel(key) }
+                throw error
+            }
             state.withLock { _ = $0.standIns[adapter.name, default: []].insert(instance) }
             return .emptyStandIn
         } catch {
-            state.withLock { $0.ownRemovals[key, default: 1] -= 1 }
+            state.withLock { $0.ownRemovals.cancel(key) }
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
         state.withLock { _ = $0.standIns[adapter.name]?.remove(instance) }
@@ -500,11 +552,18 @@ public final class BlueZRadio: Radio {
             return try management.watchEvents(on: DispatchQueue(label: "enagent.management-events")) { [self] event in
                 switch event {
                 case .newSettings(let controller, let settings):
-                    guard settings.contains(.connectable), state.withLock({ $0.advertisement?.adapter.index }) == controller else { return }
+                    guard settings.contains(.connectable), state.withLock({ state in
+                        guard state.advertisement?.adapter.index == controller else {
+                            state.connectableHeard.insert(controller)
+                            return false
+                        }
+                        return true
+                    }) else { return }
                     agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci\(controller) turned connectable")
                 case .advertisingAdded(let controller, let instance):
                     // Not the agent's own: while it adds its instance (or holds others to find a free one) it has none.
                     guard state.withLock({ state in
+                        guard !state.ownAdditions.consume("\(controller) \(instance)") else { return false }
                         guard let own = state.advertisement, own.legacy, own.adapter.index == controller, own.instance != instance else { return false }
                         state.advertisement?.followedByAnother = true
                         return true
@@ -516,11 +575,7 @@ public final class BlueZRadio: Radio {
                     agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name, adapterAddress: adapterInUse?.address))
                 case .advertisingRemoved(let controller, let instance):
                     let foreign = state.withLock { state in
-                        let key = "\(controller) \(instance)"
-                        if let pending = state.ownRemovals[key], pending > 0 {
-                            state.ownRemovals[key] = pending == 1 ? nil : pending - 1
-                            return false
-                        }
+                        guard !state.ownRemovals.consume("\(controller) \(instance)") else { return false }
                         guard let own = state.advertisement, own.adapter.index == controller, own.instance == instance else { return false }
                         state.advertisement = nil
                         return true
@@ -576,5 +631,26 @@ public final class BlueZRadio: Radio {
             if !available { agent.radioLost() }
             agent.radioReturned()
         }
+    }
+}
+
+/// Events the kernel sends of this radio's own commands, which the watch hears too (the kernel
+/// tells every socket but the sender's), by "CONTROLLER INSTANCE": counted before each command
+/// is sent, since the kernel sends the event before its answer.
+struct OwnEvents {
+    private var pending = [String: Int]()
+
+    mutating func expect(_ key: String) { pending[key, default: 0] += 1 }
+
+    /// The command failed, so no event comes (or the watch took another program's for it).
+    mutating func cancel(_ key: String) {
+        if let count = pending[key] { pending[key] = count > 1 ? count - 1 : nil }
+    }
+
+    /// Whether an event heard is one expected, which it then no longer is.
+    mutating func consume(_ key: String) -> Bool {
+        guard pending[key] != nil else { return false }
+        cancel(key)
+        return true
     }
 }

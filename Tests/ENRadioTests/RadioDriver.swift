@@ -22,12 +22,13 @@ final class RadioDriver {
     private(set) var advertised = [[UInt8]]()
     private var generator: SeededGenerator
 
-    init(kernel: KernelModel, seed: UInt64 = 1) {
+    /// `store` is the agent's database, which a restarted agent (a new driver) finds as it was.
+    init(kernel: KernelModel, store: MemorySettings = MemorySettings(), seed: UInt64 = 1) {
         self.kernel = kernel
         bluetoothd = BluetoothdModel(kernel: kernel)
         generator = SeededGenerator(seed: seed)
         let kernel = kernel
-        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, passiveScan: false, store: MemorySettings(),
+        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, passiveScan: false, store: store,
                            logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, onScanStopped: {})
         watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
     }
