@@ -52,6 +52,9 @@ public final class RadioAgent: RadioListener {
         /// (`logRefusal`).
         var lastRefusal: String?
         var lastScanRefusal: String?
+        /// What held the advertisement back (waiting for an interval, say) when a scan failure
+        /// took over the status: the status again once a scan works, unless a rotation came since.
+        var heldBack: (problem: AgentStatus, resumesAt: Int64?)?
         var state = RadioState()
     }
 
@@ -311,6 +314,7 @@ public final class RadioAgent: RadioListener {
     }
 
     private func rotate() {
+        my.heldBack = nil
         guard readAdvertisedInterval() else { return scheduleRotation(in: Self.storeRetrySeconds) }
         let now = clock.now
         // No later than the start of the next TEK, which brings a new identifier at once.
@@ -418,9 +422,18 @@ public final class RadioAgent: RadioListener {
             state.scanning = true
             my.lastScanRefusal = nil
             // A scan clears the radio's problems, not those that keep the agent from advertising.
-            if state.problem?.entry.scansThrough != true { state.problem = my.storeFailing ? .storeUnwritable : nil }
+            if state.problem?.entry.scansThrough != true {
+                if let heldBack = my.heldBack {
+                    state.problem = heldBack.problem
+                    state.advertisingResumesAt = heldBack.resumesAt
+                } else {
+                    state.problem = my.storeFailing ? .storeUnwritable : nil
+                }
+            }
+            my.heldBack = nil
         } catch {
             state.scanning = false
+            if let problem = state.problem, problem.entry.scansThrough { my.heldBack = (problem, state.advertisingResumesAt) }
             state.problem = Self.problem(of: error)
             logRefusal(error, cannot: "scan", last: \.lastScanRefusal)
             my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }

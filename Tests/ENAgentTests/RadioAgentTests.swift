@@ -30,6 +30,9 @@ final class RecordingRadio: Radio {
     private let connectable = Mutex(false)
 
     func refuseNext(_ count: Int) { refusals.withLock { $0 = count } }
+    /// Scans still to refuse before starting again (bluetoothd restarting).
+    private let scanRefusals = Mutex(0)
+    func refuseNextScans(_ count: Int) { scanRefusals.withLock { $0 = count } }
     func turnConnectable(_ on: Bool) { connectable.withLock { $0 = on } }
 
     func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
@@ -44,7 +47,10 @@ final class RecordingRadio: Radio {
         advertised.withLock { $0.append(data) }
     }
     func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
-    func startScanning() throws { calls.withLock { $0.append("startScanning") } }
+    func startScanning() throws {
+        calls.withLock { $0.append("startScanning") }
+        if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
+    }
     func stopScanning() { calls.withLock { $0.append("stopScanning") } }
 
     var log: [String] { calls.withLock { $0 } }
@@ -207,6 +213,30 @@ final class UnreadableSettings: RadioAgentStore {
         let next = ENIntervalNumber(interval.rawValue + 1)
         let expected = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: current.keyData), interval: next).bytes
         #expect(nextInterval.serviceData.first.map { Array($0.prefix(16)) } == expected)
+    }
+
+    /// Issue 40: a scan refused once while the agent waits for a later interval makes the status
+    /// bluetooth-off for that moment, and the next scan makes it waiting-for-interval again, not
+    /// active while nothing is advertised.
+    @Test func aPassingScanFailureKeepsTheWaitForALaterInterval() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let states = StateLog()
+        let agent = try agent(radio, store: store, states: states)
+        agent.start()
+        let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        clock.step(by: -86_400)
+        agent.clockStepped()
+        radio.refuseNextScans(1)
+        agent.radioReturned()
+        let deadline = Date().addingTimeInterval(5)
+        while radio.log.filter({ $0 == "startScanning" }).count < 3 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 3, "the refused scan is retried")
+        agent.stop()
+        let beforeStop = try #require(states.all.dropLast().last)
+        #expect(states.all.contains { $0.problem == .bluetoothOff }, "the refusal showed")
+        #expect(beforeStop.problem == .waitingForInterval && beforeStop.advertisingResumesAt == onAir.unixSeconds + 600 && !beforeStop.advertising)
     }
 
     /// Told of a clock step, a running agent acts at once, not at its next rotation (minutes
