@@ -215,15 +215,20 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(nextInterval.serviceData.first.map { Array($0.prefix(16)) } == expected)
     }
 
+    /// An agent started on a new database, with its radio and the states it reported.
+    func startedAgent() throws -> (RadioAgent, RecordingRadio, StateLog, AgentStore) {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(), states = StateLog()
+        let agent = try agent(radio, store: store, states: states)
+        agent.start()
+        return (agent, radio, states, store)
+    }
+
     /// Issue 40: a scan refused once while the agent waits for a later interval makes the status
     /// bluetooth-off for that moment, and the next scan makes it waiting-for-interval again, not
     /// active while nothing is advertised.
     @Test func aPassingScanFailureKeepsTheWaitForALaterInterval() throws {
-        let store = try AgentStore(path: directory.file("enagent.db"))
-        let radio = RecordingRadio()
-        let states = StateLog()
-        let agent = try agent(radio, store: store, states: states)
-        agent.start()
+        let (agent, radio, states, _) = try startedAgent()
         let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
         clock.step(by: -86_400)
         agent.clockStepped()
@@ -243,11 +248,7 @@ final class UnreadableSettings: RadioAgentStore {
     /// away): stepped back a day it stops advertising and says until when; stepped forward a year
     /// it advertises the new day's identifier; a step within the interval on the air changes nothing.
     @Test func aClockStepActsAtOnce() throws {
-        let store = try AgentStore(path: directory.file("enagent.db"))
-        let radio = RecordingRadio()
-        let states = StateLog()
-        let agent = try agent(radio, store: store, states: states)
-        agent.start()
+        let (agent, radio, states, store) = try startedAgent()
         let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
         clock.step(by: 200)
         agent.clockStepped()
