@@ -60,9 +60,13 @@ let package = Package(
             "ENCore", "ENKeyFiles", "ENStore", "ENSystemd",
         ]),
 
+        // Layer 6: the radio's decisions (instances, stand-ins, stepping aside, scans, recovery)
+        // against the kernel's management interface and bluetoothd's adapters, both injected.
+        .target(name: "ENRadio", dependencies: ["ENCore", "ENStore", "ENAgent", "ENBus", "ENBlueZ", "ENSystemd"]),
+
         // Layer 7: executables.
         .executableTarget(name: "enagentd", dependencies: [
-            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENBus", "ENAPI", "ENBlueZ", "ENSystemd", "CENKernel",
+            "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENRadio", "ENBus", "ENAPI", "ENBlueZ", "ENSystemd", "CENKernel",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
@@ -84,8 +88,9 @@ let package = Package(
         .testTarget(name: "ENSystemdTests", dependencies: ["ENSystemd", "TestSupport"]),
         .testTarget(name: "ENSQLiteTests", dependencies: ["ENSQLite", "TestSupport"]),
         .testTarget(name: "ENStoreTests", dependencies: ["ENStore", "ENSQLite", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ENRadioTests", dependencies: ["ENRadio", "ENAgent", "ENBlueZ", "ENBus", "ENCore", "ENStore", "TestSupport"]),
         .testTarget(name: "ENAgentTests", dependencies: ["ENAgent", "ENKeyFileWriter", "TestSupport", "ENSystemd"]),
-        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENAPI", "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "TestSupport", "ENSystemd"]),
+        .testTarget(name: "EnagentdTests", dependencies: ["enagentd", "ENAgent", "ENRadio", "ENAPI", "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "TestSupport", "ENSystemd"]),
         .testTarget(name: "CommandTests", dependencies: ["ENStore", "ENKeyFiles", "ENKeyFileWriter", "ENBus", "ENAgent", "TestSupport", "CENKernel"],
                     exclude: ["Servers"]),
         // Fuzzers (make fuzz)

@@ -15,6 +15,15 @@ public protocol Radio: AnyObject, Sendable {
     func stopScanning() throws
 }
 
+/// What a radio tells the agent as it happens (`RadioAgent`; a recorder in tests).
+public protocol RadioListener: AnyObject, Sendable {
+    func report(_ report: RadioReport)
+    func radioLost()
+    func radioReturned()
+    func advertisementRemoved()
+    func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String)
+}
+
 /// One reception of EN service data, as the radio passes it on.
 public struct RadioReport: Sendable, Equatable {
     public var serviceData: [UInt8]
@@ -55,12 +64,18 @@ public struct RadioSchedule: Sendable, Equatable {
 public struct RadioState: Sendable, Equatable {
     public var advertising = false
     public var scanning = false
-    /// Why it cannot, when it cannot.
-    public var problem: RadioProblem?
+    /// Why it cannot, when it cannot: the status it makes.
+    public var problem: AgentStatus? {
+        didSet { if problem != .waitingForInterval { advertisingResumesAt = nil } }
+    }
+    /// When the next fresh identifier may go on the air (unix time), while the problem is
+    /// `waitingForInterval`: the current interval's identifier was on the air already.
+    public var advertisingResumesAt: Int64?
 
-    public init(advertising: Bool = false, scanning: Bool = false, problem: RadioProblem? = nil) {
+    public init(advertising: Bool = false, scanning: Bool = false, problem: AgentStatus? = nil, advertisingResumesAt: Int64? = nil) {
         self.advertising = advertising
         self.scanning = scanning
         self.problem = problem
+        self.advertisingResumesAt = advertisingResumesAt
     }
 }

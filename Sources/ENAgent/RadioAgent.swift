@@ -7,7 +7,7 @@ import ENSystemd
 ///
 /// Runs on its own serial queue; `report(_:)` may be called from any thread. Its mutable state
 /// and the key schedule live in `onQueue`, bound to that queue.
-public final class RadioAgent: Sendable {
+public final class RadioAgent: RadioListener {
     private let queue: DispatchQueue
     private let radio: any Radio
     private let store: any RadioAgentStore
@@ -52,6 +52,9 @@ public final class RadioAgent: Sendable {
         /// (`logRefusal`).
         var lastRefusal: String?
         var lastScanRefusal: String?
+        /// What held the advertisement back (waiting for an interval, say) when a scan failure
+        /// took over the status: the status again once a scan works, unless a rotation came since.
+        var heldBack: (problem: AgentStatus, resumesAt: Int64?)?
         var state = RadioState()
     }
 
@@ -224,7 +227,7 @@ public final class RadioAgent: Sendable {
     /// or another program added an advertisement to a legacy adapter, whose set the kernel then
     /// lends in turns, from a new address each turn. The rotation tries every second until the
     /// adapter is fit again (a new RPI then).
-    public func adapterUnfitForAdvertising(_ problem: RadioProblem, because reason: String) {
+    public func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {
         async { [self] in
             guard my.running, state.advertising else { return }
             stopAdvertising()
@@ -241,7 +244,7 @@ public final class RadioAgent: Sendable {
 
     /// What a radio error means for the agent's status: anything but a known problem (bluetoothd
     /// missing from the bus, say) counts as Bluetooth being off.
-    static func problem(of error: any Error) -> RadioProblem {
+    static func problem(of error: any Error) -> AgentStatus {
         (error as? any RadioProblemError)?.problem ?? .bluetoothOff
     }
 
@@ -279,7 +282,8 @@ public final class RadioAgent: Sendable {
     private func waitForLaterInterval(until time: Int64, because reason: String) {
         if state.advertising { stopAdvertising() }
         state.advertising = false
-        state.problem = .identifierUsed(until: time)
+        state.problem = .waitingForInterval
+        state.advertisingResumesAt = time
         logger.notice("not advertising until \(time) (unix time): \(reason)")
     }
 
@@ -310,6 +314,7 @@ public final class RadioAgent: Sendable {
     }
 
     private func rotate() {
+        my.heldBack = nil
         guard readAdvertisedInterval() else { return scheduleRotation(in: Self.storeRetrySeconds) }
         let now = clock.now
         // No later than the start of the next TEK, which brings a new identifier at once.
@@ -417,12 +422,18 @@ public final class RadioAgent: Sendable {
             state.scanning = true
             my.lastScanRefusal = nil
             // A scan clears the radio's problems, not those that keep the agent from advertising.
-            switch state.problem {
-            case .identifierUsed?, .lastIntervalUnknown?, .adapterConnectable?, .adapterShared?: break
-            default: state.problem = my.storeFailing ? .storeUnwritable : nil
+            if state.problem?.entry.scansThrough != true {
+                if let heldBack = my.heldBack {
+                    state.problem = heldBack.problem
+                    state.advertisingResumesAt = heldBack.resumesAt
+                } else {
+                    state.problem = my.storeFailing ? .storeUnwritable : nil
+                }
             }
+            my.heldBack = nil
         } catch {
             state.scanning = false
+            if let problem = state.problem, problem.entry.scansThrough { my.heldBack = (problem, state.advertisingResumesAt) }
             state.problem = Self.problem(of: error)
             logRefusal(error, cannot: "scan", last: \.lastScanRefusal)
             my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }

@@ -23,6 +23,13 @@ public struct Adapter: Equatable, Sendable {
     /// Whether it can advertise (it has LEAdvertisingManager1).
     public var canAdvertise: Bool
 
+    public init(path: String, address: String, powered: Bool, canAdvertise: Bool) {
+        self.path = path
+        self.address = address
+        self.powered = powered
+        self.canAdvertise = canAdvertise
+    }
+
     /// The adapter's name, such as `hci0`.
     public var name: String { String(path.split(separator: "/").last ?? "") }
     /// The kernel's controller index (0 for hci0).

@@ -125,11 +125,11 @@ public final class BlueZClient: Sendable {
 
     /// Calls `handler(true)` when `org.bluez` gets an owner (bluetoothd started or restarted)
     /// and `handler(false)` when it loses it.
-    public func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws(DBusError) -> SignalSubscription {
-        try connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+    public func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws(DBusError) -> [SignalSubscription] {
+        [try connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
                                            member: "NameOwnerChanged", arg0: BlueZ.service)) { message in
             handler(!(message.arguments.dropFirst(2).first?.string ?? "").isEmpty)
-        }
+        }]
     }
 
     /// Calls `handler(true)` when an adapter appears or is powered on, `handler(false)` when one

@@ -5,6 +5,7 @@ import ENBlueZ
 import ENBus
 import ENCore
 import ENKeyFiles
+import ENRadio
 import ENStore
 import FoundationEssentials
 import Glibc
@@ -44,7 +45,7 @@ final class Daemon: Sendable {
         var recheckTimer: (any DispatchSourceTimer)?
         var radioAgent: RadioAgent?
         var subscriptions = [SignalSubscription]()
-        var managementWatch: ManagementEventWatch?
+        var managementWatch: (any ManagementWatch)?
         /// systemd-logind's delay lock on sleep, held while the radio runs.
         var sleepInhibitor: SleepInhibitor?
         var clockTrusted = false
@@ -188,31 +189,9 @@ final class Daemon: Sendable {
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
-        switch status {
-        case .active: return bus == nil ? "active: keeping keys; radio off" : "active: advertising and scanning"
-        case .paused:
-            guard let pauseEnd else { return status.rawValue }
-            return "paused until \(pauseEnd) (unix time)"
-        case .disabled: return "disabled: enable with 'enctl enable'"
-        case .consentRequired: return "consent-required: nothing runs until 'enctl enable'"
-        case .clockUnsynchronised: return "clock-unsynchronised: waiting for the system clock to be set (NTP) before making keys"
-        case .bluetoothOff: return "bluetooth-off: waiting for bluetoothd and a powered adapter"
-        case .noAdapter: return "no-adapter: waiting for \(radioSettings.adapter?.description ?? "an LE adapter")"
-        case .waitingForInterval:
-            guard case .identifierUsed(let until)? = my.radioState.problem else { return status.rawValue }
-            return "waiting-for-interval: scanning; advertising again at \(until) (unix time), when the clock is past every identifier already on the air"
-        case .storeUnreadable:
-            return "store-unreadable: cannot read consent and pause from the database (\(my.storeReadError ?? "no reason given")); "
-                + "the radio stays off until it can, trying again every \(Int(Self.storeRetrySeconds)) s"
-        case .storeUnwritable:
-            return "store-unwritable: cannot write \(store.path) (is the disk full? the journal has the error); scanning into memory, not advertising, resuming by itself"
-        case .lastIntervalUnknown:
-            return "last-interval-unknown: scanning, not advertising: cannot read from \(store.path) which interval's identifier was last on the air (the journal has the error), and without it one could go out twice; trying again by itself"
-        case .adapterConnectable:
-            return "adapter-connectable: scanning, not advertising: \(my.adapterName) is connectable and would send the identifier from its own address (btmgmt --index \(my.adapterName.dropFirst(3)) connectable off)"
-        case .adapterShared:
-            return "adapter-shared: scanning, not advertising: another program advertises on \(my.adapterName), a BT 4.x adapter whose one advertising set the kernel would lend in turns, each from a new address, linking the identifiers ('btmgmt --index \(my.adapterName.dropFirst(3)) advinfo' lists the advertisements; a second adapter for enagentd avoids it)"
-        }
+        status.line(StatusDetails(radioOff: bus == nil, pauseEnd: pauseEnd, adapter: my.adapterName, configuredAdapter: radioSettings.adapter?.description,
+                                  advertisingResumesAt: my.radioState.advertisingResumesAt, storePath: store.path, storeReadError: my.storeReadError,
+                                  storeRetrySeconds: Int(Self.storeRetrySeconds)))
     }
 
     var adapterRssiCorrections: [AdapterRssiCorrection] {
@@ -397,7 +376,7 @@ final class Daemon: Sendable {
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
         // A scan that a pause for the advertisement could not resume is started anew, as after a return.
-        let bluez = BlueZRadio(client: BlueZClient(connection: bus), adapter: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, passiveScan: radioSettings.passiveScan, store: store, logger: logger,
+        let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, passiveScan: radioSettings.passiveScan, store: store, logger: logger,
                                onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.my.radioAgent?.radioReturned() } })
         do {
             let adapter = BlueZRadio.identity(of: try bluez.adapter())

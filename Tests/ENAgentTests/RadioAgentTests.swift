@@ -25,11 +25,14 @@ final class RecordingRadio: Radio {
 
     struct Refusal: Error {}
     /// What BlueZRadio throws for an adapter that is connectable.
-    struct Connectable: RadioProblemError { var problem: RadioProblem { .adapterConnectable } }
+    struct Connectable: RadioProblemError { var problem: AgentStatus { .adapterConnectable } }
     /// Whether the adapter is connectable now (advertisements are refused).
     private let connectable = Mutex(false)
 
     func refuseNext(_ count: Int) { refusals.withLock { $0 = count } }
+    /// Scans still to refuse before starting again (bluetoothd restarting).
+    private let scanRefusals = Mutex(0)
+    func refuseNextScans(_ count: Int) { scanRefusals.withLock { $0 = count } }
     func turnConnectable(_ on: Bool) { connectable.withLock { $0 = on } }
 
     func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
@@ -44,7 +47,10 @@ final class RecordingRadio: Radio {
         advertised.withLock { $0.append(data) }
     }
     func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
-    func startScanning() throws { calls.withLock { $0.append("startScanning") } }
+    func startScanning() throws {
+        calls.withLock { $0.append("startScanning") }
+        if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
+    }
     func stopScanning() { calls.withLock { $0.append("stopScanning") } }
 
     var log: [String] { calls.withLock { $0 } }
@@ -209,15 +215,40 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(nextInterval.serviceData.first.map { Array($0.prefix(16)) } == expected)
     }
 
+    /// An agent started on a new database, with its radio and the states it reported.
+    func startedAgent() throws -> (RadioAgent, RecordingRadio, StateLog, AgentStore) {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(), states = StateLog()
+        let agent = try agent(radio, store: store, states: states)
+        agent.start()
+        return (agent, radio, states, store)
+    }
+
+    /// Issue 40: a scan refused once while the agent waits for a later interval makes the status
+    /// bluetooth-off for that moment, and the next scan makes it waiting-for-interval again, not
+    /// active while nothing is advertised.
+    @Test func aPassingScanFailureKeepsTheWaitForALaterInterval() throws {
+        let (agent, radio, states, _) = try startedAgent()
+        let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        clock.step(by: -86_400)
+        agent.clockStepped()
+        radio.refuseNextScans(1)
+        agent.radioReturned()
+        let deadline = Date().addingTimeInterval(5)
+        while radio.log.filter({ $0 == "startScanning" }).count < 3 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 3, "the refused scan is retried")
+        agent.stop()
+        let beforeStop = try #require(states.all.dropLast().last)
+        #expect(states.all.contains { $0.problem == .bluetoothOff }, "the refusal showed")
+        #expect(beforeStop.problem == .waitingForInterval && beforeStop.advertisingResumesAt == onAir.unixSeconds + 600 && !beforeStop.advertising)
+    }
+
     /// Told of a clock step, a running agent acts at once, not at its next rotation (minutes
     /// away): stepped back a day it stops advertising and says until when; stepped forward a year
     /// it advertises the new day's identifier; a step within the interval on the air changes nothing.
     @Test func aClockStepActsAtOnce() throws {
-        let store = try AgentStore(path: directory.file("enagent.db"))
-        let radio = RecordingRadio()
-        let states = StateLog()
-        let agent = try agent(radio, store: store, states: states)
-        agent.start()
+        let (agent, radio, states, store) = try startedAgent()
         let onAir = try #require(ENIntervalNumber(unixSeconds: clock.now))
         clock.step(by: 200)
         agent.clockStepped()
@@ -228,7 +259,7 @@ final class UnreadableSettings: RadioAgentStore {
         agent.clockStepped()
         Thread.sleep(forTimeInterval: 0.1)
         #expect(radio.log.last == "stopAdvertising")
-        #expect(states.last?.problem == .identifierUsed(until: onAir.unixSeconds + 600))
+        #expect(states.last?.problem == .waitingForInterval && states.last?.advertisingResumesAt == onAir.unixSeconds + 600)
 
         clock.step(by: 365 * 86_400)
         agent.clockStepped()
@@ -364,11 +395,11 @@ final class UnreadableSettings: RadioAgentStore {
         stepped.stop()
         #expect(!radio.log.contains("advertise"), "no identifier goes out under an earlier time")
         #expect(radio.log.contains("startScanning"), "it scans on")
-        #expect(whileStepped?.problem == .identifierUsed(until: onAir.unixSeconds + 600),
+        #expect(whileStepped?.problem == .waitingForInterval && whileStepped?.advertisingResumesAt == onAir.unixSeconds + 600,
                 "the status says until when, also once it scans")
         #expect(try store.temporaryExposureKeys(validAfter: 0) == keysBefore, "no second key for the day that has one")
         #expect(AgentStatus.of(consent: ConsentEvent(granted: true, recordedAt: 0), pausedUntil: nil, now: clock.now, clockTrusted: true,
-                               radioProblem: .identifierUsed(until: 0)) == .waitingForInterval)
+                               radioProblem: .waitingForInterval) == .waitingForInterval)
 
         clock.step(by: 365 * 86_400)
         let later = RecordingRadio()

@@ -2,6 +2,7 @@ import ENAgent
 import ENBlueZ
 import ENBus
 import ENCore
+import ENRadio
 import ENStore
 @testable import enagentd
 import Foundation
@@ -60,7 +61,7 @@ import Testing
     }
 
     func radio(on bus: PrivateBus, adapter: String) throws -> BlueZRadio {
-        BlueZRadio(client: BlueZClient(connection: try DBusConnection(address: bus.address)), adapter: AdapterChoice(adapter),
+        BlueZRadio(client: BlueZClient(connection: try DBusConnection(address: bus.address)), management: KernelManagement(), adapter: AdapterChoice(adapter),
                    mayPowerOn: false, passiveScan: false, store: try AgentStore(path: directory.file("enagent.db")),
                    logger: LogCapture().logger(), onScanStopped: {})
     }

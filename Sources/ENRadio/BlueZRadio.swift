@@ -9,7 +9,7 @@ import Glibc
 import Synchronization
 
 /// The agent's radio: the adapter through bluetoothd, the advertisement and the scan through the
-/// kernel's management interface.
+/// kernel's management interface (both injected: enagentd wires the real ones in, tests a model).
 ///
 /// bluetoothd 5.66 cannot send the EN advertisement as the specification has it: it refuses
 /// Flags on a non-connectable (broadcast) advertisement and ignores MinInterval/MaxInterval
@@ -30,8 +30,8 @@ import Synchronization
 /// adapter powers off while the command is queued, and then uses it (an oops in hci_cmd_sync_work
 /// in the lab, at an rfkill block during a scan's start; the Bluetooth stack is dead until a
 /// reboot). A kernel without monitors (before 5.10) gets the discovery in any case.
-final class BlueZRadio: Radio {
-    enum Failure: RadioProblemError, CustomStringConvertible {
+public final class BlueZRadio: Radio {
+    public enum Failure: RadioProblemError, CustomStringConvertible {
         case noAdapter(String?)
         case poweredOff(String)
         case connectable(String)
@@ -39,7 +39,7 @@ final class BlueZRadio: Radio {
         case cannotAdvertise(String)
         case blocked(String, RadioKill)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .noAdapter(let name?): return "BlueZ has no adapter \(name)"
             case .noAdapter(nil): return "BlueZ has no LE adapter"
@@ -57,7 +57,7 @@ final class BlueZRadio: Radio {
             }
         }
 
-        var problem: RadioProblem {
+        public var problem: AgentStatus {
             switch self {
             case .noAdapter, .cannotAdvertise: return .noAdapter
             case .poweredOff, .blocked: return .bluetoothOff
@@ -67,25 +67,28 @@ final class BlueZRadio: Radio {
         }
     }
 
-    private let client: BlueZClient
+    private let client: any BlueZAdapters
+    private let management: any ManagementInterface
+    /// How rfkill blocks an adapter (`RadioKill.block` but in tests).
+    private let killSwitch: @Sendable (_ adapter: String) -> RadioKill?
     /// The adapter configured; nil for the first that can advertise.
     private let configuredAdapter: AdapterChoice?
     private let mayPowerOn: Bool
-    private let store: AgentStore
+    private let store: any RadioAgentStore
     private let onScanStopped: @Sendable () -> Void
     private let logger: Logger
     private let state = Mutex(State())
 
     /// The store's setting that names the instance this agent added last: "ADAPTER INSTANCE".
-    static let instanceSetting = "advertising-instance"
+    public static let instanceSetting = "advertising-instance"
     /// The store's setting that names the monitor of this agent's last scan: "ADAPTER HANDLE".
     /// Written only when it changes (the kernel hands out the lowest free handle, so mostly the
     /// same one): a write per scan was 3 MB an hour on the SD card in the service lab.
-    static let monitorSetting = "scan-monitor"
+    public static let monitorSetting = "scan-monitor"
 
     /// How the radio scans: passively through a kernel advertisement monitor, or, on a kernel
     /// that refuses one, actively through bluetoothd's discovery.
-    enum ScanMode: String, Sendable { case passive, active }
+    public enum ScanMode: String, Sendable { case passive, active }
 
     /// The scan running: on which adapter, and the monitor's handle when it is passive.
     private struct Scan {
@@ -113,9 +116,9 @@ final class BlueZRadio: Radio {
         var monitorNote: String?
         /// The adapter whose passive scan is starting (its monitor being added).
         var scanStarting: Adapter?
-        /// Removals of instances this radio asked for whose Advertising Removed event has not been
-        /// heard yet, by "CONTROLLER INSTANCE": the watch tells them from another program's.
-        var ownRemovals = [String: Int]()
+        /// This radio's removals and empty stand-ins whose Advertising Removed or Added the watch
+        /// has not heard yet: it tells them from another program's.
+        var ownRemovals = OwnEvents(), ownAdditions = OwnEvents()
         /// The empty instances this radio left in place of its own on adapters that were off
         /// (`remove`), by adapter: its own, to be removed once the adapter is up.
         var standIns = [String: Set<UInt8>]()
@@ -124,22 +127,28 @@ final class BlueZRadio: Radio {
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
         var lastFound: AdapterIdentity?
+        /// Controllers that turned connectable while this radio had no advertisement on them (it
+        /// was adding one): `advertise` looks once it has.
+        var connectableHeard = Set<UInt16>()
     }
 
     /// An adapter as sightings and the status name it.
-    struct AdapterIdentity: Equatable {
-        var name: String
+    public struct AdapterIdentity: Equatable, Sendable {
+        public var name: String
         /// Nil when BlueZ gave none that parses.
-        var address: BluetoothAddress?
+        public var address: BluetoothAddress?
     }
 
-    static func identity(of adapter: Adapter) -> AdapterIdentity {
+    public static func identity(of adapter: Adapter) -> AdapterIdentity {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
-    init(client: BlueZClient, adapter: AdapterChoice?, mayPowerOn: Bool, passiveScan: Bool, store: AgentStore, logger: Logger,
-         onScanStopped: @escaping @Sendable () -> Void) {
+    public init(client: any BlueZAdapters, management: any ManagementInterface, adapter: AdapterChoice?, mayPowerOn: Bool, passiveScan: Bool,
+                store: any RadioAgentStore, logger: Logger, killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
+                onScanStopped: @escaping @Sendable () -> Void) {
         self.client = client
+        self.management = management
+        self.killSwitch = killSwitch
         state.withLock { $0.scanMode = passiveScan ? .passive : .active }
         self.logger = logger
         self.onScanStopped = onScanStopped
@@ -149,7 +158,7 @@ final class BlueZRadio: Radio {
     }
 
     /// The configured adapter, else the first that can advertise; powered on when allowed.
-    func adapter() throws -> Adapter {
+    public func adapter() throws -> Adapter {
         let chosen = state.withLock { $0.chosenAdapter }
         let found: Adapter?
         switch configuredAdapter {
@@ -182,7 +191,7 @@ final class BlueZRadio: Radio {
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
             // bluetoothd answers only org.bluez.Error.Failed when asked to power a blocked adapter on.
-            if let kill = RadioKill.block(of: adapter.name) { throw Failure.blocked(adapter.name, kill) }
+            if let kill = killSwitch(adapter.name) { throw Failure.blocked(adapter.name, kill) }
             // At power-on the kernel enables the instances it kept, from new addresses: this
             // agent's goes first (the loss may not have reached the agent yet).
             if let own = state.withLock({ state in state.advertisement.flatMap { $0.adapter.name == adapter.name ? $0 : nil } }) {
@@ -195,35 +204,67 @@ final class BlueZRadio: Radio {
         return adapter
     }
 
-    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
+    public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
-        let previous = state.withLock { state in defer { state.advertisement = nil }; return state.advertisement }
-        if let previous, previous.adapter.name != adapter.name { try remove(previous.instance, from: previous.adapter) }
-        let settings = try Management.send(ReadControllerInformation(), controller: controller)
+        let previous = state.withLock { state in
+            state.connectableHeard.remove(controller)
+            defer { state.advertisement = nil }
+            return state.advertisement
+        }
+        // The previous advertisement stays this radio's to withdraw until it is removed: a failure
+        // before then (the adapter switched off in the middle) leaves it in the kernel, which
+        // enables it again at power-on, from a new address.
+        var held = previous
+        do {
+            try advertise(serviceData, on: adapter, controller: controller, replacing: previous, held: &held)
+        } catch {
+            if let held { state.withLock { if $0.advertisement == nil { $0.advertisement = held } } }
+            throw error
+        }
+    }
+
+    private func advertise(_ serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16, replacing previous: Advertisement?,
+                           held: inout Advertisement?) throws {
+        if let previous, previous.adapter.name != adapter.name {
+            try remove(previous.instance, from: previous.adapter)
+            held = nil
+        }
+        let settings = try management.send(ReadControllerInformation(), controller: controller)
         guard !settings.contains(.connectable) else {
             // The kernel re-programs the advertisement on the air when the adapter turns connectable:
             // on a legacy controller the last RPI goes on in ADV_IND from the adapter's own address.
             // It must not stay there (nor past its interval), so it goes before the agent waits.
             if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
+            held = nil
             throw Failure.connectable(adapter.name)
         }
-        let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
+        let features = try management.send(ReadAdvertisingFeatures(), controller: controller)
         let legacy = !features.hasExtendedAdvertising
         let kept = previous.flatMap { $0.adapter.name == adapter.name ? $0.instance : nil }
         // A run killed with SIGKILL left its instance: it goes first.
         let own = try kept ?? rememberedInstance(on: adapter)
-        if kept == nil, let own { _ = try removeUnlessStuck(own, from: adapter) }
+        // The kernel's list as this call leaves it: what it removes, and what the survey releases, is gone.
+        var listed = Set(features.instances)
+        if kept == nil, let own {
+            _ = try removeUnlessStuck(own, from: adapter)
+            listed.remove(own)
+        }
         // Empty stand-ins left while the adapter was off (instances held to find a free one, when
         // it went off meanwhile) go next: on a legacy controller they would take turns with ours.
-        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { features.instances.contains($0) && $0 != own }
-        for standIn in standIns.sorted() { _ = try removeUnlessStuck(standIn, from: adapter) }
+        // Listed or not: the kernel's list hides instances numbered above the count.
+        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { $0 != own }
+        for standIn in standIns.sorted() {
+            _ = try removeUnlessStuck(standIn, from: adapter)
+            listed.remove(standIn)
+        }
         // A legacy controller has one advertising set, which the kernel lends to each instance in
         // turn, 2 s each, with a new random address every turn: beside another program's, the
         // identifier would go out from several addresses. The agent steps aside until it is alone
         // (and asks no more of the kernel than these two reads a second meanwhile).
         if legacy && features.instances.contains(where: { $0 != own && !standIns.contains($0) }) {
             if let kept { try pausingScan(on: adapter, if: true) { try withdraw(kept, from: adapter) } }
+            held = nil
             throw Failure.shared(adapter.name)
         }
         // Else the highest instance that no other program holds, which the kernel's list may not show.
@@ -233,25 +274,38 @@ final class BlueZRadio: Radio {
         } else {
             guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
             instance = free
+            listed.remove(free)
         }
         try pausingScan(on: adapter, if: legacy) {
             // A fresh instance, so the kernel gives it a fresh non-resolvable address.
-            if features.instances.contains(instance) {
-                if try !removeUnlessStuck(instance, from: adapter) {
+            if listed.contains(instance) {
+                let removed = try removeUnlessStuck(instance, from: adapter)
+                if instance == kept { held = nil }
+                if !removed {
                     guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
                     instance = free
                 }
             }
             if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
             let interval = ExposureNotificationAdvertisement.intervalMilliseconds
-            let parameters = try Management.send(AddExtendedAdvertisingParameters(
+            let parameters = try management.send(AddExtendedAdvertisingParameters(
                 instance: instance, flags: [.useInterval],
                 interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
                 transmitPower: 0), controller: controller)
-            state.withLock { $0.advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy) }
+            // The adapter may have turned connectable since its settings were read: the watch,
+            // which had no advertisement to take off then, noted it.
+            let turnedConnectable = state.withLock { state in
+                state.advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy)
+                return state.connectableHeard.contains(controller)
+            }
+            if turnedConnectable {
+                try withdraw(instance, from: adapter)
+                state.withLock { $0.advertisement = nil }
+                throw Failure.connectable(adapter.name)
+            }
             // 127 means the controller did not say (no extended advertising).
             let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
-            try Management.send(AddExtendedAdvertisingData(
+            try management.send(AddExtendedAdvertisingData(
                 instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
                 controller: controller)
         }
@@ -274,7 +328,7 @@ final class BlueZRadio: Radio {
             do { try stopScan(paused) } catch {
                 // Not running any more: the adapter was switched off, or bluetoothd restarted, and
                 // the kernel may run its predecessor's discovery on for up to 10.24 s, which ends here.
-                if paused.monitor == nil, let controller = adapter.index { _ = try? Management.send(StopDiscovery(), controller: controller) }
+                if paused.monitor == nil, let controller = adapter.index { _ = try? management.send(StopDiscovery(), controller: controller) }
             }
         }
         defer { if let paused { resumeScan(on: paused.adapter) } }
@@ -296,18 +350,18 @@ final class BlueZRadio: Radio {
     /// `AdvertisingInstances`), nil when all are taken; the instances held to find it are
     /// released, all of them even when one fails.
     private func freeInstance(on adapter: Adapter, controller: UInt16) throws -> UInt8? {
-        let features = try Management.send(ReadAdvertisingFeatures(), controller: controller)
+        let features = try management.send(ReadAdvertisingFeatures(), controller: controller)
         var held = [UInt8]()
         do {
             let survey = try AdvertisingInstances.survey(features) { instance in
                 do {
-                    _ = try Management.send(AddExtendedAdvertisingParameters(instance: instance, flags: [], interval: 0...0, transmitPower: 0),
+                    _ = try management.send(AddExtendedAdvertisingParameters(instance: instance, flags: [], interval: 0...0, transmitPower: 0),
                                             controller: controller)
                 } catch let error as ManagementError where error.status == ManagementError.noResources {
                     return nil
                 }
                 held.append(instance)
-                return try Management.send(ReadAdvertisingFeatures(), controller: controller).instances
+                return try management.send(ReadAdvertisingFeatures(), controller: controller).instances
             }
             try release(held, from: adapter)
             return survey.highestFree(maximum: features.maximumInstances)
@@ -332,7 +386,7 @@ final class BlueZRadio: Radio {
         return fields.count == 2 && fields[0] == adapter.name ? UInt8(fields[1]) : nil
     }
 
-    func stopAdvertising() throws {
+    public func stopAdvertising() throws {
         guard let advertisement = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
         // Stepping aside for another program's advertisement: the kernel puts that on the set at once.
         try pausingScan(on: advertisement.adapter, if: advertisement.followedByAnother) {
@@ -356,19 +410,23 @@ final class BlueZRadio: Radio {
         guard let controller = adapter.index else { return .gone }
         // Counted before it is sent: the kernel sends the event before its answer.
         let key = "\(controller) \(instance)"
-        state.withLock { $0.ownRemovals[key, default: 0] += 1 }
-        do throws(ManagementError) { _ = try Management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
-            state.withLock { $0.ownRemovals[key, default: 1] -= 1 }
+        state.withLock { $0.ownRemovals.expect(key) }
+        do throws(ManagementError) { _ = try management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
+            state.withLock { $0.ownRemovals.cancel(key) }
             // A controller that is off cannot remove an instance (the kernel queues nothing while
             // it is down), and at power-on it enables the instance again from a new address: the
             // old RPI would go out from a second one. Add Advertising replaces it while off, with
             // no data and no timeout (the kernel refuses a timeout while the controller is off);
             // the agent's next advertisement takes the same instance and removes it first.
-            try Management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller)
+            state.withLock { $0.ownAdditions.expect(key) }
+            do throws(ManagementError) { try management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller) } catch {
+                state.withLock { $0.ownAdditions.cancel(key) }
+                throw error
+            }
             state.withLock { _ = $0.standIns[adapter.name, default: []].insert(instance) }
             return .emptyStandIn
         } catch {
-            state.withLock { $0.ownRemovals[key, default: 1] -= 1 }
+            state.withLock { $0.ownRemovals.cancel(key) }
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
         state.withLock { _ = $0.standIns[adapter.name]?.remove(instance) }
@@ -392,7 +450,7 @@ final class BlueZRadio: Radio {
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
     private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
 
-    func startScanning() throws {
+    public func startScanning() throws {
         let adapter = try adapter()
         // A scan the agent lost track of (the adapter went and came back) must not run on beside the new one.
         if let previous = state.withLock({ state in defer { state.scan = nil }; return state.scan }) {
@@ -413,7 +471,7 @@ final class BlueZRadio: Radio {
             defer { state.withLock { $0.scanStarting = nil } }
             do {
                 try removeLeftoverMonitor(on: adapter)
-                let handle = try Management.send(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
+                let handle = try management.send(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
                 state.withLock { $0.scan = Scan(adapter: adapter, monitor: handle) }
                 let note = "\(adapter.name) \(handle)"
                 if state.withLock({ $0.monitorNote }) != note {
@@ -442,14 +500,14 @@ final class BlueZRadio: Radio {
         state.withLock { $0.monitorNote = note }
         let fields = note.split(separator: " ")
         guard fields.count == 2, fields[0] == adapter.name, let handle = UInt16(fields[1]), handle != 0,
-              try Management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) else { return }
+              try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) else { return }
         try removeMonitor(handle, controller: controller)
         logger.info("removed the scan monitor a run that stopped unexpectedly left on \(adapter.name)")
     }
 
     /// Removes a monitor; one gone already (bluetoothd's start removes them all) is as good.
     private func removeMonitor(_ handle: UInt16, controller: UInt16) throws(ManagementError) {
-        do throws(ManagementError) { try Management.send(RemoveAdvertisementMonitor(handle: handle), controller: controller) } catch {
+        do throws(ManagementError) { try management.send(RemoveAdvertisementMonitor(handle: handle), controller: controller) } catch {
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
     }
@@ -461,7 +519,7 @@ final class BlueZRadio: Radio {
 
     /// Forgets the devices seen also when the scan would not stop, so that the next scan
     /// reports them again; throws the first failure.
-    func stopScanning() throws {
+    public func stopScanning() throws {
         guard let scan = state.withLock({ state in defer { state.scan = nil }; return state.scan }) else { return }
         var failure: (any Error)?
         do { try stopScan(scan) } catch { failure = error }
@@ -470,11 +528,11 @@ final class BlueZRadio: Radio {
     }
 
     /// How the radio scans (passively until the kernel refused a monitor), for the log and the status.
-    var scanMode: ScanMode { state.withLock { $0.scanMode } }
+    public var scanMode: ScanMode { state.withLock { $0.scanMode } }
 
     /// The adapter in use (for reports and the status), when one is known; its address once
     /// BlueZ has given it.
-    var adapterInUse: AdapterIdentity? {
+    public var adapterInUse: AdapterIdentity? {
         state.withLock { state in
             let configuredName: String?
             if case .name(let name)? = configuredAdapter { configuredName = name } else { configuredName = nil }
@@ -489,16 +547,23 @@ final class BlueZRadio: Radio {
     /// monitor removed by another program (bluetoothd removes them all when it starts). Without
     /// the watch (no management socket) the next rotation finds a connectable adapter, and the
     /// scan is bluetoothd's discovery.
-    func watchManagement(for agent: RadioAgent, logger: Logger) -> ManagementEventWatch? {
+    public func watchManagement(for agent: any RadioListener, logger: Logger) -> (any ManagementWatch)? {
         do {
-            return try ManagementEventWatch(queue: DispatchQueue(label: "enagent.management-events")) { [self] event in
+            return try management.watchEvents(on: DispatchQueue(label: "enagent.management-events")) { [self] event in
                 switch event {
                 case .newSettings(let controller, let settings):
-                    guard settings.contains(.connectable), state.withLock({ $0.advertisement?.adapter.index }) == controller else { return }
+                    guard settings.contains(.connectable), state.withLock({ state in
+                        guard state.advertisement?.adapter.index == controller else {
+                            state.connectableHeard.insert(controller)
+                            return false
+                        }
+                        return true
+                    }) else { return }
                     agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci\(controller) turned connectable")
                 case .advertisingAdded(let controller, let instance):
                     // Not the agent's own: while it adds its instance (or holds others to find a free one) it has none.
                     guard state.withLock({ state in
+                        guard !state.ownAdditions.consume("\(controller) \(instance)") else { return false }
                         guard let own = state.advertisement, own.legacy, own.adapter.index == controller, own.instance != instance else { return false }
                         state.advertisement?.followedByAnother = true
                         return true
@@ -510,11 +575,7 @@ final class BlueZRadio: Radio {
                     agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name, adapterAddress: adapterInUse?.address))
                 case .advertisingRemoved(let controller, let instance):
                     let foreign = state.withLock { state in
-                        let key = "\(controller) \(instance)"
-                        if let pending = state.ownRemovals[key], pending > 0 {
-                            state.ownRemovals[key] = pending == 1 ? nil : pending - 1
-                            return false
-                        }
+                        guard !state.ownRemovals.consume("\(controller) \(instance)") else { return false }
                         guard let own = state.advertisement, own.adapter.index == controller, own.instance == instance else { return false }
                         state.advertisement = nil
                         return true
@@ -537,7 +598,7 @@ final class BlueZRadio: Radio {
     private func monitorRemoved(_ handle: UInt16, controller: UInt16) {
         guard state.withLock({ $0.scan?.monitor == handle && $0.scan?.adapter.index == controller }) else { return }
         do {
-            if try Management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) { return }
+            if try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) { return }
         } catch {
             // The adapter went: its scan has gone with it either way.
         }
@@ -552,23 +613,44 @@ final class BlueZRadio: Radio {
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
     /// that the radio comes back by itself after either goes away.
-    func follow(for agent: RadioAgent, logger: Logger) throws -> [SignalSubscription] {
+    public func follow(for agent: any RadioListener, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
             // A passive scan's reports arrive as management events; bluetoothd passes them on too.
             guard scanMode == .active, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
             agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
-        } + [try client.followService { present in
+        } + client.followService { present in
             if present {
                 agent.radioReturned()
             } else {
                 logger.warning("bluetoothd left the bus; waiting for it to return")
                 agent.radioLost()
             }
-        }] + client.followAdapters { available in
+        } + client.followAdapters { available in
             // An adapter gone or switched off took the advertisement with it; the recovery switches
             // it on again where allowed, or retries every second until it is back.
             if !available { agent.radioLost() }
             agent.radioReturned()
         }
+    }
+}
+
+/// Events the kernel sends of this radio's own commands, which the watch hears too (the kernel
+/// tells every socket but the sender's), by "CONTROLLER INSTANCE": counted before each command
+/// is sent, since the kernel sends the event before its answer.
+struct OwnEvents {
+    private var pending = [String: Int]()
+
+    mutating func expect(_ key: String) { pending[key, default: 0] += 1 }
+
+    /// The command failed, so no event comes (or the watch took another program's for it).
+    mutating func cancel(_ key: String) {
+        if let count = pending[key] { pending[key] = count > 1 ? count - 1 : nil }
+    }
+
+    /// Whether an event heard is one expected, which it then no longer is.
+    mutating func consume(_ key: String) -> Bool {
+        guard pending[key] != nil else { return false }
+        cancel(key)
+        return true
     }
 }

@@ -1,0 +1,87 @@
+import ENAgent
+import ENBlueZ
+import ENBus
+import ENCore
+import Synchronization
+
+/// bluetoothd's adapter objects over `KernelModel`'s controller: hci0 while bluetoothd runs and
+/// the controller is present; powering it on fails while rfkill blocks it (bluetoothd answers
+/// only org.bluez.Error.Failed); its discovery is a scan on the controller.
+final class BluetoothdModel: BlueZAdapters {
+    let kernel: KernelModel
+    private let running = Mutex(true)
+    private let discovering = Mutex(false)
+
+    init(kernel: KernelModel) { self.kernel = kernel }
+
+    var isRunning: Bool {
+        get { running.withLock { $0 } }
+        set { running.withLock { $0 = newValue } }
+    }
+
+    var isDiscovering: Bool { discovering.withLock { $0 } }
+
+    private func available() throws {
+        guard isRunning else { throw DBusError(name: "org.freedesktop.DBus.Error.ServiceUnknown", message: "The name org.bluez was not provided") }
+    }
+
+    private var hci0: Adapter {
+        Adapter(path: "/org/bluez/hci0", address: "00:1A:7D:DA:71:13", powered: kernel.snapshot.powered, canAdvertise: true)
+    }
+
+    func adapters() throws -> [Adapter] {
+        try available()
+        return kernel.snapshot.present ? [hci0] : []
+    }
+
+    func adapter(named name: String) throws -> Adapter? {
+        try adapters().first { $0.name == name }
+    }
+
+    func setPowered(_ adapter: Adapter, _ powered: Bool) throws {
+        try available()
+        guard !kernel.snapshot.blocked else { throw DBusError(name: "org.bluez.Error.Failed", message: "Failed") }
+        if powered { kernel.powerOn() } else { kernel.powerOff() }
+    }
+
+    func startDiscovery(on adapter: Adapter) throws {
+        try available()
+        guard kernel.snapshot.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
+        discovering.withLock { $0 = true }
+        kernel.setScanning(true)
+    }
+
+    func stopDiscovery(on adapter: Adapter) throws {
+        try available()
+        guard discovering.withLock({ $0 }) else { throw DBusError(name: "org.bluez.Error.Failed", message: "No discovery started") }
+        discovering.withLock { $0 = false }
+        kernel.setScanning(false)
+    }
+
+    func forgetDevices(on adapter: Adapter) throws { try available() }
+
+    /// The discovery ends with the controller or bluetoothd.
+    func discoveryEnded() {
+        discovering.withLock { $0 = false }
+        kernel.setScanning(false)
+    }
+
+    func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription] { [] }
+    func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] { [] }
+    func followAdapters(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] { [] }
+}
+
+/// What the radio told the agent, for the driver to act on.
+final class ListenerLog: RadioListener {
+    enum Heard: Equatable { case removed, unfit(AgentStatus), lost, returned }
+    private let heard = Mutex<[Heard]>([])
+
+    func report(_ report: RadioReport) {}
+    func radioLost() { heard.withLock { $0.append(.lost) } }
+    func radioReturned() { heard.withLock { $0.append(.returned) } }
+    func advertisementRemoved() { heard.withLock { $0.append(.removed) } }
+    func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) { heard.withLock { $0.append(.unfit(problem)) } }
+
+    /// What was heard since the last call.
+    func take() -> [Heard] { heard.withLock { state in defer { state = [] }; return state } }
+}

@@ -1,0 +1,389 @@
+import Dispatch
+import ENBlueZ
+import Glibc
+import Synchronization
+
+/// The kernel's Bluetooth management interface for one controller (hci0), as far as the radio
+/// depends on it, from net/bluetooth/mgmt.c and hci_sync.c and what the lab measured (README:
+/// "The lab", "Another advertiser", "Suspend, unplug, airplane mode"). Commands are answered at
+/// once; events wait in a queue until `deliver` (or, with `interleave`, until a command of the
+/// radio's, as the radio's event queue runs beside its commands).
+final class KernelModel: ManagementInterface {
+    /// Where Debian 12's kernel and trixie's differ in what the agent depends on.
+    struct Kernel: Sendable, CustomStringConvertible {
+        var name: String
+        /// Read Advertising Features lists only instances numbered up to the count of instances
+        /// (6.1, measured in the lab: a beacon alone in instance 3 is not listed).
+        var listsOnlyUpToCount: Bool
+        /// After rfkill closed a BT 5 controller, the kernel keeps the instances the controller
+        /// lost and fails (status Failed) commands that touch them (6.1, measured in the lab).
+        var rfkillLeavesStuckInstances: Bool
+
+        static let bookworm = Kernel(name: "6.1", listsOnlyUpToCount: true, rfkillLeavesStuckInstances: true)
+        /// 6.12 limits instance numbers to the controller's sets (hci_add_adv_instance), so none
+        /// hides above the count, and clears instances at rfkill as at power-off (issue 39's lab
+        /// to confirm the second).
+        static let trixie = Kernel(name: "6.12", listsOnlyUpToCount: false, rfkillLeavesStuckInstances: false)
+
+        var description: String { name }
+    }
+
+    enum Owner: Equatable { case radio, other }
+
+    struct Instance {
+        var owner: Owner
+        /// Nil until its data is added (parameters only: held, nothing on the air).
+        var data: [UInt8]?
+        /// The controller lost its set (rfkill on 6.1): commands touching it fail, nothing on the air.
+        var stuck = false
+    }
+
+    /// One advertisement that went on the air: its data, from which address.
+    struct Aired: Equatable {
+        var data: [UInt8]
+        var address: Int
+        /// Sent as connectable ADV_IND from the adapter's own address.
+        var fromPublicAddress: Bool
+    }
+
+    struct State {
+        var present = true
+        var powered = true
+        var blocked = false
+        var connectable = false
+        var instances = [UInt8: Instance]()
+        /// What is on the air now, by instance.
+        var onAir = [UInt8: Aired]()
+        /// On a legacy controller, the instance whose turn it is on the one set.
+        var turn: UInt8?
+        var nextAddress = 1
+        /// Every advertisement that went on the air, in order.
+        var history = [Aired]()
+        /// A scan runs (anyone's): a legacy controller refuses a new random address meanwhile.
+        var scanning = false
+        var monitors = Set<UInt16>()
+        var events = [ManagementEvent]()
+        var handler: (@Sendable (ManagementEvent) -> Void)?
+        /// Commands the radio sent, with the status each got (0: success).
+        var commands = [(name: String, instance: UInt8?, status: UInt8)]()
+        var seconds = 0.0
+        var lastTurn = 0.0
+        /// Something that happens just before the radio's command numbered `at` reaches the kernel.
+        var pending: (at: Int, happen: @Sendable () -> Void)?
+    }
+
+    let kernel: Kernel
+    let legacy: Bool
+    /// Advertising sets: a BT 5 controller's own (btvirt: 3); a legacy controller's instances share one.
+    let maximumInstances: UInt8
+    let state = Mutex(State())
+    /// Delivers queued events before a command of the radio's, with this chance (0: only `deliver`).
+    let interleave: @Sendable () -> Bool
+
+    init(kernel: Kernel, legacy: Bool, interleave: @escaping @Sendable () -> Bool = { false }) {
+        self.kernel = kernel
+        self.legacy = legacy
+        self.maximumInstances = legacy ? 5 : 3
+        self.interleave = interleave
+    }
+
+    static let controller: UInt16 = 0
+
+    // MARK: ManagementInterface
+
+    func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
+        if interleave() { deliver() }
+        if let happen = state.withLock({ state -> (@Sendable () -> Void)? in
+            guard let pending = state.pending, pending.at <= state.commands.count else { return nil }
+            state.pending = nil
+            return pending.happen
+        }) {
+            happen()
+        }
+        let instance = (command as? RemoveAdvertising)?.instance ?? (command as? AddExtendedAdvertisingParameters)?.instance
+            ?? (command as? AddExtendedAdvertisingData)?.instance ?? (command as? AddAdvertising)?.instance
+        let outcome: Result<[UInt8], ManagementError> = state.withLock { state in
+            do throws(ManagementError) { return .success(try answer(command, state: &state)) } catch { return .failure(error) }
+        }
+        state.withLock { $0.commands.append((Command.name, instance, outcome.status)) }
+        return try Command.decode(outcome.get())
+    }
+
+    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> any ManagementWatch {
+        state.withLock { $0.handler = handler }
+        return Watch(model: self)
+    }
+
+    final class Watch: ManagementWatch {
+        let model: KernelModel
+        init(model: KernelModel) { self.model = model }
+        func cancel() { model.state.withLock { $0.handler = nil } }
+    }
+
+    /// Hands every queued event to the radio's watch, in order (the radio's own too: the kernel
+    /// tells every socket but the sender's, and the watch's socket is not the sender's).
+    func deliver() {
+        while let (event, handler) = state.withLock({ state -> (ManagementEvent, @Sendable (ManagementEvent) -> Void)? in
+            guard let handler = state.handler, !state.events.isEmpty else { return nil }
+            return (state.events.removeFirst(), handler)
+        }) {
+            handler(event)
+        }
+    }
+
+    // MARK: The commands
+
+    private static let failed: UInt8 = 0x03, busy: UInt8 = 0x0A, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C,
+                       invalidParameters: UInt8 = 0x0D, notPowered: UInt8 = 0x0F, invalidIndex: UInt8 = 0x11
+
+    private func answer<Command: ManagementCommand>(_ command: Command, state: inout State) throws(ManagementError) -> [UInt8] {
+        func refuse(_ status: UInt8) -> ManagementError { .refused(Command.name, controller: Self.controller, status: status) }
+        guard state.present else { throw refuse(Self.invalidIndex) }
+        switch command {
+        case is ReadControllerInformation:
+            return [UInt8](repeating: 0, count: 13) + state.settings.rawValue.littleEndianBytes
+        case is ReadAdvertisingFeatures:
+            let count = UInt8(state.instances.count)
+            let listed = state.instances.keys.sorted().filter { !kernel.listsOnlyUpToCount || $0 <= count }
+            let flags: UInt32 = legacy ? 0 : 1 << 7
+            return flags.littleEndianBytes + [31, 31, maximumInstances, UInt8(listed.count)] + listed
+        case let add as AddExtendedAdvertisingParameters:
+            guard state.powered else { throw refuse(Self.notPowered) }
+            guard (1...maximumInstances).contains(add.instance) else { throw refuse(Self.invalidParameters) }
+            if let existing = state.instances[add.instance] {
+                guard !existing.stuck else { throw refuse(Self.failed) }
+                // New parameters for an instance on the air: the kernel re-programs it, same address.
+                state.instances[add.instance]?.owner = .radio
+            } else {
+                guard legacy || state.instances.count < Int(maximumInstances) else { throw refuse(ManagementError.noResources) }
+                state.instances[add.instance] = Instance(owner: .radio)
+            }
+            return [add.instance, 7, 31, 31]
+        case let add as AddExtendedAdvertisingData:
+            guard state.powered else { throw refuse(Self.notPowered) }
+            guard let existing = state.instances[add.instance] else { throw refuse(Self.invalidParameters) }
+            guard !existing.stuck else { throw refuse(Self.failed) }
+            // A legacy controller takes the new instance's address only while no scan runs; the
+            // kernel removes an instance whose enabling failed (add_adv_complete).
+            if legacy && state.scanning {
+                removeInstance(add.instance, state: &state)
+                throw refuse(Self.failed)
+            }
+            state.instances[add.instance]?.data = add.advertisingData
+            enable(add.instance, state: &state)
+            state.events.append(.advertisingAdded(controller: Self.controller, instance: add.instance))
+            return [add.instance]
+        case let add as AddAdvertising:
+            guard (1...maximumInstances).contains(add.instance) else { throw refuse(Self.invalidParameters) }
+            guard state.powered || add.timeoutSeconds == 0 else { throw refuse(Self.rejected) }
+            state.instances[add.instance] = Instance(owner: .radio, data: add.advertisingData)
+            if state.powered { enable(add.instance, state: &state) }
+            state.events.append(.advertisingAdded(controller: Self.controller, instance: add.instance))
+            return [add.instance]
+        case let remove as RemoveAdvertising:
+            // The kernel queues nothing for a controller that is down (the socket's write fails).
+            guard state.powered else { throw .unreachable(Command.name, ENETDOWN) }
+            guard let existing = state.instances[remove.instance] else { throw refuse(Self.invalidParameters) }
+            guard !existing.stuck else { throw refuse(Self.failed) }
+            removeInstance(remove.instance, state: &state)
+            return [remove.instance]
+        case is StopDiscovery:
+            state.scanning = false
+            return [leAddressTypes]
+        case is ReadAdvertisementMonitorFeatures:
+            let handles = state.monitors.sorted()
+            return [UInt8](repeating: 0, count: 11) + UInt16(handles.count).littleEndianBytes + handles.flatMap(\.littleEndianBytes)
+        case is AddAdvertisementPatternsMonitor:
+            throw refuse(Self.notSupported)
+        case let remove as RemoveAdvertisementMonitor:
+            guard state.monitors.remove(remove.handle) != nil else { throw refuse(Self.invalidParameters) }
+            state.events.append(.monitorRemoved(controller: Self.controller, handle: remove.handle))
+            return []
+        default:
+            throw refuse(0x01)
+        }
+    }
+
+    /// Puts `instance` on the air: on a BT 5 controller its own set, from a new address; on a
+    /// legacy one the set goes to it at once (the kernel schedules the newest), from a new address.
+    private func enable(_ instance: UInt8, state: inout State) {
+        guard let data = state.instances[instance]?.data else { return }
+        if legacy {
+            state.onAir = [:]
+            state.turn = instance
+            state.lastTurn = state.seconds
+        }
+        state.onAir[instance] = Aired(data: data, address: state.nextAddress, fromPublicAddress: state.connectable && legacy)
+        state.nextAddress += 1
+        state.history.append(state.onAir[instance]!)
+    }
+
+    private func removeInstance(_ instance: UInt8, state: inout State) {
+        state.instances[instance] = nil
+        state.onAir[instance] = nil
+        state.events.append(.advertisingRemoved(controller: Self.controller, instance: instance))
+        if legacy && state.turn == instance {
+            state.turn = nil
+            nextTurn(state: &state)
+        }
+    }
+
+    /// A legacy controller's set goes to the next enabled instance, from a new address; refused
+    /// (the turn skipped) while a scan runs.
+    private func nextTurn(state: inout State) {
+        let enabled = state.instances.filter { $0.value.data != nil && !$0.value.stuck }.keys.sorted()
+        guard state.powered, !enabled.isEmpty else { state.onAir = [:]; state.turn = nil; return }
+        let next = enabled.first { $0 > (state.turn ?? 0) } ?? enabled[0]
+        state.lastTurn = state.seconds
+        guard !state.scanning || enabled.count == 1 && state.turn == next else { return }
+        if state.turn == next && !state.onAir.isEmpty { return }
+        enable(next, state: &state)
+    }
+
+    // MARK: What happens to the controller
+
+    /// `happen` runs just before the radio's `commands`-th command from now (as rfkill or
+    /// bluetoothd's start cut into the radio's work); at once when none comes.
+    func duringCommand(_ commands: Int, _ happen: @escaping @Sendable () -> Void) {
+        state.withLock { $0.pending = ($0.commands.count + commands, happen) }
+    }
+
+    /// Runs what was to happen during a command that never came.
+    func runPending() {
+        if let pending = state.withLock({ state in defer { state.pending = nil }; return state.pending }) { pending.happen() }
+    }
+
+    /// Time passes: a legacy controller's instances take turns, 2 s each.
+    func advance(seconds: Double) {
+        state.withLock { state in
+            state.seconds += seconds
+            guard legacy, state.seconds - state.lastTurn >= 2 else { return }
+            let enabled = state.instances.filter { $0.value.data != nil && !$0.value.stuck }
+            if enabled.count > 1 || state.onAir.isEmpty { nextTurn(state: &state) }
+        }
+    }
+
+    /// Power off (bluetoothd or rfkill): the kernel keeps the instances, nothing on the air.
+    func powerOff(rfkill: Bool = false) {
+        state.withLock { state in
+            state.powered = false
+            state.blocked = state.blocked || rfkill
+            state.onAir = [:]
+            state.turn = nil
+            state.scanning = false
+            if rfkill && kernel.rfkillLeavesStuckInstances && !legacy {
+                for key in state.instances.keys { state.instances[key]?.stuck = true }
+            }
+            state.events.append(.newSettings(controller: Self.controller, state.settings))
+        }
+    }
+
+    /// Power on: the kernel enables the instances it kept, each from a new address.
+    func powerOn() {
+        state.withLock { state in
+            guard state.present, !state.blocked, !state.powered else { return }
+            state.powered = true
+            for (number, instance) in state.instances.sorted(by: { $0.key < $1.key }) where instance.data != nil && !instance.stuck {
+                if legacy { if state.turn == nil { enable(number, state: &state) } } else { enable(number, state: &state) }
+            }
+            state.events.append(.newSettings(controller: Self.controller, state.settings))
+        }
+    }
+
+    func unblock() { state.withLock { $0.blocked = false } }
+
+    /// The adapter's connectable setting: the kernel re-programs the advertisement on the air, on
+    /// a legacy controller as ADV_IND from the public address.
+    func setConnectable(_ on: Bool) {
+        state.withLock { state in
+            state.connectable = on
+            if legacy, on, let turn = state.turn, var aired = state.onAir[turn] {
+                aired.fromPublicAddress = true
+                state.onAir[turn] = aired
+                state.history.append(aired)
+            }
+            state.events.append(.newSettings(controller: Self.controller, state.settings))
+        }
+    }
+
+    /// Another program adds an advertisement (bluetoothd for a client, `btmgmt add-adv`): the
+    /// lowest free instance, as bluetoothd takes.
+    @discardableResult
+    func otherProgramAdds() -> UInt8? {
+        state.withLock { state in
+            guard state.powered, let free = (1...maximumInstances).first(where: { state.instances[$0] == nil }),
+                  legacy || state.instances.count < Int(maximumInstances) else { return nil }
+            state.instances[free] = Instance(owner: .other, data: [0x02, 0x01, 0x06])
+            if !legacy { enable(free, state: &state) } else if state.onAir.isEmpty { nextTurn(state: &state) }
+            state.events.append(.advertisingAdded(controller: Self.controller, instance: free))
+            return free
+        }
+    }
+
+    func otherProgramRemoves(_ instance: UInt8) {
+        state.withLock { state in
+            guard state.powered, state.instances[instance]?.owner == .other else { return }
+            removeInstance(instance, state: &state)
+        }
+    }
+
+    /// bluetoothd's start: Remove Advertising for every instance when the kernel lists any
+    /// (src/advertising.c, read_adv_features_callback), and every monitor removed.
+    func bluetoothdStarts() {
+        state.withLock { state in
+            let count = UInt8(state.instances.count)
+            guard state.present, state.powered, state.instances.keys.contains(where: { !kernel.listsOnlyUpToCount || $0 <= count }) else { return }
+            for instance in state.instances.keys.sorted() where !state.instances[instance]!.stuck {
+                removeInstance(instance, state: &state)
+            }
+        }
+    }
+
+    func setScanning(_ on: Bool) { state.withLock { $0.scanning = on && $0.powered } }
+
+    func unplug() {
+        state.withLock { state in
+            state = State(present: false, powered: false, nextAddress: state.nextAddress, history: state.history, events: state.events,
+                          handler: state.handler, commands: state.commands, seconds: state.seconds)
+        }
+    }
+
+    func plugIn() { state.withLock { $0.present = true; $0.powered = false } }
+
+    // MARK: For the checks
+
+    var snapshot: State { state.withLock { $0 } }
+
+    /// The radio's instances whose data is an EN advertisement.
+    func exposureInstances(_ state: State) -> [UInt8] {
+        state.instances.filter { $0.value.data.map(Self.isExposureNotification) ?? false }.keys.sorted()
+    }
+
+    static func isExposureNotification(_ data: [UInt8]) -> Bool { data.count == 31 && data[9] == 0x6F && data[10] == 0xFD }
+}
+
+extension KernelModel.State {
+    var settings: ReadControllerInformation.Settings {
+        var settings: ReadControllerInformation.Settings = [.le, .bredr]
+        if powered { settings.insert(.powered) }
+        if connectable { settings.insert(.connectable) }
+        return settings
+    }
+}
+
+extension Result where Failure == ManagementError {
+    var status: UInt8 {
+        switch self {
+        case .success: return 0
+        case .failure(let error): return error.status ?? 0xFF
+        }
+    }
+}
+
+extension UInt16 {
+    var littleEndianBytes: [UInt8] { [UInt8(truncatingIfNeeded: self), UInt8(truncatingIfNeeded: self >> 8)] }
+}
+
+extension UInt32 {
+    var littleEndianBytes: [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: self >> (8 * $0)) } }
+}

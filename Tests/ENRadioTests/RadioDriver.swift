@@ -1,0 +1,136 @@
+import ENAgent
+import ENBlueZ
+import ENCore
+import ENRadio
+import ENStore
+import Synchronization
+import TestSupport
+
+/// The radio agent's part, played step by step: what RadioAgent asks of its radio at a rotation,
+/// a loss, a return, a sleep and at what the radio tells it, without its timers.
+final class RadioDriver {
+    let kernel: KernelModel
+    let bluetoothd: BluetoothdModel
+    let radio: BlueZRadio
+    let listener = ListenerLog()
+    private let watch: (any ManagementWatch)?
+    /// What the agent's status says: advertising, or the problem that keeps it from it.
+    private(set) var advertising = false
+    private(set) var problem: AgentStatus?
+    private(set) var scanning = false
+    /// The service data of every advertisement the radio accepted.
+    private(set) var advertised = [[UInt8]]()
+    private var generator: SeededGenerator
+
+    /// `store` is the agent's database, which a restarted agent (a new driver) finds as it was.
+    init(kernel: KernelModel, store: MemorySettings = MemorySettings(), seed: UInt64 = 1) {
+        self.kernel = kernel
+        bluetoothd = BluetoothdModel(kernel: kernel)
+        generator = SeededGenerator(seed: seed)
+        let kernel = kernel
+        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, passiveScan: false, store: store,
+                           logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, onScanStopped: {})
+        watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
+    }
+
+    /// A rotation: a fresh identifier, as RadioAgent.rotate asks for one.
+    func rotate() {
+        let serviceData = (0..<20).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        do {
+            try radio.advertise { _ in serviceData }
+            advertising = true
+            problem = nil
+            advertised.append(serviceData)
+        } catch {
+            advertising = false
+            problem = (error as? any RadioProblemError)?.problem ?? .bluetoothOff
+        }
+    }
+
+    /// Hands the kernel's events to the radio and acts on what it tells the agent, until quiet.
+    func settle() {
+        while true {
+            kernel.deliver()
+            let heard = listener.take()
+            guard !heard.isEmpty else { return }
+            for event in heard {
+                switch event {
+                case .removed where advertising:
+                    rotate()
+                case .unfit(let unfit) where advertising:
+                    stopAdvertising()
+                    problem = unfit
+                default:
+                    break
+                }
+            }
+        }
+    }
+
+    func stopAdvertising() {
+        try? radio.stopAdvertising()
+        advertising = false
+    }
+
+    /// RadioAgent.radioLost.
+    func lost() {
+        stopAdvertising()
+        scanning = false
+        problem = .bluetoothOff
+    }
+
+    /// RadioAgent.radioReturned (after its 0.3 s): advertising anew, and scanning.
+    func returned() {
+        rotate()
+        startScan()
+    }
+
+    /// RadioAgent's retry every second while it cannot advertise.
+    func retry() {
+        if !advertising { rotate() }
+        if !scanning { startScan() }
+    }
+
+    func startScan() {
+        do {
+            try radio.startScanning()
+            scanning = true
+        } catch {
+            scanning = false
+        }
+    }
+
+    func stopScan() {
+        try? radio.stopScanning()
+        scanning = false
+    }
+
+    /// RadioAgent.prepareForSleep, then the sleep: the controller goes off and comes back.
+    func sleep() {
+        stopAdvertising()
+        stopScan()
+    }
+
+    deinit { watch?.cancel() }
+}
+
+/// The radio's settings in memory.
+final class MemorySettings: RadioAgentStore {
+    private let settings = Mutex<[String: String]>([:])
+    func setting(_ name: String) throws(StoreError) -> String? { settings.withLock { $0[name] } }
+    func setSetting(_ name: String, to value: String?) throws(StoreError) { settings.withLock { $0[name] = value } }
+    func record(_ sightings: [Sighting]) throws(StoreError) {}
+}
+
+/// SplitMix64: the same sequence from the same seed, so that a failure replays.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,39 @@
+import ENAgent
+import ENCore
+
+/// What must hold after every step of the radio over the kernel model; each broken rule is named.
+enum RadioInvariants {
+    /// `commandsFrom`: the first command not checked yet (and the one before it).
+    static func broken(_ driver: RadioDriver, commandsFrom: Int = 0) -> [String] {
+        let kernel = driver.kernel, state = kernel.snapshot
+        var broken = [String]()
+        let exposure = kernel.exposureInstances(state)
+        if exposure.count > 1 { broken.append("\(exposure.count) EN instances: \(exposure)") }
+
+        var addresses = [[UInt8]: Set<Int>]()
+        // Not the kernel's re-programming as the adapter turns connectable, which no program can
+        // prevent (README: "A connectable adapter"); the rule below has it taken off at once.
+        for aired in state.history where KernelModel.isExposureNotification(aired.data) && !aired.fromPublicAddress {
+            addresses[Array(aired.data[11...]), default: []].insert(aired.address)
+        }
+        if let linked = addresses.first(where: { $0.value.count > 1 }) { broken.append("one RPI from \(linked.value.count) addresses") }
+
+        let onAir = state.onAir.values.filter { KernelModel.isExposureNotification($0.data) }
+        if state.connectable && !onAir.isEmpty { broken.append("advertising while connectable") }
+
+        let enabled = exposure.contains { state.powered && state.instances[$0]?.stuck == false }
+        if driver.advertising != enabled {
+            broken.append(driver.advertising ? "the status says advertising, nothing EN is enabled" : "an EN instance is enabled, the status says \(driver.problem?.rawValue ?? "idle")")
+        }
+        if driver.advertising, let standIn = state.instances.first(where: { $0.value.owner == .radio && !($0.value.data.map(KernelModel.isExposureNotification) ?? false) && !$0.value.stuck }) {
+            broken.append("a stand-in left in instance \(standIn.key) beside the advertisement")
+        }
+        let commands = state.commands.dropFirst(max(0, commandsFrom - 1))
+        for (earlier, later) in zip(commands, commands.dropFirst())
+        where earlier.status != 0 && later.status != 0 && earlier.name == later.name && earlier.instance == later.instance && earlier.instance != nil {
+            broken.append("\(later.name) of instance \(later.instance!) refused twice in a row")
+            break
+        }
+        return broken
+    }
+}

@@ -1,0 +1,157 @@
+import ENAgent
+import ENCore
+import ENBlueZ
+import Foundation
+import Testing
+
+/// The radio over the kernel model: the lab's scenarios, on both kernels and both controller kinds.
+struct RadioModelTests {
+    struct Setup: CustomTestStringConvertible, Sendable {
+        var kernel: KernelModel.Kernel
+        var legacy: Bool
+        var testDescription: String { "\(kernel) \(legacy ? "BT 4.x" : "BT 5")" }
+        static let all = [KernelModel.Kernel.bookworm, .trixie].flatMap { kernel in [true, false].map { Setup(kernel: kernel, legacy: $0) } }
+    }
+
+    func driver(_ setup: Setup) -> RadioDriver {
+        RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy))
+    }
+
+    @Test(arguments: Setup.all)
+    func eachRotationIsANewInstanceFromANewAddress(setup: Setup) {
+        let driver = driver(setup)
+        driver.returned()
+        for _ in 0..<3 {
+            driver.rotate()
+            driver.settle()
+            #expect(RadioInvariants.broken(driver) == [])
+        }
+        let state = driver.kernel.snapshot
+        #expect(driver.advertising && driver.advertised.count == 4)
+        #expect(state.history.count == 4 && Set(state.history.map(\.address)).count == 4)
+    }
+
+    /// On a legacy controller the agent steps aside for another program's advertisement, and is
+    /// back once it is alone.
+    @Test(arguments: Setup.all.filter(\.legacy))
+    func anotherAdvertiserOnALegacyControllerMakesItStepAside(setup: Setup) {
+        let driver = driver(setup)
+        driver.returned()
+        let other = driver.kernel.otherProgramAdds()
+        driver.settle()
+        #expect(!driver.advertising && driver.problem == .adapterShared)
+        driver.kernel.otherProgramRemoves(other!)
+        driver.settle()
+        driver.retry()
+        #expect(driver.advertising)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
+    @Test(arguments: Setup.all)
+    func aConnectableAdapterTakesTheAdvertisementOff(setup: Setup) {
+        let driver = driver(setup)
+        driver.returned()
+        driver.kernel.setConnectable(true)
+        driver.settle()
+        #expect(!driver.advertising && driver.problem == .adapterConnectable)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+}
+
+/// The defects the lab saw, and those the random sequences found, each as a scenario.
+struct RadioDefectTests {
+    typealias Setup = RadioModelTests.Setup
+
+    /// The adapter switched off in the middle of a rotation: the rotation fails, and the
+    /// previous advertisement, still in the kernel, is withdrawn at the loss (an empty stand-in
+    /// in its place), not enabled again at power-on from a second address.
+    @Test(arguments: Setup.all)
+    func aRotationCutByPowerOffLeavesNoIdentifierForPowerOn(setup: Setup) {
+        for cut in 0..<4 {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+            driver.returned()
+            kernel.duringCommand(cut) { kernel.powerOff() }
+            driver.rotate()
+            driver.lost()
+            kernel.powerOn()
+            driver.returned()
+            driver.settle()
+            #expect(RadioInvariants.broken(driver) == [], "power-off before command \(cut)")
+            #expect(driver.advertising)
+        }
+    }
+
+    /// The adapter turned connectable while the radio added its advertisement (before the watch
+    /// knew of it): the advertisement does not go on the air, and the status says why.
+    @Test(arguments: Setup.all)
+    func turningConnectableWhileAddingIsNoticed(setup: Setup) {
+        for cut in 0..<12 {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { true }, driver = RadioDriver(kernel: kernel)
+            kernel.duringCommand(cut) { kernel.setConnectable(true) }
+            driver.returned()
+            driver.settle()
+            #expect(RadioInvariants.broken(driver) == [], "connectable before command \(cut)")
+            #expect(!driver.advertising && driver.problem == .adapterConnectable, "connectable before command \(cut)")
+        }
+    }
+
+    /// Issue 40's "second, failing Remove Advertising": an agent that finds its earlier
+    /// instance (a run killed) removes it once, not once more after its survey.
+    @Test(arguments: Setup.all)
+    func anEarlierRunsInstanceIsRemovedOnce(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), store = MemorySettings()
+        let killed = RadioDriver(kernel: kernel, store: store)
+        killed.returned()
+        // bluetoothd ends the discovery of a client that is gone.
+        killed.bluetoothd.discoveryEnded()
+        let restarted = RadioDriver(kernel: kernel, store: store, seed: 2)
+        let before = kernel.snapshot.commands.count
+        restarted.rotate()
+        let removals = kernel.snapshot.commands.dropFirst(before).filter { $0.name == "Remove Advertising" }
+        #expect(removals.allSatisfy { $0.status == 0 }, "refused: \(removals.filter { $0.status != 0 }.map { $0.instance! })")
+        #expect(RadioInvariants.broken(restarted) == [])
+        #expect(restarted.advertising, "\(restarted.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+    }
+
+    /// Issue 40's rfkill during the instance survey of a BT 4.x controller: the stand-ins left
+    /// in the held instances go before the advertisement, whichever the kernel lists.
+    @Test(arguments: Setup.all.filter(\.legacy))
+    func rfkillDuringTheSurveyLeavesNoStandInBesideTheAdvertisement(setup: Setup) {
+        for cut in 2..<20 {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+            kernel.duringCommand(cut) { kernel.powerOff(rfkill: true) }
+            driver.returned()
+            driver.lost()
+            kernel.unblock()
+            driver.returned()
+            driver.settle()
+            kernel.advance(seconds: 2)
+            #expect(RadioInvariants.broken(driver) == [], "rfkill before command \(cut)")
+            #expect(driver.advertising && kernel.snapshot.instances.count == 1,
+                    "rfkill before command \(cut): \(kernel.snapshot.instances.keys.sorted()) \(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+        }
+    }
+
+    /// Issue 40's bluetooth-restart check: bluetoothd's start removes every instance, before,
+    /// during or after the agent's recovery; the status says advertising only while the kernel
+    /// has the advertisement enabled.
+    @Test(arguments: Setup.all)
+    func bluetoothdsStartDuringTheRecoveryLeavesTheAdvertisementOnTheAir(setup: Setup) {
+        for cut in 0..<16 {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { true }, driver = RadioDriver(kernel: kernel)
+            driver.returned()
+            driver.bluetoothd.isRunning = false
+            driver.bluetoothd.discoveryEnded()
+            driver.lost()
+            driver.bluetoothd.isRunning = true
+            kernel.duringCommand(cut) { kernel.bluetoothdStarts() }
+            driver.returned()
+            kernel.runPending()
+            driver.settle()
+            #expect(RadioInvariants.broken(driver) == [], "bluetoothd's start before command \(cut)")
+            // An advertisement refused meanwhile is tried again a second later.
+            driver.retry()
+            #expect(driver.advertising, "bluetoothd's start before command \(cut): \(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+        }
+    }
+}
