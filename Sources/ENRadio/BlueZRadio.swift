@@ -302,6 +302,8 @@ public final class BlueZRadio: Radio {
                 return (state.connectableHeard.contains(controller), state.addedByOthers[controller, default: []].subtracting([instance]))
             }
             if turnedConnectable || legacy && !othersAdded.isEmpty {
+                // The instance is the previous one's, kept, unless that was stuck and forgotten.
+                held = nil
                 try withdraw(instance, from: adapter)
                 state.withLock { $0.advertisement = nil }
                 throw turnedConnectable ? Failure.connectable(adapter.name) : Failure.shared(adapter.name)
