@@ -127,9 +127,11 @@ public final class BlueZRadio: Radio {
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
         var lastFound: AdapterIdentity?
-        /// Controllers that turned connectable while this radio had no advertisement on them (it
-        /// was adding one): `advertise` looks once it has.
+        /// What happened to controllers while this radio had no advertisement on them (it was
+        /// adding one), which `advertise` looks at once it has: turning connectable, and other
+        /// programs' advertisements added.
         var connectableHeard = Set<UInt16>()
+        var addedByOthers = [UInt16: Set<UInt8>]()
     }
 
     /// An adapter as sightings and the status name it.
@@ -209,6 +211,7 @@ public final class BlueZRadio: Radio {
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
         let previous = state.withLock { state in
             state.connectableHeard.remove(controller)
+            state.addedByOthers[controller] = nil
             defer { state.advertisement = nil }
             return state.advertisement
         }
@@ -292,16 +295,18 @@ public final class BlueZRadio: Radio {
                 instance: instance, flags: [.useInterval],
                 interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
                 transmitPower: 0), controller: controller)
-            // The adapter may have turned connectable since its settings were read: the watch,
-            // which had no advertisement to take off then, noted it.
-            let turnedConnectable = state.withLock { state in
+            // The adapter may have turned connectable, or another program added an advertisement,
+            // since the kernel was asked: the watch, which had no advertisement to take off then, noted it.
+            let (turnedConnectable, othersAdded) = state.withLock { state in
                 state.advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy)
-                return state.connectableHeard.contains(controller)
+                return (state.connectableHeard.contains(controller), state.addedByOthers[controller, default: []].subtracting([instance]))
             }
-            if turnedConnectable {
+            if turnedConnectable || legacy && !othersAdded.isEmpty {
+                // The instance is the previous one's, kept, unless that was stuck and forgotten.
+                held = nil
                 try withdraw(instance, from: adapter)
                 state.withLock { $0.advertisement = nil }
-                throw Failure.connectable(adapter.name)
+                throw turnedConnectable ? Failure.connectable(adapter.name) : Failure.shared(adapter.name)
             }
             // 127 means the controller did not say (no extended advertising).
             let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
@@ -564,7 +569,11 @@ public final class BlueZRadio: Radio {
                     // Not the agent's own: while it adds its instance (or holds others to find a free one) it has none.
                     guard state.withLock({ state in
                         guard !state.ownAdditions.consume("\(controller) \(instance)") else { return false }
-                        guard let own = state.advertisement, own.legacy, own.adapter.index == controller, own.instance != instance else { return false }
+                        guard let own = state.advertisement, own.adapter.index == controller else {
+                            state.addedByOthers[controller, default: []].insert(instance)
+                            return false
+                        }
+                        guard own.legacy, own.instance != instance else { return false }
                         state.advertisement?.followedByAnother = true
                         return true
                     }) else { return }

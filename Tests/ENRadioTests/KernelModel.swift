@@ -133,7 +133,7 @@ final class KernelModel: ManagementInterface {
 
     // MARK: The commands
 
-    private static let failed: UInt8 = 0x03, busy: UInt8 = 0x0A, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C,
+    private static let failed: UInt8 = 0x03, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C,
                        invalidParameters: UInt8 = 0x0D, notPowered: UInt8 = 0x0F, invalidIndex: UInt8 = 0x11
 
     private func answer<Command: ManagementCommand>(_ command: Command, state: inout State) throws(ManagementError) -> [UInt8] {

@@ -95,6 +95,23 @@ struct RadioDefectTests {
         }
     }
 
+    /// Another program's advertisement added to a BT 4.x controller while the radio added its own
+    /// (before the watch knew of it): the radio steps aside all the same. Not from command 11 on:
+    /// the other program takes the instance the survey holds next, which the survey then re-programs
+    /// and releases (README: "not yet handled").
+    @Test(arguments: Setup.all)
+    func anotherAdvertiserArrivingWhileAddingIsNoticed(setup: Setup) {
+        for cut in 0..<11 {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { true }, driver = RadioDriver(kernel: kernel)
+            kernel.duringCommand(cut) { kernel.otherProgramAdds() }
+            driver.returned()
+            driver.settle()
+            kernel.advance(seconds: 2)
+            #expect(RadioInvariants.broken(driver) == [], "another advertiser before command \(cut)")
+            #expect(driver.advertising == !setup.legacy && driver.problem == (setup.legacy ? .adapterShared : nil), "another advertiser before command \(cut)")
+        }
+    }
+
     /// Issue 40's "second, failing Remove Advertising": an agent that finds its earlier
     /// instance (a run killed) removes it once, not once more after its survey.
     @Test(arguments: Setup.all)
