@@ -5,8 +5,9 @@ set -eu
 
 # libcurl4-openssl-dev: enctl's HTTP client (CENCurl). g++: libstdc++, which the release build's
 # --static-swift-stdlib links. python3-cryptography: the tests' loopback health authority signs
-# and checks ES256 certificates with it.
-packages="pkg-config g++ libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus python3-cryptography $*"
+# and checks ES256 certificates with it. sqlite3: tests and the lab's scripts read and change
+# databases with it.
+packages="pkg-config g++ libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev dbus python3-cryptography sqlite3 $*"
 
 missing=""
 for package in $packages; do

@@ -17,8 +17,9 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # Swift and its linker, git for SwiftPM, and dbus-daemon for the tests' private buses.
 # g++: libstdc++'s static library and headers, which --static-swift-stdlib links.
 # python3-cryptography (and python3-cffi-backend, which debootstrap'd roots leave unresolved): the
-# tests' loopback health authority signs and checks ES256 certificates.
-PACKAGES="swiftlang lld g++ git ca-certificates pkg-config make python3 python3-cryptography python3-cffi-backend openssl dbus-daemon dbus
+# tests' loopback health authority signs and checks ES256 certificates. sqlite3: the tests of
+# enctl detect offline --db change a database's schema version with it.
+PACKAGES="swiftlang lld g++ git ca-certificates pkg-config make python3 python3-cryptography python3-cffi-backend sqlite3 openssl dbus-daemon dbus
 libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev"
 
 if [ ! -e "$ROOT/.complete" ]; then
