@@ -466,12 +466,14 @@ step "a bad enagent.conf"
 cp /etc/enagent/enagent.conf /run/enagent.conf.good
 echo 'tx-power = loud' >> /etc/enagent/enagent.conf
 bad_line=$(wc -l < /etc/enagent/enagent.conf)
-bad_since=$(date '+%Y-%m-%d %H:%M:%S')
+# The journal from here on, by its cursor: the clock steps above make --since unreliable (restarts
+# of the watchdog check, stamped after a step back, counted as this one's).
+bad_cursor=$(journalctl -u enagentd -n 1 --show-cursor -o cat | sed -n 's/^-- cursor: //p')
 systemctl restart enagentd
 unit_failed() { [ "$(systemctl is-failed enagentd)" = failed ]; }
 wait_for 30 unit_failed; sleep 5  # a restart would have come 2 s after the failure
-bad_journal=$(journalctl -u enagentd --since "$bad_since" -o cat | grep -F "/etc/enagent/enagent.conf:$bad_line:" | head -1)
-restarts=$(journalctl -u enagentd --since "$bad_since" -o cat | grep -c "Scheduled restart job")
+bad_journal=$(journalctl -u enagentd --after-cursor "$bad_cursor" -o cat | grep -F "/etc/enagent/enagent.conf:$bad_line:" | head -1)
+restarts=$(journalctl -u enagentd --after-cursor "$bad_cursor" -o cat | grep -c "Scheduled restart job")
 stopped_on_bad_configuration() {
     unit_failed && [ "$(systemctl show -p ExecMainStatus --value enagentd)" = 64 ] && [ "$restarts" = 0 ] && [ -n "$bad_journal" ]
 }
