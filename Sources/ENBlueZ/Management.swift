@@ -140,6 +140,9 @@ public enum ManagementEvent: Equatable, Sendable {
     /// Advertising Removed (0x0024): an instance removed by another socket (bluetoothd's start
     /// removes every one).
     case advertisingRemoved(controller: UInt16, instance: UInt8)
+    /// Discovering (0x0013): a discovery of these address types (Start Discovery's) started or
+    /// ended, whichever program's; one a bluetoothd that died left runs on until its timeout.
+    case discovering(controller: UInt16, addressTypes: UInt8, active: Bool)
 }
 
 /// An advertisement the controller heard: the sender's address as on the air (6 bytes,
@@ -163,7 +166,7 @@ enum ManagementPacket {
         opcode.littleEndianBytes + controller.littleEndianBytes + UInt16(parameters.count).littleEndianBytes + parameters
     }
 
-    static let newSettingsEvent: UInt16 = 0x0006, deviceFoundEvent: UInt16 = 0x0012
+    static let newSettingsEvent: UInt16 = 0x0006, deviceFoundEvent: UInt16 = 0x0012, discoveringEvent: UInt16 = 0x0013
     static let advertisingAddedEvent: UInt16 = 0x0023, advertisingRemovedEvent: UInt16 = 0x0024, monitorRemovedEvent: UInt16 = 0x002C, monitorDeviceFoundEvent: UInt16 = 0x002F
 
     /// `packet` as an event the agent acts on; nil for any other, or one cut short.
@@ -180,6 +183,8 @@ enum ManagementPacket {
             return .advertisingAdded(controller: controller, instance: parameters[0])
         case advertisingRemovedEvent where length >= 1:
             return .advertisingRemoved(controller: controller, instance: parameters[0])
+        case discoveringEvent where length >= 2:
+            return .discovering(controller: controller, addressTypes: parameters[0], active: parameters[1] != 0)
         case monitorRemovedEvent where length >= 2:
             return .monitorRemoved(controller: controller, handle: UInt16(littleEndian: parameters, at: 0))
         case deviceFoundEvent, monitorDeviceFoundEvent:

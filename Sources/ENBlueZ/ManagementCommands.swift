@@ -29,12 +29,14 @@ public struct ReadControllerInformation: ManagementCommand {
     }
 }
 
-/// Stop Discovery (0x0024): ends a discovery the kernel runs (one left by a bluetoothd that died).
+/// Stop Discovery (0x0024): ends a discovery the kernel runs (one left by a bluetoothd that died),
+/// named by the address types it was started with.
 public struct StopDiscovery: ManagementCommand {
     public static let opcode: UInt16 = 0x0024
     public static let name = "Stop Discovery"
-    public var parameters: [UInt8] { [leAddressTypes] }
-    public init() {}
+    public var addressTypes: UInt8
+    public var parameters: [UInt8] { [addressTypes] }
+    public init(addressTypes: UInt8 = leAddressTypes) { self.addressTypes = addressTypes }
     public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
 }
 

@@ -132,6 +132,10 @@ public final class BlueZRadio: Radio {
         /// programs' advertisements added.
         var connectableHeard = Set<UInt16>()
         var addedByOthers = [UInt16: Set<UInt8>]()
+        /// The discoveries the kernel runs, by controller, with the address types each was started
+        /// for (the watch's Discovering events): the agent's, another program's, or one left by a
+        /// bluetoothd that exited.
+        var discoveries = [UInt16: UInt8]()
     }
 
     /// An adapter as sightings and the status name it.
@@ -316,25 +320,33 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    /// Runs `body` with this radio's scan on `adapter` paused when `pause` says so. A legacy
-    /// controller refuses LE Set Random Address while it scans (Core Vol 4 Part E 7.8.4), and the
-    /// kernel, which gives each advertisement it puts on the set a new address, does not pause the
-    /// scan for it: the advertisement stays off the air (the agent's is refused, management status
+    /// Runs `body` with the scans on `adapter` paused when `pause` says so. A legacy controller
+    /// refuses LE Set Random Address while it scans (Core Vol 4 Part E 7.8.4), and the kernel,
+    /// which gives each advertisement it puts on the set a new address, does not pause the scan
+    /// for it: the advertisement stays off the air (the agent's is refused, management status
     /// Failed; another program's waits for the kernel's next turn, 2 s on, which may fall in the
     /// next scan again).
     private func pausingScan(on adapter: Adapter, if pause: Bool, _ body: () throws -> Void) throws {
-        let paused = !pause ? nil : state.withLock { state in
+        guard pause else { return try body() }
+        let paused = state.withLock { state in
             // Its monitor's removal, which the event watch hears, is this radio's own.
             guard let scan = state.scan, scan.adapter.name == adapter.name else { return nil as Scan? }
             state.scan?.monitor = nil
             return scan
         }
+        var ownDiscoveryLeft = false
         if let paused {
-            do { try stopScan(paused) } catch {
-                // Not running any more: the adapter was switched off, or bluetoothd restarted, and
-                // the kernel may run its predecessor's discovery on for up to 10.24 s, which ends here.
-                if paused.monitor == nil, let controller = adapter.index { _ = try? management.send(StopDiscovery(), controller: controller) }
-            }
+            do { try stopScan(paused) } catch { ownDiscoveryLeft = paused.monitor == nil }
+        }
+        // A discovery the kernel still runs refuses the address all the same: one a bluetoothd
+        // that exited left (the kernel runs it on for up to 10.24 s, and no program stops it; the
+        // agent's own scan may have ended meanwhile, as bluetoothd could not be asked), or another
+        // program's, which bluetoothd starts again once the advertisement is on. Without the
+        // watch's word, one the agent could not stop is taken for its own.
+        if let controller = adapter.index,
+           let addressTypes = state.withLock({ $0.discoveries[controller] }) ?? (ownDiscoveryLeft ? leAddressTypes : nil) {
+            // Refused when it ended meanwhile (the watch hears of it a moment later): as good.
+            _ = try? management.send(StopDiscovery(addressTypes: addressTypes), controller: controller)
         }
         defer { if let paused { resumeScan(on: paused.adapter) } }
         try body()
@@ -592,6 +604,8 @@ public final class BlueZRadio: Radio {
                     if foreign { agent.advertisementRemoved() }
                 case .monitorRemoved(let controller, let handle):
                     monitorRemoved(handle, controller: controller)
+                case .discovering(let controller, let addressTypes, let active):
+                    state.withLock { $0.discoveries[controller] = active ? addressTypes : nil }
                 }
             }
         } catch {

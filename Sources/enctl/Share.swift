@@ -74,7 +74,7 @@ struct Share: ParsableCommand {
         if !result.uploadPending {
             let history = try DaemonKeys.history(client).filter { !result.sharedKeys.contains($0.keyData) }
             let keys: [TemporaryExposureKey]
-            (keys, leftOut) = PublishRequest.shareable(history, now: Int64(Date().timeIntervalSince1970))
+            (keys, leftOut) = PublishRequest.shareable(history, now: UploadSender.now)
             guard !keys.isEmpty else {
                 throw CommandError(result.sharedAt > 0
                     ? "every key of test result \(result.id) was shared already; today's key is shared once it has rolled, tomorrow"
@@ -143,7 +143,7 @@ struct Share: ParsableCommand {
         if FileManager.default.fileExists(atPath: server.serverConfig) {
             do { configuration = try server.load() } catch { StandardStream.error.write("enctl: \(error)\n") }
         }
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = UploadSender.now
         let results = try StoredTestResult.all(client)
         let due = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.filter { $0.nextAttemptAt <= UInt64(max(0, now)) }
         let sender = UploadSender(client: client, configuration: configuration, configurationPath: server.serverConfig)
@@ -251,7 +251,7 @@ struct UploadSender {
         }
     }
 
-    private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+    static var now: Int64 { Int64(Date().timeIntervalSince1970) }
 
     /// A token gives one certificate: forgotten once the server has spent it.
     private func spendToken(of result: StoredTestResult) throws {

@@ -109,8 +109,18 @@ import Testing
         #expect(ManagementPacket.event(event) == .newSettings(controller: 0, [.powered, .connectable, .le, ReadControllerInformation.Settings(rawValue: 1 << 11)]))
         #expect(ManagementPacket.event([0x06, 0x00, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00]) == .newSettings(controller: 2, [.powered]))
         #expect(ManagementPacket.event(Array(event.prefix(9))) == nil, "cut short")
-        let discovering: [UInt8] = [0x13, 0x00, 0x00, 0x00, 0x02, 0x00, 0x06, 0x01, 0x00, 0x00]
-        #expect(ManagementPacket.event(discovering) == nil, "an event the agent does not act on")
+        let classOfDevice: [UInt8] = [0x07, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00]
+        #expect(ManagementPacket.event(classOfDevice) == nil, "an event the agent does not act on")
+    }
+
+    /// Discovering as btmon recorded it in the lab (trixie, kernel 6.12) when bluetoothd started
+    /// and stopped a discovery for the agent on hci1: LE public and random, on, then off.
+    @Test func discoveringNamesTheAddressTypesAndWhetherItRuns() {
+        #expect(ManagementPacket.event([0x13, 0x00, 0x01, 0x00, 0x02, 0x00, 0x06, 0x01]) == .discovering(controller: 1, addressTypes: 0x06, active: true))
+        #expect(ManagementPacket.event([0x13, 0x00, 0x01, 0x00, 0x02, 0x00, 0x07, 0x00]) == .discovering(controller: 1, addressTypes: 0x07, active: false))
+        #expect(ManagementPacket.event([0x13, 0x00, 0x01, 0x00, 0x01, 0x00, 0x06]) == nil, "cut short")
+        #expect(StopDiscovery(addressTypes: 0x07).parameters == [0x07])
+        #expect(StopDiscovery().parameters == [leAddressTypes])
     }
 
     /// An EN advertisement as kernel 6.1 reported it in the lab to a control socket while a

@@ -60,7 +60,14 @@ final class BluetoothdModel: BlueZAdapters {
 
     func forgetDevices(on adapter: Adapter) throws { try available() }
 
-    /// The discovery ends with the controller or bluetoothd.
+    /// bluetoothd exits: its discovery's clients are gone with it, but the kernel runs the
+    /// discovery on until its timeout (up to 10.24 s, seen in the lab on 6.12 and 6.1).
+    func exits() {
+        isRunning = false
+        discovering.withLock { $0 = false }
+    }
+
+    /// The discovery ends with the controller, or its client (bluetoothd stops it).
     func discoveryEnded() {
         discovering.withLock { $0 = false }
         kernel.setScanning(false)

@@ -59,7 +59,8 @@ final class KernelModel: ManagementInterface {
         var nextAddress = 1
         /// Every advertisement that went on the air, in order.
         var history = [Aired]()
-        /// A scan runs (anyone's): a legacy controller refuses a new random address meanwhile.
+        /// A discovery runs (anyone's, or one a bluetoothd that died left): a legacy controller
+        /// refuses a new random address meanwhile.
         var scanning = false
         var monitors = Set<UInt16>()
         var events = [ManagementEvent]()
@@ -187,8 +188,10 @@ final class KernelModel: ManagementInterface {
             guard !existing.stuck else { throw refuse(Self.failed) }
             removeInstance(remove.instance, state: &state)
             return [remove.instance]
-        case is StopDiscovery:
-            state.scanning = false
+        case let stop as StopDiscovery:
+            guard state.scanning else { throw refuse(Self.rejected) }
+            guard stop.addressTypes == leAddressTypes else { throw refuse(Self.invalidParameters) }
+            setScanning(false, state: &state)
             return [leAddressTypes]
         case is ReadAdvertisementMonitorFeatures:
             let handles = state.monitors.sorted()
@@ -270,7 +273,7 @@ final class KernelModel: ManagementInterface {
             state.blocked = state.blocked || rfkill
             state.onAir = [:]
             state.turn = nil
-            state.scanning = false
+            setScanning(false, state: &state)
             if rfkill && kernel.rfkillLeavesStuckInstances && !legacy {
                 for key in state.instances.keys { state.instances[key]?.stuck = true }
             }
@@ -339,7 +342,15 @@ final class KernelModel: ManagementInterface {
         }
     }
 
-    func setScanning(_ on: Bool) { state.withLock { $0.scanning = on && $0.powered } }
+    /// A discovery starts or ends (anyone's: the kernel runs one at a time), which every socket hears.
+    func setScanning(_ on: Bool) { state.withLock { setScanning(on, state: &$0) } }
+
+    private func setScanning(_ on: Bool, state: inout State) {
+        let scanning = on && state.powered
+        guard scanning != state.scanning else { return }
+        state.scanning = scanning
+        state.events.append(.discovering(controller: Self.controller, addressTypes: leAddressTypes, active: scanning))
+    }
 
     func unplug() {
         state.withLock { state in

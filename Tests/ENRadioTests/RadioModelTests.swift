@@ -157,8 +157,7 @@ struct RadioDefectTests {
         for cut in 0..<16 {
             let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { true }, driver = RadioDriver(kernel: kernel)
             driver.returned()
-            driver.bluetoothd.isRunning = false
-            driver.bluetoothd.discoveryEnded()
+            driver.bluetoothd.exits()
             driver.lost()
             driver.bluetoothd.isRunning = true
             kernel.duringCommand(cut) { kernel.bluetoothdStarts() }
@@ -170,5 +169,29 @@ struct RadioDefectTests {
             driver.retry()
             #expect(driver.advertising, "bluetoothd's start before command \(cut): \(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
         }
+    }
+
+    /// The CI run of 2026-11-26 (trixie, BT 4.x): bluetoothd was killed while its discovery ran
+    /// for the agent; the kernel ran that discovery on (up to 10.24 s) and refused the recovery's
+    /// new random address (LE Set Random Address: Command Disallowed), so the advertisement was
+    /// refused (Add Extended Advertising Data: Failed). The agent's own scan had ended meanwhile
+    /// (bluetoothd could not be asked), so it had nothing of its own to pause.
+    @Test(arguments: Setup.all.filter(\.legacy))
+    func aDiscoveryLeftByBluetoothdThatExitedDoesNotRefuseTheRecovery(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        driver.bluetoothd.exits()
+        driver.lost()
+        driver.stopScan()
+        driver.settle()
+        #expect(kernel.snapshot.scanning, "the model: the kernel runs the discovery on")
+        driver.bluetoothd.isRunning = true
+        kernel.bluetoothdStarts()
+        driver.returned()
+        driver.settle()
+        let refused = kernel.snapshot.commands.filter { $0.name == "Add Extended Advertising Data" && $0.status != 0 }
+        #expect(refused.isEmpty && driver.advertising, "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
     }
 }

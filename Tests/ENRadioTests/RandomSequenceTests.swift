@@ -63,8 +63,7 @@ struct RandomSequenceTests {
                 kernel.plugIn()
                 driver.returned()
             case .bluetoothdStops:
-                driver.bluetoothd.isRunning = false
-                driver.bluetoothd.discoveryEnded()
+                driver.bluetoothd.exits()
                 driver.lost()
             case .bluetoothdStarts, .bluetoothdStartsLate:
                 guard !driver.bluetoothd.isRunning else { continue }
@@ -81,6 +80,7 @@ struct RandomSequenceTests {
             case .otherRemoves:
                 if let other = kernel.snapshot.instances.first(where: { $0.value.owner == .other })?.key { kernel.otherProgramRemoves(other) }
             case .otherScans: kernel.setScanning(true)
+            // Another program's discovery ends, or one left by a bluetoothd that exited times out.
             case .otherScanEnds: if !driver.bluetoothd.isDiscovering { kernel.setScanning(false) }
             case .scanStarts: driver.startScan()
             case .scanEnds: driver.stopScan()
