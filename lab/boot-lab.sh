@@ -207,7 +207,11 @@ dbus-daemon --system --fork --nopidfile || echo "GUEST: dbus-daemon failed"
 # to lose packets in bursts); the text trace is decoded from it at the end. The lab's scripts read
 # the live capture ($BTSNOOP) for the controllers' state.
 export BTSNOOP=/run/btmon.snoop
+# btmon's socket hears a copy of each event per management socket; in bursts the kernel dropped
+# what did not fit its default buffer, without a word: a larger one for btmon alone.
+rmem=$(cat /proc/sys/net/core/rmem_default); echo 33554432 > /proc/sys/net/core/rmem_default
 btmon -w $BTSNOOP > /dev/null 2>&1 & BTMON=$!
+for i in $(seq 100); do ls -l /proc/$BTMON/fd 2>/dev/null | grep -q socket: && break; sleep 0.05; done; echo $rmem > /proc/sys/net/core/rmem_default
 BTCONF=/etc/bluetooth/main.conf; [ -f $LAB/main.conf ] && BTCONF=$LAB/main.conf
 /usr/libexec/bluetooth/bluetoothd -n -d -f $BTCONF ${BLUETOOTHD_EXTRA} > $OUT/bluetoothd.log 2>&1 &
 objs() { dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null; }

@@ -53,7 +53,10 @@ clock_back_to() { date -s "@$(( $1 + $(cut -d. -f1 /proc/uptime) - $2 ))" > /dev
 windows_count() { enctl windows --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'; }
 json_field() { python3 -c 'import json, sys; print(eval(sys.argv[2], {}, {"d": json.load(open(sys.argv[1]))}))' "$1" "$2"; }
 
+# A larger buffer for btmon's socket alone (as lab/boot-lab.sh: the kernel drops what does not fit).
+rmem=$(cat /proc/sys/net/core/rmem_default); echo 33554432 > /proc/sys/net/core/rmem_default
 btmon -w "$BTSNOOP" > /dev/null 2>&1 & BTMON=$!
+for i in $(seq 100); do ls -l /proc/$BTMON/fd 2>/dev/null | grep -q socket: && break; sleep 0.05; done; echo "$rmem" > /proc/sys/net/core/rmem_default
 
 step "the guest's systemd, dbus and bluetooth"
 boot_state=$(timeout 60 systemctl is-system-running --wait)
