@@ -110,7 +110,7 @@ test-arm64:
 		$(ARM64_TEST_SCRATCH)/release/enagentPackageTests.xctest --testing-library swift-testing --skip '^CommandTests\.'
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
-# enbench runs the enctl and enagentd built beside it as the package builds them (README: Performance).
+# enbench runs the enctl and enagentd built beside it as the package builds them (docs/performance.md).
 bench: deps
 	$(RELEASE) --product enbench
 	$(RELEASE) --product enctl
@@ -121,7 +121,7 @@ bench: deps
 
 # The derivation against the C/OpenSSL ceiling on arm64, both cross-built (enbench by Debian's Swift
 # 6.0.3, the C program by the clang that comes with it) and run under qemu-user on a Cortex-A53: a ratio between two
-# emulated programs, not a Pi's speed (README: On a Raspberry Pi, for `make bench` on a Pi).
+# emulated programs, not a Pi's speed (docs/performance.md, for `make bench` on a Pi).
 bench-arm64:
 	scripts/arm64-sdk.sh
 	scripts/trixie-root.sh env $(ARM64_ENV) swift build -c release --product enbench --scratch-path $(ARM64_TEST_SCRATCH) $(ARM64_SDK)
