@@ -37,7 +37,7 @@ RUN_DIR ?= $(CURDIR)/run
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
-	man check-man bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
+	man check-man check-docs bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
 	test-builds test-radio
 
 all: build
@@ -52,10 +52,10 @@ release: deps
 	$(RELEASE) --product enagentd
 	$(RELEASE) --product enctl
 
-# The unit and integration tests, the units and man pages and the amd64 package with lintian; then
-# two chains side by side, each step after the one before: the builds (the tests with Debian
-# trixie's Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer for
-# TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
+# The unit and integration tests, the units, man pages and documents, and the amd64 package with
+# lintian; then two chains side by side, each step after the one before: the builds (the tests with
+# Debian trixie's Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer
+# for TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
 # installed and run under systemd, a chaos soak of TEST_SOAK_SECONDS), which mostly wait on the
 # guest's clock. Each step's output comes whole when it ends (--output-sync).
 TEST_FUZZ_SECONDS ?= 10
@@ -65,6 +65,7 @@ test: deps
 	$(SWIFT) test --skip-build
 	$(MAKE) verify-units
 	$(MAKE) check-man
+	$(MAKE) check-docs
 	$(MAKE) deb
 	$(MAKE) check-footprint
 	$(MAKE) -j2 --output-sync=target test-builds test-radio
@@ -109,7 +110,7 @@ test-arm64:
 		$(ARM64_TEST_SCRATCH)/release/enagentPackageTests.xctest --testing-library swift-testing --skip '^CommandTests\.'
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
-# enbench runs the enctl and enagentd built beside it as the package builds them (README: Performance).
+# enbench runs the enctl and enagentd built beside it as the package builds them (docs/performance.md).
 bench: deps
 	$(RELEASE) --product enbench
 	$(RELEASE) --product enctl
@@ -120,7 +121,7 @@ bench: deps
 
 # The derivation against the C/OpenSSL ceiling on arm64, both cross-built (enbench by Debian's Swift
 # 6.0.3, the C program by the clang that comes with it) and run under qemu-user on a Cortex-A53: a ratio between two
-# emulated programs, not a Pi's speed (README: On a Raspberry Pi, for `make bench` on a Pi).
+# emulated programs, not a Pi's speed (docs/performance.md, for `make bench` on a Pi).
 bench-arm64:
 	scripts/arm64-sdk.sh
 	scripts/trixie-root.sh env $(ARM64_ENV) swift build -c release --product enbench --scratch-path $(ARM64_TEST_SCRATCH) $(ARM64_SDK)
@@ -267,6 +268,11 @@ man: deps
 check-man:
 	@scripts/install-deps.sh man-db
 	SWIFT=$(SWIFT) scripts/check-man.sh $(SCRATCH)
+
+# The documents' relative links and headings, README's length, dates and table of statuses
+# against the code (scripts/check-docs.py names each problem's file and line).
+check-docs:
+	python3 scripts/check-docs.py
 
 # The Debian package, $(DIST)/enagent_VERSION_ARCH.deb, with dpkg-buildpackage and debhelper from
 # debian/ (debian/rules says why), then lintian on it. The Swift toolchain must be on PATH.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # check-footprint.sh DEB: the package's size and its binaries' (installed, stripped) against the
-# footprint goals a Raspberry Pi sets (README: Performance), and no ICU data in them (full
+# footprint goals a Raspberry Pi sets (docs/packaging.md), and no ICU data in them (full
 # Foundation's 34 MB, which FoundationEssentials leaves out). Prints each figure; fails on a miss.
 set -eu
 DEB=$1

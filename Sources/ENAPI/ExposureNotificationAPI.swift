@@ -2,7 +2,7 @@ import ENBus
 import ENCore
 
 /// The contract between enagentd and its clients: `org.enagent.ExposureNotification1`, on the
-/// object of the same path (dbus/org.enagent.ExposureNotification1.rst documents it). enagentd
+/// object of the same path (dbus/org.enagent.ExposureNotification1.md documents it). enagentd
 /// serves exactly these methods, properties and signal, and enctl calls them; a field added here
 /// reaches both.
 public enum ExposureNotificationAPI {

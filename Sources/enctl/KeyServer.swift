@@ -97,7 +97,7 @@ struct KeyServerConfiguration: Equatable {
 
     static func load(_ path: String) throws -> KeyServerConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandError("cannot read the key server configuration \(path) (see README: Key server)")
+            throw CommandError("cannot read the key server configuration \(path) (see key-server.conf(5))")
         }
         return try KeyServerConfiguration(text: String(decoding: data, as: UTF8.self), path: path)
     }

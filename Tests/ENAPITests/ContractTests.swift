@@ -86,7 +86,7 @@ import Testing
     }
 
     /// The contract, written out as introspection writes an interface, is the one in the document
-    /// the README and packagers use (the daemon's own introspection is checked against it in
+    /// dbus/ holds for clients and packagers (the daemon's own introspection is checked against it in
     /// ServiceTests).
     @Test func theInterfaceDocumentIsTheContract() throws {
         let contract = DBusInterface(

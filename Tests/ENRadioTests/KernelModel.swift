@@ -4,8 +4,8 @@ import Glibc
 import Synchronization
 
 /// The kernel's Bluetooth management interface for one controller (hci0), as far as the radio
-/// depends on it, from net/bluetooth/mgmt.c and hci_sync.c and what the lab measured (README:
-/// "The lab", "Another advertiser", "Suspend, unplug, airplane mode"). Commands are answered at
+/// depends on it, from net/bluetooth/mgmt.c and hci_sync.c and what the lab measured (docs/radio.md:
+/// "A second advertiser", "Suspend, unplug, airplane mode"; docs/lab.md). Commands are answered at
 /// once; events wait in a queue until `deliver` (or, with `interleave`, until a command of the
 /// radio's, as the radio's event queue runs beside its commands).
 final class KernelModel: ManagementInterface {

@@ -12,7 +12,7 @@ enum RadioInvariants {
 
         var addresses = [[UInt8]: Set<Int>]()
         // Not the kernel's re-programming as the adapter turns connectable, which no program can
-        // prevent (README: "A connectable adapter"); the rule below has it taken off at once.
+        // prevent (docs/radio.md: "A connectable adapter"); the rule below has it taken off at once.
         for aired in state.history where KernelModel.isExposureNotification(aired.data) && !aired.fromPublicAddress {
             addresses[Array(aired.data[11...]), default: []].insert(aired.address)
         }

@@ -98,7 +98,7 @@ struct RadioDefectTests {
     /// Another program's advertisement added to a BT 4.x controller while the radio added its own
     /// (before the watch knew of it): the radio steps aside all the same. Not from command 11 on:
     /// the other program takes the instance the survey holds next, which the survey then re-programs
-    /// and releases (README: "not yet handled").
+    /// and releases (docs/radio.md: "Not handled yet").
     @Test(arguments: Setup.all)
     func anotherAdvertiserArrivingWhileAddingIsNoticed(setup: Setup) {
         for cut in 0..<11 {

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""check-docs.py [ROOT]: checks the documentation against itself and the code (make check-docs).
+
+Fails, naming FILE:LINE, when a relative link in README.md, NEWS, docs/*.md or dbus/*.md points
+to a missing file or heading; when README.md is longer than 300 lines or holds a date; when the
+statuses in README's table differ from AgentStatus in Sources/ENCore/AgentStatus.swift.
+"""
+import glob
+import os
+import re
+import sys
+
+README_MAX_LINES = 300
+STATUS_HEADING = "What each status means"
+STATUS_SOURCE = "Sources/ENCore/AgentStatus.swift"
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^\s*(```|~~~)")
+CODE_SPAN = re.compile(r"`[^`]*`")
+DATE = re.compile(r"\b(19|20)\d\d-[01]\d-[0-3]\d\b")
+
+
+def prose_lines(path):
+    """(number, line) of the lines outside fenced code, with inline code removed."""
+    fenced = False
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if FENCE.match(line):
+                fenced = not fenced
+                continue
+            if not fenced:
+                yield number, CODE_SPAN.sub("", line)
+
+
+def slug(heading):
+    """GitHub's anchor for a heading's text."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link's text only
+    text = text.replace("`", "").strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path):
+    """Every heading anchor of a Markdown file, with GitHub's -1, -2 for repeated ones."""
+    found, seen = set(), {}
+    fenced = False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if FENCE.match(line):
+                fenced = not fenced
+                continue
+            match = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+            if fenced or not match:
+                continue
+            base = slug(match.group(1))
+            count = seen.get(base, 0)
+            seen[base] = count + 1
+            found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def check_links(root, path, errors):
+    for number, line in prose_lines(path):
+        for target in LINK.findall(line):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):
+                continue  # a URL or mailto:
+            file_part, _, anchor = target.partition("#")
+            resolved = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
+            where = f"{os.path.relpath(path, root)}:{number}"
+            if not os.path.exists(resolved):
+                errors.append(f"{where}: link to {target}: no file {os.path.relpath(resolved, root)}")
+            elif anchor and resolved.endswith(".md") and anchor not in anchors(resolved):
+                errors.append(f"{where}: link to {target}: no heading with anchor #{anchor} in {os.path.relpath(resolved, root)}")
+
+
+def code_statuses(root):
+    """The raw values of AgentStatus's cases, from its source."""
+    statuses, inside = [], False
+    with open(os.path.join(root, STATUS_SOURCE), encoding="utf-8") as f:
+        for line in f:
+            if re.match(r"\s*public enum AgentStatus\b", line):
+                inside = True
+            elif inside and re.match(r"\s*(public\s+)?(struct|var|func|static)\b", line):
+                break
+            elif inside:
+                match = re.match(r'\s*case\s+(\w+)(?:\s*=\s*"([^"]+)")?\s*$', line)
+                if match:
+                    statuses.append(match.group(2) or match.group(1))
+    return statuses
+
+
+def readme_statuses(path):
+    """(number of the heading, {status: line}) from the first column of README's status table."""
+    heading, statuses = None, {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if heading is None:
+                if re.match(rf"^#+\s+{re.escape(STATUS_HEADING)}\s*$", line):
+                    heading = number
+            elif line.startswith("#"):
+                break
+            elif line.startswith("|"):
+                match = re.match(r"^\|\s*`([^`]+)`\s*\|", line)
+                if match:
+                    statuses[match.group(1)] = number
+    return heading, statuses
+
+
+def check_readme(root, errors):
+    path = os.path.join(root, "README.md")
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    if len(lines) > README_MAX_LINES:
+        errors.append(f"README.md:{len(lines)}: {len(lines)} lines, more than {README_MAX_LINES}: move detail to docs/")
+    for number, line in enumerate(lines, 1):
+        match = DATE.search(line)
+        if match:
+            errors.append(f"README.md:{number}: a date ({match.group(0)}): README.md holds nothing dated (NEWS does)")
+    heading, documented = readme_statuses(path)
+    if heading is None:
+        errors.append(f"README.md:1: no heading '{STATUS_HEADING}' with the table of statuses")
+        return
+    code = code_statuses(root)
+    if not code:
+        errors.append(f"{STATUS_SOURCE}:1: no cases of AgentStatus found")
+    for status in code:
+        if status not in documented:
+            errors.append(f"README.md:{heading}: status {status} ({STATUS_SOURCE}) is missing from the table")
+    for status, number in documented.items():
+        if status not in code:
+            errors.append(f"README.md:{number}: status {status} is not a case of AgentStatus ({STATUS_SOURCE})")
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    errors = []
+    documents = [os.path.join(root, name) for name in ("README.md", "NEWS")]
+    documents += sorted(glob.glob(os.path.join(root, "docs", "*.md")) + glob.glob(os.path.join(root, "dbus", "*.md")))
+    for path in documents:
+        if os.path.exists(path):
+            check_links(root, path, errors)
+    check_readme(root, errors)
+    for error in errors:
+        print(error, file=sys.stderr)
+    if errors:
+        print(f"check-docs: {len(errors)} problem(s)", file=sys.stderr)
+        return 1
+    print(f"check-docs: ok ({len(documents)} documents)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
