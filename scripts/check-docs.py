@@ -3,7 +3,8 @@
 
 Fails, naming FILE:LINE, when a relative link in README.md, NEWS, docs/*.md or dbus/*.md points
 to a missing file or heading; when README.md is longer than 300 lines or holds a date; when the
-statuses in README's table differ from AgentStatus in Sources/ENCore/AgentStatus.swift.
+statuses in README's table differ from AgentStatus in Sources/ENCore/AgentStatus.swift; when the
+keys a configuration file's man page documents differ from the keys its parser takes.
 """
 import glob
 import os
@@ -131,6 +132,47 @@ def check_readme(root, errors):
             errors.append(f"README.md:{number}: status {status} is not a case of AgentStatus ({STATUS_SOURCE})")
 
 
+# Each configuration file's man page, and the parser whose keys it must document.
+CONFIGURATION_PAGES = (("man/enagent.conf.5", "Sources/ENAgent/AgentConfiguration.swift"),
+                       ("man/key-server.conf.5", "Sources/enctl/KeyServer.swift"))
+
+
+def page_keys(path):
+    """{key: line} of the entries `.BI "key = " value` of a configuration file's man page."""
+    keys = {}
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            match = re.match(r'^\.BI\s+"([^"=]+?)(?:"\s+(\w+)\s+")?\s*=\s*"', line)
+            if match:
+                keys[(match.group(1) + (match.group(2) or "")).replace("\\-", "-").strip()] = number
+    return keys
+
+
+def parser_keys(path):
+    """The keys a parser's `case "key":` lines take; a prefix case (`hasPrefix(Self.xPrefix)`) as
+    the prefix and "address", as the man page writes it."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    keys = set(re.findall(r'^\s*case\s+"([a-z][a-z0-9.-]*)"\s*:', text, re.M))
+    for name in re.findall(r"hasPrefix\(Self\.(\w+)\)", text):
+        prefix = re.search(rf'static let {name} = "([^"]+)"', text)
+        if prefix:
+            keys.add(prefix.group(1) + "address")
+    return keys
+
+
+def check_configuration_pages(root, errors):
+    for page, source in CONFIGURATION_PAGES:
+        documented, taken = page_keys(os.path.join(root, page)), parser_keys(os.path.join(root, source))
+        if not taken:
+            errors.append(f"{source}:1: no configuration keys found")
+        for key in sorted(taken - documented.keys()):
+            errors.append(f"{page}:1: key {key} ({source}) is not documented")
+        for key, number in documented.items():
+            if key not in taken:
+                errors.append(f"{page}:{number}: key {key} is not one {source} takes")
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     errors = []
@@ -140,6 +182,7 @@ def main():
         if os.path.exists(path):
             check_links(root, path, errors)
     check_readme(root, errors)
+    check_configuration_pages(root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:
