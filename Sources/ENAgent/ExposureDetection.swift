@@ -54,9 +54,6 @@ public struct ExposureDetection: Sendable {
     public let rssiCorrections: RssiCorrections
     public var limits = KeyFileLimits.standard
 
-    /// The setting that keeps the configuration of the latest detection (for GetExposureInfo).
-    public static let configurationSetting = "exposure-configuration"
-
     public init(store: AgentStore, clock: any AgentClock, trustedKeys: [TrustedKey], rssiCorrections: RssiCorrections = RssiCorrections()) {
         self.store = store
         self.clock = clock
@@ -209,7 +206,7 @@ public struct DetectionSession: Sendable {
             try detection.storeCall {
                 try store.recordDetection(startedAt: startedAt, finishedAt: finished, keyFiles: fresh, matchedKeyCount: result.matches.count,
                                           windows: windows, superseding: result.matches.map(\.key.key.identity) + result.revokedKeys)
-                try store.setSetting(ExposureDetection.configurationSetting, to: configurationJSON)
+                try store.set(StoreSettings.exposureConfiguration, to: configurationJSON)
             }
             return DetectionOutcome(keyFilesProcessed: fresh.count, keyFilesSkipped: keyFilesSkipped, keysChecked: result.keysChecked,
                                     matchedKeyCount: result.matches.count, newWindows: windows)

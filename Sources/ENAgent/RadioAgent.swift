@@ -116,9 +116,6 @@ public final class RadioAgent: RadioListener {
         self.logger = logger
     }
 
-    /// The setting that remembers `advertisedInterval`.
-    static let advertisedIntervalSetting = "advertised-interval"
-
     /// Starts advertising and scanning.
     public func start() {
         queue.sync { changing {
@@ -292,7 +289,7 @@ public final class RadioAgent: RadioListener {
     private func readAdvertisedInterval() -> Bool {
         guard !my.advertisedIntervalKnown else { return true }
         do {
-            my.advertisedInterval = try Self.interval(stored: store.setting(Self.advertisedIntervalSetting))
+            my.advertisedInterval = try store.value(StoreSettings.advertisedInterval).map { ENIntervalNumber($0) }
             my.advertisedIntervalKnown = true
             return true
         } catch {
@@ -303,14 +300,6 @@ public final class RadioAgent: RadioListener {
             state.problem = .lastIntervalUnknown
             return false
         }
-    }
-
-    /// The interval `advertisedIntervalSetting` names; nil when none went on the air yet. Anything
-    /// but a number is damage, not "none".
-    private static func interval(stored: String?) throws(StoreError) -> ENIntervalNumber? {
-        guard let stored else { return nil }
-        guard let number = UInt32(stored) else { throw .sqlite("the setting \(advertisedIntervalSetting) holds \"\(stored)\", not an interval number") }
-        return ENIntervalNumber(number)
     }
 
     private func rotate() {
@@ -349,7 +338,7 @@ public final class RadioAgent: RadioListener {
                     my.rolledButNotAired = broadcast.rpi
                     logger.info("rolled to a fresh key for the rest of the day: this interval's identifier was on the air before the restart")
                 }
-                try store.setSetting(Self.advertisedIntervalSetting, to: String(broadcast.interval.rawValue))
+                try store.set(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue)
                 my.advertisedInterval = broadcast.interval
                 var advertised = broadcast, sent = metadata
                 try radio.advertise { [self] selectedPower in
@@ -377,7 +366,7 @@ public final class RadioAgent: RadioListener {
             // most a fresh key, where forgetting it in memory only would let it out twice after a restart.
             if let attempted = my.advertisedInterval, attempted != previouslyAdvertised {
                 do {
-                    try store.setSetting(Self.advertisedIntervalSetting, to: previouslyAdvertised.map { String($0.rawValue) })
+                    try store.set(StoreSettings.advertisedInterval, to: previouslyAdvertised?.rawValue)
                     my.advertisedInterval = previouslyAdvertised
                 } catch {
                     logger.error("cannot undo noting interval \(attempted) as on the air, so it counts as used: \(error)")

@@ -79,12 +79,6 @@ public final class BlueZRadio: Radio {
     private let logger: Logger
     private let state = Mutex(State())
 
-    /// The store's setting that names the instance this agent added last: "ADAPTER INSTANCE".
-    public static let instanceSetting = "advertising-instance"
-    /// The store's setting that names the monitor of this agent's last scan: "ADAPTER HANDLE".
-    /// Written only when it changes (the kernel hands out the lowest free handle, so mostly the
-    /// same one): a write per scan was 3 MB an hour on the SD card in the service lab.
-    public static let monitorSetting = "scan-monitor"
 
     /// How the radio scans: passively through a kernel advertisement monitor, or, on a kernel
     /// that refuses one, actively through bluetoothd's discovery.
@@ -113,7 +107,7 @@ public final class BlueZRadio: Radio {
         /// Whether a monitor left by a run that was killed has been looked for.
         var leftoverMonitorChecked = false
         /// The store's monitor setting as last read or written.
-        var monitorNote: String?
+        var monitorNote: AdapterNumber?
         /// The adapter whose passive scan is starting (its monitor being added).
         var scanStarting: Adapter?
         /// This radio's removals and empty stand-ins whose Advertising Removed or Added the watch
@@ -293,7 +287,7 @@ public final class BlueZRadio: Radio {
                     instance = free
                 }
             }
-            if instance != own { try store.setSetting(Self.instanceSetting, to: "\(adapter.name) \(instance)") }
+            if instance != own { try store.set(StoreSettings.advertisingInstance, to: AdapterNumber(adapter: adapter.name, number: UInt16(instance))) }
             let interval = ExposureNotificationAdvertisement.intervalMilliseconds
             let parameters = try management.send(AddExtendedAdvertisingParameters(
                 instance: instance, flags: [.useInterval],
@@ -398,9 +392,14 @@ public final class BlueZRadio: Radio {
 
     /// The instance this agent added on `adapter` in an earlier run (the store's note), if any.
     private func rememberedInstance(on adapter: Adapter) throws -> UInt8? {
-        guard let note = try store.setting(Self.instanceSetting) else { return nil }
-        let fields = note.split(separator: " ")
-        return fields.count == 2 && fields[0] == adapter.name ? UInt8(fields[1]) : nil
+        guard let note = try remembered(StoreSettings.advertisingInstance), note.adapter == adapter.name else { return nil }
+        return UInt8(exactly: note.number)
+    }
+
+    /// A note of this radio's in the store; one that does not read names nothing to remove (the
+    /// next write replaces it).
+    private func remembered(_ setting: StoreSetting<AdapterNumber>) throws(StoreError) -> AdapterNumber? {
+        do throws(StoreError) { return try store.value(setting) } catch .malformedSetting { return nil }
     }
 
     public func stopAdvertising() throws {
@@ -415,7 +414,7 @@ public final class BlueZRadio: Radio {
     /// this one's to replace, and the number may go to another program meanwhile. An empty
     /// stand-in (the controller was off) stays remembered, for the next advertisement to remove.
     private func withdraw(_ instance: UInt8, from adapter: Adapter) throws {
-        if try remove(instance, from: adapter) == .gone { try store.setSetting(Self.instanceSetting, to: nil) }
+        if try remove(instance, from: adapter) == .gone { try store.set(StoreSettings.advertisingInstance, to: nil) }
     }
 
     private enum Removal { case gone, emptyStandIn }
@@ -490,9 +489,11 @@ public final class BlueZRadio: Radio {
                 try removeLeftoverMonitor(on: adapter)
                 let handle = try management.send(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
                 state.withLock { $0.scan = Scan(adapter: adapter, monitor: handle) }
-                let note = "\(adapter.name) \(handle)"
+                // Written only when it changes (the kernel hands out the lowest free handle, so
+                // mostly the same one): a write per scan was 3 MB an hour on the SD card in the service lab.
+                let note = AdapterNumber(adapter: adapter.name, number: handle)
                 if state.withLock({ $0.monitorNote }) != note {
-                    try store.setSetting(Self.monitorSetting, to: note)
+                    try store.set(StoreSettings.scanMonitor, to: note)
                     state.withLock { $0.monitorNote = note }
                 }
                 return
@@ -513,10 +514,10 @@ public final class BlueZRadio: Radio {
     /// it since (bluetoothd 5.66 offers monitors to no client outside experimental mode).
     private func removeLeftoverMonitor(on adapter: Adapter) throws {
         guard let controller = adapter.index, !state.withLock({ state in defer { state.leftoverMonitorChecked = true }; return state.leftoverMonitorChecked }),
-              let note = try store.setting(Self.monitorSetting) else { return }
+              let note = try remembered(StoreSettings.scanMonitor) else { return }
         state.withLock { $0.monitorNote = note }
-        let fields = note.split(separator: " ")
-        guard fields.count == 2, fields[0] == adapter.name, let handle = UInt16(fields[1]), handle != 0,
+        let handle = note.number
+        guard note.adapter == adapter.name, handle != 0,
               try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) else { return }
         try removeMonitor(handle, controller: controller)
         logger.info("removed the scan monitor a run that stopped unexpectedly left on \(adapter.name)")

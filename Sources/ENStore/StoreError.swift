@@ -10,6 +10,8 @@ public enum StoreError: Error, CustomStringConvertible {
     case full(path: String)
     /// A query failed after the database opened.
     case sqlite(String)
+    /// A setting holds a text that is not a value of its kind.
+    case malformedSetting(name: String, value: String)
 
     /// Whether the disk is full (the store resumes by itself once there is room).
     public var isFull: Bool {
@@ -29,6 +31,8 @@ public enum StoreError: Error, CustomStringConvertible {
             return "The disk holding the database \(path) is full; nothing stored was lost. Free some space: enagent resumes by itself."
         case .sqlite(let message):
             return "Database error: \(message)"
+        case .malformedSetting(let name, let value):
+            return "The database's setting \(name) holds \"\(value)\", which is not a value of its kind; the database may be damaged."
         }
     }
 }

@@ -79,7 +79,6 @@ final class Daemon: Sendable {
         set { my.serviceObject = newValue }
     }
 
-    static let pausedUntilSetting = "paused-until"
     /// While the store cannot be read, look again this often.
     static let storeRetrySeconds = 10.0
 
@@ -131,7 +130,7 @@ final class Daemon: Sendable {
 
     /// The end of the pause as stored, if any (it may lie in the past).
     private func storedPausedUntil() throws -> Int64? {
-        try store.setting(Self.pausedUntilSetting).flatMap(Int64.init)
+        try store.value(StoreSettings.pausedUntil)
     }
 
     /// The status; a store that cannot be read makes it `store-unreadable` (and a journal entry),
@@ -259,7 +258,7 @@ final class Daemon: Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard try on != enabled else { return }
         try store.recordConsent(ConsentEvent(granted: on, recordedAt: clock.now))
-        if on { try store.setSetting(Self.pausedUntilSetting, to: nil) }
+        if on { try store.set(StoreSettings.pausedUntil, to: nil) }
         logger.notice(on ? "enabled: consent recorded" : "disabled: consent withdrawn", event: on ? .consentGiven : .consentWithdrawn)
         apply()
     }
@@ -268,7 +267,7 @@ final class Daemon: Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         let applied = min(seconds, PauseArguments.longestSeconds)
         let until = clock.now + Int64(applied)
-        try store.setSetting(Self.pausedUntilSetting, to: String(until))
+        try store.set(StoreSettings.pausedUntil, to: until)
         logger.info("paused for \(applied) s, until \(until) (unix time)"
                     + (applied < seconds ? "; \(seconds) s were asked for, more than the longest pause, \(PauseArguments.longestSeconds) s" : ""))
         apply()
@@ -290,7 +289,7 @@ final class Daemon: Sendable {
 
     func resume() throws {
         dispatchPrecondition(condition: .onQueue(queue))
-        try store.setSetting(Self.pausedUntilSetting, to: nil)
+        try store.set(StoreSettings.pausedUntil, to: nil)
         logger.info("resumed")
         apply()
     }

@@ -142,7 +142,7 @@ struct ExposureNotificationService: Sendable {
     }
 
     func getExposureInfo(_: NoArguments) throws(DBusError) -> ExposureInfos {
-        let stored = try reading { try daemon.store.setting(ExposureDetection.configurationSetting) }
+        let stored = try reading { try daemon.store.value(StoreSettings.exposureConfiguration) }
         guard let v1 = try Self.configuration(stored ?? "").v1 else {
             throw API.Failure.notAvailable.error("the last detection had no v1 configuration (minimumRiskScore and its level values)")
         }

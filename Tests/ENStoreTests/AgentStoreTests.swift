@@ -340,6 +340,29 @@ import Testing
         #expect(try !store.hasProcessedKeyFile(sha256: Array(repeating: 8, count: 32)))
     }
 
+    /// Each setting reads back what it wrote, under its own name; a text that is not a value of
+    /// its kind (a hand edit, damage) is an error naming the setting, never "none".
+    @Test func typedSettingsRoundTripAndRefuseDamage() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        try store.set(StoreSettings.pausedUntil, to: 1_790_000_000)
+        try store.set(StoreSettings.advertisedInterval, to: 2_992_886)
+        try store.set(StoreSettings.advertisingInstance, to: AdapterNumber(adapter: "hci1", number: 5))
+        #expect(try store.value(StoreSettings.pausedUntil) == 1_790_000_000)
+        #expect(try store.setting("paused-until") == "1790000000")
+        #expect(try store.value(StoreSettings.advertisedInterval) == 2_992_886)
+        #expect(try store.setting("advertising-instance") == "hci1 5")
+        #expect(try store.value(StoreSettings.advertisingInstance) == AdapterNumber(adapter: "hci1", number: 5))
+        #expect(try store.value(StoreSettings.scanMonitor) == nil)
+        try store.set(StoreSettings.pausedUntil, to: nil)
+        #expect(try store.setting("paused-until") == nil)
+        try store.setSetting("advertised-interval", to: "soon")
+        #expect(throws: StoreError.self) { try store.value(StoreSettings.advertisedInterval) }
+        do { _ = try store.value(StoreSettings.advertisedInterval) } catch { #expect("\(error)".contains("advertised-interval")) }
+        try store.setSetting("scan-monitor", to: "hci0")
+        #expect(throws: StoreError.self) { try store.value(StoreSettings.scanMonitor) }
+        #expect(Set(StoreSettings.names).count == StoreSettings.names.count)
+    }
+
     @Test func deletedRowsAreOverwritten() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         #expect(try store.write { try $0.fetchOne(Int.self, "PRAGMA secure_delete") } == 1)

@@ -60,7 +60,7 @@ struct DaemonStatusTests {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let pauseEnd = SystemClock().now + 3_600
         try store.recordConsent(ConsentEvent(granted: true, recordedAt: SystemClock().now))
-        try store.setSetting(Daemon.pausedUntilSetting, to: String(pauseEnd))
+        try store.set(StoreSettings.pausedUntil, to: pauseEnd)
         let clock = ClockClosingTheStore()
         let daemon = try daemon(store, clock: clock)
         clock.closeAtNextRead(store)
@@ -76,7 +76,7 @@ struct DaemonStatusTests {
         let store = try AgentStore(path: path)
         let pauseEnd = SystemClock().now + 3_600
         try store.recordConsent(ConsentEvent(granted: true, recordedAt: SystemClock().now))
-        try store.setSetting(Daemon.pausedUntilSetting, to: String(pauseEnd))
+        try store.set(StoreSettings.pausedUntil, to: pauseEnd)
         let daemon = try daemon(store)
         try FileManager.default.moveItem(atPath: path, toPath: away)  // no reader can open it
         queue.sync { daemon.clockBecameTrusted() }
