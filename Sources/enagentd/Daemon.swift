@@ -5,9 +5,7 @@ import ENBlueZ
 import ENBus
 import ENCore
 import ENKeyFiles
-import ENRadio
 import ENStore
-import FoundationEssentials
 import Glibc
 import ENSystemd
 
@@ -18,24 +16,24 @@ import ENSystemd
 /// threads (the D-Bus service, the radio's queue) come in through `perform` or `queue.async`.
 /// The store, the clock and the detection engine are immutable and thread-safe themselves.
 final class Daemon: Sendable {
-    private typealias P = ExposureNotificationAPI.Properties
+    typealias P = ExposureNotificationAPI.Properties
     /// Where the daemon's state lives.
     let queue: DispatchQueue
     private let queueMark = QueueMark()
     let store: AgentStore
     let clock: any AgentClock
-    private let retention: RetentionPolicy
-    private let radioSettings: RadioSettings
-    private let bus: DBusConnection?
-    private let logger: Logger
+    let retention: RetentionPolicy
+    let radioSettings: RadioSettings
+    let bus: DBusConnection?
+    let logger: Logger
     let detection: ExposureDetection
-    private let synchronisation: (any ClockSynchronisation)?
+    let synchronisation: (any ClockSynchronisation)?
     /// Where the status line goes: systemd's STATUS= (`systemctl status enagentd`).
     private let reportStatus: @Sendable (String) -> Void
     private let onQueue: QueueBound<Confined>
 
     /// What the daemon changes as it runs, on `queue` only.
-    private struct Confined {
+    struct Confined {
         var upkeepTimer: (any DispatchSourceTimer)?
         var upkeep: Upkeep?
         /// Why the store could not be read at the last look, if it could not.
@@ -60,7 +58,8 @@ final class Daemon: Sendable {
         var reminderTimer: (any DispatchSourceTimer)?
     }
 
-    private var my: Confined {
+    /// Its mutable members, on `queue` only.
+    var my: Confined {
         get { onQueue.value }
         _modify { yield &onQueue.value }
     }
@@ -210,124 +209,6 @@ final class Daemon: Sendable {
         return inUse + corrections.byAdapter.keys.sorted().filter { $0 != address }.map { listed($0, name: "") }
     }
 
-    // MARK: Reminders
-
-    var latestExposureDay: Int64? { get throws { try store.latestExposureDay() } }
-
-    /// Checks now and every minute what to remind the person of; a reminder goes to the journal
-    /// when it arises and once a day while it lasts.
-    func startReminders() {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now(), repeating: .seconds(60))
-        timer.setEventHandler { [weak self] in self?.checkReminders() }
-        timer.resume()
-        my.reminderTimer = timer
-    }
-
-    func checkReminders() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        let now = clock.now
-        let exposureDay: Int64?, due: [Reminder]
-        do {
-            exposureDay = try latestExposureDay
-            let consent = try consent
-            due = Reminder.due(now: now, enabledSince: consent?.granted == true ? consent?.recordedAt : nil,
-                               lastSuccessfulDetection: try store.lastSuccessfulDetection(), latestExposureDay: exposureDay,
-                               uploadRefused: try store.testResults().first.map { $0.uploadFailure != nil } ?? false)
-        } catch {
-            return logger.error("cannot check reminders: \(error)")
-        }
-        for reminder in due where now - (my.remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
-            logger.warning("\(reminder.message(latestExposureDay: exposureDay))")
-            my.remindedAt[reminder] = now
-        }
-        my.remindedAt = my.remindedAt.filter { due.contains($0.key) }
-        if due != my.reminders {
-            // PropertiesChanged reaches every listener: a change of the health reminders alone is
-            // not announced, or its moment would tell that an exposure or a refusal came.
-            let announced = due.filter { !$0.revealsHealth } != my.reminders.filter { !$0.revealsHealth }
-            my.reminders = due
-            if announced { my.onChange?([P.reminders.name]) }
-        }
-    }
-
-    // MARK: Control
-
-    /// Enabling records consent (the first time, and after every withdrawal); disabling stops the radio at once.
-    func setEnabled(_ on: Bool) throws {
-        dispatchPrecondition(condition: .onQueue(queue))
-        guard try on != enabled else { return }
-        try store.recordConsent(ConsentEvent(granted: on, recordedAt: clock.now))
-        if on { try store.set(StoreSettings.pausedUntil, to: nil) }
-        logger.notice(on ? "enabled: consent recorded" : "disabled: consent withdrawn", event: on ? .consentGiven : .consentWithdrawn)
-        apply()
-    }
-
-    func pause(seconds: UInt64) throws {
-        dispatchPrecondition(condition: .onQueue(queue))
-        let applied = min(seconds, PauseArguments.longestSeconds)
-        let until = clock.now + Int64(applied)
-        try store.set(StoreSettings.pausedUntil, to: until)
-        logger.info("paused for \(applied) s, until \(until) (unix time)"
-                    + (applied < seconds ? "; \(seconds) s were asked for, more than the longest pause, \(PauseArguments.longestSeconds) s" : ""))
-        apply()
-    }
-
-    /// Applies the status again after `seconds`: a pause ends by itself (its end is in the store,
-    /// so a restart keeps it), and a store that could not be read may be readable again.
-    private func recheckStatus(after seconds: Double) {
-        my.recheckTimer?.cancel()
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + max(0, seconds))
-        timer.setEventHandler { [weak self] in
-            self?.my.recheckTimer = nil
-            self?.apply()
-        }
-        timer.resume()
-        my.recheckTimer = timer
-    }
-
-    func resume() throws {
-        dispatchPrecondition(condition: .onQueue(queue))
-        try store.set(StoreSettings.pausedUntil, to: nil)
-        logger.info("resumed")
-        apply()
-    }
-
-    /// Keys whose validity has ended, within the retention window: today's key is released only
-    /// once it has rolled, because it is still on the air.
-    func releasableKeys() throws -> [TemporaryExposureKey] {
-        guard let now = ENIntervalNumber(unixSeconds: clock.now) else { return [] }
-        return try store.temporaryExposureKeys(validAfter: retention.cutoff(now: clock.now))
-            .filter { $0.rollingEndIntervalNumber <= UInt64(now.rawValue) }
-    }
-
-    /// Records what became of an upload, and says so in the journal (never the keys).
-    func uploadFinished(testResultId: String, _ result: UploadResult) throws {
-        dispatchPrecondition(condition: .onQueue(queue))
-        try store.finishUpload(testResultId: testResultId, result, at: clock.now)
-        checkReminders()
-        switch result {
-        case .accepted(_, let note):
-            logger.info("the key server accepted the keys of test result \(testResultId)" + (note.map { " (\($0))" } ?? ""))
-        case .retry(let reason, let retryAt):
-            logger.warning("the key server did not take the keys of test result \(testResultId) for now (\(reason)); next attempt at \(retryAt) (unix time)")
-        case .refused(let reason):
-            logger.error("the key server refused the keys of test result \(testResultId) for good (\(reason)); the upload will not be sent again")
-        }
-    }
-
-    /// Erases keys, sightings and results; a running agent starts again with a fresh key.
-    func resetData() throws {
-        dispatchPrecondition(condition: .onQueue(queue))
-        let wasRunning = my.upkeepTimer != nil
-        if wasRunning { stopRunning() }
-        try store.eraseAllData()
-        my.upkeep = nil  // its key schedule holds the erased key
-        logger.info("all keys, sightings and exposure results erased")
-        apply(changed: [P.sightingsStored.name, P.lastDetection.name, P.lastDetectionError.name])
-    }
-
     /// Stops the radio (writing pending sightings) and closes the database.
     func stop() {
         stopRunning()
@@ -337,89 +218,6 @@ final class Daemon: Sendable {
     /// Whether the radio's queue still answers (for the watchdog).
     var isHealthy: Bool { my.radioAgent?.isResponsive ?? true }
 
-    // MARK: Running parts
-
-    private func startRunning() throws {
-        // One upkeep for the daemon's life: the clock steps it has seen outlast a pause.
-        let upkeep = my.upkeep ?? Upkeep(store: store, clock: clock, retention: retention, synchronisation: synchronisation, logger: logger)
-        my.upkeep = upkeep
-        try upkeep.run()
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
-        timer.setEventHandler { [weak self, logger] in
-            do {
-                if try upkeep.run() { self?.my.radioAgent?.clockStepped() }
-            } catch {
-                logger.error("upkeep failed: \(error)")
-            }
-        }
-        timer.resume()
-        my.upkeepTimer = timer
-        if let bus { my.radioAgent = try startRadio(on: bus) }
-    }
-
-    private func stopRunning() {
-        my.upkeepTimer?.cancel()
-        my.upkeepTimer = nil
-        my.subscriptions.forEach { $0.cancel() }
-        my.subscriptions = []
-        my.managementWatch?.cancel()
-        my.managementWatch = nil
-        my.sleepInhibitor?.release()
-        my.sleepInhibitor = nil
-        my.radioAgent?.stop()
-        my.radioAgent = nil
-        my.radioState = RadioState()
-    }
-
-    /// Starts advertising and scanning through BlueZ.
-    private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
-        // A scan that a pause for the advertisement could not resume is started anew, as after a return.
-        let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, passiveScan: radioSettings.passiveScan, store: store, logger: logger,
-                               onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.my.radioAgent?.radioReturned() } })
-        do {
-            let adapter = BlueZRadio.identity(of: try bluez.adapter())
-            my.adapterName = adapter.name
-            my.adapterAddress = adapter.address
-        } catch {
-            // Only the TX power's source depends on it here; the agent meets the same problem at
-            // once and its status says so.
-            logger.info("no adapter to read the TX power from at the start: \(error)")
-            if case .name(let name)? = radioSettings.adapter { my.adapterName = name } else { my.adapterName = "" }
-            my.adapterAddress = nil
-        }
-        let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: my.adapterName.isEmpty ? nil : my.adapterName, logger: logger))
-        let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                               clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self, queue] state in
-            queue.async { [weak self] in
-                guard let self else { return }
-                self.my.radioState = state
-                if let adapter = bluez.adapterInUse {
-                    self.my.adapterName = adapter.name
-                    self.my.adapterAddress = adapter.address
-                }
-                self.apply()
-            }
-        }
-        my.subscriptions = try bluez.follow(for: agent, logger: logger)
-        my.managementWatch = bluez.watchManagement(for: agent, logger: logger)
-        let sleep = SleepInhibitor(connection: bus, logger: logger)
-        // Off the daemon's queue: a bus without logind may take its time to say so.
-        DispatchQueue.global().async { sleep.inhibit() }
-        my.subscriptions.append(try sleep.follow { [logger] sleeping in
-            if sleeping {
-                logger.info("the system is going to sleep")
-                agent.prepareForSleep { sleep.release() }
-            } else {
-                // Not on the bus's dispatcher thread, which the call waits on.
-                DispatchQueue.global().async { sleep.inhibit() }
-                agent.radioReturned()
-            }
-        })
-        my.sleepInhibitor = sleep
-        agent.start()
-        return agent
-    }
 }
 
 /// The mark `Daemon.perform` finds on its queue. Sendable by hand: the key is a token Dispatch

@@ -1,0 +1,45 @@
+import Dispatch
+import ENAgent
+import ENCore
+
+/// What to remind the person of (Reminder), checked every minute.
+extension Daemon {
+    var latestExposureDay: Int64? { get throws { try store.latestExposureDay() } }
+
+    /// Checks now and every minute what to remind the person of; a reminder goes to the journal
+    /// when it arises and once a day while it lasts.
+    func startReminders() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .seconds(60))
+        timer.setEventHandler { [weak self] in self?.checkReminders() }
+        timer.resume()
+        my.reminderTimer = timer
+    }
+
+    func checkReminders() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let now = clock.now
+        let exposureDay: Int64?, due: [Reminder]
+        do {
+            exposureDay = try latestExposureDay
+            let consent = try consent
+            due = Reminder.due(now: now, enabledSince: consent?.granted == true ? consent?.recordedAt : nil,
+                               lastSuccessfulDetection: try store.lastSuccessfulDetection(), latestExposureDay: exposureDay,
+                               uploadRefused: try store.testResults().first.map { $0.uploadFailure != nil } ?? false)
+        } catch {
+            return logger.error("cannot check reminders: \(error)")
+        }
+        for reminder in due where now - (my.remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
+            logger.warning("\(reminder.message(latestExposureDay: exposureDay))")
+            my.remindedAt[reminder] = now
+        }
+        my.remindedAt = my.remindedAt.filter { due.contains($0.key) }
+        if due != my.reminders {
+            // PropertiesChanged reaches every listener: a change of the health reminders alone is
+            // not announced, or its moment would tell that an exposure or a refusal came.
+            let announced = due.filter { !$0.revealsHealth } != my.reminders.filter { !$0.revealsHealth }
+            my.reminders = due
+            if announced { my.onChange?([P.reminders.name]) }
+        }
+    }
+}
