@@ -73,7 +73,7 @@ test-builds:
 	nice -n 10 $(MAKE) test-swift6.0
 	nice -n 10 $(MAKE) test-arm64
 	nice -n 10 $(MAKE) deb-arm64
-	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+	nice -n 10 $(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 test-radio:
 	$(MAKE) lab-test
 	$(MAKE) lab-service
