@@ -98,6 +98,9 @@ public final class RadioAgent: RadioListener {
     static let ownIdentifierMemory = 4
     /// After the radio refused, try again this soon (bluetoothd may be restarting).
     static let retrySeconds = 1.0
+    /// The scan's pause when the agent steps aside for another program's advertisement on a
+    /// legacy controller: longer than the kernel's turn of 2 s (`adapterUnfitForAdvertising`).
+    static let sharedAdapterScanPause = 2.5
     /// A recovery waits this long for the rest of the radio's return to arrive.
     static let recoveryDelay = DispatchTimeInterval.milliseconds(300)
     /// How often a wait caused by the clock going back looks at the clock again.
@@ -232,6 +235,16 @@ public final class RadioAgent: RadioListener {
             state.advertising = false
             state.problem = problem
             scheduleRotation(in: Self.retrySeconds)
+            if problem == .adapterShared && state.scanning {
+                // The kernel puts the other advertisement on the one set from a new random
+                // address, which the controller refuses while a scan runs, and tries again every
+                // 2 s: the scan waits for one such turn (the lab saw the other kept off for 4 s).
+                my.scanTimer?.cancel()
+                stopScanning()
+                state.scanning = false
+                flush()
+                my.scanTimer = timer(after: Self.sharedAdapterScanPause) { [self] in scanCycle() }
+            }
         }
     }
 

@@ -149,6 +149,26 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(radio.serviceData[0] != radio.serviceData[1], "a new RPI: the last went out from the adapter's own address")
     }
 
+    /// Stepping aside for another program's advertisement on a legacy controller: the scan stops
+    /// too, for longer than the kernel's 2 s turn, whose new random address the controller would
+    /// refuse while it scans; then it runs again.
+    @Test func steppingAsideHoldsTheScanForOneKernelTurn() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        agent.adapterUnfitForAdvertising(.adapterShared, because: "another program added an advertisement to hci0, a BT 4.x adapter")
+        Thread.sleep(forTimeInterval: 2.0)
+        #expect(agent.isResponsive)
+        // The rotation's retries (every second) are the radio's to refuse: only the scan counts here.
+        let scans = { radio.log.filter { $0.hasSuffix("Scanning") } }
+        #expect(scans() == ["startScanning", "stopScanning"], "no scan during the kernel's turn: \(radio.log)")
+        Thread.sleep(forTimeInterval: 1.0)
+        #expect(agent.isResponsive)
+        #expect(scans() == ["startScanning", "stopScanning", "startScanning"], "scanning again after it: \(radio.log)")
+        agent.stop()
+    }
+
     /// The metadata carries the TX power the controller chose for the advertisement.
     @Test func theMetadataCarriesTheControllersSelectedPower() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
