@@ -629,11 +629,17 @@ def second_advertiser():
     en, other, gap = onair.air_shares(f"{out}/btmon.snoop", 0, started, ended)
     # The other's from the moment bluetoothd gave it to the kernel: on a legacy controller the
     # kernel puts it on the set when a steps aside, which needs a new address, refused while a scans.
+    # The registration that took: after each that bluetoothd answered Failed (the kernel refuses the
+    # new address while a scan runs, as beside any program's scan), bluetoothctl tried again.
+    refused = open(f"{out}/phases/bluetoothctl.txt", errors="replace").read().count("Failed to register advertisement")
     registered = onair.registered(f"{out}/btmon.snoop", 0, started)
+    for _ in range(refused):
+        registered = registered and onair.registered(f"{out}/btmon.snoop", 0, registered + 1e-6)
     other_since = onair.air_shares(f"{out}/btmon.snoop", 0, registered, ended)[1] if registered is not None else 0
     status = json.load(open(f"{out}/phases/second-advertiser-status-a.json"))
     print(f"  for {ended - started:.1f} s: a's EN advertisement on the air {en:.0%} of the time, bluetoothctl's {other:.0%} "
-          + (f"({other_since:.0%} from its registration {registered - started:.1f} s in)" if registered is not None else "(NEVER registered)")
+          + (f"({other_since:.0%} from its registration {registered - started:.1f} s in"
+             + (f", after {refused} refused while a scanned" if refused else "") + ")" if registered is not None else "(NEVER registered)")
           + f", the longest stretch without EN {gap:.1f} s; a said {status['status']}, advertising {'yes' if status['advertising'] else 'no'} "
           + ("(legacy: a steps aside, since the kernel would lend the one set in turns, each turn from a new address)" if legacy else "(extended: a set each, side by side)"))
     if other_since < OTHER_ADVERTISER_SHARE:
