@@ -38,7 +38,7 @@ DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
-	test-builds test-radio
+	test-builds test-radio bench-programs bench-smoke check-figures
 
 all: build
 
@@ -52,7 +52,8 @@ release: deps
 	$(RELEASE) --product enagentd
 	$(RELEASE) --product enctl
 
-# The unit and integration tests, the units and man pages and the amd64 package with lintian; then
+# The unit and integration tests, the units and man pages, the figures in docs/ against their
+# recorded runs, a short run of the benchmark and the amd64 package with lintian; then
 # two chains side by side, each step after the one before: the builds (the tests with Debian
 # trixie's Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer for
 # TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
@@ -65,6 +66,8 @@ test: deps
 	$(SWIFT) test --skip-build
 	$(MAKE) verify-units
 	$(MAKE) check-man
+	$(MAKE) check-figures
+	$(MAKE) bench-smoke
 	$(MAKE) deb
 	$(MAKE) check-footprint
 	$(MAKE) -j2 --output-sync=target test-builds test-radio
@@ -109,14 +112,29 @@ test-arm64:
 		$(ARM64_TEST_SCRATCH)/release/enagentPackageTests.xctest --testing-library swift-testing --skip '^CommandTests\.'
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
-# enbench runs the enctl and enagentd built beside it as the package builds them (README: Performance).
-bench: deps
+# enbench runs the enctl and enagentd built beside it as the package builds them. The run is
+# recorded in docs/figures/bench.json and rendered into docs/performance.md.
+bench: bench-programs
+	$(RELEASE_BIN)/enbench --json docs/figures/bench.json $(SCRATCH)/bench/derivation-ceiling
+	scripts/render-figures.py write
+
+# Every measure of make bench on tiny inputs, its JSON rendered, so that neither can rot (make
+# test). The same release build as make bench's and make deb's, which then finds it done.
+bench-smoke: bench-programs
+	$(RELEASE_BIN)/enbench --smoke --json $(SCRATCH)/bench/bench-smoke.json $(SCRATCH)/bench/derivation-ceiling
+	scripts/render-figures.py show $(SCRATCH)/bench/bench-smoke.json > /dev/null
+
+bench-programs: deps
 	$(RELEASE) --product enbench
 	$(RELEASE) --product enctl
 	$(RELEASE) --product enagentd
 	mkdir -p $(SCRATCH)/bench
 	cc -O2 -Wall -Wno-deprecated-declarations -o $(SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
-	$(RELEASE_BIN)/enbench $(SCRATCH)/bench/derivation-ceiling
+
+# Fails when a rendered figure in docs/ differs from what scripts/render-figures.py writes from
+# its recorded run in docs/figures/ (edited by hand, or the JSON changed without rendering).
+check-figures:
+	scripts/render-figures.py check
 
 # The derivation against the C/OpenSSL ceiling on arm64, both cross-built (enbench by Debian's Swift
 # 6.0.3, the C program by the clang that comes with it) and run under qemu-user on a Cortex-A53: a ratio between two
@@ -304,9 +322,11 @@ deb-package:
 lint-deb:
 	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb
 
-# The package's and its binaries' sizes against the footprint goals, and no ICU data in them.
+# The package's and its binaries' sizes against the footprint goals, and no ICU data in them;
+# FIGURES=write records them in docs/figures/ (then scripts/render-figures.py write).
+FIGURES ?=
 check-footprint:
-	scripts/check-footprint.sh $(DIST)/$(DEB_NAME).deb
+	FIGURES=$(FIGURES) scripts/check-footprint.sh $(DIST)/$(DEB_NAME).deb
 
 # Rewrites dbus/org.enagent.ExposureNotification1.xml from what enagentd serves (after an API change).
 interface-xml:
