@@ -36,10 +36,11 @@ class FigureError(Exception):
 # Numbers as the pages write them.
 
 def count(n):
-    """A count of keys or sightings: 500k, 1M, 8.7k."""
+    """A count of keys or sightings: 500k, 1M, 356k, 8.9k."""
     for size, suffix in ((1_000_000, "M"), (1_000, "k")):
         if n >= size:
-            return f"{n / size:.3g}{suffix}"
+            value = n / size
+            return f"{value:.0f}{suffix}" if value >= 10 else f"{value:.2g}{suffix}"
     return str(n)
 
 
@@ -77,9 +78,12 @@ def bench_machine(run):
     named = sorted({{"aes": "AES", "sha_ni": "SHA-256", "sha2": "SHA-256"}[f] for f in machine["cryptoFeatures"]})
     kind = "a virtual machine" if machine["virtualMachine"] else "bare metal"
     with_features = f" with {' and '.join(named)} instructions" if named else ""
+    # A quarter of a core taken by others already shows in the timings; the ratios suffer less.
+    shared = ", so the timings are lower than an idle machine's" if machine["otherWorkCores"] >= 0.25 else ""
     return (f"Measured {date(run['measured'])} by `make bench` on {machine['cores']} cores of {machine['cpu']}{with_features} "
-            f"({kind}; Linux {machine['kernel']}, {machine['openSSL']}); the one-minute load average was "
-            f"{machine['loadAverage']:.2f} when it started.\n")
+            f"({kind}; Linux {machine['kernel']}, {machine['openSSL']}). Other work took {machine['otherWorkCores']:.2f} of the "
+            f"{machine['cores']} cores on average during the run{shared} (one-minute load average {machine['loadAverage']:.2f} "
+            f"at its start).\n")
 
 
 def bench_table(run):
@@ -242,7 +246,8 @@ def check():
         print("check-figures: a figure in docs/ comes from its JSON only: re-run its generator (make bench, or "
               "make check-footprint FIGURES=write), or scripts/render-figures.py write after changing the renderer", file=sys.stderr)
         return 1
-    print(f"check-figures: every rendered block in {len(documents())} files matches its recorded run")
+    count = len(documents())
+    print(f"check-figures: every rendered block in {count} file{'' if count == 1 else 's'} under docs/ matches its recorded run")
     return 0
 
 

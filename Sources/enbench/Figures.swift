@@ -88,6 +88,9 @@ struct Machine: Codable {
     var kernel: String
     /// /proc/loadavg's one-minute figure when enbench started: other work on the machine.
     var loadAverage: Double
+    /// The CPU time other processes (and a hypervisor's steal) took while enbench ran, in cores
+    /// on average: what the figures had to share the machine with. Set when the run ends.
+    var otherWorkCores = 0.0
 
     static func here() -> Machine {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
@@ -110,6 +113,34 @@ struct Machine: Codable {
                        openSSL: String(cString: OpenSSL_version(OPENSSL_VERSION)),
                        kernel: kernel,
                        loadAverage: loadavg.split(separator: " ").first.flatMap { Double($0) } ?? 0)
+    }
+}
+
+/// The machine's busy CPU time and enbench's own with its children, to tell how much of the
+/// machine other work took between two readings.
+struct CPUTimes {
+    var machineBusySeconds: Double
+    var ownSeconds: Double
+    var wallClock: ContinuousClock.Instant
+
+    static func now() -> CPUTimes {
+        // /proc/stat's first line: user nice system idle iowait irq softirq steal, in clock ticks.
+        let stat = (try? String(contentsOfFile: "/proc/stat", encoding: .utf8)) ?? ""
+        let ticks = stat.split(separator: "\n").first?.split(separator: " ").dropFirst().compactMap { Double($0) } ?? []
+        let busyTicks = ticks.enumerated().filter { [0, 1, 2, 5, 6, 7].contains($0.offset) }.map(\.element).reduce(0, +)
+        func seconds(_ who: Int32) -> Double {
+            var usage = rusage()
+            getrusage(who, &usage)
+            return [usage.ru_utime, usage.ru_stime].map { Double($0.tv_sec) + Double($0.tv_usec) / 1e6 }.reduce(0, +)
+        }
+        return CPUTimes(machineBusySeconds: busyTicks / Double(sysconf(Int32(_SC_CLK_TCK))),
+                        ownSeconds: seconds(RUSAGE_SELF.rawValue) + seconds(RUSAGE_CHILDREN.rawValue), wallClock: .now)
+    }
+
+    /// Since `start`: the other processes' CPU time in cores on average.
+    func otherWorkCores(since start: CPUTimes) -> Double {
+        let others = (machineBusySeconds - start.machineBusySeconds) - (ownSeconds - start.ownSeconds)
+        return max(0, others) / (wallClock - start.wallClock).seconds
     }
 }
 

@@ -197,8 +197,9 @@ func prepareInputs(in directory: String, sizes: BenchSizes) throws {
 
 /// Every measure in turn, printed as it comes; the whole run as JSON at `jsonPath`.
 func benchmarkAll(ceiling: String, sizes: BenchSizes, dataDirectory: String, jsonPath: String?) throws {
-    let machine = Machine.here()
+    var machine = Machine.here()
     let measured = Date().formatted(.iso8601)
+    let startTimes = CPUTimes.now()
     let binaries = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
     let enctl = binaries + "/enctl", enagentd = binaries + "/enagentd"
 
@@ -231,6 +232,9 @@ func benchmarkAll(ceiling: String, sizes: BenchSizes, dataDirectory: String, jso
     let limit = Double(cores) * (lookups.map(\.keysPerSecond).max() ?? 0) / best
     print(String(format: "Goals: keys/s ≥ 1.6× the ceiling (best %.2f×; C could reach at most %.2f× on these cores); peak memory < 200 MB at the large run (%.0f MB); the daemon within 10 %% of offline (%+.0f %%)",
                  max(small.keysPerSecond, large.keysPerSecond) / best, limit, large.run.peakMemoryMB, (daemon.run.seconds / large.run.seconds - 1) * 100))
+
+    machine.otherWorkCores = CPUTimes.now().otherWorkCores(since: startTimes)
+    print(String(format: "(other work on the machine took %.2f cores on average meanwhile)", machine.otherWorkCores))
 
     guard let jsonPath else { return }
     let report = BenchReport(measured: measured, machine: machine, sizes: sizes, startup: startup, derivation: derivation, inputs: inputs,
