@@ -119,7 +119,8 @@ bench: bench-programs
 	scripts/render-figures.py write
 
 # Every measure of make bench on tiny inputs, its JSON rendered, so that neither can rot (make
-# test). The same release build as make bench's and make deb's, which then finds it done.
+# test). The release build of make bench and make deb (the same SCRATCH and flags), as it is the
+# --static-swift-stdlib build that broke; with enctl and enagentd built, enbench adds seconds.
 bench-smoke: bench-programs
 	$(RELEASE_BIN)/enbench --smoke --json $(SCRATCH)/bench/bench-smoke.json $(SCRATCH)/bench/derivation-ceiling
 	scripts/render-figures.py show $(SCRATCH)/bench/bench-smoke.json > /dev/null
