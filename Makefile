@@ -38,7 +38,7 @@ DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man check-docs bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
-	test-builds test-radio
+	test-builds test-radio bench-programs bench-smoke check-figures
 
 all: build
 
@@ -52,10 +52,11 @@ release: deps
 	$(RELEASE) --product enagentd
 	$(RELEASE) --product enctl
 
-# The unit and integration tests, the units, man pages and documents, and the amd64 package with
-# lintian; then two chains side by side, each step after the one before: the builds (the tests with
-# Debian trixie's Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer
-# for TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
+# The unit and integration tests, the units, man pages and documents, the figures in docs/ against
+# their recorded runs, a short run of the benchmark and the amd64 package with lintian; then two
+# chains side by side, each step after the one before: the builds (the tests with Debian trixie's
+# Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer for
+# TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
 # installed and run under systemd, a chaos soak of TEST_SOAK_SECONDS), which mostly wait on the
 # guest's clock. Each step's output comes whole when it ends (--output-sync).
 TEST_FUZZ_SECONDS ?= 10
@@ -66,6 +67,8 @@ test: deps
 	$(MAKE) verify-units
 	$(MAKE) check-man
 	$(MAKE) check-docs
+	$(MAKE) check-figures
+	$(MAKE) bench-smoke
 	$(MAKE) deb
 	$(MAKE) check-footprint
 	$(MAKE) -j2 --output-sync=target test-builds test-radio
@@ -110,14 +113,30 @@ test-arm64:
 		$(ARM64_TEST_SCRATCH)/release/enagentPackageTests.xctest --testing-library swift-testing --skip '^CommandTests\.'
 
 # Figures on generated data, against the C/OpenSSL derivation ceiling measured in the same run;
-# enbench runs the enctl and enagentd built beside it as the package builds them (docs/performance.md).
-bench: deps
+# enbench runs the enctl and enagentd built beside it as the package builds them. The run is
+# recorded in docs/figures/bench.json and rendered into docs/performance.md.
+bench: bench-programs
+	$(RELEASE_BIN)/enbench --json docs/figures/bench.json $(SCRATCH)/bench/derivation-ceiling
+	scripts/render-figures.py write
+
+# Every measure of make bench on tiny inputs, its JSON rendered, so that neither can rot (make
+# test). The release build of make bench and make deb (the same SCRATCH and flags), as it is the
+# --static-swift-stdlib build that broke; with enctl and enagentd built, enbench adds seconds.
+bench-smoke: bench-programs
+	$(RELEASE_BIN)/enbench --smoke --json $(SCRATCH)/bench/bench-smoke.json $(SCRATCH)/bench/derivation-ceiling
+	scripts/render-figures.py show $(SCRATCH)/bench/bench-smoke.json > /dev/null
+
+bench-programs: deps
 	$(RELEASE) --product enbench
 	$(RELEASE) --product enctl
 	$(RELEASE) --product enagentd
 	mkdir -p $(SCRATCH)/bench
 	cc -O2 -Wall -Wno-deprecated-declarations -o $(SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
-	$(RELEASE_BIN)/enbench $(SCRATCH)/bench/derivation-ceiling
+
+# Fails when a rendered figure in docs/ differs from what scripts/render-figures.py writes from
+# its recorded run in docs/figures/ (edited by hand, or the JSON changed without rendering).
+check-figures:
+	scripts/render-figures.py check
 
 # The derivation against the C/OpenSSL ceiling on arm64, both cross-built (enbench by Debian's Swift
 # 6.0.3, the C program by the clang that comes with it) and run under qemu-user on a Cortex-A53: a ratio between two
@@ -310,9 +329,11 @@ deb-package:
 lint-deb:
 	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb
 
-# The package's and its binaries' sizes against the footprint goals, and no ICU data in them.
+# The package's and its binaries' sizes against the footprint goals, and no ICU data in them;
+# FIGURES=write records them in docs/figures/ (then scripts/render-figures.py write).
+FIGURES ?=
 check-footprint:
-	scripts/check-footprint.sh $(DIST)/$(DEB_NAME).deb
+	FIGURES=$(FIGURES) scripts/check-footprint.sh $(DIST)/$(DEB_NAME).deb
 
 # Rewrites dbus/org.enagent.ExposureNotification1.xml from what enagentd serves (after an API change).
 interface-xml:

@@ -64,6 +64,10 @@ let package = Package(
         // against the kernel's management interface and bluetoothd's adapters, both injected.
         .target(name: "ENRadio", dependencies: ["ENCore", "ENStore", "ENAgent", "ENBus", "ENBlueZ", "ENSystemd"]),
 
+        // Layer 7: running the programs as a service manager would, for the tests and enbench:
+        // child processes, a private dbus-daemon, a notification socket, temporary directories.
+        .target(name: "ENHarness"),
+
         // Layer 7: executables.
         .executableTarget(name: "enagentd", dependencies: [
             "ENCore", "ENKeyFiles", "ENStore", "ENAgent", "ENRadio", "ENBus", "ENAPI", "ENBlueZ", "ENSystemd", "CENKernel",
@@ -73,9 +77,9 @@ let package = Package(
             "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "TestSupport"]),
+        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "ENHarness", "CENOpenSSL"]),
 
-        .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent", "ENSystemd"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent", "ENSystemd", "ENHarness"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [
             "CENOpenSSL", "CENDBus", "CENSystemd", "CENZlib", "CENBluetooth", "CENCurl", "CENKernel", "CENSQLite",
         ]),

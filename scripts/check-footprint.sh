@@ -1,9 +1,16 @@
 #!/bin/sh
 # check-footprint.sh DEB: the package's size and its binaries' (installed, stripped) against the
-# footprint goals a Raspberry Pi sets (docs/packaging.md), and no ICU data in them (full
-# Foundation's 34 MB, which FoundationEssentials leaves out). Prints each figure; fails on a miss.
+# footprint goals a Raspberry Pi sets (docs/performance.md), and no ICU data in them (full
+# Foundation's, which FoundationEssentials leaves out). Prints each figure; fails on a miss.
+# With FIGURES=write, a package that passes has its sizes recorded in
+# docs/figures/footprint-ARCH.json, which docs/performance.md renders (scripts/render-figures.py).
 set -eu
 DEB=$1
+FIGURES=${FIGURES:-}
+case $FIGURES in
+    "" | write) ;;
+    *) echo "check-footprint: FIGURES=$FIGURES: only FIGURES=write records the figures" >&2; exit 64 ;;
+esac
 [ -f "$DEB" ] || { echo "check-footprint: no $DEB (make deb builds it)" >&2; exit 1; }
 ROOT=$(mktemp -d)
 trap 'rm -rf "$ROOT"' EXIT
@@ -30,9 +37,13 @@ for binary in "$ROOT/usr/sbin/enagentd" "$ROOT/usr/bin/enctl"; do
         *) echo "check-footprint: FAILED $(basename "$binary") is not $architecture: $description"; failed=1 ;;
     esac
 done
-limit "package $(basename "$DEB")" "$(stat -c %s "$DEB")" 20000000
-limit enagentd "$(stat -c %s "$ROOT/usr/sbin/enagentd")" 20000000
-limit enctl "$(stat -c %s "$ROOT/usr/bin/enctl")" 25000000
+PACKAGE_LIMIT=20000000 ENAGENTD_LIMIT=20000000 ENCTL_LIMIT=25000000
+package_bytes=$(stat -c %s "$DEB")
+enagentd_bytes=$(stat -c %s "$ROOT/usr/sbin/enagentd")
+enctl_bytes=$(stat -c %s "$ROOT/usr/bin/enctl")
+limit "package $(basename "$DEB")" "$package_bytes" $PACKAGE_LIMIT
+limit enagentd "$enagentd_bytes" $ENAGENTD_LIMIT
+limit enctl "$enctl_bytes" $ENCTL_LIMIT
 # ICU's data names each of its resources "icudtNNl/…" (NN its version): one such name is enough.
 for binary in "$ROOT/usr/sbin/enagentd" "$ROOT/usr/bin/enctl"; do
     if grep -a -q -E 'icudt[0-9]+l/' "$binary"; then
@@ -42,4 +53,29 @@ for binary in "$ROOT/usr/sbin/enagentd" "$ROOT/usr/bin/enctl"; do
         echo "check-footprint: ok $(basename "$binary") carries no ICU data"
     fi
 done
+if [ "$FIGURES" = write ]; then
+    # The figures of a package that misses a goal do not become the documentation's.
+    [ $failed = 0 ] || { echo "check-footprint: figures not recorded: the package misses a goal" >&2; exit 1; }
+    figures="$(cd "$(dirname "$0")/.." && pwd)/docs/figures/footprint-$architecture.json"
+    mkdir -p "$(dirname "$figures")"
+    cat > "$figures" <<EOF
+{
+  "architecture": "$architecture",
+  "built": "$(date -u -r "$DEB" +%Y-%m-%dT%H:%M:%SZ)",
+  "enagentdBytes": $enagentd_bytes,
+  "enctlBytes": $enctl_bytes,
+  "icuData": false,
+  "limits": {
+    "enagentdBytes": $ENAGENTD_LIMIT,
+    "enctlBytes": $ENCTL_LIMIT,
+    "packageBytes": $PACKAGE_LIMIT
+  },
+  "measured": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "package": "$(basename "$DEB")",
+  "packageBytes": $package_bytes,
+  "version": "$(dpkg-deb -f "$DEB" Version)"
+}
+EOF
+    echo "check-footprint: figures recorded in $figures (scripts/render-figures.py write renders them)"
+fi
 exit $failed

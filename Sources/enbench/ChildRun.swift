@@ -46,6 +46,15 @@ struct ChildRun {
     }
 }
 
+/// A memory figure of a running process from /proc/PID/status: VmRSS (resident now) or VmHWM
+/// (its peak so far).
+func memoryMB(_ field: String, of pid: pid_t) throws -> Double {
+    let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+          let kB = Double(line.split(separator: " ").dropFirst().first ?? "") else { throw BenchError("no \(field) for process \(pid)") }
+    return kB / 1024
+}
+
 struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

@@ -1,7 +1,7 @@
 import Foundation
-import TestSupport
+import ENHarness
 
-/// Detection through the API: enagentd without a radio on a private dbus-daemon (TestSupport's,
+/// Detection through the API: enagentd without a radio on a private dbus-daemon (ENHarness's,
 /// as the service tests use it), its store a copy of the benchmark's database, and
 /// `enctl detect files` handing it the 1M-key export.
 struct DaemonDetection {
@@ -45,14 +45,7 @@ struct DaemonDetection {
             usleep(100_000)
         }
         let run = try ChildRun.run(enctl, ["detect", "files", "--json", data.largeExport], environment: environment)
-        return WholeRun(label: "  enctl → enagentd, the same through D-Bus", keys: data.largeKeyCount, run: run,
-                        daemonPeakMemoryMB: Self.peakMemoryMB(of: daemon.processIdentifier))
-    }
-
-    /// VmHWM: the process's peak resident memory so far.
-    private static func peakMemoryMB(of pid: Int32) -> Double? {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-        return line.split(separator: " ").dropFirst().first.flatMap { Double($0) }.map { $0 / 1024 }
+        return WholeRun(label: "  enctl → enagentd, the same through D-Bus", keys: data.sizes.largeExportKeys, run: run,
+                        daemonPeakMemoryMB: try memoryMB("VmHWM", of: daemon.processIdentifier))
     }
 }

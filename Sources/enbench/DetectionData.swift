@@ -5,15 +5,12 @@ import ENStore
 import Foundation
 
 /// Generated inputs for whole-process detection, over the last 14 days (so that the daemon's
-/// retention keeps every sighting): signed exports of 500,000 and 1,000,000 keys, 100,000
-/// sightings as JSON Lines and 4,000,000 in an agent database (14 days of a busy place). In both,
-/// `exposedKeyCount` of the keys were seen 10 times each; the other sightings are random RPIs.
+/// retention keeps every sighting): two signed exports (500,000 and 1,000,000 keys in full size),
+/// sightings as JSON Lines (100,000) and in an agent database (4,000,000: 14 days of a busy
+/// place). In both, `sizes.exposedKeys` of the keys were seen 10 times each; the other sightings
+/// are random RPIs.
 struct DetectionData {
-    let smallKeyCount = 500_000
-    let largeKeyCount = 1_000_000
-    let jsonLinesSightingCount = 100_000
-    let databaseSightingCount = 4_000_000
-
+    let sizes: BenchSizes
     let publicKey: String
     let smallExport: String
     let largeExport: String
@@ -21,20 +18,21 @@ struct DetectionData {
     let database: String
 
     /// The files' places in `directory`.
-    init(in directory: String) {
+    init(in directory: String, sizes: BenchSizes) {
+        self.sizes = sizes
         publicKey = directory + "/public.pem"
-        smallExport = directory + "/export-500k.zip"
-        largeExport = directory + "/export-1M.zip"
+        smallExport = directory + "/export-small.zip"
+        largeExport = directory + "/export-large.zip"
         jsonLines = directory + "/sightings.jsonl"
         database = directory + "/state/enagent.db"
     }
 
-    static func generate(in directory: String) throws {
-        let data = DetectionData(in: directory)
+    static func generate(in directory: String, sizes: BenchSizes) throws {
+        let data = DetectionData(in: directory, sizes: sizes)
         let now = Int64(Date().timeIntervalSince1970)
         let today = ENIntervalNumber(unixSeconds: now)!.rollingPeriodStart.rawValue
         let firstDay = today - 13 * 144
-        let keys = try (0..<data.largeKeyCount).map { index in
+        let keys = try (0..<sizes.largeExportKeys).map { index in
             DiagnosisKey(key: TemporaryExposureKey(keyData: try ExposureCrypto.generateTemporaryExposureKey(),
                                                    rollingStartIntervalNumber: ENIntervalNumber(firstDay + UInt32(index % 13) * 144)),
                          reportType: .confirmedTest)
@@ -42,13 +40,13 @@ struct DetectionData {
         let signer = try P256PrivateKey()
         try signer.publicKey.pem.write(toFile: data.publicKey, atomically: true, encoding: .utf8)
         let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "bench", keyVersion: "1")))
-        try writer.zip(keys: Array(keys.prefix(data.smallKeyCount))).write(to: URL(fileURLWithPath: data.smallExport))
+        try writer.zip(keys: Array(keys.prefix(sizes.smallExportKeys))).write(to: URL(fileURLWithPath: data.smallExport))
         try writer.zip(keys: keys).write(to: URL(fileURLWithPath: data.largeExport))
 
-        let exposed = try sightings(of: keys.prefix(exposedKeyCount))
+        let exposed = try sightings(of: keys.prefix(sizes.exposedKeys))
         let window = Int64(firstDay) * 600..<now
         var text = ""
-        for sighting in exposed + randomSightings(data.jsonLinesSightingCount - exposed.count, in: window) {
+        for sighting in exposed + randomSightings(sizes.jsonLinesSightings - exposed.count, in: window) {
             text += #"{"rpi":"\#(sighting.rpi.hex)","aem":"\#(sighting.aem.hex)","rssi":\#(sighting.rssi!),"time":\#(sighting.time)}"# + "\n"
         }
         try text.write(toFile: data.jsonLines, atomically: true, encoding: .utf8)
@@ -56,8 +54,8 @@ struct DetectionData {
         try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
         let store = try AgentStore(path: data.database)
         try store.record(exposed)
-        for _ in stride(from: exposed.count, to: data.databaseSightingCount, by: 100_000) {
-            try store.record(randomSightings(100_000, in: window))
+        for recorded in stride(from: exposed.count, to: sizes.databaseSightings, by: 100_000) {
+            try store.record(randomSightings(min(100_000, sizes.databaseSightings - recorded), in: window))
         }
     }
 

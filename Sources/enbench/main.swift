@@ -5,10 +5,7 @@ import Foundation
 
 // enagent's benchmarks, run by `make bench` on release builds. Figures and ratios against a
 // baseline measured in the same run, never assertions: speed targets live here, not in timed
-// unit tests.
-//
-//   enbench CEILING [DIR]   CEILING: bench/derivation-ceiling.c built (the C/OpenSSL baseline);
-//                           enctl and enagentd are taken from beside enbench
+// unit tests. docs/performance.md renders the JSON it writes (scripts/render-figures.py).
 
 func measure<T>(_ body: () throws -> T) rethrows -> (T, Double) {
     let start = ContinuousClock.now
@@ -23,12 +20,11 @@ func print(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").
 func rate(_ count: Int, _ seconds: Double) -> String { String(format: "%12.0f", Double(count) / seconds) }
 
 let cores = ProcessInfo.processInfo.activeProcessorCount
-let exposedKeyCount = 100
 
 /// The C baseline's and enagent's single-core derivation (RPIK and 144 RPIs per key) of the same
-/// keys; checks that both derive the same RPIs. Returns the baseline's keys/s: the ceiling.
-func benchmarkDerivation(ceiling: String, in directory: String) throws -> Double {
-    let keys = try (0..<200_000).map { _ in try ExposureCrypto.generateTemporaryExposureKey() }
+/// keys; checks that both derive the same RPIs. The baseline's keys/s is the ceiling.
+func benchmarkDerivation(ceiling: String, keyCount: Int, in directory: String) throws -> DerivationFigures {
+    let keys = try (0..<keyCount).map { _ in try ExposureCrypto.generateTemporaryExposureKey() }
     let keyFile = directory + "/keys.bin"
     try Data(keys.flatMap(\.bytes)).write(to: URL(fileURLWithPath: keyFile))
     // The best of three: a ceiling, not an average.
@@ -60,15 +56,14 @@ func benchmarkDerivation(ceiling: String, in directory: String) throws -> Double
     print("RPI derivation, one core: RPIK (HKDF-SHA256) and 144 RPIs (AES-128-ECB) per key, \(keys.count) keys")
     print("  keys/s, C with OpenSSL (the ceiling): \(rate(1, 1 / best))")
     print("  keys/s, enagent (ENCore):             \(rate(keys.count, seconds))  (\(String(format: "%.2f", Double(keys.count) / seconds / best))× the ceiling; the same RPIs)")
-    return best
+    return DerivationFigures(ceilingKeysPerSecond: best, enagentKeysPerSecond: Double(keys.count) / seconds)
 }
 
 /// The C baseline's derivation with every RPI looked up among sightings, on one core and before
 /// any file is read: what a whole detection could reach per core at most, so `cores` times that
 /// is its limit here. Looked up among all the sightings, and among those a key of one day can
-/// match (its day ±2 h, protocol.md §3), as an index split by day would do. Returns the highest
-/// of the limits, as a multiple of the ceiling.
-func benchmarkDerivationFloor(ceiling: String, best: Double, data: DetectionData, in directory: String) throws -> Double {
+/// match (its day ±2 h, protocol.md §3), as an index split by day would do.
+func benchmarkDerivationFloor(ceiling: String, best: Double, data: DetectionData, in directory: String) throws -> [LookupFigures] {
     let text = try Data(contentsOf: URL(fileURLWithPath: data.jsonLines))
     let sightings = try text.withUnsafeBytes { bytes in
         try bytes.split(separator: 0x0A).compactMap { line in try Sighting.jsonLine(UnsafeRawBufferPointer(rebasing: line), place: "bench") }
@@ -88,15 +83,15 @@ func benchmarkDerivationFloor(ceiling: String, best: Double, data: DetectionData
                                               interval: ENIntervalNumber(2_700_000 + UInt32(offset / 16)))
     }
     // The database's sightings are random RPIs spread over the same days as the JSON Lines.
-    let databaseDayShare = data.databaseSightingCount * daysSightings.count / sightings.count
-    let sets: [(label: String, rpis: [RollingProximityIdentifier])] = [
-        ("among the JSON Lines sightings", sightings.map(\.rpi)),
-        ("among those of one day ±2 h", daysSightings.map(\.rpi)),
-        ("among the database's sightings", randomRPIs(data.databaseSightingCount)),
-        ("among those of one day ±2 h", randomRPIs(databaseDayShare)),
+    let databaseDayShare = data.sizes.databaseSightings * daysSightings.count / sightings.count
+    let sets: [(label: String, sightings: String, oneDay: Bool, rpis: [RollingProximityIdentifier])] = [
+        ("among the JSON Lines sightings", "jsonLines", false, sightings.map(\.rpi)),
+        ("among those of one day ±2 h", "jsonLines", true, daysSightings.map(\.rpi)),
+        ("among the database's sightings", "database", false, randomRPIs(data.sizes.databaseSightings)),
+        ("among those of one day ±2 h", "database", true, randomRPIs(databaseDayShare)),
     ]
     print("RPI derivation and lookup, one core, C with OpenSSL (no file read): keys/s, × the ceiling, \(cores) cores at most")
-    var limit = 0.0
+    var figures = [LookupFigures]()
     for set in sets {
         let file = directory + "/rpis.bin"
         var bytes = Data(capacity: set.rpis.count * 16)
@@ -117,28 +112,29 @@ func benchmarkDerivationFloor(ceiling: String, best: Double, data: DetectionData
         print("  " + "\(set.label) (\(set.rpis.count))".padding(toLength: 46, withPad: " ", startingAt: 0)
               + String(format: "%10.0f %6.2f× %6.2f×", fastest, fastest / best, Double(cores) * fastest / best))
         try FileManager.default.removeItem(atPath: file)
-        limit = max(limit, Double(cores) * fastest / best)
+        figures.append(LookupFigures(sightings: set.sightings, oneDay: set.oneDay, count: set.rpis.count, keysPerSecond: fastest))
     }
-    return limit
+    return figures
 }
 
-func benchmarkInserts(in directory: String) throws {
+func benchmarkInserts(batchCount: Int, batchSize: Int, in directory: String) throws -> Double {
     for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: directory + "/inserts.db" + suffix) }
     let store = try AgentStore(path: directory + "/inserts.db")
-    let batches = (0..<10).map { batch in
-        (0..<10_000).map { index in
+    let batches = (0..<batchCount).map { batch in
+        (0..<batchSize).map { index in
             Sighting(rpi: Bytes16(high: .random(in: .min ... .max), low: .random(in: .min ... .max)),
                      aem: AssociatedEncryptedMetadata(rawValue: UInt32(index)), rssi: -60,
-                     time: 1_700_000_000 + Int64(batch * 10_000 + index), adapter: "hci0")
+                     time: 1_700_000_000 + Int64(batch * batchSize + index), adapter: "hci0")
         }
     }
     let (_, seconds) = try measure { for batch in batches { try store.record(batch) } }
     print("Sighting inserts (WAL, secure_delete, indexed by RPI and time)")
-    print("  sightings/s, batches of 10,000:      \(rate(batches.count * 10_000, seconds))  (\(try store.sightingCount()) stored)")
+    print("  sightings/s, batches of \(batchSize):      \(rate(batchCount * batchSize, seconds))  (\(try store.sightingCount()) stored)")
+    return Double(batchCount * batchSize) / seconds
 }
 
 /// Sightings read from JSON Lines text and from an agent database, in this process.
-func benchmarkSightingInput(jsonLines: String, database: String) throws {
+func benchmarkSightingInput(jsonLines: String, database: String) throws -> (jsonLinesPerSecond: Double, databaseSightingsPerSecond: Double) {
     let text = try Data(contentsOf: URL(fileURLWithPath: jsonLines))
     let (parsed, parseSeconds) = try measure {
         try text.withUnsafeBytes { bytes in
@@ -149,6 +145,7 @@ func benchmarkSightingInput(jsonLines: String, database: String) throws {
     print("Sighting input")
     print("  JSON Lines, lines/s:                  \(rate(parsed.count, parseSeconds))  (\(parsed.count) lines)")
     print("  agent database into the matching index, sightings/s: \(rate(index.sightings.count, loadSeconds))  (\(index.sightings.count) sightings)")
+    return (Double(parsed.count) / parseSeconds, Double(index.sightings.count) / loadSeconds)
 }
 
 /// One whole-process run: enctl (or enctl and enagentd) from start to exit.
@@ -158,97 +155,151 @@ struct WholeRun {
     var run: ChildRun
     var daemonPeakMemoryMB: Double?
 
+    var keysPerSecond: Double { Double(keys) / run.seconds }
+
+    var figures: WholeRunFigures {
+        WholeRunFigures(seconds: run.seconds, keysPerSecond: keysPerSecond, peakMemoryMB: run.peakMemoryMB, daemonPeakMemoryMB: daemonPeakMemoryMB)
+    }
+
     func print(ceiling: Double) {
-        let keysPerSecond = Double(keys) / run.seconds
         enbench.print(label.padding(toLength: 42, withPad: " ", startingAt: 0)
                     + String(format: "%7.2f s %10.0f %8.2f× %8.0f MB", run.seconds, keysPerSecond, keysPerSecond / ceiling, run.peakMemoryMB)
                     + (daemonPeakMemoryMB.map { String(format: " (enagentd %.0f MB)", $0) } ?? ""))
     }
 }
 
-/// Checks that a detection found the exposed keys (an enctl JSON report or summary).
-func checkMatches(_ run: ChildRun, key: String, label: String) throws {
+/// Checks that a detection found the `expected` exposed keys (an enctl JSON report or summary).
+func checkMatches(_ run: ChildRun, key: String, expected: Int, label: String) throws {
     guard run.status == 0 else { throw BenchError("\(label): exit status \(run.status)") }
     let report = try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any]
-    guard let matched = report?[key] as? Int, matched == exposedKeyCount else {
-        throw BenchError("\(label): \(key) is \(String(describing: report?[key])), expected \(exposedKeyCount)")
+    guard let matched = report?[key] as? Int, matched == expected else {
+        throw BenchError("\(label): \(key) is \(String(describing: report?[key])), expected \(expected)")
     }
 }
 
-/// Generates the detection data in `directory` unless an earlier run left it there, and measures
-/// the inserts and the sighting input; run as a child, so that the parent stays small (a child's
-/// peak memory as wait4 reports it starts from its parent's).
-func prepareInputs(in directory: String) throws {
-    try benchmarkInserts(in: directory)
-    let complete = directory + "/complete"
-    if !FileManager.default.fileExists(atPath: complete) {
-        let (_, seconds) = try measure { try DetectionData.generate(in: directory) }
-        _ = FileManager.default.createFile(atPath: complete, contents: nil)
+/// Generates the detection data in `directory` unless an earlier run left it there (of the same
+/// sizes), and measures the inserts and the sighting input into `directory`/inputs.json; run as a
+/// child, so that the parent stays small (a child's peak memory as wait4 reports it starts from
+/// its parent's).
+func prepareInputs(in directory: String, sizes: BenchSizes) throws {
+    let insertsPerSecond = try benchmarkInserts(batchCount: sizes.insertBatches, batchSize: sizes.insertBatchSize, in: directory)
+    let complete = directory + "/complete.json"
+    if (try? BenchSizes(jsonFile: complete)) != sizes {
+        let (_, seconds) = try measure { try DetectionData.generate(in: directory, sizes: sizes) }
+        try sizes.writeJSON(to: complete)
         print(String(format: "(detection data generated in %.0f s)", seconds))
     }
-    let data = DetectionData(in: directory)
-    try benchmarkSightingInput(jsonLines: data.jsonLines, database: data.database)
+    let data = DetectionData(in: directory, sizes: sizes)
+    let input = try benchmarkSightingInput(jsonLines: data.jsonLines, database: data.database)
+    try InputFigures(insertsPerSecond: insertsPerSecond, jsonLinesPerSecond: input.jsonLinesPerSecond,
+                     databaseSightingsPerSecond: input.databaseSightingsPerSecond).writeJSON(to: directory + "/inputs.json")
 }
 
-let usage = """
-    usage: enbench CEILING [DIR]
-           enbench derivation CEILING
-      CEILING  bench/derivation-ceiling.c, built (`make bench` builds and runs it)
-      DIR      keep the generated data there and use it again next time (for profiling)
-      derivation  only the derivation against the ceiling (`make bench-arm64`, under emulation)
-
-    """
-let arguments = CommandLine.arguments
-do {
-    switch arguments.count {
-    case 3 where arguments[1] == "inputs":
-        try prepareInputs(in: arguments[2])
-        exit(0)
-    case 3 where arguments[1] == "derivation":
-        let directory = NSTemporaryDirectory() + "/enbench-\(getpid())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try benchmarkDerivation(ceiling: arguments[2], in: directory)
-        exit(0)
-    case 2, 3:
-        break
-    default:
-        FileHandle.standardError.write(Data(usage.utf8))
-        exit(64)
-    }
+/// Every measure in turn, printed as it comes; the whole run as JSON at `jsonPath`.
+func benchmarkAll(ceiling: String, sizes: BenchSizes, dataDirectory: String, jsonPath: String?) throws {
+    var machine = Machine.here()
+    let measured = Date().formatted(.iso8601)
+    let startTimes = CPUTimes.now()
     let binaries = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
     let enctl = binaries + "/enctl", enagentd = binaries + "/enagentd"
-    let directory = arguments.count == 3 ? arguments[2] : NSTemporaryDirectory() + "/enbench-\(getpid())"
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    defer { if arguments.count == 2 { try? FileManager.default.removeItem(atPath: directory) } }
 
-    let startup = try Startup(enagentd: enagentd, directory: directory).measure()
-    print(String(format: "enagentd start (no radio, a new database): exec to READY=1 %.0f ms fastest, %.0f ms median of 7; idle RSS %.1f MB",
-                 startup.fastest, startup.median, startup.idleRSSMB))
-    let ceiling = try benchmarkDerivation(ceiling: arguments[1], in: directory)
-    let inputs = try ChildRun.run(binaries + "/enbench", ["inputs", directory])
-    print(inputs.standardOutput.trimmingCharacters(in: .newlines))
-    guard inputs.status == 0 else { throw BenchError("generating the detection data failed") }
-    let data = DetectionData(in: directory)
+    let startup = try Startup(enagentd: enagentd, directory: dataDirectory).measure(runs: sizes.startupRuns)
+    print(String(format: "enagentd start (no radio, a new database): exec to READY=1 %.0f ms fastest, %.0f ms median of %d; idle RSS %.1f MB",
+                 startup.fastestMilliseconds, startup.medianMilliseconds, sizes.startupRuns, startup.idleResidentMB))
+    let derivation = try benchmarkDerivation(ceiling: ceiling, keyCount: sizes.derivationKeys, in: dataDirectory)
+    let best = derivation.ceilingKeysPerSecond
+    let inputsRun = try ChildRun.run(binaries + "/enbench", ["inputs", dataDirectory] + (sizes == .smoke ? ["--smoke"] : []))
+    print(inputsRun.standardOutput.trimmingCharacters(in: .newlines))
+    guard inputsRun.status == 0 else { throw BenchError("generating the detection data failed") }
+    let inputs = try InputFigures(jsonFile: dataDirectory + "/inputs.json")
+    let data = DetectionData(in: dataDirectory, sizes: sizes)
 
     print("Exposure detection, whole process (\(cores) cores): seconds, keys/s, × the single-core ceiling, peak memory")
     let offline = ["detect", "offline", "--json", "--public-key", data.publicKey]
-    let small = WholeRun(label: "  enctl, 500k keys × 100k JSON Lines", keys: data.smallKeyCount,
+    let small = WholeRun(label: "  enctl, \(sizes.smallExportKeys) keys × \(sizes.jsonLinesSightings) JSON Lines", keys: sizes.smallExportKeys,
                          run: try ChildRun.run(enctl, offline + ["--sightings", data.jsonLines, data.smallExport]))
-    try checkMatches(small.run, key: "matchedKeyCount", label: small.label)
-    small.print(ceiling: ceiling)
-    let large = WholeRun(label: "  enctl, 1M keys × 4M sightings (database)", keys: data.largeKeyCount,
+    try checkMatches(small.run, key: "matchedKeyCount", expected: sizes.exposedKeys, label: small.label)
+    small.print(ceiling: best)
+    let large = WholeRun(label: "  enctl, \(sizes.largeExportKeys) keys × \(sizes.databaseSightings) (database)", keys: sizes.largeExportKeys,
                          run: try ChildRun.run(enctl, offline + ["--db", data.database, data.largeExport]))
-    try checkMatches(large.run, key: "matchedKeyCount", label: large.label)
-    large.print(ceiling: ceiling)
-    let daemon = try DaemonDetection(enagentd: enagentd, enctl: enctl, data: data, in: directory).run()
-    try checkMatches(daemon.run, key: "MatchedKeys", label: daemon.label)
-    daemon.print(ceiling: ceiling)
+    try checkMatches(large.run, key: "matchedKeyCount", expected: sizes.exposedKeys, label: large.label)
+    large.print(ceiling: best)
+    let daemon = try DaemonDetection(enagentd: enagentd, enctl: enctl, data: data, in: dataDirectory).run()
+    try checkMatches(daemon.run, key: "MatchedKeys", expected: sizes.exposedKeys, label: daemon.label)
+    daemon.print(ceiling: best)
     // After the whole runs: the RPI sets would add to the peak memory of children forked later.
-    let limit = try benchmarkDerivationFloor(ceiling: arguments[1], best: ceiling, data: data, in: directory)
-    let best = max(Double(small.keys) / small.run.seconds, Double(large.keys) / large.run.seconds) / ceiling
-    print(String(format: "Goals: keys/s ≥ 1.6× the ceiling (best %.2f×; C could reach at most %.2f× on these cores); peak memory < 200 MB at 1M × 4M (%.0f MB); the daemon within 10 %% of offline (%+.0f %%)",
-                 best, limit, large.run.peakMemoryMB, (daemon.run.seconds / large.run.seconds - 1) * 100))
+    let lookups = try benchmarkDerivationFloor(ceiling: ceiling, best: best, data: data, in: dataDirectory)
+    let limit = Double(cores) * (lookups.map(\.keysPerSecond).max() ?? 0) / best
+    print(String(format: "Goals: keys/s ≥ 1.6× the ceiling (best %.2f×; C could reach at most %.2f× on these cores); peak memory < 200 MB at the large run (%.0f MB); the daemon within 10 %% of offline (%+.0f %%)",
+                 max(small.keysPerSecond, large.keysPerSecond) / best, limit, large.run.peakMemoryMB, (daemon.run.seconds / large.run.seconds - 1) * 100))
+
+    machine.otherWorkCores = CPUTimes.now().otherWorkCores(since: startTimes)
+    print(String(format: "(other work on the machine took %.2f cores on average meanwhile)", machine.otherWorkCores))
+
+    guard let jsonPath else { return }
+    let report = BenchReport(measured: measured, machine: machine, sizes: sizes, startup: startup, derivation: derivation, inputs: inputs,
+                             detection: DetectionFigures(offlineJSONLines: small.figures, offlineDatabase: large.figures, daemon: daemon.figures),
+                             lookups: lookups)
+    try report.writeJSON(to: jsonPath)
+    print("(figures written to \(jsonPath))")
+}
+
+let usage = """
+    usage: enbench [--smoke] [--json FILE] [--data DIR] CEILING
+           enbench derivation CEILING
+      CEILING      bench/derivation-ceiling.c, built (`make bench` builds and runs it)
+      --smoke      every measure on tiny inputs (`make bench-smoke`: the generator still works)
+      --json FILE  write the figures there (`make bench`: docs/figures/bench.json)
+      --data DIR   keep the generated data there and use it again next time (for profiling)
+      derivation   only the derivation against the ceiling (`make bench-arm64`, under emulation)
+
+    """
+
+/// The command line, or nil when it is not one `usage` describes.
+struct Options {
+    var ceiling: String
+    var sizes = BenchSizes.full
+    var jsonPath: String?
+    var dataDirectory: String?
+
+    init?(_ arguments: ArraySlice<String>) {
+        var arguments = arguments
+        var ceiling: String?
+        while let argument = arguments.popFirst() {
+            switch argument {
+            case "--smoke": sizes = .smoke
+            case "--json", "--data":
+                guard let path = arguments.popFirst() else { return nil }
+                if argument == "--json" { jsonPath = path } else { dataDirectory = path }
+            case _ where !argument.hasPrefix("-") && ceiling == nil: ceiling = argument
+            default: return nil
+            }
+        }
+        guard let ceiling else { return nil }
+        self.ceiling = ceiling
+    }
+}
+
+let arguments = CommandLine.arguments
+do {
+    switch Array(arguments.dropFirst()) {
+    case let command where command.count >= 2 && command[0] == "inputs":
+        try prepareInputs(in: command[1], sizes: command.dropFirst(2) == ["--smoke"] ? .smoke : .full)
+    case let command where command.count == 2 && command[0] == "derivation":
+        let directory = NSTemporaryDirectory() + "/enbench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try benchmarkDerivation(ceiling: command[1], keyCount: BenchSizes.full.derivationKeys, in: directory)
+    default:
+        guard let options = Options(arguments.dropFirst()) else {
+            FileHandle.standardError.write(Data(usage.utf8))
+            exit(64)
+        }
+        let directory = options.dataDirectory ?? NSTemporaryDirectory() + "/enbench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { if options.dataDirectory == nil { try? FileManager.default.removeItem(atPath: directory) } }
+        try benchmarkAll(ceiling: options.ceiling, sizes: options.sizes, dataDirectory: directory, jsonPath: options.jsonPath)
+    }
 } catch {
     FileHandle.standardError.write(Data("enbench: \(error)\n".utf8))
     exit(1)

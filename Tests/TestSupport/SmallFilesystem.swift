@@ -1,3 +1,4 @@
+import ENHarness
 import Foundation
 
 /// A tmpfs of a few hundred KiB mounted on a temporary directory (the tests run as root), that a

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Renders the figures in docs/ from the runs recorded in docs/figures/*.json.
+
+A rendered block in a Markdown file under docs/ sits between two markers:
+
+    <!-- figures:NAME/VIEW begin -->
+    ...
+    <!-- figures:NAME/VIEW end -->
+
+NAME is the recorded run, docs/figures/NAME.json; the part of NAME before its first "-" says what
+it records (bench: `make bench`, footprint: scripts/check-footprint.sh), VIEW which of its views
+the block shows.
+
+    render-figures.py write       rewrites every block from its JSON
+    render-figures.py check       fails, naming the file and the block, where a block differs from
+                                  what `write` would put there (`make check-figures`)
+    render-figures.py show JSON   prints every view of JSON, a file named as NAME.json is
+                                  (`make bench-smoke`: what enbench writes renders)
+"""
+import json
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+FIGURES = DOCS / "figures"
+BLOCK = re.compile(r"<!-- figures:(?P<name>[\w.-]+)/(?P<view>[\w-]+) begin -->\n(?P<body>.*?)<!-- figures:(?P=name)/(?P=view) end -->",
+                   re.DOTALL)
+
+
+class FigureError(Exception):
+    """A block that cannot be rendered: its JSON is missing or lacks a figure, or its view is unknown."""
+
+
+# Numbers as the pages write them.
+
+def count(n):
+    """A count of keys or sightings: 500k, 1M, 356k, 8.9k."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size:
+            value = n / size
+            return f"{value:.0f}{suffix}" if value >= 10 else f"{value:.2g}{suffix}"
+    return str(n)
+
+
+def rate(per_second):
+    """1.39 M, or 975,000 (three significant digits)."""
+    if per_second >= 1_000_000:
+        return f"{per_second / 1_000_000:.2f} M"
+    return f"{float(f'{per_second:.3g}'):,.0f}"
+
+
+def ratio(value):
+    return f"{value:.2f}×"
+
+
+def megabytes(value):
+    return f"{value:.0f} MB"
+
+
+def faster_or_slower(change):
+    """A time against offline's, from their ratio minus one: 14 % faster than offline."""
+    return f"{abs(change) * 100:.0f} % {'faster' if change < 0 else 'slower'} than offline"
+
+
+def date(iso):
+    """2026-11-26 11:30 UTC, from ISO 8601 in UTC."""
+    day, _, time = iso.partition("T")
+    return f"{day} {time[:5]} UTC"
+
+
+# make bench (enbench's BenchReport).
+
+def bench_machine(run):
+    machine = run["machine"]
+    # x86's sha_ni and arm64's sha2 both name SHA-256 instructions.
+    named = sorted({{"aes": "AES", "sha_ni": "SHA-256", "sha2": "SHA-256"}[f] for f in machine["cryptoFeatures"]})
+    kind = "a virtual machine" if machine["virtualMachine"] else "bare metal"
+    with_features = f" with {' and '.join(named)} instructions" if named else ""
+    # A quarter of a core taken by others already shows in the timings; the ratios suffer less.
+    shared = ", so the timings are lower than an idle machine's" if machine["otherWorkCores"] >= 0.25 else ""
+    return (f"Measured {date(run['measured'])} by `make bench` on {machine['cores']} cores of {machine['cpu']}{with_features} "
+            f"({kind}; Linux {machine['kernel']}, {machine['openSSL']}). Other work took {machine['otherWorkCores']:.2f} of the "
+            f"{machine['cores']} cores on average during the run{shared} (one-minute load average {machine['loadAverage']:.2f} "
+            f"at its start).\n")
+
+
+def bench_table(run):
+    sizes, derivation, inputs, detection = run["sizes"], run["derivation"], run["inputs"], run["detection"]
+    ceiling = derivation["ceilingKeysPerSecond"]
+    startup = run["startup"]
+    offline_lines, offline_database, daemon = detection["offlineJSONLines"], detection["offlineDatabase"], detection["daemon"]
+    lookups = {(entry["sightings"], entry["oneDay"]): entry for entry in run["lookups"]}
+
+    def lookup_pair(sightings):
+        every, one_day = lookups[(sightings, False)], lookups[(sightings, True)]
+        return (f"{ratio(every['keysPerSecond'] / ceiling)} / {ratio(one_day['keysPerSecond'] / ceiling)} the ceiling",
+                every["count"], one_day["count"])
+
+    daemon_change = daemon["seconds"] / offline_database["seconds"] - 1
+    lines_lookup, lines_count, lines_day = lookup_pair("jsonLines")
+    database_lookup, database_count, database_day = lookup_pair("database")
+    rows = [
+        ("derivation ceiling, C/OpenSSL, one core", f"{rate(ceiling)} keys/s"),
+        ("enagent's derivation, one core",
+         f"{rate(derivation['enagentKeysPerSecond'])} keys/s ({ratio(derivation['enagentKeysPerSecond'] / ceiling)} the ceiling)"),
+        ("JSON Lines sightings", f"{rate(inputs['jsonLinesPerSecond'])} lines/s"),
+        ("agent database into the matching index", f"{rate(inputs['databaseSightingsPerSecond'])} sightings/s"),
+        (f"sighting inserts, batches of {sizes['insertBatchSize']:,}", f"{rate(inputs['insertsPerSecond'])} sightings/s"),
+        (f"`enctl detect offline`, {count(sizes['smallExportKeys'])} keys × {count(sizes['jsonLinesSightings'])} JSON Lines sightings",
+         f"{offline_lines['seconds']:.2f} s, {rate(offline_lines['keysPerSecond'])} keys/s "
+         f"({ratio(offline_lines['keysPerSecond'] / ceiling)} the ceiling), {megabytes(offline_lines['peakMemoryMB'])}"),
+        (f"`enctl detect offline`, {count(sizes['largeExportKeys'])} keys × {count(sizes['databaseSightings'])} sightings in a database",
+         f"{offline_database['seconds']:.2f} s, {rate(offline_database['keysPerSecond'])} keys/s "
+         f"({ratio(offline_database['keysPerSecond'] / ceiling)}), {megabytes(offline_database['peakMemoryMB'])}"),
+        ("the same through enagentd (a detection session)",
+         f"{daemon['seconds']:.2f} s, {faster_or_slower(daemon_change)}; "
+         f"enagentd peaks at {megabytes(daemon['daemonPeakMemoryMB'])}"),
+        (f"C derivation and lookups, one core, among the {count(lines_count)} sightings / among one day's {count(lines_day)} of them",
+         lines_lookup),
+        (f"the same among {count(database_count)} sightings / among one day's {count(database_day)} of them", database_lookup),
+        ("enagentd's start, exec to READY=1 (no radio, a new database)",
+         f"{startup['fastestMilliseconds']:.0f} ms fastest, {startup['medianMilliseconds']:.0f} ms median of {sizes['startupRuns']}; "
+         f"idle RSS {startup['idleResidentMB']:.1f} MB"),
+    ]
+    return "| measure | figure |\n|---|---|\n" + "".join(f"| {measure} | {figure} |\n" for measure, figure in rows)
+
+
+def bench_goals(run):
+    """The issue's goals against this run: the best whole-process rate, and the most the C
+    baseline says these cores could reach."""
+    cores, ceiling = run["machine"]["cores"], run["derivation"]["ceilingKeysPerSecond"]
+    detection, sizes = run["detection"], run["sizes"]
+    lines_rate = detection["offlineJSONLines"]["keysPerSecond"] / ceiling
+    best = max(lines_rate, detection["offlineDatabase"]["keysPerSecond"] / ceiling)
+    per_core = {(entry["sightings"], entry["oneDay"]): entry["keysPerSecond"] / ceiling for entry in run["lookups"]}
+    lines_limit = max(per_core[("jsonLines", False)], per_core[("jsonLines", True)])
+    database_limit = max(per_core[("database", False)], per_core[("database", True)])
+    peak = detection["offlineDatabase"]["peakMemoryMB"]
+    daemon_change = detection["daemon"]["seconds"] / detection["offlineDatabase"]["seconds"] - 1
+
+    def verdict(met):
+        return "met" if met else "not met"
+
+    return (f"- keys/s ≥ 1.6× the single-core ceiling: {verdict(best >= 1.6)}, at best {ratio(best)}. The C baseline, deriving and "
+            f"looking up with nothing else to do, reaches at most {ratio(lines_limit)} the ceiling per core among "
+            f"{count(sizes['jsonLinesSightings'])} sightings and {ratio(database_limit)} among {count(sizes['databaseSightings'])}, "
+            f"so these {cores} cores could reach at most {ratio(cores * lines_limit)} and {ratio(cores * database_limit)} before a "
+            f"file is read; enctl reaches {lines_rate / (cores * lines_limit) * 100:.0f} % of the first.\n"
+            f"- peak memory < 200 MB at {count(sizes['largeExportKeys'])} keys × {count(sizes['databaseSightings'])} sightings: "
+            f"{verdict(peak < 200)}, {megabytes(peak)}.\n"
+            f"- detection through enagentd within 10 % of offline: {verdict(daemon_change <= 0.10)}, "
+            f"{faster_or_slower(daemon_change)}.\n")
+
+
+# scripts/check-footprint.sh FIGURES=write.
+
+def footprint_sizes(run):
+    def size(name):
+        return f"{run[name] / 1_000_000:.1f} MB | {run['limits'][name] / 1_000_000:.0f} MB"
+
+    icu = "the binaries carry ICU's data" if run["icuData"] else "neither binary carries ICU's data"
+    return (f"Measured {date(run['measured'])} by `scripts/check-footprint.sh` on {run['package']} "
+            f"(enagent {run['version']} for {run['architecture']}, built {date(run['built'])}); {icu}.\n\n"
+            "| | size | at most |\n|---|---|---|\n"
+            f"| the package | {size('packageBytes')} |\n"
+            f"| enagentd, installed (stripped, Swift's runtime and Foundation inside) | {size('enagentdBytes')} |\n"
+            f"| enctl, installed | {size('enctlBytes')} |\n")
+
+
+VIEWS = {
+    "bench": {"machine": bench_machine, "table": bench_table, "goals": bench_goals},
+    "footprint": {"sizes": footprint_sizes},
+}
+
+
+def kind_of(name):
+    return name.split("-")[0]
+
+
+def render(name, view, run, source):
+    views = VIEWS.get(kind_of(name))
+    if views is None or view not in views:
+        raise FigureError(f"no view {kind_of(name)}/{view} (known: "
+                          + ", ".join(f"{kind}/{v}" for kind, vs in VIEWS.items() for v in vs) + ")")
+    try:
+        return views[view](run)
+    except (KeyError, TypeError) as error:
+        raise FigureError(f"{source} lacks a figure the view {view} needs: {error}") from error
+
+
+def load(path):
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise FigureError(f"{path.relative_to(ROOT)} does not exist (make bench, or check-footprint.sh with FIGURES=write, writes it)")
+    except json.JSONDecodeError as error:
+        raise FigureError(f"{path.relative_to(ROOT)}: not JSON: {error}")
+
+
+def rendered_document(text):
+    """The document with every block rendered afresh, and the names of the blocks that changed."""
+    changed = []
+
+    def replace(match):
+        name, view = match["name"], match["view"]
+        source = FIGURES / f"{name}.json"
+        try:
+            body = render(name, view, load(source), source.relative_to(ROOT))
+        except FigureError as error:
+            raise FigureError(f"figures:{name}/{view}: {error}") from error
+        if body != match["body"]:
+            changed.append(f"figures:{name}/{view}")
+        return f"<!-- figures:{name}/{view} begin -->\n{body}<!-- figures:{name}/{view} end -->"
+
+    return BLOCK.sub(replace, text), changed
+
+
+def documents():
+    return sorted(DOCS.rglob("*.md"))
+
+
+def write():
+    for path in documents():
+        text = path.read_text()
+        new, changed = rendered_document(text)
+        if changed:
+            path.write_text(new)
+            print(f"{path.relative_to(ROOT)}: rendered {', '.join(changed)}")
+
+
+def check():
+    stale = []
+    for path in documents():
+        try:
+            _, changed = rendered_document(path.read_text())
+        except FigureError as error:
+            stale.append(f"{path.relative_to(ROOT)}: {error}")
+            continue
+        stale += [f"{path.relative_to(ROOT)}: {block} differs from what scripts/render-figures.py renders from "
+                  f"docs/figures/{block.split(':')[1].split('/')[0]}.json" for block in changed]
+    for line in stale:
+        print(f"check-figures: {line}", file=sys.stderr)
+    if stale:
+        print("check-figures: a figure in docs/ comes from its JSON only: re-run its generator (make bench, or "
+              "make check-footprint FIGURES=write), or scripts/render-figures.py write after changing the renderer", file=sys.stderr)
+        return 1
+    count = len(documents())
+    print(f"check-figures: every rendered block in {count} file{'' if count == 1 else 's'} under docs/ matches its recorded run")
+    return 0
+
+
+def show(path):
+    path = pathlib.Path(path).resolve()
+    run = json.loads(path.read_text())
+    name = path.stem
+    views = VIEWS.get(kind_of(name))
+    if views is None:
+        raise FigureError(f"{path.name}: its name says no kind of run ({', '.join(VIEWS)})")
+    for view in views:
+        print(f"<!-- figures:{name}/{view} -->\n{render(name, view, run, path.name)}")
+    return 0
+
+
+def main(arguments):
+    try:
+        if arguments == ["write"]:
+            write()
+            return 0
+        if arguments == ["check"]:
+            return check()
+        if len(arguments) == 2 and arguments[0] == "show":
+            return show(arguments[1])
+    except FigureError as error:
+        print(f"render-figures: {error}", file=sys.stderr)
+        return 1
+    print("usage:\n" + __doc__.strip().split("\n\n")[-1], file=sys.stderr)
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
