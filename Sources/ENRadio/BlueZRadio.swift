@@ -79,7 +79,6 @@ public final class BlueZRadio: Radio {
     private let logger: Logger
     private let state = Mutex(State())
 
-
     /// How the radio scans: passively through a kernel advertisement monitor, or, on a kernel
     /// that refuses one, actively through bluetoothd's discovery.
     public enum ScanMode: String, Sendable { case passive, active }

@@ -34,7 +34,7 @@ public enum StoreSettings {
     /// removed, else the kernel would scan for it for good.
     public static let scanMonitor = adapterNumber("scan-monitor")
 
-    /// Every setting's name, for the checks of what the database holds.
+    /// Every setting's name (a test checks that each setting has a name of its own).
     public static let names = [pausedUntil.name, advertisedInterval.name, exposureConfiguration.name, advertisingInstance.name, scanMonitor.name]
 
     private static func adapterNumber(_ name: String) -> StoreSetting<AdapterNumber> {
