@@ -6,12 +6,10 @@ import Testing
 /// Replays every committed fuzzing input (Fuzz/Corpus/<Name>/, seeds and the inputs of fixed
 /// crashes alike) through the fuzz targets, without sanitizers, so that a fixed crash stays fixed.
 ///
-/// Bound: each input must be handled in under 1 second in a debug build (the fuzzers call
-/// anything slower than 1 s a hang: scripts/fuzz.sh runs them with -timeout=1). Real inputs
-/// take milliseconds.
+/// No time bound here: this also runs in debug builds, under qemu and beside the lab, where a
+/// wall-clock limit measures the machine's load. A slow input is the fuzz step's finding
+/// (scripts/fuzz.sh replays this corpus with -timeout=1 and calls anything slower a hang).
 struct FuzzCorpusTests {
-    static let perInputLimit = Duration.seconds(1)
-
     /// The fuzz targets by corpus directory name.
     static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "KeyExport": fuzzKeyExport,
@@ -36,15 +34,13 @@ struct FuzzCorpusTests {
     }
 
     @Test(arguments: targets.keys.sorted())
-    func everyCommittedInputIsHandledInTime(target: String) throws {
+    func everyCommittedInputIsHandled(target: String) throws {
         let files = Self.files(target)
         #expect(!files.isEmpty, "no inputs in Fuzz/Corpus/\(target)")
         let fuzz = try #require(Self.targets[target])
-        let clock = ContinuousClock()
         for file in files {
             let data = try Data(contentsOf: URL(fileURLWithPath: file))
-            let elapsed = clock.measure { data.withUnsafeBytes { fuzz($0) } }
-            #expect(elapsed < Self.perInputLimit, "\(file) took \(elapsed)")
+            data.withUnsafeBytes { fuzz($0) }
         }
     }
 
