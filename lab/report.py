@@ -34,7 +34,8 @@ sighting lost, and took off within 1 s the last RPI the kernel put back on the a
 every EN advertisement the agents' controllers were given conforms to the EN Bluetooth
 Specification (onair.py) and none was ended by the controller, but for one the kernel
 re-programmed at the connectable switch, which the agent must have taken off within 250 ms;
-every scan was passive or from a random address."""
+every scan was passive or from a random address (an active scan from the public address fails,
+whatever refused the random address)."""
 import calendar, datetime, functools, json, os, re, sqlite3, subprocess, sys, time
 import onair
 
@@ -357,16 +358,14 @@ def on_air():
     if terminated:
         failures.append(f"the controllers ended {len(terminated)} advertising sets before the agents did (first: hci{terminated[0][0]} "
                         f"handle {terminated[0][1]}, HCI status 0x{terminated[0][2]:02x})")
-    # The kernel falls back to the public address when the controller refuses the scan's random
-    # address. btvirt refuses it against the spec after its last extended set is removed (it keeps
-    # its advertising flag): such a scan is the emulator's fault and is named, not failed.
-    excused = [scan for scan in public_scans if scan[2]]
-    if excused:
-        print(f"  {len(excused)} active scans from the public address after btvirt refused a random address against the spec "
-              "(neither scanning nor legacy advertising was on): the kernel's fallback, on the emulator's fault")
-    public = [scan for scan in public_scans if not scan[2]]
-    if public:
-        failures.append(f"{len(public)} active scans (first on hci{public[0][0]}) would send SCAN_REQs from the adapter's public address")
+    # The kernel scans from the public address when the controller refuses the scan's random
+    # address (hci_active_scan_sync), whoever is at fault: every scannable advertiser around would
+    # get the adapter's identity in SCAN_REQs. The agent starts its active scans only while its
+    # advertisement is on the air, when the kernel keeps the address it has (docs/radio.md).
+    if public_scans:
+        refused_first = sum(1 for scan in public_scans if scan[2])
+        failures.append(f"{len(public_scans)} active scans (first on hci{public_scans[0][0]} at {time.strftime('%H:%M:%S', time.gmtime(onair.unix_seconds(public_scans[0][1])))} UTC) from the adapter's public address, "
+                        f"{refused_first} of them after the controller refused the random address")
     # A refused LE Set Random Address leaves the last one in force: the pairing check above and the
     # address of each advertisement are what count; the number says how often the kernel tried.
     print(f"  LE Set Random Address refused {len(refused)} times" + (f" (HCI status 0x{refused[0][2]:02x})" if refused else ""))

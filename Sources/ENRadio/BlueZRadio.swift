@@ -22,7 +22,8 @@ import Synchronization
 /// instance timeout (see AddExtendedAdvertisingParameters): with one, the lab's advertisements
 /// ended after about a second.
 ///
-/// The scan is bluetoothd's discovery (active, from a random address), or, with `passiveScan`,
+/// The scan is bluetoothd's discovery (active, started only while the advertisement is on the air,
+/// so that its scan requests keep a random address: `startScan`), or, with `passiveScan`,
 /// passive: an advertisement monitor for 0xFD6F service data (`AddAdvertisementPatternsMonitor`)
 /// makes the kernel scan without SCAN_REQs, so nothing leaves the radio, and EN advertisements are
 /// not scannable, so nothing is lost; they arrive in Device Found events on the agent's
@@ -83,10 +84,12 @@ public final class BlueZRadio: Radio {
     /// that refuses one, actively through bluetoothd's discovery.
     public enum ScanMode: String, Sendable { case passive, active }
 
-    /// The scan running: on which adapter, and the monitor's handle when it is passive.
+    /// The scan running: on which adapter, the monitor's handle when it is passive, and whether
+    /// an active one waits for this radio's advertisement to be on the adapter (`startScan`).
     private struct Scan {
         var adapter: Adapter
         var monitor: UInt16?
+        var waitsForAdvertisement = false
     }
 
     /// The agent's advertisement on the air.
@@ -222,6 +225,7 @@ public final class BlueZRadio: Radio {
             if let held { state.withLock { if $0.advertisement == nil { $0.advertisement = held } } }
             throw error
         }
+        startWaitingScan(on: adapter)
     }
 
     private func advertise(_ serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16, replacing previous: Advertisement?,
@@ -307,9 +311,15 @@ public final class BlueZRadio: Radio {
             }
             // 127 means the controller did not say (no extended advertising).
             let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
-            try management.send(AddExtendedAdvertisingData(
-                instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
-                controller: controller)
+            do {
+                try management.send(AddExtendedAdvertisingData(
+                    instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
+                    controller: controller)
+            } catch {
+                // The kernel removes an instance whose data it could not put on the air (add_adv_complete).
+                state.withLock { $0.advertisement = nil }
+                throw error
+            }
         }
     }
 
@@ -502,8 +512,27 @@ public final class BlueZRadio: Radio {
                               + "the kernel has no passive advertisement monitors (\(error))")
             }
         }
+        // An active scan starts only while this radio's advertisement is on the adapter. The
+        // kernel gives each active scan a new random address, unless the adapter advertises from
+        // the random address it has: then it keeps that one (hci_set_random_addr_sync). When it
+        // does set one and the controller refuses (legacy advertising on, an LE connection being
+        // made, or against the specification, as the lab's emulator does after an extended set
+        // is removed), it scans from the adapter's public address (hci_active_scan_sync), and
+        // every scannable advertiser around hears that address in SCAN_REQs.
+        guard state.withLock({ $0.advertisement?.adapter.name == adapter.name }) else {
+            state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil, waitsForAdvertisement: true) }
+            logger.info("the scan on \(adapter.name) waits until the advertisement is on the air: an active scan without it "
+                        + "could go out from the adapter's public address")
+            return
+        }
         try client.startDiscovery(on: adapter)
         state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil) }
+    }
+
+    /// Starts the active scan that waited for the advertisement now on `adapter`.
+    private func startWaitingScan(on adapter: Adapter) {
+        guard state.withLock({ $0.scan?.waitsForAdvertisement == true && $0.scan?.adapter.name == adapter.name }) else { return }
+        resumeScan(on: adapter)
     }
 
     /// Removes the monitor a run that was killed left on `adapter`, once per process: the kernel
@@ -530,6 +559,7 @@ public final class BlueZRadio: Radio {
     }
 
     private func stopScan(_ scan: Scan) throws {
+        guard !scan.waitsForAdvertisement else { return }
         guard let handle = scan.monitor else { return try client.stopDiscovery(on: scan.adapter) }
         if let controller = scan.adapter.index { try removeMonitor(handle, controller: controller) }
     }

@@ -21,6 +21,12 @@ final class BluetoothdModel: BlueZAdapters {
 
     var isDiscovering: Bool { discovering.withLock { $0 } }
 
+    /// Discoveries (active scans) started while no EN advertisement was on the air: the kernel sets
+    /// a new random address for each of those, and scans from the public address when the
+    /// controller refuses it (`hci_active_scan_sync`).
+    private let unshielded = Mutex(0)
+    var scansStartedWithoutAdvertisement: Int { unshielded.withLock { $0 } }
+
     private func available() throws {
         guard isRunning else { throw DBusError(name: "org.freedesktop.DBus.Error.ServiceUnknown", message: "The name org.bluez was not provided") }
     }
@@ -46,7 +52,9 @@ final class BluetoothdModel: BlueZAdapters {
 
     func startDiscovery(on adapter: Adapter) throws {
         try available()
-        guard kernel.snapshot.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
+        let controller = kernel.snapshot
+        guard controller.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
+        if !controller.onAir.values.contains(where: { KernelModel.isExposureNotification($0.data) }) { unshielded.withLock { $0 += 1 } }
         discovering.withLock { $0 = true }
         kernel.setScanning(true)
     }

@@ -28,6 +28,9 @@ enum RadioInvariants {
         if driver.advertising, let standIn = state.instances.first(where: { $0.value.owner == .radio && !($0.value.data.map(KernelModel.isExposureNotification) ?? false) && !$0.value.stuck }) {
             broken.append("a stand-in left in instance \(standIn.key) beside the advertisement")
         }
+        if driver.bluetoothd.scansStartedWithoutAdvertisement > 0 {
+            broken.append("\(driver.bluetoothd.scansStartedWithoutAdvertisement) active scans started with no EN advertisement on the air, which the kernel may send from the public address")
+        }
         let commands = state.commands.dropFirst(max(0, commandsFrom - 1))
         for (earlier, later) in zip(commands, commands.dropFirst())
         where earlier.status != 0 && later.status != 0 && earlier.name == later.name && earlier.instance == later.instance && earlier.instance != nil {

@@ -56,6 +56,24 @@ struct RadioModelTests {
         #expect(!driver.advertising && driver.problem == .adapterConnectable)
         #expect(RadioInvariants.broken(driver) == [])
     }
+
+    /// Issue 39: an active scan starts only once the advertisement is on the air, as the kernel
+    /// then keeps the scan's random address (a new one could be refused, and the kernel would
+    /// scan from the public address); it starts by itself when the advertisement goes on.
+    @Test(arguments: Setup.all)
+    func anActiveScanWaitsForTheAdvertisement(setup: Setup) {
+        let driver = driver(setup)
+        driver.kernel.setConnectable(true)
+        driver.returned()
+        #expect(!driver.advertising && driver.problem == .adapterConnectable)
+        #expect(!driver.bluetoothd.isDiscovering, "a discovery started with nothing on the air")
+        driver.kernel.setConnectable(false)
+        driver.retry()
+        #expect(driver.advertising && driver.bluetoothd.isDiscovering)
+        driver.stopScan()
+        #expect(!driver.bluetoothd.isDiscovering)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
 }
 
 /// The defects the lab saw, and those the random sequences found, each as a scenario.
