@@ -38,7 +38,7 @@ DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man check-docs bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
-	test-builds test-radio bench-programs bench-smoke check-figures
+	test-builds test-radio bench-programs bench-smoke check-figures lab-monitor-race
 
 all: build
 
@@ -183,8 +183,8 @@ run: deps
 # Debian 12 and the Pi's kind on trixie; make lab-matrix every combination.
 LAB ?= /tmp/enagent-lab
 LAB_SECONDS ?= 40
-LAB_KINDS ?= bt5:-l6:6 bt4:-Ll9:9 trixie-bt4:-Ll9:9:trixie
-LAB_MATRIX_KINDS = bt5:-l6:6 bt4:-Ll9:9 trixie-bt5:-l6:6:trixie trixie-bt4:-Ll9:9:trixie
+LAB_KINDS ?= bt5:-l6:6 bt4:-Ll10:10 trixie-bt4:-Ll10:10:trixie
+LAB_MATRIX_KINDS = bt5:-l6:6 bt4:-Ll10:10 trixie-bt5:-l6:6:trixie trixie-bt4:-Ll10:10:trixie
 # make lab prints what happened; make lab-test also fails unless every check holds on the kinds in
 # LAB_GATES.
 LAB_GATES ?= bt5 bt4 trixie-bt4
@@ -205,6 +205,21 @@ lab lab-test: deps
 	status=0; for kind in $(LAB_KINDS); do name=$${kind%%:*}; echo "== lab report: $$name controllers"; \
 		gate=$$(case " $(LAB_GATES) " in *" $$name "*) echo --check;; esac); \
 		/usr/bin/python3 lab/report.py $(LAB)/$$name $(DEBUG_BIN)/enctl $(if $(filter lab-test,$@),$$gate) || status=1; done; exit $$status
+
+# The advertisement monitor's race with a power-off (lab/monitor-race.py): MONITOR_ROUNDS rounds of
+# adding a monitor as the adapter goes off (Set Powered or rfkill, 0-3 ms apart) on trixie's kernel,
+# where passive scanning is the default, then on Debian 12's, where it is not (that one is reported,
+# not gated: its kernel has the race). About 3 minutes each.
+MONITOR_ROUNDS ?= 100
+lab-monitor-race: deps
+	set -e; mkdir -p $(LAB)/monitor-race; status=0; for stack in trixie debian12; do \
+		if [ $$stack = trixie ]; then root=$$(lab/trixie-guest.sh amd64); lab=$(LAB)-trixie; kernel=$$(dirname $$root)/linux-image.deb; \
+		else root=; lab=$(LAB); kernel=; fi; \
+		echo "lab: the monitor race on $$stack"; rm -f $$lab/out/monitor-race.txt; \
+		LAB=$$lab GUEST_ROOT=$$root KERNEL_DEB=$$kernel RW_DIRS="$(CURDIR)" NCTRL=1 BTVIRT_OPTS=-l1 \
+			lab/boot-lab.sh "/usr/bin/python3 $(CURDIR)/lab/monitor-race.py $$lab/out $(MONITOR_ROUNDS)" || [ $$stack = debian12 ] || status=1; \
+		cp $$lab/out/monitor-race.txt $(LAB)/monitor-race/$$stack.txt || status=1; tail -n 1 $(LAB)/monitor-race/$$stack.txt || true; \
+	done; exit $$status
 
 lab-matrix:
 	$(MAKE) lab-test LAB_KINDS="$(LAB_MATRIX_KINDS)" LAB_GATES="$(foreach kind,$(LAB_MATRIX_KINDS),$(firstword $(subst :, ,$(kind))))"

@@ -14,9 +14,12 @@ set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")
 . "$LAB/bluez.sh"
-# Every controller but the agents' plays phones (4 in make lab-test's BT 5 run, which has three
-# advertising sets each; 7 in its BT 4.x run, one advertiser each).
-PHONES=$(ls /sys/class/bluetooth | grep -x 'hci[0-9]*' | grep -v -x -e hci0 -e hci1 | sort -V | tr '\n' ' ')
+# The last controller plays a street's scannable advertisers for the whole run (phones.py beacons);
+# every other controller but the agents' plays phones (3 in make lab-test's BT 5 run, which has
+# three advertising sets each; 7 in its BT 4.x run, one advertiser each).
+CONTROLLERS=$(ls /sys/class/bluetooth | grep -x 'hci[0-9]*' | grep -v -x -e hci0 -e hci1 | sort -V)
+BEACONS=$(echo "$CONTROLLERS" | tail -n 1)
+PHONES=$(echo "$CONTROLLERS" | grep -v -x "$BEACONS" | tr '\n' ' ')
 rm -rf "$OUT/a" "$OUT/b" "$OUT/phases"; mkdir -p "$OUT/phases"
 # The stack under test, for the report's first line.
 printf 'Debian %s, kernel %s, bluetoothd %s, btvirt %s (%s)\n' "$(cat /etc/debian_version)" "$(uname -r)" \
@@ -28,6 +31,7 @@ groupadd -f enagent
 id member > /dev/null 2>&1 || useradd -M -N -u 1500 -G enagent member
 id other > /dev/null 2>&1 || useradd -M -N -u 1501 other
 api_bus a; api_bus b
+python3 "$LAB/phones.py" beacons "$OUT" "$BEACONS" & BEACONING=$!
 agent a hci0 & A=$!
 agent b hci1 & B=$!
 enable a; enable b
@@ -225,7 +229,7 @@ for caller in root member other; do
         /usr/bin/python3 "$STATE/callers.py" "unix:path=$STATE/b.bus" > "$OUT/phases/callers-$caller.json"
 done
 for agent in a b; do must "enctl $agent status" enctl $agent status --json > "$OUT/phases/status-$agent.json"; done
-kill -TERM "$A" "$B"
+kill -TERM "$A" "$B" "$BEACONING"
 wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"
 wait "$B"; echo $? > "$STATE/b/exit-status"; echo "agent b stopped: exit $(cat "$STATE/b/exit-status")"
 must "snapshot end" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db" > "$OUT/phases/end.json"

@@ -17,6 +17,8 @@ SET_ADV_SET_RANDOM_ADDRESS, SET_EXT_ADV_PARAMETERS, SET_EXT_ADV_DATA, SET_EXT_SC
 # while neither advertising nor scanning runs (the controller answers Command Disallowed otherwise).
 SET_RANDOM_ADDRESS, SET_ADV_PARAMETERS, SET_ADV_DATA, SET_SCAN_PARAMETERS = 0x2005, 0x2006, 0x2008, 0x200B
 ADV_NONCONN_IND, LEGACY_NONCONN_PROPERTIES, READ_ADV_TX_POWER = 0x03, 0x0010, 0x2007
+# LE Meta Event subevents, and the legacy report's event type of a scan response.
+LE_ADVERTISING_REPORT, LE_EXTENDED_ADVERTISING_REPORT, SCAN_RSP = 0x02, 0x0D, 0x04
 LEGACY_KERNEL_INTERVAL = (100.0, 150.0)
 EN_PREFIX = bytes.fromhex("03036ffd17166ffd")
 
@@ -65,8 +67,11 @@ def identifiers(keys):
 
 def advertisements(path, controllers):
     """Every EN advertising data set on `controllers` (indexes), with the parameters, random
-    address and selected TX power in force for its advertising set at that moment."""
-    found, scans, refused, terminated = [], [], [], []
+    address and selected TX power in force for its advertising set at that moment; and the scan
+    responses they heard, each (index, time, own address type of the scan that asked for it):
+    a scan response answers the controller's SCAN_REQ, which carried that address."""
+    found, scans, refused, terminated, scan_responses = [], [], [], [], []
+    scan_own_type = {}  # index -> own address type of the scan enabled last
     state = {}  # (index, handle) -> dict; legacy advertising is handle None
     last_parameters = {}  # index -> handle of the last Set Extended Advertising Parameters
     pending = {}  # index -> (command, parameters) awaiting its Command Complete
@@ -116,6 +121,12 @@ def advertisements(path, controllers):
             elif command == SET_SCAN_PARAMETERS and len(parameters) >= 7:
                 scan_parameters[index] = (index, parameters[5], parameters[0], struct.unpack("<H", parameters[1:3])[0] * 0.625,
                                           struct.unpack("<H", parameters[3:5])[0] * 0.625)
+        elif opcode == EVENT and payload[0] == 0x3E and len(payload) >= 6 and payload[2] in (LE_ADVERTISING_REPORT, LE_EXTENDED_ADVERTISING_REPORT):
+            # The first report of the event (btvirt sends one per event): SCAN_RSP, or an
+            # extended report's scan response bit.
+            if payload[2] == LE_ADVERTISING_REPORT and payload[4] == SCAN_RSP \
+                    or payload[2] == LE_EXTENDED_ADVERTISING_REPORT and struct.unpack("<H", payload[4:6])[0] & 0x0008:
+                scan_responses.append((index, timestamp, scan_own_type.get(index)))
         elif opcode == EVENT and payload[0] == 0x3E and len(payload) >= 4 and payload[2] == 0x12 and payload[3] != 0:
             # LE Advertising Set Terminated with an error status: the controller ended a set.
             terminated.append((index, payload[4], payload[3]))
@@ -142,6 +153,7 @@ def advertisements(path, controllers):
                 if scanning[index] and index in public_parameters:
                     public_scans.append((index,) + public_parameters.pop(index))
                 if scanning[index] and index in scan_parameters:
+                    scan_own_type[index] = scan_parameters[index][1]
                     scans.append(scan_parameters.pop(index))
             elif command == READ_ADV_TX_POWER and status == 0 and len(payload) >= 7:
                 legacy["tx_power"] = struct.unpack("b", payload[6:7])[0]
@@ -149,7 +161,7 @@ def advertisements(path, controllers):
                 # The kernel sets a legacy advertisement's data before its address and parameters:
                 # what goes on the air is what is in force when advertising is enabled.
                 found.append({"controller": index, "time": timestamp, "legacy": True, **legacy})
-    return found, scans, refused, terminated, public_scans
+    return found, scans, refused, terminated, public_scans, scan_responses
 
 
 def check(advertisement, table):

@@ -13,6 +13,11 @@ phone (no Flags), extra AD structures in another order, and the malformed: FD6F 
 and of 21 bytes, another UUID, a structure cut short.
 MODE crowd: every set of every controller (3 each in btvirt) as an iPhone, rotating to a new
 address, TEK-derived RPI and AEM every second EN interval, for SECONDS.
+phones.py beacons OUT hciN: until stopped (SIGTERM), the scannable advertisers of a street on
+controller hciN: ADV_SCAN_IND and ADV_IND with scan response data (a BT 4.x controller takes them
+in turns, a second each), from static random addresses. btvirt answers an active scanner's scan
+of them with a scan response, which the report pairs with the scan's own address. The controller
+going away (the lab's unplug) is waited out: the beacons come back with it.
 phones.py export PHONES.JSONL ZIP: an unsigned key export (export.bin in a zip) of every phone's
 TEK, as a health authority would publish them (enctl keys sign signs it).
 
@@ -96,6 +101,28 @@ class Controller:
         self.command(0x2008, bytes([len(data)]) + data + bytes(31 - len(data)))
         self.command(0x200A, b"\x01")
 
+    def beacon(self, handle, properties, address, data, response):
+        """(Re)programs set `handle` as a scannable legacy advertiser (`properties`: 0x0012
+        ADV_SCAN_IND, 0x0013 ADV_IND) with `response` as its scan response data."""
+        if self.sets is None:
+            self.disable_legacy()
+            self.command(0x2005, address[::-1])
+            self.command(0x2006, struct.pack("<HH", 0xA0, 0xA0) + bytes([0x02 if properties == 0x0012 else 0x00, 0x01, 0x00]) + bytes(6) + bytes([0x07, 0x00]))
+            self.command(0x2008, bytes([len(data)]) + data + bytes(31 - len(data)))
+            self.command(0x2009, bytes([len(response)]) + response + bytes(31 - len(response)))
+            return self.command(0x200A, b"\x01")
+        try:
+            self.command(0x2039, bytes([0x00, 0x01, handle, 0, 0, 0]))
+        except RuntimeError:
+            pass  # a set never used before
+        parameters = struct.pack("<BH", handle, properties) + (0xA0).to_bytes(3, "little") * 2 \
+            + bytes([0x07, 0x01, 0x00]) + bytes(6) + bytes([0x00, 0x7F, 0x01, 0x00, 0x01, handle, 0x00])
+        self.command(0x2036, parameters)
+        self.command(0x2035, bytes([handle]) + address[::-1])
+        self.command(0x2037, bytes([handle, 0x03, 0x01, len(data)]) + data)
+        self.command(0x2038, bytes([handle, 0x03, 0x01, len(response)]) + response)
+        self.command(0x2039, bytes([0x01, 0x01, handle, 0, 0, 0]))
+
     def stop(self, handle):
         if self.sets is None:
             return self.disable_legacy()
@@ -169,9 +196,45 @@ def export(phones_jsonl, path):
         archive.writestr("export.bin", b"EK Export v1    " + body)
 
 
+# (PDU properties, static random address, advertising data, scan response data): a tracker tag and
+# a TV, say. Their data names no EN service.
+BEACONS = [
+    (0x0012, bytes.fromhex("c1b0000000a1"), bytes.fromhex("020106") + bytes.fromhex("07ff4c0012020000"), bytes.fromhex("0709") + b"beacon"),
+    (0x0013, bytes.fromhex("c1b0000000a2"), bytes.fromhex("020106") + bytes.fromhex("0303aafe"), bytes.fromhex("0309") + b"tv"),
+]
+
+
+def beacons(out, name):
+    """Keeps BEACONS on the air on `name` until SIGTERM; writes OUT/phases/beacons when first on."""
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    controller, turn, announced = None, 0, False
+    while True:
+        try:
+            if controller is None:
+                controller = Controller(name)
+            if controller.sets is None:
+                controller.beacon(0, *BEACONS[turn % len(BEACONS)])
+            else:
+                for handle, beacon in enumerate(BEACONS):
+                    controller.beacon(handle, *beacon)
+            if not announced:
+                open(f"{out}/phases/beacons", "w").write(f"{name} {len(BEACONS)} scannable advertisers\n")
+                announced = True
+            turn += 1
+        except (OSError, HCIError):
+            # Unplugged, or not yet back: the socket goes with the controller.
+            if controller is not None:
+                controller.socket.close()
+            controller = None
+        time.sleep(1.0)
+
+
 def main():
     if sys.argv[1] == "export":
         return export(sys.argv[2], sys.argv[3])
+    if sys.argv[1] == "beacons":
+        return beacons(sys.argv[2], sys.argv[3])
     out, origin, scale, mode, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
     controllers = [Controller(name) for name in sys.argv[6:]]
     slots = [(controller, handle) for controller in controllers for handle in controller.handles]

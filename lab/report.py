@@ -331,7 +331,7 @@ def address_rpi():
 
 @check("ON AIR (btsnoop, against the EN Bluetooth Specification)")
 def on_air():
-    table, (found, scans, refused, terminated, public_scans) = en_capture()
+    table, (found, scans, refused, terminated, public_scans, scan_responses) = en_capture()
     excused = excused_at_connectable()
     bad = [(advertisement, problems) for advertisement in found
            if (problems := onair.check(advertisement, table)) and not any(advertisement is other for other in excused)]
@@ -366,6 +366,20 @@ def on_air():
         refused_first = sum(1 for scan in public_scans if scan[2])
         failures.append(f"{len(public_scans)} active scans (first on hci{public_scans[0][0]} at {time.strftime('%H:%M:%S', time.gmtime(onair.unix_seconds(public_scans[0][1])))} UTC) from the adapter's public address, "
                         f"{refused_first} of them after the controller refused the random address")
+    # The lab's scannable beacons (phones.py beacons, on a controller of their own for the whole
+    # run) answer every active scan's SCAN_REQ with a scan response: one heard during a scan from
+    # the public address means the beacon got that address.
+    beacons = os.path.exists(f"{out}/phases/beacons")
+    for controller in (0, 1):
+        heard = [response for response in scan_responses if response[0] == controller]
+        public = [response for response in heard if response[2] == 0]
+        print(f"  hci{controller}: {len(heard)} scan responses from the lab's scannable beacons (ADV_SCAN_IND, ADV_IND), "
+              f"{len(public)} to SCAN_REQs from the public address")
+        if public:
+            failures.append(f"hci{controller} sent SCAN_REQs from its public address: {len(public)} scan responses came back")
+        # A passive scan sends no SCAN_REQ and hears no scan response.
+        if beacons and not heard and any(scan[0] == controller and scan[2] for scan in scans):
+            failures.append(f"hci{controller} scanned actively but heard no scan response from the lab's beacons: the check of its SCAN_REQs proves nothing")
     # A refused LE Set Random Address leaves the last one in force: the pairing check above and the
     # address of each advertisement are what count; the number says how often the kernel tried.
     print(f"  LE Set Random Address refused {len(refused)} times" + (f" (HCI status 0x{refused[0][2]:02x})" if refused else ""))
@@ -375,7 +389,7 @@ def first_after_restart():
     """After agent a's SIGKILL and after bluetoothd's restart, each agent's next EN advertisement
     comes within 10 s from a new address; when it falls in the same interval as the last one
     before, its RPI comes from a fresh key (the day's key rolled), never the old key's again."""
-    table, (found, _, _, _, _) = en_capture()
+    table, (found, *_) = en_capture()
     restart = bluetoothd_restart()
     for event, controllers in (("bluetoothd-killed-at", (0, 1)), ("a-killed-at", (0,))):
         killed = float(open(f"{out}/phases/{event}").read())
