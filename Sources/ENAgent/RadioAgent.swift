@@ -135,9 +135,8 @@ public final class RadioAgent: RadioListener {
             my.rotationTimer?.cancel()
             my.scanTimer?.cancel()
             if state.advertising { stopAdvertising() }
-            if state.scanning { stopScanning() }
+            endScan()
             state = RadioState()
-            flush()
         } }
     }
 
@@ -190,11 +189,9 @@ public final class RadioAgent: RadioListener {
             my.rotationTimer?.cancel()
             my.scanTimer?.cancel()
             if state.advertising { stopAdvertising() }
-            if state.scanning { stopScanning() }
+            endScan()
             my.lostSinceAdvertising = true
             state.advertising = false
-            state.scanning = false
-            flush()
             logger.info("the system is going to sleep: advertisement and scan stopped until it wakes")
         }
     }
@@ -240,9 +237,7 @@ public final class RadioAgent: RadioListener {
                 // address, which the controller refuses while a scan runs, and tries again every
                 // 2 s: the scan waits for one such turn (the lab saw the other kept off for 4 s).
                 my.scanTimer?.cancel()
-                stopScanning()
-                state.scanning = false
-                flush()
+                endScan()
                 my.scanTimer = timer(after: Self.sharedAdapterScanPause) { [self] in scanCycle() }
             }
         }
@@ -403,6 +398,13 @@ public final class RadioAgent: RadioListener {
         do { try radio.stopAdvertising() } catch { logger.error("cannot take the advertisement off the air, so its identifier may still go out: \(error)") }
     }
 
+    /// Ends the scan running, if any, and writes what it heard.
+    private func endScan() {
+        if state.scanning { stopScanning() }
+        state.scanning = false
+        flush()
+    }
+
     private func stopScanning() {
         do { try radio.stopScanning() } catch { logger.warning("cannot end the scan (the next may miss advertisers seen in this one): \(error)") }
     }
@@ -443,11 +445,7 @@ public final class RadioAgent: RadioListener {
         }
         let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
         my.scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
-            if !continuous {
-                stopScanning()
-                state.scanning = false
-            }
-            flush()
+            if continuous { flush() } else { endScan() }
             let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds
             my.scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
         }

@@ -456,7 +456,8 @@ final class UnreadableSettings: RadioAgentStore {
 
         unreadable.readsFail = false
         let deadline = Date(timeIntervalSinceNow: 15)  // the store is tried again every 10 s
-        while radio.serviceData.isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        // The status changes once the rotation's work is done, a moment after the radio took the advertisement.
+        while (radio.serviceData.isEmpty || states.last?.problem != nil) && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
         #expect(radio.serviceData.count == 1, "it tries again by itself")
         #expect(states.last?.problem == nil)
         let keys = try store.temporaryExposureKeys(validAfter: 0)
