@@ -77,7 +77,7 @@ struct RadioSettings {
 }
 
 /// The scan mode in force, and why, for the journal.
-struct ScanModeChoice: Equatable, CustomStringConvertible {
+struct ScanModeChoice: CustomStringConvertible {
     let mode: BlueZRadio.ScanMode
     let description: String
 
