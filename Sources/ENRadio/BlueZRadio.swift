@@ -23,14 +23,15 @@ import Synchronization
 /// ended after about a second.
 ///
 /// The scan is bluetoothd's discovery (active, started only while the advertisement is on the air,
-/// so that its scan requests keep a random address: `startScan`), or, with `passiveScan`,
-/// passive: an advertisement monitor for 0xFD6F service data (`AddAdvertisementPatternsMonitor`)
-/// makes the kernel scan without SCAN_REQs, so nothing leaves the radio, and EN advertisements are
-/// not scannable, so nothing is lost; they arrive in Device Found events on the agent's
-/// management socket. Not the default: kernel 6.1 frees a monitor's pending command when the
-/// adapter powers off while the command is queued, and then uses it (an oops in hci_cmd_sync_work
-/// in the lab, at an rfkill block during a scan's start; the Bluetooth stack is dead until a
-/// reboot). A kernel without monitors (before 5.10) gets the discovery in any case.
+/// so that its scan requests keep a random address: `startScan`), or passive: an advertisement
+/// monitor for 0xFD6F service data (`AddAdvertisementPatternsMonitor`) makes the kernel scan
+/// without SCAN_REQs, so nothing leaves the radio, and EN advertisements are not scannable, so
+/// nothing is lost; they arrive in Device Found events on the agent's management socket. Passive
+/// is the default only on kernels known to be fixed (`ScanMode.default(kernelRelease:)`): kernel
+/// 6.1 frees a monitor's pending command when the adapter powers off while the command is queued,
+/// and then uses it (an oops in hci_cmd_sync_work in the lab, at an rfkill block during a scan's
+/// start; the Bluetooth stack is dead until a reboot). A kernel without monitors (before 5.10)
+/// gets the discovery in any case.
 public final class BlueZRadio: Radio {
     public enum Failure: RadioProblemError, CustomStringConvertible {
         case noAdapter(String?)
@@ -80,8 +81,8 @@ public final class BlueZRadio: Radio {
     private let logger: Logger
     private let state = Mutex(State())
 
-    /// How the radio scans: passively through a kernel advertisement monitor, or, on a kernel
-    /// that refuses one, actively through bluetoothd's discovery.
+    /// How the radio scans: passively through a kernel advertisement monitor (a kernel that
+    /// refuses one turns it active), or actively through bluetoothd's discovery.
     public enum ScanMode: String, Sendable { case passive, active }
 
     /// The scan running: on which adapter, the monitor's handle when it is passive, and whether
@@ -145,13 +146,13 @@ public final class BlueZRadio: Radio {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
-    public init(client: any BlueZAdapters, management: any ManagementInterface, adapter: AdapterChoice?, mayPowerOn: Bool, passiveScan: Bool,
+    public init(client: any BlueZAdapters, management: any ManagementInterface, adapter: AdapterChoice?, mayPowerOn: Bool, scanMode: ScanMode,
                 store: any RadioAgentStore, logger: Logger, killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
                 onScanStopped: @escaping @Sendable () -> Void) {
         self.client = client
         self.management = management
         self.killSwitch = killSwitch
-        state.withLock { $0.scanMode = passiveScan ? .passive : .active }
+        state.withLock { $0.scanMode = scanMode }
         self.logger = logger
         self.onScanStopped = onScanStopped
         self.configuredAdapter = adapter

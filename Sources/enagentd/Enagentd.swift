@@ -81,7 +81,7 @@ struct Enagentd: ParsableCommand {
         let logger = Logger(label: "enagentd", level: verbose ? .debug : .info)
         if !undumpable { logger.warning("cannot mark the process undumpable: a core dump could hold keys") }
         let file = try loadConfiguration()
-        let radioSettings = try RadioSettings(options: radio, file: file)
+        let radioSettings = try RadioSettings(options: radio, file: file, kernelRelease: runningKernelRelease())
         let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"
         let store: AgentStore
         let serviceBus: DBusConnection, radioBus: DBusConnection?
@@ -130,6 +130,7 @@ struct Enagentd: ParsableCommand {
         let gate = ClockGate(synchronisation: synchronisation, clock: clock, queue: .main)
         Systemd.notify("READY=1")
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
+        if radioSettings.enabled { logger.info("\(radioSettings.scan)") }
         DispatchQueue.main.async {
             daemon.apply()
             daemon.startReminders()

@@ -1,7 +1,9 @@
 import ArgumentParser
 import ENAgent
 import ENBlueZ
+import ENRadio
 import ENSystemd
+import Glibc
 
 /// enagentd's radio settings; each overrides the configuration file's key of the same name.
 struct RadioOptions: ParsableArguments {
@@ -30,7 +32,7 @@ struct RadioOptions: ParsableArguments {
             transform: checked(AgentConfiguration.Value.scanSeconds))
     var scanIntervalSeconds: Int?
 
-    @Flag(inversion: .prefixedNo, help: "Scan passively through a kernel advertisement monitor instead of bluetoothd's active discovery (default: no: Debian 12's kernel 6.1 can crash when the adapter goes off while a monitor is being added).")
+    @Flag(inversion: .prefixedNo, help: "Scan passively through a kernel advertisement monitor instead of bluetoothd's active discovery (default: by the kernel: passive on 6.12.80 and later 6.12 kernels and on 7.0 and later, which have the advertisement monitor fixes; active on any other, such as Debian 12's 6.1, which can crash when the adapter goes off while a monitor is being added).")
     var passiveScan: Bool?
 
     @Flag(inversion: .prefixedNo, help: "Use the radio; --no-radio only keeps keys and the database (default: use it).")
@@ -51,16 +53,18 @@ struct RadioSettings {
     var enabled: Bool
     var adapter: AdapterChoice?
     var powerOn: Bool
-    var passiveScan: Bool
+    var scan: ScanModeChoice
     var txPower: Int8
     var schedule: RadioSchedule
 
-    init(options: RadioOptions, file: AgentConfiguration) throws {
+    /// `kernelRelease` is the running kernel's (`runningKernelRelease`), which sets the scan mode
+    /// when neither the command line nor the file does.
+    init(options: RadioOptions, file: AgentConfiguration, kernelRelease: String) throws {
         let standard = RadioSchedule.standard
         enabled = options.radio ?? file.radio ?? true
         adapter = options.adapter ?? file.adapter
         powerOn = options.powerOn ?? file.powerOn ?? false
-        passiveScan = options.passiveScan ?? file.passiveScan ?? false
+        scan = ScanModeChoice(passiveScan: options.passiveScan ?? file.passiveScan, kernelRelease: kernelRelease)
         txPower = options.txPower ?? file.txPower ?? 0
         schedule = RadioSchedule(rotationSeconds: options.rotationSeconds ?? file.rotationSeconds ?? standard.rotationSeconds,
                                  scanSeconds: options.scanSeconds ?? file.scanSeconds ?? standard.scanSeconds,
@@ -70,6 +74,37 @@ struct RadioSettings {
             throw ValidationError("scan-seconds must be at least 1 and at most scan-interval-seconds, which is at most 300.")
         }
     }
+}
+
+/// The scan mode in force, and why, for the journal.
+struct ScanModeChoice: CustomStringConvertible {
+    let mode: BlueZRadio.ScanMode
+    let description: String
+
+    /// passive-scan's mode when it is set, else the kernel's (`ScanMode.default(kernelRelease:)`).
+    init(passiveScan: Bool?, kernelRelease: String) {
+        switch passiveScan {
+        case true?:
+            mode = .passive
+            description = "scanning passively, as configured (passive-scan)"
+        case false?:
+            mode = .active
+            description = "scanning actively through bluetoothd's discovery, as configured (passive-scan)"
+        case nil:
+            mode = .default(kernelRelease: kernelRelease)
+            description = mode == .passive
+                ? "scanning passively (kernel \(kernelRelease) has the advertisement monitor fixes)"
+                : "scanning actively: kernel \(kernelRelease) can crash when an adapter powers off while a monitor is added; "
+                    + "passive-scan = yes to scan passively anyway"
+        }
+    }
+}
+
+/// The running kernel's release (uname -r), such as "6.12.117+deb13-amd64".
+func runningKernelRelease() -> String {
+    var system = utsname()
+    guard uname(&system) == 0 else { return "" }
+    return withUnsafeBytes(of: &system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
 }
 
 extension RadioSettings {

@@ -86,8 +86,8 @@ import Testing
         }
     }
 
-    /// etc/enagent.conf documents every key with its default (and an adapter's correction with an
-    /// example): uncommented, it must parse to the defaults.
+    /// etc/enagent.conf documents every key with its default (and an adapter's correction and
+    /// passive-scan, which has none, with an example): uncommented, it must parse to the defaults.
     @Test func theShippedExampleListsEveryKeyWithItsDefault() throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("etc/enagent.conf")
@@ -108,5 +108,6 @@ import Testing
         #expect(configuration.trustedKeysDirectory == "/etc/enagent/trusted-keys")
         #expect(configuration.rssiCorrection == 0)
         #expect(configuration.rssiCorrectionByAdapter.count == 1, "the example of an adapter's own correction")
+        #expect(configuration.passiveScan == true, "the example: unset, the kernel's version decides")
     }
 }

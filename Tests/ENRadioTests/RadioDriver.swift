@@ -28,7 +28,7 @@ final class RadioDriver {
         bluetoothd = BluetoothdModel(kernel: kernel)
         generator = SeededGenerator(seed: seed)
         let kernel = kernel
-        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, passiveScan: false, store: store,
+        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: .active, store: store,
                            logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, onScanStopped: {})
         watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
     }

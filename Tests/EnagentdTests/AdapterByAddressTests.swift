@@ -62,7 +62,7 @@ import Testing
 
     func radio(on bus: PrivateBus, adapter: String) throws -> BlueZRadio {
         BlueZRadio(client: BlueZClient(connection: try DBusConnection(address: bus.address)), management: KernelManagement(), adapter: AdapterChoice(adapter),
-                   mayPowerOn: false, passiveScan: false, store: try AgentStore(path: directory.file("enagent.db")),
+                   mayPowerOn: false, scanMode: .active, store: try AgentStore(path: directory.file("enagent.db")),
                    logger: LogCapture().logger(), onScanStopped: {})
     }
 
