@@ -246,6 +246,9 @@ public final class BlueZRadio: Radio {
         }
         let features = try management.send(ReadAdvertisingFeatures(), controller: controller)
         let legacy = !features.hasExtendedAdvertising
+        // A monitor a killed run left keeps the kernel scanning, which on a legacy controller
+        // refuses the advertisement's new address: it goes before the advertisement comes.
+        try removeLeftoverMonitor(on: adapter)
         let kept = previous.flatMap { $0.adapter.name == adapter.name ? $0.instance : nil }
         // A run killed with SIGKILL left its instance: it goes first.
         let own = try kept ?? rememberedInstance(on: adapter)
@@ -542,14 +545,17 @@ public final class BlueZRadio: Radio {
     /// handle the kernel lists is a leftover, unless a program of the management interface took
     /// it since (bluetoothd 5.66 offers monitors to no client outside experimental mode).
     private func removeLeftoverMonitor(on adapter: Adapter) throws {
-        guard let controller = adapter.index, !state.withLock({ state in defer { state.leftoverMonitorChecked = true }; return state.leftoverMonitorChecked }),
-              let note = try remembered(StoreSettings.scanMonitor) else { return }
-        state.withLock { $0.monitorNote = note }
-        let handle = note.number
-        guard note.adapter == adapter.name, handle != 0,
-              try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) else { return }
-        try removeMonitor(handle, controller: controller)
-        logger.info("removed the scan monitor a run that stopped unexpectedly left on \(adapter.name)")
+        guard let controller = adapter.index, !state.withLock({ $0.leftoverMonitorChecked }) else { return }
+        if let note = try remembered(StoreSettings.scanMonitor) {
+            state.withLock { $0.monitorNote = note }
+            if note.adapter == adapter.name, note.number != 0,
+               try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(note.number) {
+                try removeMonitor(note.number, controller: controller)
+                logger.info("removed the scan monitor a run that stopped unexpectedly left on \(adapter.name)")
+            }
+        }
+        // Only once it is known gone: a failure (the adapter going off) tries again next time.
+        state.withLock { $0.leftoverMonitorChecked = true }
     }
 
     /// Removes a monitor; one gone already (bluetoothd's start removes them all) is as good.

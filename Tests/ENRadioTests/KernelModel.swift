@@ -62,7 +62,11 @@ final class KernelModel: ManagementInterface {
         /// A discovery runs (anyone's, or one a bluetoothd that died left): a legacy controller
         /// refuses a new random address meanwhile.
         var scanning = false
+        /// Advertisement monitors: while any is registered and the adapter is on, the kernel scans
+        /// passively for them, and a legacy controller refuses a new random address as it does
+        /// during a discovery. They stay across a power cycle (the kernel keeps them).
         var monitors = Set<UInt16>()
+        var scansPassively: Bool { powered && !monitors.isEmpty }
         var events = [ManagementEvent]()
         var handler: (@Sendable (ManagementEvent) -> Void)?
         /// Commands the radio sent, with the status each got (0: success).
@@ -166,7 +170,7 @@ final class KernelModel: ManagementInterface {
             guard !existing.stuck else { throw refuse(Self.failed) }
             // A legacy controller takes the new instance's address only while no scan runs; the
             // kernel removes an instance whose enabling failed (add_adv_complete).
-            if legacy && state.scanning {
+            if legacy && (state.scanning || state.scansPassively) {
                 removeInstance(add.instance, state: &state)
                 throw refuse(Self.failed)
             }
@@ -197,7 +201,10 @@ final class KernelModel: ManagementInterface {
             let handles = state.monitors.sorted()
             return [UInt8](repeating: 0, count: 11) + UInt16(handles.count).littleEndianBytes + handles.flatMap(\.littleEndianBytes)
         case is AddAdvertisementPatternsMonitor:
-            throw refuse(Self.notSupported)
+            guard state.powered else { throw refuse(Self.notPowered) }
+            let handle = (1...UInt16.max).first { !state.monitors.contains($0) }!
+            state.monitors.insert(handle)
+            return handle.littleEndianBytes
         case let remove as RemoveAdvertisementMonitor:
             guard state.monitors.remove(remove.handle) != nil else { throw refuse(Self.invalidParameters) }
             state.events.append(.monitorRemoved(controller: Self.controller, handle: remove.handle))
@@ -334,8 +341,13 @@ final class KernelModel: ManagementInterface {
     /// (src/advertising.c, read_adv_features_callback), and every monitor removed.
     func bluetoothdStarts() {
         state.withLock { state in
+            guard state.present else { return }
+            for handle in state.monitors.sorted() {
+                state.monitors.remove(handle)
+                state.events.append(.monitorRemoved(controller: Self.controller, handle: handle))
+            }
             let count = UInt8(state.instances.count)
-            guard state.present, state.powered, state.instances.keys.contains(where: { !kernel.listsOnlyUpToCount || $0 <= count }) else { return }
+            guard state.powered, state.instances.keys.contains(where: { !kernel.listsOnlyUpToCount || $0 <= count }) else { return }
             for instance in state.instances.keys.sorted() where !state.instances[instance]!.stuck {
                 removeInstance(instance, state: &state)
             }

@@ -23,12 +23,12 @@ final class RadioDriver {
     private var generator: SeededGenerator
 
     /// `store` is the agent's database, which a restarted agent (a new driver) finds as it was.
-    init(kernel: KernelModel, store: MemorySettings = MemorySettings(), seed: UInt64 = 1) {
+    init(kernel: KernelModel, store: MemorySettings = MemorySettings(), seed: UInt64 = 1, scanMode: BlueZRadio.ScanMode = .active) {
         self.kernel = kernel
         bluetoothd = BluetoothdModel(kernel: kernel)
         generator = SeededGenerator(seed: seed)
         let kernel = kernel
-        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: .active, store: store,
+        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, onScanStopped: {})
         watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
     }

@@ -1,5 +1,6 @@
 import ENAgent
 import ENCore
+import ENRadio
 import ENBlueZ
 import Foundation
 import Testing
@@ -9,12 +10,15 @@ struct RadioModelTests {
     struct Setup: CustomTestStringConvertible, Sendable {
         var kernel: KernelModel.Kernel
         var legacy: Bool
-        var testDescription: String { "\(kernel) \(legacy ? "BT 4.x" : "BT 5")" }
+        var scanMode = BlueZRadio.ScanMode.active
+        var testDescription: String { "\(kernel) \(legacy ? "BT 4.x" : "BT 5")\(scanMode == .passive ? " passive" : "")" }
         static let all = [KernelModel.Kernel.bookworm, .trixie].flatMap { kernel in [true, false].map { Setup(kernel: kernel, legacy: $0) } }
+        /// Each setup with either scan (passive is the default on 6.12.80 and later).
+        static let everyScanMode = all.flatMap { setup in [BlueZRadio.ScanMode.active, .passive].map { Setup(kernel: setup.kernel, legacy: setup.legacy, scanMode: $0) } }
     }
 
     func driver(_ setup: Setup) -> RadioDriver {
-        RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy))
+        RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy), scanMode: setup.scanMode)
     }
 
     @Test(arguments: Setup.all)
@@ -128,6 +132,24 @@ struct RadioDefectTests {
             #expect(RadioInvariants.broken(driver) == [], "another advertiser before command \(cut)")
             #expect(driver.advertising == !setup.legacy && driver.problem == (setup.legacy ? .adapterShared : nil), "another advertiser before command \(cut)")
         }
+    }
+
+    /// The lab on trixie, BT 4.x, passive scanning (2026-11-26): agent a killed while its monitor
+    /// was registered; the kernel went on scanning for it, and the restarted agent's first
+    /// advertisement was refused (its new address, during a scan). The leftover monitor now goes
+    /// before the advertisement.
+    @Test(arguments: Setup.all)
+    func aMonitorLeftByAKilledRunDoesNotRefuseTheFirstAdvertisement(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), store = MemorySettings()
+        let killed = RadioDriver(kernel: kernel, store: store, scanMode: .passive)
+        killed.returned()
+        #expect(kernel.snapshot.monitors.count == 1, "the killed run's scan is passive")
+        let restarted = RadioDriver(kernel: kernel, store: store, seed: 2, scanMode: .passive)
+        restarted.rotate()
+        #expect(restarted.advertising, "\(restarted.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+        restarted.startScan()
+        #expect(kernel.snapshot.monitors.count == 1, "the leftover gone, the new scan's own")
+        #expect(RadioInvariants.broken(restarted) == [])
     }
 
     /// Issue 40's "second, failing Remove Advertising": an agent that finds its earlier

@@ -19,7 +19,7 @@ struct RandomSequenceTests {
     static func run(seed: UInt64, setup: RadioModelTests.Setup) -> (steps: [String], broken: [String], commands: [String]) {
         let random = Mutex(SeededGenerator(seed: seed))
         let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { random.withLock { Int.random(in: 0..<4, using: &$0) == 0 } }
-        let driver = RadioDriver(kernel: kernel, seed: seed)
+        let driver = RadioDriver(kernel: kernel, seed: seed, scanMode: setup.scanMode)
         var taken = [String](), checked = 0
         driver.returned()
         driver.settle()
@@ -129,7 +129,7 @@ struct RandomSequenceTests {
         }
     }
 
-    @Test(arguments: RadioModelTests.Setup.all)
+    @Test(arguments: RadioModelTests.Setup.everyScanMode)
     func randomSequencesKeepEveryRule(setup: RadioModelTests.Setup) {
         let replay = ProcessInfo.processInfo.environment["RADIO_SEED"].flatMap(UInt64.init)
         let first = replay ?? UInt64.random(in: 0..<UInt64.max / 2)
