@@ -10,7 +10,10 @@ public protocol Radio: AnyObject, Sendable {
     /// Takes the advertisement off the air; when it throws, it may still be on the air.
     func stopAdvertising() throws
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
-    func startScanning() throws
+    /// False when the scan waits for the advertisement to be on the air (an active scan without it
+    /// could go out from the adapter's public address): it then starts with the next advertisement
+    /// the radio accepts, before `advertise` returns.
+    func startScanning() throws -> Bool
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
     func stopScanning() throws
 }

@@ -32,6 +32,8 @@ public final class RadioAgent: RadioListener {
         var scanTimer: (any DispatchSourceTimer)?
         var running = false
         var recoveryPending = false
+        /// The radio holds the scan until the advertisement is on the air (`Radio.startScanning`).
+        var scanWaitsForAdvertisement = false
         /// The radio went away since the last advertisement (bluetoothd left, the adapter vanished or
         /// was switched off, which removes advertisements): only then does a return advertise anew,
         /// which within the same interval costs a fresh key.
@@ -172,6 +174,7 @@ public final class RadioAgent: RadioListener {
                     rotate()
                 }
                 state.scanning = false
+                my.scanWaitsForAdvertisement = false
                 scanCycle()
             } }
         }
@@ -358,6 +361,11 @@ public final class RadioAgent: RadioListener {
                     return advertised.serviceData
                 }
                 state.advertising = true
+                if my.scanWaitsForAdvertisement {
+                    // The radio started the scan that waited, with the advertisement.
+                    my.scanWaitsForAdvertisement = false
+                    state.scanning = true
+                }
                 my.lastRefusal = nil
                 my.rolledButNotAired = nil
                 my.storeFailing = false
@@ -400,8 +408,9 @@ public final class RadioAgent: RadioListener {
 
     /// Ends the scan running, if any, and writes what it heard.
     private func endScan() {
-        if state.scanning { stopScanning() }
+        if state.scanning || my.scanWaitsForAdvertisement { stopScanning() }
         state.scanning = false
+        my.scanWaitsForAdvertisement = false
         flush()
     }
 
@@ -422,8 +431,10 @@ public final class RadioAgent: RadioListener {
         my.sightingsThisScan = 0
         my.droppedThisScan = 0
         do {
-            if !state.scanning { try radio.startScanning() }
-            state.scanning = true
+            if !state.scanning && !my.scanWaitsForAdvertisement {
+                my.scanWaitsForAdvertisement = try !radio.startScanning()
+            }
+            state.scanning = !my.scanWaitsForAdvertisement
             my.lastScanRefusal = nil
             // A scan clears the radio's problems, not those that keep the agent from advertising.
             if state.problem?.entry.scansThrough != true {
@@ -437,6 +448,7 @@ public final class RadioAgent: RadioListener {
             my.heldBack = nil
         } catch {
             state.scanning = false
+            my.scanWaitsForAdvertisement = false
             if let problem = state.problem, problem.entry.scansThrough { my.heldBack = (problem, state.advertisingResumesAt) }
             state.problem = Self.problem(of: error)
             logRefusal(error, cannot: "scan", last: \.lastScanRefusal)

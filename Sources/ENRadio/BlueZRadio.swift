@@ -479,7 +479,7 @@ public final class BlueZRadio: Radio {
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
     private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
 
-    public func startScanning() throws {
+    public func startScanning() throws -> Bool {
         let adapter = try adapter()
         // A scan the agent lost track of (the adapter went and came back) must not run on beside the new one.
         if let previous = state.withLock({ state in defer { state.scan = nil }; return state.scan }) {
@@ -487,12 +487,13 @@ public final class BlueZRadio: Radio {
                 logger.debug("the previous scan on \(previous.adapter.name) did not stop: \(error)")
             }
         }
-        try startScan(on: adapter)
+        return try startScan(on: adapter)
     }
 
     /// Starts a scan on `adapter` and notes it: passive, through a monitor, or, where the kernel
-    /// has no monitors, bluetoothd's discovery.
-    private func startScan(on adapter: Adapter) throws {
+    /// has no monitors, bluetoothd's discovery; false when the discovery waits for the advertisement.
+    @discardableResult
+    private func startScan(on adapter: Adapter) throws -> Bool {
         if state.withLock({ $0.scanMode }) == .passive, let controller = adapter.index {
             // What the controller hears as the scan starts counts: an emulated one reports each
             // advertiser once, when the scan is enabled, before the monitor's handle is known.
@@ -509,7 +510,7 @@ public final class BlueZRadio: Radio {
                     try store.set(StoreSettings.scanMonitor, to: note)
                     state.withLock { $0.monitorNote = note }
                 }
-                return
+                return true
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
                 state.withLock { $0.scanMode = .active }
                 logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
@@ -527,10 +528,11 @@ public final class BlueZRadio: Radio {
             state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil, waitsForAdvertisement: true) }
             logger.info("the scan on \(adapter.name) waits until the advertisement is on the air: an active scan without it "
                         + "could go out from the adapter's public address")
-            return
+            return false
         }
         try client.startDiscovery(on: adapter)
         state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil) }
+        return true
     }
 
     /// Starts the active scan that waited for the advertisement now on `adapter`.

@@ -18,9 +18,13 @@ final class RecordingRadio: Radio {
     /// Advertisements still to refuse before accepting again (an adapter not yet powered on).
     private let refusals = Mutex(0)
 
-    init(selectedTransmitPower: Int8? = nil, refusing: Bool = false) {
+    /// Whether a scan waits while advertisements are refused, as BlueZRadio's active scan does.
+    let activeScanWaitsForAdvertisement: Bool
+
+    init(selectedTransmitPower: Int8? = nil, refusing: Bool = false, activeScanWaitsForAdvertisement: Bool = false) {
         self.selectedTransmitPower = selectedTransmitPower
         self.refusing = refusing
+        self.activeScanWaitsForAdvertisement = activeScanWaitsForAdvertisement
     }
 
     struct Refusal: Error {}
@@ -47,9 +51,10 @@ final class RecordingRadio: Radio {
         advertised.withLock { $0.append(data) }
     }
     func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
-    func startScanning() throws {
+    func startScanning() throws -> Bool {
         calls.withLock { $0.append("startScanning") }
         if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
+        return !connectable.withLock({ $0 }) || !activeScanWaitsForAdvertisement
     }
     func stopScanning() { calls.withLock { $0.append("stopScanning") } }
 
@@ -428,6 +433,27 @@ final class UnreadableSettings: RadioAgentStore {
         forward.stop()
         #expect(later.log.first == "advertise", "a clock past the last interval advertises at once")
         #expect(try store.temporaryExposureKeys(validAfter: 0).count == keysBefore.count + 1, "with the new day's key")
+    }
+
+    /// An active scan that waits for the advertisement (BlueZRadio's, while the adapter is
+    /// connectable) is no scan for the status; it is one once the advertisement is back, without
+    /// being asked for again (the radio starts it with the advertisement).
+    @Test func aScanWaitingForTheAdvertisementIsNotScanning() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(activeScanWaitsForAdvertisement: true)
+        radio.turnConnectable(true)
+        let states = StateLog()
+        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                               schedule: .standard, metadata: metadata, logger: Logger(label: "test"), onChange: states.append)
+        defer { agent.stop() }
+        agent.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(states.last == RadioState(advertising: false, scanning: false, problem: .adapterConnectable))
+        radio.turnConnectable(false)
+        let deadline = Date(timeIntervalSinceNow: 5)  // the rotation is tried again every second
+        while states.last?.advertising != true && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(states.last == RadioState(advertising: true, scanning: true))
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 1)
     }
 
     /// A restart that cannot read which interval was last on the air advertises nothing (both

@@ -18,6 +18,8 @@ final class RadioDriver {
     private(set) var advertising = false
     private(set) var problem: AgentStatus?
     private(set) var scanning = false
+    /// The radio holds the scan until the advertisement is on the air (RadioAgent's own note).
+    private var scanWaits = false
     /// The service data of every advertisement the radio accepted.
     private(set) var advertised = [[UInt8]]()
     private var generator: SeededGenerator
@@ -41,6 +43,7 @@ final class RadioDriver {
             advertising = true
             problem = nil
             advertised.append(serviceData)
+            if scanWaits { (scanWaits, scanning) = (false, true) }
         } catch {
             advertising = false
             problem = (error as? any RadioProblemError)?.problem ?? .bluetoothOff
@@ -88,21 +91,21 @@ final class RadioDriver {
     /// RadioAgent's retry every second while it cannot advertise.
     func retry() {
         if !advertising { rotate() }
-        if !scanning { startScan() }
+        if !scanning && !scanWaits { startScan() }
     }
 
     func startScan() {
         do {
-            try radio.startScanning()
-            scanning = true
+            scanning = try radio.startScanning()
+            scanWaits = !scanning
         } catch {
-            scanning = false
+            (scanning, scanWaits) = (false, false)
         }
     }
 
     func stopScan() {
         try? radio.stopScanning()
-        scanning = false
+        (scanning, scanWaits) = (false, false)
     }
 
     /// RadioAgent.prepareForSleep, then the sleep: the controller goes off and comes back.
