@@ -443,8 +443,7 @@ final class UnreadableSettings: RadioAgentStore {
         let radio = RecordingRadio(activeScanWaitsForAdvertisement: true)
         radio.turnConnectable(true)
         let states = StateLog()
-        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                               schedule: .standard, metadata: metadata, logger: Logger(label: "test"), onChange: states.append)
+        let agent = try agent(radio, store: store, states: states)
         defer { agent.stop() }
         agent.start()
         Thread.sleep(forTimeInterval: 0.2)
