@@ -16,6 +16,10 @@ public protocol Radio: AnyObject, Sendable {
     func startScanning() throws -> Bool
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
     func stopScanning() throws
+    /// How long a scan may run before the agent ends it and starts it anew (nil: unbounded), so
+    /// that only the agent starts it: the kernel ends an active scan (bluetoothd's discovery)
+    /// after 10.24 s, and bluetoothd starts it again by itself, without `startScanning`'s check.
+    var longestScanSeconds: Double? { get }
 }
 
 /// What a radio tells the agent as it happens (`RadioAgent`; a recorder in tests).

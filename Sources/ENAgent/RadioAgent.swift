@@ -430,6 +430,14 @@ public final class RadioAgent: RadioListener {
         }
         my.sightingsThisScan = 0
         my.droppedThisScan = 0
+        guard beginScan() else { return }
+        let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
+        scan(for: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds), continuous: continuous)
+    }
+
+    /// Starts the radio's scan unless one runs or waits; false when the radio refused it, and a
+    /// new cycle is due after `retrySeconds`.
+    private func beginScan() -> Bool {
         do {
             if !state.scanning && !my.scanWaitsForAdvertisement {
                 my.scanWaitsForAdvertisement = try !radio.startScanning()
@@ -446,6 +454,7 @@ public final class RadioAgent: RadioListener {
                 }
             }
             my.heldBack = nil
+            return true
         } catch {
             state.scanning = false
             my.scanWaitsForAdvertisement = false
@@ -453,11 +462,24 @@ public final class RadioAgent: RadioListener {
             state.problem = Self.problem(of: error)
             logRefusal(error, cannot: "scan", last: \.lastScanRefusal)
             my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
+            return false
+        }
+    }
+
+    /// Lets the scan run `seconds`, in pieces no longer than the radio allows, each one started
+    /// by the radio afresh (`Radio.longestScanSeconds`); a continuous scan is only flushed at the
+    /// end of its cycle when it has no such bound.
+    private func scan(for seconds: Double, continuous: Bool) {
+        if let longest = radio.longestScanSeconds, seconds > longest {
+            my.scanTimer = timer(after: longest) { [self] in
+                endScan()
+                guard beginScan() else { return }
+                scan(for: seconds - longest, continuous: continuous)
+            }
             return
         }
-        let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
-        my.scanTimer = timer(after: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds)) { [self] in
-            if continuous { flush() } else { endScan() }
+        my.scanTimer = timer(after: seconds) { [self] in
+            if continuous && radio.longestScanSeconds == nil { flush() } else { endScan() }
             let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds
             my.scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
         }

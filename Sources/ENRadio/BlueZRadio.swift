@@ -586,6 +586,14 @@ public final class BlueZRadio: Radio {
     /// How the radio scans (passively until the kernel refused a monitor), for the log and the status.
     public var scanMode: ScanMode { state.withLock { $0.scanMode } }
 
+    /// An active scan is ended and started anew before the kernel's LE discovery timeout
+    /// (DISCOV_LE_TIMEOUT, 10.24 s): at that timeout bluetoothd restarts a filtered discovery at
+    /// once (src/adapter.c `discovering_callback`), whether the advertisement is on the air or not.
+    /// The margin covers a late timer and the D-Bus round trip to bluetoothd on a loaded Pi.
+    public static let longestActiveScanSeconds = 9.0
+
+    public var longestScanSeconds: Double? { scanMode == .active ? Self.longestActiveScanSeconds : nil }
+
     /// The adapter in use (for reports and the status), when one is known; its address once
     /// BlueZ has given it.
     public var adapterInUse: AdapterIdentity? {

@@ -94,7 +94,8 @@ struct ScanModeChoice: CustomStringConvertible {
             mode = .default(kernelRelease: kernelRelease)
             description = mode == .passive
                 ? "scanning passively (kernel \(kernelRelease) has the advertisement monitor fixes)"
-                : "scanning actively: kernel \(kernelRelease) can crash when an adapter powers off while a monitor is added; "
+                : "scanning actively: kernel \(kernelRelease) is not known to have the advertisement monitor fixes "
+                    + "(without them it can crash when an adapter powers off while a monitor is added); "
                     + "passive-scan = yes to scan passively anyway"
         }
     }

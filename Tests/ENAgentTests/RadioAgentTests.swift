@@ -21,10 +21,13 @@ final class RecordingRadio: Radio {
     /// Whether a scan waits while advertisements are refused, as BlueZRadio's active scan does.
     let activeScanWaitsForAdvertisement: Bool
 
-    init(selectedTransmitPower: Int8? = nil, refusing: Bool = false, activeScanWaitsForAdvertisement: Bool = false) {
+    let longestScanSeconds: Double?
+
+    init(selectedTransmitPower: Int8? = nil, refusing: Bool = false, activeScanWaitsForAdvertisement: Bool = false, longestScanSeconds: Double? = nil) {
         self.selectedTransmitPower = selectedTransmitPower
         self.refusing = refusing
         self.activeScanWaitsForAdvertisement = activeScanWaitsForAdvertisement
+        self.longestScanSeconds = longestScanSeconds
     }
 
     struct Refusal: Error {}
@@ -247,6 +250,40 @@ final class UnreadableSettings: RadioAgentStore {
         let agent = try agent(radio, store: store, states: states)
         agent.start()
         return (agent, radio, states, store)
+    }
+
+    /// Issue 39: a radio that bounds its scans (bluetoothd restarts an active scan by itself at
+    /// the kernel's 10.24 s, unchecked) gets a longer scan as pieces the agent starts, each through
+    /// `startScanning`, and the scan's length is kept: 1 s in pieces of 0.3 s is four pieces.
+    @Test func aScanLongerThanTheRadioAllowsRunsInPiecesTheAgentStarts() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(longestScanSeconds: 0.3)
+        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                               schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 300),
+                               metadata: metadata, logger: Logger(label: "test"))
+        agent.start()
+        defer { agent.stop() }
+        let scanCalls = { radio.log.filter { $0.hasSuffix("Scanning") } }
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while scanCalls().count < 8 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(scanCalls() == Array(repeating: ["startScanning", "stopScanning"], count: 4).flatMap { $0 })
+    }
+
+    /// A continuous scan on a radio that bounds its scans is started anew at the end of each
+    /// cycle too, not only flushed (which would let it run on past the bound into the next cycle).
+    @Test func aContinuousScanOnABoundedRadioStartsAnewEachCycle() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(longestScanSeconds: 1.5)
+        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                               schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 1),
+                               metadata: metadata, logger: Logger(label: "test"))
+        agent.start()
+        defer { agent.stop() }
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while radio.log.filter({ $0 == "startScanning" }).count < 3 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let scans = radio.log.filter { $0.hasSuffix("Scanning") }.prefix(5)
+        #expect(scans == ["startScanning", "stopScanning", "startScanning", "stopScanning", "startScanning"])
     }
 
     /// Issue 40: a scan refused once while the agent waits for a later interval makes the status

@@ -78,6 +78,22 @@ struct RadioModelTests {
         #expect(!driver.bluetoothd.isDiscovering)
         #expect(RadioInvariants.broken(driver) == [])
     }
+
+    /// Issue 39: the kernel ends an active scan (an LE discovery) after 10.24 s and bluetoothd
+    /// starts it again by itself, without the radio's check; the agent ends and starts it sooner
+    /// (`RadioAgent`'s pieces). A passive scan (the kernel's monitor) has no such timeout.
+    @Test(arguments: Setup.everyScanMode)
+    func anActiveScanEndsBeforeTheKernelsDiscoveryTimeout(setup: Setup) throws {
+        let driver = driver(setup)
+        driver.returned()
+        #expect(driver.scanning)
+        if setup.scanMode == .active {
+            let longest = try #require(driver.radio.longestScanSeconds)
+            #expect(longest >= 1 && longest < 10.24)
+        } else {
+            #expect(driver.radio.longestScanSeconds == nil)
+        }
+    }
 }
 
 /// The defects the lab saw, and those the random sequences found, each as a scenario.
