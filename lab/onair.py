@@ -339,6 +339,22 @@ def scan_windows(path, controller):
     return windows
 
 
+def active_scan_addresses(path, controller):
+    """The random address each active scan of the controller went out from (its SCAN_REQs'), in
+    order: the LE Set Random Address in force when the scan was enabled."""
+    address, active_random, addresses = None, False, []
+    for _, command, parameters in accepted(path, controller):
+        if command == SET_RANDOM_ADDRESS and len(parameters) >= 6:
+            address = parameters[:6][::-1]
+        elif command == SET_EXT_SCAN_PARAMETERS and len(parameters) >= 4:
+            active_random = parameters[3] == 1 and parameters[0] == 1
+        elif command == SET_SCAN_PARAMETERS and len(parameters) >= 6:
+            active_random = parameters[0] == 1 and parameters[5] == 1
+        elif command in (SET_SCAN_ENABLE, SET_EXT_SCAN_ENABLE) and parameters[:1] == b"\x01" and active_random:
+            addresses.append(address)
+    return addresses
+
+
 if __name__ == "__main__":
     # onair.py SNOOP CONTROLLER: prints "ADVERTISING SCANNING" (yes/no) for the lab's scripts.
     import sys

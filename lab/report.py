@@ -380,6 +380,14 @@ def on_air():
         # A passive scan sends no SCAN_REQ and hears no scan response.
         if beacons and not heard and any(scan[0] == controller and scan[2] for scan in scans):
             failures.append(f"hci{controller} scanned actively but heard no scan response from the lab's beacons: the check of its SCAN_REQs proves nothing")
+    # What links rotations in SCAN_REQs: on a BT 5 controller the kernel keeps the first scan's
+    # address while the adapter advertises, until a power cycle (docs/radio.md, "The scan").
+    for controller in (0, 1):
+        addresses = onair.active_scan_addresses(f"{out}/btmon.snoop", controller)
+        if addresses:
+            rpis = len({a["data"] for a in found if a["controller"] == controller})
+            print(f"  hci{controller}: {len(addresses)} active scans from {len(set(addresses))} random addresses, "
+                  f"while {rpis} EN advertisements went on the air")
     # A refused LE Set Random Address leaves the last one in force: the pairing check above and the
     # address of each advertisement are what count; the number says how often the kernel tried.
     print(f"  LE Set Random Address refused {len(refused)} times" + (f" (HCI status 0x{refused[0][2]:02x})" if refused else ""))
