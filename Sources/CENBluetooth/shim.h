@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 
 /* HCI LE Read Advertising Physical Channel Tx Power on the adapter named `adapter` (hci0):
    0 and the level in dBm, a negative errno when the controller cannot be asked (no
@@ -31,6 +32,26 @@ static inline int cen_le_read_advertising_tx_power(const char *adapter, int8_t *
     if (result < 0) return -error;
     if (reply.status != 0) return reply.status;
     *level = (int8_t)reply.level;
+    return 0;
+}
+
+/* Whether the kernel is making an LE connection on controller `index`: 1 when its connection list
+   (HCIGETCONNLIST, which asks for no capability) holds an LE link in BT_CONNECT, else 0, or a
+   negative errno (no AF_BLUETOOTH, no such controller). */
+#define CEN_LE_LINK 0x80  /* the kernel's LE link type (include/net/bluetooth/hci.h), not in libbluetooth's */
+static inline int cen_le_connection_being_made(uint16_t index) {
+    int sock = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC, BTPROTO_HCI);
+    if (sock < 0) return -errno;
+    struct { struct hci_conn_list_req request; struct hci_conn_info info[64]; } list;
+    memset(&list, 0, sizeof list);
+    list.request.dev_id = index;
+    list.request.conn_num = 64;
+    int result = ioctl(sock, HCIGETCONNLIST, &list);
+    int error = errno;
+    close(sock);
+    if (result < 0) return -error;
+    for (int i = 0; i < list.request.conn_num; i++)
+        if (list.info[i].type == CEN_LE_LINK && list.info[i].state == BT_CONNECT) return 1;
     return 0;
 }
 

@@ -12,8 +12,11 @@ public protocol Radio: AnyObject, Sendable {
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
     /// False when the scan waits for the advertisement to be on the air (an active scan without it
     /// could go out from the adapter's public address): it then starts with the next advertisement
-    /// the radio accepts, before `advertise` returns.
+    /// the radio accepts, before `advertise` returns, unless it waits still (`scanWaits`).
     func startScanning() throws -> Bool
+    /// Whether the scan started last waits still: for the advertisement, or while the kernel makes
+    /// an LE connection (the controller could refuse the scan's random address).
+    var scanWaits: Bool { get }
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
     func stopScanning() throws
     /// How long a scan may run before the agent ends it and starts it anew (nil: unbounded), so

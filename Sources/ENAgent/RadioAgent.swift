@@ -361,7 +361,7 @@ public final class RadioAgent: RadioListener {
                     return advertised.serviceData
                 }
                 state.advertising = true
-                if my.scanWaitsForAdvertisement {
+                if my.scanWaitsForAdvertisement && !radio.scanWaits {
                     // The radio started the scan that waited, with the advertisement.
                     my.scanWaitsForAdvertisement = false
                     state.scanning = true

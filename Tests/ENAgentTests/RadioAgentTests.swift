@@ -60,6 +60,8 @@ final class RecordingRadio: Radio {
         return !connectable.withLock({ $0 }) || !activeScanWaitsForAdvertisement
     }
     func stopScanning() { calls.withLock { $0.append("stopScanning") } }
+    /// A waiting scan starts with the advertisement the radio accepts, as BlueZRadio's does.
+    let scanWaits = false
 
     var log: [String] { calls.withLock { $0 } }
     var serviceData: [[UInt8]] { advertised.withLock { $0 } }

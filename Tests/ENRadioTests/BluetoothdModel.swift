@@ -26,6 +26,11 @@ final class BluetoothdModel: BlueZAdapters {
     /// controller refuses it (`hci_active_scan_sync`).
     private let unshielded = Mutex(0)
     var scansStartedWithoutAdvertisement: Int { unshielded.withLock { $0 } }
+    /// Discoveries started while the kernel made an LE connection: after a power-on the kernel sets
+    /// a random address for the scan although the adapter advertises, which an initiating
+    /// controller refuses.
+    private let whileConnecting = Mutex(0)
+    var scansStartedWhileConnecting: Int { whileConnecting.withLock { $0 } }
 
     private func available() throws {
         guard isRunning else { throw DBusError(name: "org.freedesktop.DBus.Error.ServiceUnknown", message: "The name org.bluez was not provided") }
@@ -55,6 +60,7 @@ final class BluetoothdModel: BlueZAdapters {
         let controller = kernel.snapshot
         guard controller.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
         if !controller.onAir.values.contains(where: { KernelModel.isExposureNotification($0.data) }) { unshielded.withLock { $0 += 1 } }
+        if controller.connecting { whileConnecting.withLock { $0 += 1 } }
         discovering.withLock { $0 = true }
         kernel.setScanning(true)
     }

@@ -67,6 +67,9 @@ final class KernelModel: ManagementInterface {
         /// during a discovery. They stay across a power cycle (the kernel keeps them).
         var monitors = Set<UInt16>()
         var scansPassively: Bool { powered && !monitors.isEmpty }
+        /// The kernel makes an LE connection (bluetoothd reconnecting a paired device): a controller
+        /// that is initiating refuses a new random address. Power-off ends it.
+        var connecting = false
         var events = [ManagementEvent]()
         var handler: (@Sendable (ManagementEvent) -> Void)?
         /// Commands the radio sent, with the status each got (0: success).
@@ -281,6 +284,7 @@ final class KernelModel: ManagementInterface {
             state.onAir = [:]
             state.turn = nil
             setScanning(false, state: &state)
+            state.connecting = false
             if rfkill && kernel.rfkillLeavesStuckInstances && !legacy {
                 for key in state.instances.keys { state.instances[key]?.stuck = true }
             }
@@ -353,6 +357,9 @@ final class KernelModel: ManagementInterface {
             }
         }
     }
+
+    /// An LE connection begins (the kernel heard a paired device) or is made or given up.
+    func setConnecting(_ on: Bool) { state.withLock { $0.connecting = on && $0.powered } }
 
     /// A discovery starts or ends (anyone's: the kernel runs one at a time), which every socket hears.
     func setScanning(_ on: Bool) { state.withLock { setScanning(on, state: &$0) } }

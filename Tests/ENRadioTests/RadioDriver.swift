@@ -31,7 +31,8 @@ final class RadioDriver {
         generator = SeededGenerator(seed: seed)
         let kernel = kernel
         radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
-                           logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, onScanStopped: {})
+                           logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil },
+                           leConnectionBeingMade: { _ in kernel.snapshot.connecting }, onScanStopped: {})
         watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
     }
 
@@ -43,7 +44,7 @@ final class RadioDriver {
             advertising = true
             problem = nil
             advertised.append(serviceData)
-            if scanWaits { (scanWaits, scanning) = (false, true) }
+            if scanWaits && !radio.scanWaits { (scanWaits, scanning) = (false, true) }
         } catch {
             advertising = false
             problem = (error as? any RadioProblemError)?.problem ?? .bluetoothOff

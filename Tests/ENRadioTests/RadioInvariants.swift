@@ -31,6 +31,9 @@ enum RadioInvariants {
         if driver.bluetoothd.scansStartedWithoutAdvertisement > 0 {
             broken.append("\(driver.bluetoothd.scansStartedWithoutAdvertisement) active scans started with no EN advertisement on the air, which the kernel may send from the public address")
         }
+        if driver.bluetoothd.scansStartedWhileConnecting > 0 {
+            broken.append("\(driver.bluetoothd.scansStartedWhileConnecting) active scans started while the kernel made an LE connection, which the kernel may send from the public address")
+        }
         let commands = state.commands.dropFirst(max(0, commandsFrom - 1))
         for (earlier, later) in zip(commands, commands.dropFirst())
         where earlier.status != 0 && later.status != 0 && earlier.name == later.name && earlier.instance == later.instance && earlier.instance != nil {

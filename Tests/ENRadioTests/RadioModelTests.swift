@@ -79,6 +79,23 @@ struct RadioModelTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// Issue 39: while the kernel makes an LE connection, an active scan waits (an initiating
+    /// controller refuses the random address the kernel sets after a power-on, and the kernel then
+    /// scans from the public address); it starts with the next advertisement once it is made.
+    @Test(arguments: Setup.all)
+    func anActiveScanWaitsWhileTheKernelMakesAConnection(setup: Setup) {
+        let driver = driver(setup)
+        driver.kernel.setConnecting(true)
+        driver.returned()
+        #expect(driver.advertising && !driver.bluetoothd.isDiscovering && !driver.scanning)
+        driver.rotate()
+        #expect(!driver.bluetoothd.isDiscovering && !driver.scanning, "the connection is still being made")
+        driver.kernel.setConnecting(false)
+        driver.rotate()
+        #expect(driver.advertising && driver.bluetoothd.isDiscovering && driver.scanning)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// Issue 39: the kernel ends an active scan (an LE discovery) after 10.24 s and bluetoothd
     /// starts it again by itself, without the radio's check; the agent ends and starts it sooner
     /// (`RadioAgent`'s pieces). A passive scan (the kernel's monitor) has no such timeout.

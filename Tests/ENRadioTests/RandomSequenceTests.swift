@@ -4,13 +4,15 @@ import Synchronization
 import Testing
 
 /// Random sequences of what happens to a radio (power, rfkill, unplug, bluetoothd restarts,
-/// connectable, other advertisers and scanners, sleep, clock steps, rotations), each step checked
+/// connectable, other advertisers and scanners, sleep, clock steps, rotations, LE connections being
+/// made), each step checked
 /// against `RadioInvariants`. The seed is printed; RADIO_SEED=N replays one sequence (its steps
 /// and the radio's last commands are printed when it fails); RADIO_SEQUENCES=N runs N per setup.
 struct RandomSequenceTests {
     enum Step: CaseIterable {
         case rotation, retry, powerOff, powerOn, rfkill, unblock, unplug, plugIn, bluetoothdStops, bluetoothdStarts, bluetoothdStartsLate,
-             connectable, notConnectable, otherAdds, otherRemoves, otherScans, otherScanEnds, scanStarts, scanEnds, sleep, clockStep, time
+             connectable, notConnectable, otherAdds, otherRemoves, otherScans, otherScanEnds, scanStarts, scanEnds, sleep, clockStep, time,
+             connectionBegins, connectionEnds
     }
 
     static let sequences = 400, steps = 40
@@ -90,6 +92,8 @@ struct RandomSequenceTests {
                 kernel.powerOn()
                 driver.returned()
             case .time: kernel.advance(seconds: 2)
+            case .connectionBegins: kernel.setConnecting(true)
+            case .connectionEnds: kernel.setConnecting(false)
             }
             driver.settle()
             let broken = RadioInvariants.broken(driver, commandsFrom: checked)
@@ -114,6 +118,7 @@ struct RandomSequenceTests {
         case .otherAdds: return { kernel.otherProgramAdds() }
         case .otherScans: return { kernel.setScanning(true) }
         case .bluetoothdStarts: return { kernel.bluetoothdStarts() }
+        case .connectionBegins: return { kernel.setConnecting(true) }
         default: return nil
         }
     }
