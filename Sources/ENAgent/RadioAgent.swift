@@ -143,9 +143,10 @@ public final class RadioAgent: RadioListener {
     }
 
     /// The radio went away (bluetoothd stopped, the adapter vanished): it took the advertisement
-    /// and the scan with it.
+    /// and the scan with it. A stopped agent has nothing on the air and stays stopped.
     public func radioLost() {
         async { [self] in
+            guard my.running else { return }
             if !my.lostSinceAdvertising { logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost) }
             my.lostSinceAdvertising = true
             // The kernel keeps an instance across a power cycle and enables it again at power-on, on

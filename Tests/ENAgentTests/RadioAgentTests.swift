@@ -545,6 +545,20 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"], "the radio did what it would have done anyway")
     }
 
+    /// A loss the radio reports after the agent stopped (BlueZ's signals still queued) asks
+    /// nothing of the radio and moves no status: the daemon has shown the stopped agent's.
+    @Test func aStoppedAgentIgnoresALostRadio() throws {
+        let (agent, radio, states, _) = try startedAgent()
+        agent.stop()
+        let stopped = (radio.log, states.all)
+        agent.radioLost()
+        agent.radioReturned()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(agent.isResponsive)
+        #expect(radio.log == stopped.0, "no radio call after the stop")
+        #expect(states.all == stopped.1, "no status after the stop")
+    }
+
     @Test func recordsOthersNeverItselfAndDropsMalformedData() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let radio = RecordingRadio()
