@@ -28,16 +28,12 @@ public final class RadioAgent: RadioListener {
         /// advertised: both guards against an identifier going on the air twice (the clock gone back,
         /// a restart within the interval) compare with it.
         var advertisedIntervalKnown = false
+        /// Where the advertisement is; `.idle` while the agent is not running.
+        let advertiser: Advertiser
+        var scan = ScanState.stopped
         var rotationTimer: (any DispatchSourceTimer)?
         var scanTimer: (any DispatchSourceTimer)?
-        var running = false
         var recoveryPending = false
-        /// The radio holds the scan until the advertisement is on the air (`Radio.startScanning`).
-        var scanWaitsForAdvertisement = false
-        /// The radio went away since the last advertisement (bluetoothd left, the adapter vanished or
-        /// was switched off, which removes advertisements): only then does a return advertise anew,
-        /// which within the same interval costs a fresh key.
-        var lostSinceAdvertising = false
         /// The RPI of a key rolled for an advertisement the radio then refused (bluetoothd offers an
         /// adapter before it powers it on): it never went on the air, so the retry in the same
         /// interval uses it instead of spending another of the day's keys.
@@ -54,10 +50,6 @@ public final class RadioAgent: RadioListener {
         /// (`logRefusal`).
         var lastRefusal: String?
         var lastScanRefusal: String?
-        /// What held the advertisement back (waiting for an interval, say) when a scan failure
-        /// took over the status: the status again once a scan works, unless a rotation came since.
-        var heldBack: (problem: AgentStatus, resumesAt: Int64?)?
-        var state = RadioState()
     }
 
     private var my: Confined {
@@ -65,20 +57,20 @@ public final class RadioAgent: RadioListener {
         _modify { yield &onQueue.value }
     }
 
-    /// The radio's state as the status shows it; `onChange` hears of it once each piece of work
-    /// on the queue is done (`changing`).
-    private var state: RadioState {
-        get { my.state }
-        set { my.state = newValue }
-    }
+    /// The radio's state as the status shows it, derived from the advertiser's and the scan's;
+    /// `onChange` hears of it once each piece of work on the queue is done (`changing`).
+    private var state: RadioState { RadioState(advertiser: my.advertiser.state, scan: my.scan, storeFailing: my.storeFailing) }
     private let onChange: (@Sendable (RadioState) -> Void)?
+
+    private var running: Bool { my.advertiser.state != .idle }
+    private var onAir: Bool { my.advertiser.state.isOnAir }
 
     /// Runs `body` (on the queue) and tells `onChange` of the state it leaves, if that differs: the
     /// steps in between are no status (a recovery whose rotation waits for a later interval, then
     /// whose scan finds no adapter, is `no-adapter`, never `waiting-for-interval` for a moment).
     private func changing<T>(_ body: () throws -> T) rethrows -> T {
-        let before = my.state
-        defer { if my.state != before { onChange?(my.state) } }
+        let before = state
+        defer { if state != before { onChange?(state) } }
         return try body()
     }
 
@@ -112,7 +104,7 @@ public final class RadioAgent: RadioListener {
                 schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
         self.onChange = onChange
         queue = DispatchQueue(label: "enagent.radio")
-        onQueue = QueueBound(Confined(keys: keys), queue: queue)
+        onQueue = QueueBound(Confined(keys: keys, advertiser: Advertiser(logger: logger)), queue: queue)
         self.radio = radio
         self.store = store
         self.clock = clock
@@ -124,8 +116,7 @@ public final class RadioAgent: RadioListener {
     /// Starts advertising and scanning.
     public func start() {
         queue.sync { changing {
-            my.running = true
-            rotate()
+            rotate()  // which leaves the advertiser in a running state, whatever happens
             scanCycle()
         } }
     }
@@ -133,12 +124,11 @@ public final class RadioAgent: RadioListener {
     /// Stops the radio at once and writes the sightings still pending.
     public func stop() {
         queue.sync { changing {
-            my.running = false
             my.rotationTimer?.cancel()
             my.scanTimer?.cancel()
-            if state.advertising { stopAdvertising() }
+            if onAir { stopAdvertising() }
             endScan()
-            state = RadioState()
+            my.advertiser.enter(.idle, because: "the agent stopped")
         } }
     }
 
@@ -146,14 +136,18 @@ public final class RadioAgent: RadioListener {
     /// and the scan with it. A stopped agent has nothing on the air and stays stopped.
     public func radioLost() {
         async { [self] in
-            guard my.running else { return }
-            if !my.lostSinceAdvertising { logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost) }
-            my.lostSinceAdvertising = true
+            guard running else { return }
+            // Once per outage: it lasts until the next advertisement.
+            if my.advertiser.state != .radioLost && my.advertiser.state != .asleep {
+                logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost)
+            }
             // The kernel keeps an instance across a power cycle and enables it again at power-on, on
             // a legacy controller from a fresh address: the RPI on the air before the loss would go
             // out from a second address. The agent's return brings a new RPI instead.
             stopAdvertising()
-            state = RadioState(problem: .bluetoothOff)
+            my.advertiser.enter(.radioLost, because: "the adapter went away or was switched off")
+            // A scan that waits for the advertisement waits on: the recovery starts the scan anew.
+            if my.scan != .waitingForAdvertisement { my.scan = .stopped }
         }
     }
 
@@ -162,20 +156,18 @@ public final class RadioAgent: RadioListener {
     /// one with no loss before it only scans anew.
     public func radioReturned() {
         async { [self] in
-            guard my.running, !my.recoveryPending else { return }
+            guard running, !my.recoveryPending else { return }
             my.recoveryPending = true
             queue.asyncAfter(deadline: .now() + Self.recoveryDelay) { [self] in changing {
                 my.recoveryPending = false
-                guard my.running else { return }
+                guard running else { return }
                 // A return without a loss (an adapter reporting itself powered) leaves the
                 // advertisement on the air as it is.
-                if my.lostSinceAdvertising || !state.advertising {
+                if !onAir {
                     logger.notice("radio available again: advertising and scanning anew", event: .radioBack)
-                    state.advertising = false
                     rotate()
                 }
-                state.scanning = false
-                my.scanWaitsForAdvertisement = false
+                my.scan = .stopped
                 scanCycle()
             } }
         }
@@ -189,13 +181,12 @@ public final class RadioAgent: RadioListener {
     public func prepareForSleep(then done: @escaping @Sendable () -> Void) {
         async { [self] in
             defer { done() }
-            guard my.running else { return }
+            guard running else { return }
             my.rotationTimer?.cancel()
             my.scanTimer?.cancel()
-            if state.advertising { stopAdvertising() }
+            if onAir { stopAdvertising() }
             endScan()
-            my.lostSinceAdvertising = true
-            state.advertising = false
+            my.advertiser.enter(.asleep, because: "the system is going to sleep")
             logger.info("the system is going to sleep: advertisement and scan stopped until it wakes")
         }
     }
@@ -204,10 +195,10 @@ public final class RadioAgent: RadioListener {
     /// also one the agent's recovery put out while it was starting): a fresh one, as after a loss.
     public func advertisementRemoved() {
         async { [self] in
-            guard my.running, state.advertising else { return }
+            guard onAir else { return }
             logger.notice("the advertisement was removed by another program (bluetoothd removes them all as it starts): advertising anew")
             // Not a loss of the radio: one that follows (the adapter switched off) is logged as such.
-            state.advertising = false
+            my.advertiser.enter(.retrying, because: "another program removed the advertisement")
             scheduleRotation(in: Self.retrySeconds / 4)
         }
     }
@@ -217,7 +208,7 @@ public final class RadioAgent: RadioListener {
     /// Nothing changes while it still reads the interval on the air.
     public func clockStepped() {
         async { [self] in
-            guard my.running, ENIntervalNumber(unixSeconds: clock.now) != my.advertisedInterval else { return }
+            guard running, ENIntervalNumber(unixSeconds: clock.now) != my.advertisedInterval else { return }
             rotate()
         }
     }
@@ -230,13 +221,12 @@ public final class RadioAgent: RadioListener {
     /// adapter is fit again (a new RPI then).
     public func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {
         async { [self] in
-            guard my.running, state.advertising else { return }
+            guard onAir else { return }
             stopAdvertising()
             logger.warning("\(reason): the advertisement taken off the air")
-            state.advertising = false
-            state.problem = problem
+            my.advertiser.enter(.steppedAside(problem), because: reason)
             scheduleRotation(in: Self.retrySeconds)
-            if problem == .adapterShared && state.scanning {
+            if problem == .adapterShared && my.scan == .running {
                 // The kernel puts the other advertisement on the one set from a new random
                 // address, which the controller refuses while a scan runs, and tries again every
                 // 2 s: the scan waits for one such turn (the lab saw the other kept off for 4 s).
@@ -289,10 +279,8 @@ public final class RadioAgent: RadioListener {
 
     /// Scans on, but advertises nothing until `time` (unix seconds), and says so.
     private func waitForLaterInterval(until time: Int64, because reason: String) {
-        if state.advertising { stopAdvertising() }
-        state.advertising = false
-        state.problem = .waitingForInterval
-        state.advertisingResumesAt = time
+        if onAir { stopAdvertising() }
+        my.advertiser.enter(.waitingForInterval(resumesAt: time), because: reason)
         logger.notice("not advertising until \(time) (unix time): \(reason)")
     }
 
@@ -305,17 +293,16 @@ public final class RadioAgent: RadioListener {
             my.advertisedIntervalKnown = true
             return true
         } catch {
-            if state.problem != .lastIntervalUnknown {
+            if my.advertiser.state != .refused(.lastIntervalUnknown) {
                 logger.error("not advertising: cannot tell which interval's identifier was last on the air, and without it one could go out twice; "
                              + "trying again every \(Int(Self.storeRetrySeconds)) s: \(error)")
             }
-            state.problem = .lastIntervalUnknown
+            my.advertiser.enter(.refused(.lastIntervalUnknown), because: "the store cannot say which interval was last on the air")
             return false
         }
     }
 
     private func rotate() {
-        my.heldBack = nil
         guard readAdvertisedInterval() else { return scheduleRotation(in: Self.storeRetrySeconds) }
         let now = clock.now
         // No later than the start of the next TEK, which brings a new identifier at once.
@@ -361,17 +348,14 @@ public final class RadioAgent: RadioListener {
                     }
                     return advertised.serviceData
                 }
-                state.advertising = true
-                if my.scanWaitsForAdvertisement && !radio.scanWaits {
+                my.advertiser.enter(.onAir(interval: advertised.interval), because: rolled ? "a fresh key's identifier" : "a new identifier")
+                if my.scan == .waitingForAdvertisement && !radio.scanWaits {
                     // The radio started the scan that waited, with the advertisement.
-                    my.scanWaitsForAdvertisement = false
-                    state.scanning = true
+                    my.scan = .running
                 }
                 my.lastRefusal = nil
                 my.rolledButNotAired = nil
                 my.storeFailing = false
-                state.problem = nil
-                my.lostSinceAdvertising = false
                 my.ownIdentifiers.append(advertised.rpi)
                 my.ownIdentifiers = Array(my.ownIdentifiers.suffix(Self.ownIdentifierMemory))
                 logger.info("advertising a new identifier", metadata: ["interval": "\(advertised.interval)",
@@ -389,12 +373,12 @@ public final class RadioAgent: RadioListener {
                     logger.error("cannot undo noting interval \(attempted) as on the air, so it counts as used: \(error)")
                 }
             }
-            state.advertising = false
             if let error = error as? StoreError {
                 storeFailed(error, doing: "store the key or the interval on the air, so not advertising")
+                my.advertiser.enter(.refused(.storeUnwritable), because: "the store cannot keep the key or the interval on the air")
                 nextIn = Self.storeRetrySeconds
             } else {
-                state.problem = Self.problem(of: error)
+                my.advertiser.enter(.refused(Self.problem(of: error)), because: "the radio refused the advertisement")
                 logRefusal(error, cannot: "advertise", last: \.lastRefusal)
                 nextIn = Self.retrySeconds
             }
@@ -409,9 +393,8 @@ public final class RadioAgent: RadioListener {
 
     /// Ends the scan running, if any, and writes what it heard.
     private func endScan() {
-        if state.scanning || my.scanWaitsForAdvertisement { stopScanning() }
-        state.scanning = false
-        my.scanWaitsForAdvertisement = false
+        if my.scan.isStarted { stopScanning() }
+        my.scan = .stopped
         flush()
     }
 
@@ -440,27 +423,18 @@ public final class RadioAgent: RadioListener {
     /// new cycle is due after `retrySeconds`.
     private func beginScan() -> Bool {
         do {
-            if !state.scanning && !my.scanWaitsForAdvertisement {
-                my.scanWaitsForAdvertisement = try !radio.startScanning()
+            if !my.scan.isStarted {
+                my.scan = try radio.startScanning() ? .running : .waitingForAdvertisement
             }
-            state.scanning = !my.scanWaitsForAdvertisement
             my.lastScanRefusal = nil
-            // A scan clears the radio's problems, not those that keep the agent from advertising.
-            if state.problem?.entry.scansThrough != true {
-                if let heldBack = my.heldBack {
-                    state.problem = heldBack.problem
-                    state.advertisingResumesAt = heldBack.resumesAt
-                } else {
-                    state.problem = my.storeFailing ? .storeUnwritable : nil
-                }
+            // A scan disproves the radio's refusal or loss, not what keeps the agent from advertising.
+            if my.advertiser.state.problem?.entry.scansThrough == false {
+                my.advertiser.enter(.retrying, because: "a scan started, so the radio works")
             }
-            my.heldBack = nil
             return true
         } catch {
-            state.scanning = false
-            my.scanWaitsForAdvertisement = false
-            if let problem = state.problem, problem.entry.scansThrough { my.heldBack = (problem, state.advertisingResumesAt) }
-            state.problem = Self.problem(of: error)
+            // Shown until a scan starts, over what holds the advertisement back (`RadioState`).
+            my.scan = .refused(Self.problem(of: error))
             logRefusal(error, cannot: "scan", last: \.lastScanRefusal)
             my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return false
@@ -497,8 +471,7 @@ public final class RadioAgent: RadioListener {
                 if my.droppedSightings > 0 { logger.warning("\(my.droppedSightings) sightings were dropped while the database could not be written") }
                 my.droppedSightings = 0
                 logger.notice("the database can be written again")
-                if state.problem == .storeUnwritable { state.problem = nil }
-                if !state.advertising { rotate() }
+                if !onAir { rotate() }
             }
         } catch {
             storeFailed(error, doing: "store \(my.pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
@@ -521,14 +494,13 @@ public final class RadioAgent: RadioListener {
             logger.debug("still cannot \(what): \(error)")
         }
         my.storeFailing = true
-        state.problem = .storeUnwritable
     }
 
     private func timer(after seconds: Double, _ action: @escaping () -> Void) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + seconds)
         timer.setEventHandler { [weak self] in
-            guard let self, my.running else { return }
+            guard let self, running else { return }
             changing(action)
         }
         timer.resume()

@@ -1,0 +1,105 @@
+import ENCore
+import ENSystemd
+
+/// Where the agent's advertisement is: each case carries what only it needs. `RadioAgent` moves it
+/// through `Advertiser.enter` alone; the status and the D-Bus properties derive from it
+/// (`RadioState.init(advertiser:scan:storeFailing:)`).
+public enum AdvertiserState: Sendable, Equatable, CustomStringConvertible {
+    /// The agent is not running.
+    case idle
+    /// The identifier of `interval` is on the air.
+    case onAir(interval: ENIntervalNumber)
+    /// Off the air until `resumesAt` (unix time): the identifier of the interval the clock reads
+    /// was on the air already (the clock went back, or a restart used up the day's keys).
+    case waitingForInterval(resumesAt: Int64)
+    /// Taken off the air because the adapter turned unfit for it (connectable, or shared with
+    /// another program's advertisement on a legacy adapter); the rotation tries again each second.
+    case steppedAside(AgentStatus)
+    /// The radio refused the advertisement, or the store refused what must be kept before it
+    /// (the key, the interval on the air) or could not say which interval was last on the air.
+    case refused(AgentStatus)
+    /// The radio went away and took the advertisement with it; its return brings a fresh one,
+    /// which within the same interval costs a fresh key.
+    case radioLost
+    /// The machine sleeps; the wake (the radio's return) brings a fresh identifier.
+    case asleep
+    /// Off the air with nothing to show for it: another program removed the advertisement, or a
+    /// scan that runs disproved the radio's refusal or loss. The rotation (or the radio's return)
+    /// puts one on the air again.
+    case retrying
+
+    /// What the status says of this state alone (nil: nothing holds the advertisement back).
+    public var problem: AgentStatus? {
+        switch self {
+        case .idle, .onAir, .asleep, .retrying: nil
+        case .waitingForInterval: .waitingForInterval
+        case .steppedAside(let problem), .refused(let problem): problem
+        case .radioLost: .bluetoothOff
+        }
+    }
+
+    public var isOnAir: Bool {
+        if case .onAir = self { return true }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .idle: "idle"
+        case .onAir(let interval): "on-air(interval \(interval))"
+        case .waitingForInterval(let resumesAt): "waiting-for-interval(until \(resumesAt))"
+        case .steppedAside(let problem): "stepped-aside(\(problem.rawValue))"
+        case .refused(let problem): "refused(\(problem.rawValue))"
+        case .radioLost: "radio-lost"
+        case .asleep: "asleep"
+        case .retrying: "retrying"
+        }
+    }
+}
+
+/// The advertiser's state, with `enter` its only mutator: the compiler keeps every change of it
+/// going through the one function that logs it (in the spirit of iwd's `station_enter_state`).
+public final class Advertiser {
+    public private(set) var state = AdvertiserState.idle
+    private let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Moves to `new` and logs the transition at debug level; nothing, not even a log line, when
+    /// the state stays as it is.
+    public func enter(_ new: AdvertiserState, because reason: @autoclosure () -> String) {
+        guard new != state else { return }
+        logger.debug("advertiser: \(state) → \(new) (\(reason()))")
+        state = new
+    }
+}
+
+/// Where the agent's scan is.
+public enum ScanState: Sendable, Equatable {
+    case stopped
+    /// Started, but the radio holds it until the advertisement is on the air (`Radio.startScanning`).
+    case waitingForAdvertisement
+    case running
+    /// The radio refused the last start (retried each second): its problem takes over the status
+    /// until a scan starts.
+    case refused(AgentStatus)
+
+    /// Whether the radio has a scan running or waiting, which `stopScanning` ends.
+    public var isStarted: Bool { self == .running || self == .waitingForAdvertisement }
+}
+
+extension RadioState {
+    /// The status's view of the radio, from the advertiser's state, the scan's, and whether the
+    /// last write to the store failed. The problem shown is the most pressing: the scan's refusal
+    /// (the radio is not there to do anything), then an unwritable store (nothing new may go on
+    /// the air until it is written), then what holds the advertisement back.
+    public init(advertiser: AdvertiserState, scan: ScanState, storeFailing: Bool) {
+        guard advertiser != .idle else {
+            self.init()
+            return
+        }
+        let problem: AgentStatus? = if case .refused(let scanProblem) = scan { scanProblem } else if storeFailing { .storeUnwritable } else { advertiser.problem }
+        let resumesAt: Int64? = if problem == .waitingForInterval, case .waitingForInterval(let resumesAt) = advertiser { resumesAt } else { nil }
+        self.init(advertising: advertiser.isOnAir, scanning: scan == .running, problem: problem, advertisingResumesAt: resumesAt)
+    }
+}
