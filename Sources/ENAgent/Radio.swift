@@ -70,17 +70,16 @@ public struct RadioSchedule: Sendable, Equatable {
     }
 }
 
-/// What the radio is doing, for the agent's status and the D-Bus properties.
+/// What the radio is doing, for the agent's status and the D-Bus properties: a value the agent
+/// derives from its advertiser's and scan's states (`init(advertiser:scan:storeFailing:)`).
 public struct RadioState: Sendable, Equatable {
-    public var advertising = false
-    public var scanning = false
+    public let advertising: Bool
+    public let scanning: Bool
     /// Why it cannot, when it cannot: the status it makes.
-    public var problem: AgentStatus? {
-        didSet { if problem != .waitingForInterval { advertisingResumesAt = nil } }
-    }
+    public let problem: AgentStatus?
     /// When the next fresh identifier may go on the air (unix time), while the problem is
     /// `waitingForInterval`: the current interval's identifier was on the air already.
-    public var advertisingResumesAt: Int64?
+    public let advertisingResumesAt: Int64?
 
     public init(advertising: Bool = false, scanning: Bool = false, problem: AgentStatus? = nil, advertisingResumesAt: Int64? = nil) {
         self.advertising = advertising
