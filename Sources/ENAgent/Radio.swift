@@ -25,6 +25,10 @@ public protocol Radio: AnyObject, Sendable {
     var longestScanSeconds: Double? { get }
 }
 
+/// An advertisement the radio put off without touching the air: the one on the air (if any) stays
+/// as it was, and the agent tries again shortly, with no change of status.
+public protocol RadioPostponement: Error {}
+
 /// What a radio tells the agent as it happens (`RadioAgent`; a recorder in tests).
 public protocol RadioListener: AnyObject, Sendable {
     func report(_ report: RadioReport)

@@ -377,6 +377,11 @@ public final class RadioAgent: RadioListener {
                 storeFailed(error, doing: "store the key or the interval on the air, so not advertising")
                 my.advertiser.enter(.refused(.storeUnwritable), because: "the store cannot keep the key or the interval on the air")
                 nextIn = Self.storeRetrySeconds
+            } else if error is any RadioPostponement {
+                // The radio left the air as it was, and so the status: the previous identifier stays on.
+                if "\(error)" != my.lastRefusal { logger.info("\(error)") } else { logger.debug("still: \(error)") }
+                my.lastRefusal = "\(error)"
+                nextIn = Self.retrySeconds
             } else {
                 my.advertiser.enter(.refused(Self.problem(of: error)), because: "the radio refused the advertisement")
                 logRefusal(error, cannot: "advertise", last: \.lastRefusal)

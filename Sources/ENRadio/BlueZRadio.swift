@@ -69,6 +69,19 @@ public final class BlueZRadio: Radio {
         }
     }
 
+    /// An advertisement put off (`RadioPostponement`).
+    public enum Postponed: RadioPostponement, CustomStringConvertible {
+        case connectionBeingMade(String)
+
+        public var description: String {
+            switch self {
+            case .connectionBeingMade(let name):
+                return "the new identifier waits while the kernel makes an LE connection on \(name), a BT 4.x adapter: it would go out "
+                    + "from the previous identifier's address, which the kernel keeps meanwhile"
+            }
+        }
+    }
+
     private let client: any BlueZAdapters
     private let management: any ManagementInterface
     /// How rfkill blocks an adapter (`RadioKill.block` but in tests).
@@ -214,6 +227,13 @@ public final class BlueZRadio: Radio {
     public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
+        // While a connection is being initiated the kernel keeps a legacy controller's random
+        // address for the next advertisement (hci_enable_advertising_sync → hci_set_random_addr_sync):
+        // the new RPI would go out from the previous one's address, which links them. Checked before
+        // the previous advertisement is taken in hand, so that its events are not missed meanwhile.
+        if state.withLock({ $0.advertisement.map { $0.legacy && $0.adapter.name == adapter.name } ?? false }), leConnectionBeingMade(controller) {
+            throw Postponed.connectionBeingMade(adapter.name)
+        }
         let previous = state.withLock { state in
             state.connectableHeard.remove(controller)
             state.addedByOthers[controller] = nil
@@ -250,6 +270,9 @@ public final class BlueZRadio: Radio {
         }
         let features = try management.send(ReadAdvertisingFeatures(), controller: controller)
         let legacy = !features.hasExtendedAdvertising
+        // The same with no advertisement of this radio's on the adapter: the address in force is
+        // then another's, or that of one removed meanwhile (bluetoothd's start, a killed run).
+        if legacy && held == nil && leConnectionBeingMade(controller) { throw Postponed.connectionBeingMade(adapter.name) }
         // A monitor a killed run left keeps the kernel scanning, which on a legacy controller
         // refuses the advertisement's new address: it goes before the advertisement comes.
         try removeLeftoverMonitor(on: adapter)

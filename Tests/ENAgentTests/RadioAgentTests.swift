@@ -31,6 +31,11 @@ final class RecordingRadio: Radio {
     }
 
     struct Refusal: Error {}
+    /// What BlueZRadio throws while the kernel makes an LE connection on a legacy controller.
+    struct Postponed: RadioPostponement {}
+    /// Advertisements still to put off, the one on the air staying as it is.
+    private let postponements = Mutex(0)
+    func postponeNext(_ count: Int) { postponements.withLock { $0 = count } }
     /// What BlueZRadio throws for an adapter that is connectable.
     struct Connectable: RadioProblemError { var problem: AgentStatus { .adapterConnectable } }
     /// Whether the adapter is connectable now (advertisements are refused).
@@ -49,6 +54,7 @@ final class RecordingRadio: Radio {
             return remaining > 0
         }
         if refusing || refused { throw Refusal() }
+        if postponements.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Postponed() }
         if connectable.withLock({ $0 }) { throw Connectable() }
         let data = try serviceData(selectedTransmitPower)
         advertised.withLock { $0.append(data) }
@@ -252,6 +258,23 @@ final class UnreadableSettings: RadioAgentStore {
         let agent = try agent(radio, store: store, states: states)
         agent.start()
         return (agent, radio, states, store)
+    }
+
+    /// Issue 39: an advertisement the radio puts off (an LE connection being made on a legacy
+    /// controller, where the kernel would keep the previous RPI's address) leaves the one on the
+    /// air and the status as they are, and the rotation tries again a second later.
+    @Test func aPostponedRotationKeepsTheAdvertisementAndTriesAgain() throws {
+        let (agent, radio, states, store) = try startedAgent()
+        radio.postponeNext(1)
+        clock.step(by: 600)
+        agent.clockStepped()
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while radio.serviceData.count < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        agent.stop()
+        #expect(radio.log.prefix(4) == ["advertise", "startScanning", "advertise", "advertise"], "no withdrawal in between")
+        #expect(radio.serviceData.count == 2)
+        #expect(states.all.dropLast().allSatisfy { $0.advertising && $0.problem == nil }, "\(states.all)")
+        #expect(try store.value(StoreSettings.advertisedInterval) == ENIntervalNumber(unixSeconds: clock.now)?.rawValue)
     }
 
     /// Issue 39: a radio that bounds its scans (bluetoothd restarts an active scan by itself at

@@ -70,6 +70,11 @@ final class KernelModel: ManagementInterface {
         /// The kernel makes an LE connection (bluetoothd reconnecting a paired device): a controller
         /// that is initiating refuses a new random address. Power-off ends it.
         var connecting = false
+        /// A legacy controller's random address in force (the last advertisement's), cleared at
+        /// power-off (hci_dev_close_sync). While a connection is being initiated the kernel keeps it
+        /// for the next advertisement instead of setting a new one (hci_set_random_addr_sync), and
+        /// with none in force the controller refuses the new one, and the advertisement fails.
+        var legacyAddress: Int?
         var events = [ManagementEvent]()
         var handler: (@Sendable (ManagementEvent) -> Void)?
         /// Commands the radio sent, with the status each got (0: success).
@@ -173,7 +178,7 @@ final class KernelModel: ManagementInterface {
             guard !existing.stuck else { throw refuse(Self.failed) }
             // A legacy controller takes the new instance's address only while no scan runs; the
             // kernel removes an instance whose enabling failed (add_adv_complete).
-            if legacy && (state.scanning || state.scansPassively) {
+            if legacy && (state.scanning || state.scansPassively || state.connecting && state.legacyAddress == nil) {
                 removeInstance(add.instance, state: &state)
                 throw refuse(Self.failed)
             }
@@ -226,8 +231,11 @@ final class KernelModel: ManagementInterface {
             state.turn = instance
             state.lastTurn = state.seconds
         }
-        state.onAir[instance] = Aired(data: data, address: state.nextAddress, fromPublicAddress: state.connectable && legacy)
-        state.nextAddress += 1
+        let kept = legacy && state.connecting ? state.legacyAddress : nil
+        let address = kept ?? state.nextAddress
+        if kept == nil { state.nextAddress += 1 }
+        if legacy { state.legacyAddress = address }
+        state.onAir[instance] = Aired(data: data, address: address, fromPublicAddress: state.connectable && legacy)
         state.history.append(state.onAir[instance]!)
     }
 
@@ -285,6 +293,7 @@ final class KernelModel: ManagementInterface {
             state.turn = nil
             setScanning(false, state: &state)
             state.connecting = false
+            state.legacyAddress = nil
             if rfkill && kernel.rfkillLeavesStuckInstances && !legacy {
                 for key in state.instances.keys { state.instances[key]?.stuck = true }
             }

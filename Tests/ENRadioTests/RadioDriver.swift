@@ -45,6 +45,8 @@ final class RadioDriver {
             problem = nil
             advertised.append(serviceData)
             if scanWaits && !radio.scanWaits { (scanWaits, scanning) = (false, true) }
+        } catch is any RadioPostponement {
+            // The previous advertisement stays on the air, and the status with it.
         } catch {
             advertising = false
             problem = (error as? any RadioProblemError)?.problem ?? .bluetoothOff
@@ -60,6 +62,8 @@ final class RadioDriver {
             for event in heard {
                 switch event {
                 case .removed where advertising:
+                    // RadioAgent.advertisementRemoved: off the air until the rotation puts one on.
+                    advertising = false
                     rotate()
                 case .unfit(let unfit) where advertising:
                     stopAdvertising()

@@ -17,6 +17,8 @@ enum RadioInvariants {
             addresses[Array(aired.data[11...]), default: []].insert(aired.address)
         }
         if let linked = addresses.first(where: { $0.value.count > 1 }) { broken.append("one RPI from \(linked.value.count) addresses") }
+        let rpisByAddress = Dictionary(grouping: addresses.flatMap { rpi, addresses in addresses.map { ($0, rpi) } }, by: \.0)
+        if let linked = rpisByAddress.first(where: { $0.value.count > 1 }) { broken.append("\(linked.value.count) RPIs from one address") }
 
         let onAir = state.onAir.values.filter { KernelModel.isExposureNotification($0.data) }
         if state.connectable && !onAir.isEmpty { broken.append("advertising while connectable") }

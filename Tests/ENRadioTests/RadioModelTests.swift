@@ -85,14 +85,35 @@ struct RadioModelTests {
     @Test(arguments: Setup.all)
     func anActiveScanWaitsWhileTheKernelMakesAConnection(setup: Setup) {
         let driver = driver(setup)
-        driver.kernel.setConnecting(true)
         driver.returned()
+        driver.stopScan()
+        driver.kernel.setConnecting(true)
+        driver.startScan()
         #expect(driver.advertising && !driver.bluetoothd.isDiscovering && !driver.scanning)
         driver.rotate()
         #expect(!driver.bluetoothd.isDiscovering && !driver.scanning, "the connection is still being made")
         driver.kernel.setConnecting(false)
         driver.rotate()
         #expect(driver.advertising && driver.bluetoothd.isDiscovering && driver.scanning)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
+    /// Issue 39: on a legacy controller the kernel keeps the random address in force while it
+    /// initiates a connection, so a new RPI would go out from the previous one's address: the
+    /// rotation waits, the previous advertisement stays on the air, and the next rotation after
+    /// the connection brings the new RPI from a new address.
+    @Test(arguments: Setup.all.filter(\.legacy))
+    func aRotationOnALegacyControllerWaitsWhileTheKernelMakesAConnection(setup: Setup) throws {
+        let driver = driver(setup)
+        driver.returned()
+        let before = try #require(driver.kernel.snapshot.onAir.values.first)
+        driver.kernel.setConnecting(true)
+        driver.rotate()
+        #expect(driver.advertising && driver.kernel.snapshot.onAir.values.first == before, "the previous advertisement stays as it was")
+        driver.kernel.setConnecting(false)
+        driver.rotate()
+        let after = try #require(driver.kernel.snapshot.onAir.values.first)
+        #expect(after.data != before.data && after.address != before.address)
         #expect(RadioInvariants.broken(driver) == [])
     }
 
