@@ -307,7 +307,14 @@ public final class BlueZRadio: Radio {
         if let kept {
             instance = kept
         } else {
-            guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
+            let survey = try freeInstance(on: adapter, controller: controller)
+            // Kernel 6.1 lists only the instances numbered up to their count: another program's
+            // instance 2 beside none of this radio's is hidden from the check above, not from the survey.
+            if legacy && !survey.othersInUse.subtracting(standIns).subtracting(own.map { [$0] } ?? []).isEmpty {
+                held = nil
+                throw Failure.shared(adapter.name)
+            }
+            guard let free = survey.free else { throw Failure.cannotAdvertise(adapter.name) }
             instance = free
             listed.remove(free)
         }
@@ -317,7 +324,7 @@ public final class BlueZRadio: Radio {
                 let removed = try removeUnlessStuck(instance, from: adapter)
                 if instance == kept { held = nil }
                 if !removed {
-                    guard let free = try freeInstance(on: adapter, controller: controller) else { throw Failure.cannotAdvertise(adapter.name) }
+                    guard let free = try freeInstance(on: adapter, controller: controller).free else { throw Failure.cannotAdvertise(adapter.name) }
                     instance = free
                 }
             }
@@ -398,9 +405,9 @@ public final class BlueZRadio: Radio {
     }
 
     /// The highest instance no other program holds on `controller` (ENBlueZ's
-    /// `AdvertisingInstances`), nil when all are taken; the instances held to find it are
-    /// released, all of them even when one fails.
-    private func freeInstance(on adapter: Adapter, controller: UInt16) throws -> UInt8? {
+    /// `AdvertisingInstances`), nil when all are taken, and the instances others hold; the
+    /// instances held to find it are released, all of them even when one fails.
+    private func freeInstance(on adapter: Adapter, controller: UInt16) throws -> (free: UInt8?, othersInUse: Set<UInt8>) {
         let features = try management.send(ReadAdvertisingFeatures(), controller: controller)
         var held = [UInt8]()
         do {
@@ -415,7 +422,7 @@ public final class BlueZRadio: Radio {
                 return try management.send(ReadAdvertisingFeatures(), controller: controller).instances
             }
             try release(held, from: adapter)
-            return survey.highestFree(maximum: features.maximumInstances)
+            return (survey.highestFree(maximum: features.maximumInstances), survey.inUse)
         } catch {
             try release(held, from: adapter)
             throw error

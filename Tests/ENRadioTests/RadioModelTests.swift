@@ -157,6 +157,25 @@ struct RadioDefectTests {
         }
     }
 
+    /// The random sequences' seed 7870847011759954248 (6.1, BT 4.x): kernel 6.1 lists only the
+    /// instances numbered up to their count, so another program's instance 2, alone, is not
+    /// listed; the radio took the controller for its own, and the kernel lent the one set to both
+    /// in turns, the RPI from a new address each turn. The survey for a free instance shows it.
+    @Test(arguments: Setup.all.filter(\.legacy))
+    func anotherProgramsInstanceTheKernelDoesNotListMakesItStepAside(setup: Setup) throws {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: true), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        let first = try #require(kernel.otherProgramAdds())
+        driver.settle()
+        #expect(!driver.advertising && driver.problem == .adapterShared)
+        _ = kernel.otherProgramAdds()
+        kernel.otherProgramRemoves(first)
+        driver.retry()
+        kernel.advance(seconds: 4)
+        #expect(!driver.advertising && driver.problem == .adapterShared, "another program's instance is still there")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// The adapter turned connectable while the radio added its advertisement (before the watch
     /// knew of it): the advertisement does not go on the air, and the status says why.
     @Test(arguments: Setup.all)
