@@ -379,8 +379,7 @@ public final class RadioAgent: RadioListener {
                 nextIn = Self.storeRetrySeconds
             } else if error is any RadioPostponement {
                 // The radio left the air as it was, and so the status: the previous identifier stays on.
-                if "\(error)" != my.lastRefusal { logger.info("\(error)") } else { logger.debug("still: \(error)") }
-                my.lastRefusal = "\(error)"
+                logOnce("\(error)", at: .info, last: \.lastRefusal)
                 nextIn = Self.retrySeconds
             } else {
                 my.advertiser.enter(.refused(Self.problem(of: error)), because: "the radio refused the advertisement")
@@ -486,9 +485,14 @@ public final class RadioAgent: RadioListener {
     /// Logs a refusal of the radio's, which is retried every second: the same refusal as the last
     /// (an adapter connectable or blocked for hours) goes to the journal once, then at debug level.
     private func logRefusal(_ error: any Error, cannot what: String, last: WritableKeyPath<Confined, String?>) {
-        let refusal = "\(error)"
-        if refusal != my[keyPath: last] { logger.error("cannot \(what): \(refusal)") } else { logger.debug("still cannot \(what): \(refusal)") }
-        my[keyPath: last] = refusal
+        logOnce("cannot \(what): \(error)", at: .error, last: last)
+    }
+
+    /// Logs `message` at `level` when it differs from the last one kept at `last`, else as "still …"
+    /// at debug level: a retry every second does not fill the journal.
+    private func logOnce(_ message: String, at level: LogLevel, last: WritableKeyPath<Confined, String?>) {
+        if message != my[keyPath: last] { logger.log(level, message) } else { logger.debug("still \(message)") }
+        my[keyPath: last] = message
     }
 
     /// Marks the store as failing; logs the first failure only, so a full disk does not fill the journal too.

@@ -107,9 +107,9 @@ final class UnreadableSettings: RadioAgentStore {
     let clock = SimulatedClock(1_700_006_400 + 120)  // two minutes into an interval
     let metadata = Metadata(transmitPower: -4)
 
-    func agent(_ radio: RecordingRadio, store: AgentStore, states: StateLog? = nil) throws -> RadioAgent {
+    func agent(_ radio: RecordingRadio, store: AgentStore, states: StateLog? = nil, schedule: RadioSchedule = .standard) throws -> RadioAgent {
         RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                   schedule: .standard, metadata: metadata, logger: Logger(label: "test"), onChange: states?.append)
+                   schedule: schedule, metadata: metadata, logger: Logger(label: "test"), onChange: states?.append)
     }
 
     @Test func advertisesTheCurrentIdentifierAndScansAtOnce() throws {
@@ -283,9 +283,7 @@ final class UnreadableSettings: RadioAgentStore {
     @Test func aScanLongerThanTheRadioAllowsRunsInPiecesTheAgentStarts() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let radio = RecordingRadio(longestScanSeconds: 0.3)
-        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                               schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 300),
-                               metadata: metadata, logger: Logger(label: "test"))
+        let agent = try agent(radio, store: store, schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 300))
         agent.start()
         defer { agent.stop() }
         let scanCalls = { radio.log.filter { $0.hasSuffix("Scanning") } }
@@ -300,9 +298,7 @@ final class UnreadableSettings: RadioAgentStore {
     @Test func aContinuousScanOnABoundedRadioStartsAnewEachCycle() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let radio = RecordingRadio(longestScanSeconds: 1.5)
-        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                               schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 1),
-                               metadata: metadata, logger: Logger(label: "test"))
+        let agent = try agent(radio, store: store, schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 1))
         agent.start()
         defer { agent.stop() }
         let deadline = Date(timeIntervalSinceNow: 10)
