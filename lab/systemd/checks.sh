@@ -199,11 +199,27 @@ boot_timer() {
 }
 # caught_up: the restarted timer triggered its service, which is done (run or skipped): the timer waits again.
 caught_up() { [ "$(unix_time LastTriggerUSec enagent-detect.timer)" -ge "$booted_at" ] 2> /dev/null && [ "$(timer_state)" = waiting ]; }
+# next_calendar_time: the shipped timer's next OnCalendar= time, in unix seconds.
+next_calendar_time() {
+    date -d "$(systemd-analyze calendar "$(sed -n 's/^OnCalendar=//p' "$(systemctl show -p FragmentPath --value enagent-detect.timer)")" \
+        | sed -n 's/^ *Next elapse: //p')" +%s
+}
+# clear_of_calendar_time SECONDS: the checks that follow count the timer's runs for up to SECONDS; a
+# calendar time within them adds a run of its own (CI once reached the last check at 19:59:5x UTC),
+# so that time is let pass first, and its run end.
+clear_of_calendar_time() {
+    until_calendar=$(( $(next_calendar_time) - $(date +%s) ))
+    [ "$until_calendar" -ge "$1" ] && return
+    echo "the calendar time is $until_calendar s away: waiting until it and its run have passed"
+    sleep $(( until_calendar + 2 ))
+    wait_for 120 eval '[ "$(timer_state)" != running ]'
+}
 # systemd 252 (src/core/timer.c) moves a calendar time missed before the service manager started to
 # that start (the boot), then adds RandomizedDelaySec=: after a real boot the catch-up comes 0–30
 # minutes after systemd started. Here the timer restarts minutes after the guest's boot: due at once
 # when the delay drawn is shorter than that, else later; this check reads systemd's plan, the
 # checks below run the catch-up with the lab's drop-in RandomizedDelaySec=0.
+clear_of_calendar_time 20
 boot_timer; sleep 3
 manager_started=$(unix_time UserspaceTimestamp)
 if caught_up; then
@@ -221,6 +237,7 @@ systemctl stop enagent-detect.timer
 mkdir -p /run/systemd/system/enagent-detect.timer.d
 printf '[Timer]\nRandomizedDelaySec=0\n' > /run/systemd/system/enagent-detect.timer.d/lab.conf
 systemctl daemon-reload
+clear_of_calendar_time 70
 runs_before=$(detect_runs)
 boot_timer
 wait_for 60 caught_up
@@ -237,6 +254,7 @@ step "the detection timer: a missed run, against a key server on loopback"
 printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = exposureKeyExport-LAB/index.txt' 'region = LAB' > /etc/enagent/key-server.conf
 key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
 wait_for 60 key_server_up
+clear_of_calendar_time 200
 runs_before=$(detect_runs)
 boot_timer
 wait_for 180 caught_up
@@ -254,12 +272,13 @@ ran_once() { [ "$runs" = 1 ] && [ "$(timer_state)" = waiting ]; }
 check timer-catch-up "the last run a day ago, the timer restarted as at boot (RandomizedDelaySec=0): enagent-detect.service started ${started_after} s after, ran $runs time(s) up to 10 s after it ended; timer $(timer_state), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
     ran_once
 # Without a missed run (the stamp is the run above), a restart plans the next calendar time only.
+clear_of_calendar_time 20
 runs_before=$(detect_runs) last_trigger=$(unix_time LastTriggerUSec enagent-detect.timer)
 systemctl restart enagent-detect.timer
 sleep 10
 runs=$(( $(detect_runs) - runs_before ))
 next=$(unix_time NextElapseUSecRealtime enagent-detect.timer)
-calendar_next=$(date -d "$(systemd-analyze calendar '*-*-* 00/4:00:00' | sed -n 's/^ *Next elapse: //p')" +%s)
+calendar_next=$(next_calendar_time)
 nothing_ran() { [ "$runs" = 0 ] && [ "$(unix_time LastTriggerUSec enagent-detect.timer)" = "$last_trigger" ] && [ "$next" = "$calendar_next" ]; }
 check timer-no-missed-run "the last run $(( $(date +%s) - last_trigger )) s ago, the timer restarted: enagent-detect.service ran $runs times in 10 s; next $(date -d "@$next" '+%H:%M:%S'), the next calendar time $(date -d "@$calendar_next" '+%H:%M:%S')" \
     nothing_ran
