@@ -67,7 +67,7 @@ public final class BlueZClient: Sendable {
             if try isDiscovering(adapter) { return }
             let stuck = "\(error.message): the kernel still runs the discovery of a bluetoothd that stopped"
             guard let index = adapter.index else { throw DBusError(name: error.name, message: stuck) }
-            do { _ = try Management.send(StopDiscovery(), controller: index) } catch let refusal {
+            do { _ = try KernelManagement().send(StopDiscovery(), controller: index) } catch let refusal {
                 throw DBusError(name: error.name, message: "\(stuck), and would not stop it: \(refusal)")
             }
             try start()

@@ -2,6 +2,7 @@ import CENBluetooth
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Synchronization
 
 /// One command of the kernel's Bluetooth management interface (BlueZ's doc/mgmt-api.txt): its
 /// opcode, its parameters as the kernel reads them, and how its reply is decoded. Encoding and
@@ -49,43 +50,222 @@ public enum ManagementError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// The management socket (HCI_CHANNEL_CONTROL): one command and its answer at a time.
-/// A socket per command keeps no stale events between commands, which are minutes apart.
-public enum Management {
+/// The kernel's management interface through one control socket (HCI_CHANNEL_CONTROL), kept open
+/// for the commands and the events alike. Every control socket hears every event of every
+/// controller, so a reader drains it all the time (Device Found arrives by the hundred a second
+/// during a scan, and the kernel drops whatever a full socket cannot take, a reply too); it hands
+/// Command Complete and Command Status to the one command waiting and the events to the watch.
+///
+/// The kernel sends the events of a command to every control socket but the sender's (mgmt.c:
+/// `mgmt_event`'s skip_sk), so the watch does not hear what this process's own commands caused,
+/// only other programs' and the kernel's own (sk NULL: power-off, the controller ending a set).
+final class ManagementSocket: Sendable {
     /// How long the kernel may take to answer (it waits for the controller's own answers).
-    static let replyTimeoutMilliseconds: Int32 = 3_000
+    static let replyTimeoutMilliseconds = 3_000
 
-    public static func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
-        let socket = try controlSocket(for: Command.name)
-        defer { close(socket) }
+    /// The process's socket, opened at its first use.
+    static let kernel = ManagementSocket(open: openControlSocket)
+
+    private let open: @Sendable () -> Int32
+    private let replyTimeout: DispatchTimeInterval
+    /// One command in flight at a time: a reply names only its opcode and controller. Held also
+    /// while the socket is opened or replaced, so no command writes to a descriptor being closed.
+    private let commandTurn = DispatchSemaphore(value: 1)
+    private let readerQueue = DispatchQueue(label: "enagent.management-socket")
+    private let state = Mutex(State())
+
+    private struct State {
+        var connection: Connection?
+        var waiting: Waiting?
+        var watch: Watch.Registration?
+    }
+
+    /// An open socket and its reader, which closes the descriptor once cancelled. Unchecked: a
+    /// dispatch source may be cancelled, suspended and resumed from any thread, but Dispatch on
+    /// Linux does not say so.
+    private final class Connection: @unchecked Sendable {
+        let descriptor: Int32
+        let reader: any DispatchSourceRead
+        /// The reader met the end of the socket or an error, and stopped (suspended) reading.
+        let failed = Mutex(false)
+
+        init(descriptor: Int32, reader: any DispatchSourceRead) {
+            self.descriptor = descriptor
+            self.reader = reader
+        }
+
+        /// Stops reading and closes the descriptor (in the reader's cancel handler).
+        func close() {
+            reader.cancel()
+            if failed.withLock({ $0 }) { reader.resume() }
+        }
+    }
+
+    /// The command waiting for its answer, and the answer once read (or the socket's failure).
+    private struct Waiting {
+        var opcode: UInt16
+        var controller: UInt16
+        var arrived: DispatchSemaphore
+        var answer: (status: UInt8, parameters: [UInt8])?
+        var failure: Int32?
+    }
+
+    /// `open` gives a socket bound to the control channel (tests: one end of a socket pair), or,
+    /// as socket(2), -1 and errno.
+    init(replyTimeout: DispatchTimeInterval = .milliseconds(replyTimeoutMilliseconds), open: @escaping @Sendable () -> Int32) {
+        self.replyTimeout = replyTimeout
+        self.open = open
+    }
+
+    deinit { state.withLock { $0.connection }?.close() }
+
+    func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
+        commandTurn.wait()
+        defer { commandTurn.signal() }
+        let connection = try connected(for: Command.name)
+        let arrived = DispatchSemaphore(value: 0)
+        state.withLock { $0.waiting = Waiting(opcode: Command.opcode, controller: controller, arrived: arrived) }
         let packet = ManagementPacket.command(Command.opcode, controller: controller, command.parameters)
-        guard write(socket, packet, packet.count) == packet.count else { throw .unreachable(Command.name, errno) }
-
-        var buffer = [UInt8](repeating: 0, count: 1_024)
-        let deadline = ContinuousClock.now + .milliseconds(Int(replyTimeoutMilliseconds))
-        while ContinuousClock.now < deadline {
-            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let left = deadline - ContinuousClock.now
-            guard poll(&poller, 1, Int32(left.components.seconds * 1_000 + left.components.attoseconds / 1_000_000_000_000_000) + 1) == 1 else { break }
-            let count = read(socket, &buffer, buffer.count)
-            guard count >= 0 else {
-                if errno == EINTR { continue }
-                throw .unreachable(Command.name, errno)
-            }
-            // Other events (devices found, settings changed) arrive on every management socket.
-            guard let answer = ManagementPacket.answer(Array(buffer[..<count]), to: Command.opcode, controller: controller) else { continue }
+        // The kernel fails the write itself for some commands (ENETDOWN: the controller is down);
+        // the socket stays good.
+        guard Glibc.send(connection.descriptor, packet, packet.count, Int32(MSG_NOSIGNAL)) == packet.count else {
+            let error = errno
+            state.withLock { $0.waiting = nil }
+            throw .unreachable(Command.name, error)
+        }
+        _ = arrived.wait(timeout: .now() + replyTimeout)
+        let waited = state.withLock { state in defer { state.waiting = nil }; return state.waiting }
+        if let answer = waited?.answer {
             guard answer.status == 0 else { throw .refused(Command.name, controller: controller, status: answer.status) }
             return try Command.decode(answer.parameters)
         }
+        if let failure = waited?.failure { throw .unreachable(Command.name, failure) }
+        replace(connection)
         throw .noReply(Command.name, controller: controller)
     }
-}
 
-extension Management {
+    /// Calls `handler` on `queue` with every event, in order, until the watch is cancelled; one
+    /// watch at a time (a new one takes the last one's place).
+    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> Watch {
+        commandTurn.wait()
+        defer { commandTurn.signal() }
+        _ = try connected(for: "watching the adapters' events")
+        let watch = Watch(socket: self)
+        state.withLock { $0.watch = Watch.Registration(id: ObjectIdentifier(watch), queue: queue, handler: handler) }
+        return watch
+    }
+
+    /// The events' way to a handler; cancelled (or released) it hears no more.
+    final class Watch: ManagementWatch {
+        struct Registration {
+            var id: ObjectIdentifier
+            var queue: DispatchQueue
+            var handler: @Sendable (ManagementEvent) -> Void
+        }
+
+        private let socket: ManagementSocket
+
+        init(socket: ManagementSocket) { self.socket = socket }
+
+        func cancel() {
+            let id = ObjectIdentifier(self)
+            socket.state.withLock { if $0.watch?.id == id { $0.watch = nil } }
+        }
+
+        deinit { cancel() }
+    }
+
+    /// The open socket, opened now if there is none or the last one failed. Called in the command turn.
+    private func connected(for what: String) throws(ManagementError) -> Connection {
+        if let connection = state.withLock({ $0.connection }) {
+            guard connection.failed.withLock({ $0 }) else { return connection }
+            discard(connection)
+        }
+        let descriptor = open()
+        guard descriptor >= 0 else { throw .unreachable(what, errno) }
+        guard fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK) == 0 else {
+            let error = errno
+            close(descriptor)
+            throw .unreachable(what, error)
+        }
+        let reader = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: readerQueue)
+        let connection = Connection(descriptor: descriptor, reader: reader)
+        reader.setEventHandler { [weak self, weak connection] in
+            if let self, let connection { self.readPackets(from: connection) }
+        }
+        reader.setCancelHandler { close(descriptor) }
+        state.withLock { $0.connection = connection }
+        reader.resume()
+        return connection
+    }
+
+    private func discard(_ connection: Connection) {
+        state.withLock { if $0.connection === connection { $0.connection = nil } }
+        connection.close()
+    }
+
+    /// A command went unanswered: its reply may still come, and on this socket it would answer the
+    /// next command of the same opcode, so the socket goes. A new one is opened at once while a
+    /// watch listens (else at the next command). Events the kernel queued on the old socket and
+    /// the reader had not read, and those sent while no socket was open, are lost: a device heard
+    /// (the next advertisement of it comes within a second), and at worst a change the radio would
+    /// have acted on at once (a turn to connectable, another program's advertisement, a removed
+    /// advertisement or monitor, a discovery's start or end), which it then finds at its next
+    /// rotation or scan, as it does without a watch. Events the unanswered command causes later
+    /// reach the new socket, which is not its sender: like another program's, which they are
+    /// as good as (the radio took the command as failed).
+    private func replace(_ connection: Connection) {
+        discard(connection)
+        if state.withLock({ $0.watch != nil }) { _ = try? connected(for: "watching the adapters' events") }
+    }
+
+    /// Reads every packet waiting: answers go to the command waiting for one (none: an answer
+    /// whose command gave up, dropped), events to the watch.
+    private func readPackets(from connection: Connection) {
+        // An event's parameters are at most 65535 bytes (Device Found carries up to 31 + 31 of AD).
+        var buffer = [UInt8](repeating: 0, count: 1_024)
+        while true {
+            let count = read(connection.descriptor, &buffer, buffer.count)
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                // The socket is gone (or broken): the command waiting hears so, the next opens another.
+                let error = count == 0 ? EPIPE : errno
+                connection.failed.withLock { $0 = true }
+                connection.reader.suspend()
+                state.withLock { state in
+                    guard state.connection === connection, state.waiting != nil else { return }
+                    state.waiting?.failure = error
+                    state.waiting?.arrived.signal()
+                }
+                return
+            }
+            route(Array(buffer[..<count]))
+        }
+    }
+
+    private func route(_ packet: [UInt8]) {
+        guard packet.count < 2 || ![ManagementPacket.commandComplete, ManagementPacket.commandStatus].contains(UInt16(littleEndian: packet, at: 0)) else {
+            state.withLock { state in
+                guard let waiting = state.waiting, waiting.answer == nil,
+                      let answer = ManagementPacket.answer(packet, to: waiting.opcode, controller: waiting.controller) else { return }
+                state.waiting?.answer = answer
+                waiting.arrived.signal()
+            }
+            return
+        }
+        guard let event = ManagementPacket.event(packet), let watch = state.withLock({ $0.watch }) else { return }
+        watch.queue.async { [weak self] in
+            // Not after the watch was cancelled.
+            guard self?.state.withLock({ $0.watch?.id == watch.id }) == true else { return }
+            watch.handler(event)
+        }
+    }
+
     /// A socket on the control channel, which hears every management event of every controller.
-    static func controlSocket(for what: String, flags: Int32 = 0) throws(ManagementError) -> Int32 {
-        let socket = Glibc.socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | flags, BTPROTO_HCI)
-        guard socket >= 0 else { throw .unreachable(what, errno) }
+    static func openControlSocket() -> Int32 {
+        let socket = Glibc.socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+        guard socket >= 0 else { return -1 }
         var address = sockaddr_hci(hci_family: sa_family_t(AF_BLUETOOTH), hci_dev: UInt16(HCI_DEV_NONE), hci_channel: UInt16(HCI_CHANNEL_CONTROL))
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
@@ -93,37 +273,11 @@ extension Management {
         guard bound == 0 else {
             let error = errno
             close(socket)
-            throw .unreachable(what, error)
+            errno = error
+            return -1
         }
         return socket
     }
-}
-
-/// The kernel's management events as they happen (`ManagementEvent`: settings changed, devices
-/// heard, monitors removed): a control socket kept open, read on `queue`. Every trusted control
-/// socket hears every event of every controller, so most are read and dropped.
-public final class ManagementEventWatch {
-    private let source: any DispatchSourceRead
-
-    public init(queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) {
-        let socket = try Management.controlSocket(for: "watching the adapters' events", flags: Int32(SOCK_NONBLOCK.rawValue))
-        source = DispatchSource.makeReadSource(fileDescriptor: socket, queue: queue)
-        source.setEventHandler {
-            // An event's parameters are at most 65535 bytes (Device Found carries up to 31 + 31 of AD).
-            var buffer = [UInt8](repeating: 0, count: 1_024)
-            while true {
-                let count = read(socket, &buffer, buffer.count)
-                guard count > 0 else { return }
-                if let event = ManagementPacket.event(Array(buffer[..<count])) { handler(event) }
-            }
-        }
-        source.setCancelHandler { close(socket) }
-        source.resume()
-    }
-
-    public func cancel() { source.cancel() }
-
-    deinit { source.cancel() }
 }
 
 /// The management events the agent acts on (doc/mgmt-api.txt).

@@ -5,8 +5,9 @@ import ENBus
 /// events as they happen. `KernelManagement` is the kernel's; tests put a model in its place.
 public protocol ManagementInterface: Sendable {
     func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply
-    /// Calls `handler` on `queue` with every event until the watch is cancelled. Events of the
-    /// commands `send` sends reach it too (the kernel tells every socket but the sender's).
+    /// Calls `handler` on `queue` with every event until the watch is cancelled: every event of
+    /// other programs and of the kernel's own doing, none that a command `send` sent caused (the
+    /// kernel tells every socket but the sender's, and commands and events share one socket).
     func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> any ManagementWatch
 }
 
@@ -14,22 +15,19 @@ public protocol ManagementWatch: AnyObject {
     func cancel()
 }
 
-extension ManagementEventWatch: ManagementWatch {}
-
-/// The kernel's management sockets: one per command (`Management.send`), one kept for the events.
-/// Not yet one socket kept for the commands: every control socket hears every event, so one kept
-/// fills with Device Found between rotations (a reply dropped once its buffer is full), and a
-/// reply that came after its command timed out would answer the next command of the same opcode;
-/// it needs draining before each command and a new socket after a timeout, and the lab to check it.
+/// The kernel's management interface through the process's one control socket
+/// (`ManagementSocket`), opened at the first command or watch, and again after one failed or a
+/// command went unanswered; while it cannot be opened, each command and watch throws
+/// `ManagementError.unreachable`.
 public struct KernelManagement: ManagementInterface {
     public init() {}
 
     public func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
-        try Management.send(command, controller: controller)
+        try ManagementSocket.kernel.send(command, controller: controller)
     }
 
     public func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> any ManagementWatch {
-        try ManagementEventWatch(queue: queue, handler)
+        try ManagementSocket.kernel.watchEvents(on: queue, handler)
     }
 }
 

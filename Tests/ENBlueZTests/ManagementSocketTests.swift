@@ -1,0 +1,212 @@
+import Dispatch
+@testable import ENBlueZ
+import Glibc
+import Synchronization
+import Testing
+
+/// The one management socket's routing, against a fake kernel at the other end of a socket pair
+/// (SOCK_SEQPACKET keeps packets apart, as the kernel's control channel does). The kernel's side
+/// runs on a queue of its own, so on a thread of its own: the global queue's few threads may all
+/// be waiting in other tests.
+@Suite struct ManagementSocketTests {
+    /// The kernel's side: every socket the management socket opens is one end of a new pair, whose
+    /// other end (a "peer", by opening) the test reads commands from and writes packets to.
+    final class FakeKernel: Sendable {
+        private let peers = Mutex([Int32]())
+        /// Openings still to fail (as socket(2) without AF_BLUETOOTH).
+        private let failingOpenings = Mutex(0)
+
+        func failOpenings(_ count: Int) { failingOpenings.withLock { $0 = count } }
+
+        func open() -> Int32 {
+            if failingOpenings.withLock({ count in defer { count = max(0, count - 1) }; return count > 0 }) {
+                errno = EAFNOSUPPORT
+                return -1
+            }
+            var ends: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { return -1 }
+            peers.withLock { $0.append(ends[1]) }
+            return ends[0]
+        }
+
+        var openings: Int { peers.withLock { $0.count } }
+
+        /// The peer of the `opening`-th socket (from 1), once it is opened (within 2 s).
+        func peer(_ opening: Int) -> Int32? {
+            for _ in 0..<200 {
+                if let peer = peers.withLock({ $0.count >= opening ? $0[opening - 1] : nil }) { return peer }
+                usleep(10_000)
+            }
+            return nil
+        }
+
+        /// The next command sent on the `opening`-th socket (within 2 s).
+        func command(on opening: Int) -> [UInt8]? {
+            guard let peer = peer(opening) else { return nil }
+            var poller = pollfd(fd: peer, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 2_000) == 1 else { return nil }
+            var buffer = [UInt8](repeating: 0, count: 1_024)
+            let count = read(peer, &buffer, buffer.count)
+            return count > 0 ? Array(buffer[..<count]) : nil
+        }
+
+        /// Writes `packet` to the `opening`-th socket, waiting up to a second for room, as long as a
+        /// reader could take to drain it; false when it stayed full (the kernel would drop it).
+        @discardableResult
+        func write(_ packet: [UInt8], on opening: Int) -> Bool {
+            guard let peer = peer(opening) else { return false }
+            while true {
+                if send(peer, packet, packet.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) == packet.count { return true }
+                guard errno == EAGAIN || errno == EWOULDBLOCK else { return false }
+                var poller = pollfd(fd: peer, events: Int16(POLLOUT), revents: 0)
+                guard poll(&poller, 1, 1_000) == 1 else { return false }
+            }
+        }
+
+        /// Closes the `opening`-th socket's peer: the management socket reads its end.
+        func hangUp(_ opening: Int) {
+            guard let peer = peer(opening) else { return }
+            peers.withLock { $0[opening - 1] = -1 }
+            close(peer)
+        }
+
+        deinit { peers.withLock { $0.filter { $0 >= 0 }.forEach { close($0) } } }
+    }
+
+    /// Command Complete for `opcode` on `controller`.
+    static func reply(to opcode: UInt16, controller: UInt16 = 0, status: UInt8 = 0, _ parameters: [UInt8] = []) -> [UInt8] {
+        [0x01, 0x00] + controller.bytes + UInt16(3 + parameters.count).bytes + opcode.bytes + [status] + parameters
+    }
+
+    static func event(_ code: UInt16, controller: UInt16 = 0, _ parameters: [UInt8]) -> [UInt8] {
+        code.bytes + controller.bytes + UInt16(parameters.count).bytes + parameters
+    }
+
+    /// Read Advertising Features' reply listing `instances` (extended advertising, 3 sets).
+    static func features(_ instances: [UInt8]) -> [UInt8] {
+        [0x80, 0, 0, 0, 31, 31, 3, UInt8(instances.count)] + instances
+    }
+
+    /// Device Found of the `number`-th device (its address's first byte), with three bytes of AD.
+    static func deviceFound(_ number: UInt8) -> [UInt8] {
+        event(0x0012, [number, 0, 0, 0, 0, 0xC0, 0x01, 0xC4, 0, 0, 0, 0, 3, 0, 0x02, 0x01, 0x06])
+    }
+
+    /// Collects the events a watch hears; `wait` until `count` have come.
+    final class Heard: Sendable {
+        let events = Mutex([ManagementEvent]())
+        private let arrived = DispatchSemaphore(value: 0)
+
+        func take(_ event: ManagementEvent) {
+            events.withLock { $0.append(event) }
+            arrived.signal()
+        }
+
+        func wait(for count: Int) -> Bool {
+            (0..<count).allSatisfy { _ in arrived.wait(timeout: .now() + 5) == .success }
+        }
+    }
+
+    @Test func eventsBeforeTheReplyReachTheWatchInOrderAndTheCommandGetsItsOwnReply() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        let heard = Heard()
+        let watch = try socket.watchEvents(on: DispatchQueue(label: "test.events"), heard.take)
+        defer { watch.cancel() }
+        let sent = Mutex<[UInt8]?>(nil)
+        DispatchQueue(label: "test.kernel").async {
+            sent.withLock { $0 = kernel.command(on: 1) }
+            for packet in [Self.event(0x0023, [3]), Self.event(0x0006, [0x83, 0x02, 0, 0]), Self.deviceFound(7),
+                           // Not this command's: another controller's, another opcode's.
+                           Self.reply(to: ReadAdvertisingFeatures.opcode, controller: 1, Self.features([9])),
+                           Self.reply(to: ReadControllerInformation.opcode, status: 0x0A),
+                           Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([2]))] {
+                kernel.write(packet, on: 1)
+            }
+        }
+        let features = try socket.send(ReadAdvertisingFeatures(), controller: 0)
+        #expect(features.instances == [2])
+        #expect(sent.withLock { $0 } == [0x3D, 0x00, 0x00, 0x00, 0x00, 0x00])
+        #expect(heard.wait(for: 3))
+        let found = DeviceFound(address: [7, 0, 0, 0, 0, 0xC0], addressType: 1, rssi: -60, flags: 0, data: [0x02, 0x01, 0x06])
+        #expect(heard.events.withLock { $0 } == [.advertisingAdded(controller: 0, instance: 3), .newSettings(controller: 0, [.powered, .connectable, .bredr, .le]),
+                                                .deviceFound(controller: 0, found)])
+        #expect(kernel.openings == 1, "commands and events share the socket")
+    }
+
+    @Test func aReplyAfterItsCommandTimedOutAnswersNoLaterCommand() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket(replyTimeout: .milliseconds(500)) { kernel.open() }
+        let heard = Heard()
+        let watch = try socket.watchEvents(on: DispatchQueue(label: "test.events"), heard.take)
+        defer { watch.cancel() }
+        DispatchQueue(label: "test.kernel").async { _ = kernel.command(on: 1) }
+        #expect(throws: ManagementError.noReply(ReadAdvertisingFeatures.name, controller: 0)) {
+            try socket.send(ReadAdvertisingFeatures(), controller: 0)
+        }
+        // The reply comes late, on the socket the command went out on.
+        kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([1])), on: 1)
+        #expect(kernel.openings == 2, "a new socket at once, for the watch")
+        kernel.write(Self.event(0x0024, [1]), on: 2)
+        #expect(heard.wait(for: 1))
+        #expect(heard.events.withLock { $0 } == [.advertisingRemoved(controller: 0, instance: 1)])
+
+        DispatchQueue(label: "test.kernel").async {
+            guard kernel.command(on: 2) != nil else { return }
+            kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([2])), on: 2)
+        }
+        #expect(try socket.send(ReadAdvertisingFeatures(), controller: 0).instances == [2])
+    }
+
+    @Test func thousandsOfDevicesFoundWhileNoCommandRunsLeaveRoomForTheNextReply() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        let heard = Heard()
+        let watch = try socket.watchEvents(on: DispatchQueue(label: "test.events"), heard.take)
+        defer { watch.cancel() }
+        // More than a socket holds unread (the kernel drops what does not fit; the pair's sender waits).
+        let devices = 5_000
+        let written = (0..<devices).filter { kernel.write(Self.deviceFound(UInt8(truncatingIfNeeded: $0)), on: 1) }.count
+        #expect(written == devices)
+        #expect(heard.wait(for: devices))
+        DispatchQueue(label: "test.kernel").async {
+            guard kernel.command(on: 1) != nil else { return }
+            kernel.write(Self.reply(to: ReadControllerInformation.opcode, [UInt8](repeating: 0, count: 13) + [0x01, 0x02, 0, 0]), on: 1)
+        }
+        #expect(try socket.send(ReadControllerInformation(), controller: 0) == [.powered, .le])
+    }
+
+    @Test func aSocketThatWouldNotOpenOrFailedIsOpenedAnewForTheNextCommand() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        kernel.failOpenings(2)
+        #expect(throws: ManagementError.unreachable(ReadControllerInformation.name, EAFNOSUPPORT)) {
+            try socket.send(ReadControllerInformation(), controller: 0)
+        }
+        #expect(throws: ManagementError.unreachable("watching the adapters' events", EAFNOSUPPORT)) {
+            try socket.watchEvents(on: DispatchQueue(label: "test.events")) { _ in }
+        }
+
+        // The socket ends while a command waits: it hears so at once, not at the timeout.
+        DispatchQueue(label: "test.kernel").async {
+            guard kernel.command(on: 1) != nil else { return }
+            kernel.hangUp(1)
+        }
+        let start = ContinuousClock.now
+        #expect(throws: ManagementError.unreachable(RemoveAdvertising.name, EPIPE)) {
+            try socket.send(RemoveAdvertising(instance: 1), controller: 0)
+        }
+        #expect(ContinuousClock.now - start < .milliseconds(ManagementSocket.replyTimeoutMilliseconds))
+
+        DispatchQueue(label: "test.kernel").async {
+            guard kernel.command(on: 2) != nil else { return }
+            kernel.write(Self.reply(to: RemoveAdvertising.opcode, [1]), on: 2)
+        }
+        try socket.send(RemoveAdvertising(instance: 1), controller: 0)
+        #expect(kernel.openings == 2)
+    }
+}
+
+extension UInt16 {
+    fileprivate var bytes: [UInt8] { [UInt8(truncatingIfNeeded: self), UInt8(truncatingIfNeeded: self >> 8)] }
+}
