@@ -128,9 +128,6 @@ public final class BlueZRadio: Radio {
         var monitorNote: AdapterNumber?
         /// The adapter whose passive scan is starting (its monitor being added).
         var scanStarting: Adapter?
-        /// This radio's removals and empty stand-ins whose Advertising Removed or Added the watch
-        /// has not heard yet: it tells them from another program's.
-        var ownRemovals = OwnEvents(), ownAdditions = OwnEvents()
         /// The empty instances this radio left in place of its own on adapters that were off
         /// (`remove`), by adapter: its own, to be removed once the adapter is up.
         var standIns = [String: Set<UInt8>]()
@@ -370,7 +367,8 @@ public final class BlueZRadio: Radio {
     private func pausingScan(on adapter: Adapter, if pause: Bool, _ body: () throws -> Void) throws {
         guard pause else { return try body() }
         let paused = state.withLock { state in
-            // Its monitor's removal, which the event watch hears, is this radio's own.
+            // No monitor while paused: a removal the watch hears meanwhile (another program's,
+            // its own it does not hear) is not of the scan that resumes with a new one.
             guard let scan = state.scan, scan.adapter.name == adapter.name else { return nil as Scan? }
             state.scan?.monitor = nil
             return scan
@@ -471,25 +469,16 @@ public final class BlueZRadio: Radio {
     @discardableResult
     private func remove(_ instance: UInt8, from adapter: Adapter) throws(ManagementError) -> Removal {
         guard let controller = adapter.index else { return .gone }
-        // Counted before it is sent: the kernel sends the event before its answer.
-        let key = "\(controller) \(instance)"
-        state.withLock { $0.ownRemovals.expect(key) }
         do throws(ManagementError) { _ = try management.send(RemoveAdvertising(instance: instance), controller: controller) } catch .unreachable(_, ENETDOWN) {
-            state.withLock { $0.ownRemovals.cancel(key) }
             // A controller that is off cannot remove an instance (the kernel queues nothing while
             // it is down), and at power-on it enables the instance again from a new address: the
             // old RPI would go out from a second one. Add Advertising replaces it while off, with
             // no data and no timeout (the kernel refuses a timeout while the controller is off);
             // the agent's next advertisement takes the same instance and removes it first.
-            state.withLock { $0.ownAdditions.expect(key) }
-            do throws(ManagementError) { try management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller) } catch {
-                state.withLock { $0.ownAdditions.cancel(key) }
-                throw error
-            }
+            try management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller)
             state.withLock { _ = $0.standIns[adapter.name, default: []].insert(instance) }
             return .emptyStandIn
         } catch {
-            state.withLock { $0.ownRemovals.cancel(key) }
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
         state.withLock { _ = $0.standIns[adapter.name]?.remove(instance) }
@@ -675,9 +664,9 @@ public final class BlueZRadio: Radio {
                     }) else { return }
                     agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci\(controller) turned connectable")
                 case .advertisingAdded(let controller, let instance):
-                    // Not the agent's own: while it adds its instance (or holds others to find a free one) it has none.
+                    // Another program's: the kernel tells every socket but the adder's (mgmt.c:
+                    // add_advertising, add_ext_adv_data), and this radio's commands go out on the watch's.
                     guard state.withLock({ state in
-                        guard !state.ownAdditions.consume("\(controller) \(instance)") else { return false }
                         guard let own = state.advertisement, own.adapter.index == controller else {
                             state.addedByOthers[controller, default: []].insert(instance)
                             return false
@@ -692,8 +681,11 @@ public final class BlueZRadio: Radio {
                           let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
                     agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name, adapterAddress: adapterInUse?.address))
                 case .advertisingRemoved(let controller, let instance):
+                    // By another program (bluetoothd's start) or the kernel itself (sk NULL: the
+                    // controller ended the set, hci_le_ext_adv_term_evt; power-off, hci_power_off_sync):
+                    // the kernel tells every socket but the remover's (hci_remove_adv_sync,
+                    // hci_cc_le_remove_adv_set, add_adv_complete), so never of this radio's own removals.
                     let foreign = state.withLock { state in
-                        guard !state.ownRemovals.consume("\(controller) \(instance)") else { return false }
                         guard let own = state.advertisement, own.adapter.index == controller, own.instance == instance else { return false }
                         state.advertisement = nil
                         return true
@@ -713,8 +705,9 @@ public final class BlueZRadio: Radio {
     }
 
     /// A monitor of this radio's scan removed by another program: the scan is over, and the agent
-    /// starts one anew. The kernel reports this radio's own removals too; a handle it still lists
-    /// was given again to the scan that followed (a removal heard late).
+    /// starts one anew. The kernel tells every socket but the remover's
+    /// (mgmt_remove_adv_monitor_complete), so this radio never hears of its own removals; a handle
+    /// the kernel still lists was given again to the scan that followed (a removal heard late).
     private func monitorRemoved(_ handle: UInt16, controller: UInt16) {
         guard state.withLock({ $0.scan?.monitor == handle && $0.scan?.adapter.index == controller }) else { return }
         do {
@@ -751,26 +744,5 @@ public final class BlueZRadio: Radio {
             if !available { agent.radioLost() }
             agent.radioReturned()
         }
-    }
-}
-
-/// Events the kernel sends of this radio's own commands, which the watch hears too (the kernel
-/// tells every socket but the sender's), by "CONTROLLER INSTANCE": counted before each command
-/// is sent, since the kernel sends the event before its answer.
-struct OwnEvents {
-    private var pending = [String: Int]()
-
-    mutating func expect(_ key: String) { pending[key, default: 0] += 1 }
-
-    /// The command failed, so no event comes (or the watch took another program's for it).
-    mutating func cancel(_ key: String) {
-        if let count = pending[key] { pending[key] = count > 1 ? count - 1 : nil }
-    }
-
-    /// Whether an event heard is one expected, which it then no longer is.
-    mutating func consume(_ key: String) -> Bool {
-        guard pending[key] != nil else { return false }
-        cancel(key)
-        return true
     }
 }

@@ -7,7 +7,11 @@ import Synchronization
 /// depends on it, from net/bluetooth/mgmt.c and hci_sync.c and what the lab measured (docs/radio.md:
 /// "A second advertiser", "Suspend, unplug, airplane mode"; docs/lab.md). Commands are answered at
 /// once; events wait in a queue until `deliver` (or, with `interleave`, until a command of the
-/// radio's, as the radio's event queue runs beside its commands).
+/// radio's, as the radio's event queue runs beside its commands). The radio sends its commands on
+/// the socket its watch reads, and the kernel tells every socket but a command's sender of what the
+/// command did (mgmt.c: `mgmt_event`'s skip_sk), so the queue holds what other programs and the
+/// kernel itself did, never what the radio's commands did, but for Discovering (`mgmt_discovering`
+/// tells every socket).
 final class KernelModel: ManagementInterface {
     /// Where Debian 12's kernel and trixie's differ in what the agent depends on.
     struct Kernel: Sendable, CustomStringConvertible {
@@ -133,8 +137,7 @@ final class KernelModel: ManagementInterface {
         func cancel() { model.state.withLock { $0.handler = nil } }
     }
 
-    /// Hands every queued event to the radio's watch, in order (the radio's own too: the kernel
-    /// tells every socket but the sender's, and the watch's socket is not the sender's).
+    /// Hands every queued event to the radio's watch, in order.
     func deliver() {
         while let (event, handler) = state.withLock({ state -> (ManagementEvent, @Sendable (ManagementEvent) -> Void)? in
             guard let handler = state.handler, !state.events.isEmpty else { return nil }
@@ -179,26 +182,26 @@ final class KernelModel: ManagementInterface {
             // A legacy controller takes the new instance's address only while no scan runs; the
             // kernel removes an instance whose enabling failed (add_adv_complete).
             if legacy && (state.scanning || state.scansPassively || state.connecting && state.legacyAddress == nil) {
-                removeInstance(add.instance, state: &state)
+                removeInstance(add.instance, by: .radio, state: &state)
                 throw refuse(Self.failed)
             }
             state.instances[add.instance]?.data = add.advertisingData
             enable(add.instance, state: &state)
-            state.events.append(.advertisingAdded(controller: Self.controller, instance: add.instance))
+            // Advertising Added goes to every socket but the radio's (add_ext_adv_data).
             return [add.instance]
         case let add as AddAdvertising:
             guard (1...maximumInstances).contains(add.instance) else { throw refuse(Self.invalidParameters) }
             guard state.powered || add.timeoutSeconds == 0 else { throw refuse(Self.rejected) }
             state.instances[add.instance] = Instance(owner: .radio, data: add.advertisingData)
             if state.powered { enable(add.instance, state: &state) }
-            state.events.append(.advertisingAdded(controller: Self.controller, instance: add.instance))
+            // Advertising Added goes to every socket but the radio's (add_advertising).
             return [add.instance]
         case let remove as RemoveAdvertising:
             // The kernel queues nothing for a controller that is down (the socket's write fails).
             guard state.powered else { throw .unreachable(Command.name, ENETDOWN) }
             guard let existing = state.instances[remove.instance] else { throw refuse(Self.invalidParameters) }
             guard !existing.stuck else { throw refuse(Self.failed) }
-            removeInstance(remove.instance, state: &state)
+            removeInstance(remove.instance, by: .radio, state: &state)
             return [remove.instance]
         case let stop as StopDiscovery:
             guard state.scanning else { throw refuse(Self.rejected) }
@@ -215,7 +218,7 @@ final class KernelModel: ManagementInterface {
             return handle.littleEndianBytes
         case let remove as RemoveAdvertisementMonitor:
             guard state.monitors.remove(remove.handle) != nil else { throw refuse(Self.invalidParameters) }
-            state.events.append(.monitorRemoved(controller: Self.controller, handle: remove.handle))
+            // Advertisement Monitor Removed goes to every socket but the radio's (mgmt_remove_adv_monitor_complete).
             return []
         default:
             throw refuse(0x01)
@@ -239,10 +242,12 @@ final class KernelModel: ManagementInterface {
         state.history.append(state.onAir[instance]!)
     }
 
-    private func removeInstance(_ instance: UInt8, state: inout State) {
+    /// Removes `instance` for `remover`: the radio's watch hears of another program's removal only
+    /// (hci_remove_adv_sync, hci_cc_le_remove_adv_set, add_adv_complete: every socket but the sender's).
+    private func removeInstance(_ instance: UInt8, by remover: Owner, state: inout State) {
         state.instances[instance] = nil
         state.onAir[instance] = nil
-        state.events.append(.advertisingRemoved(controller: Self.controller, instance: instance))
+        if remover != .radio { state.events.append(.advertisingRemoved(controller: Self.controller, instance: instance)) }
         if legacy && state.turn == instance {
             state.turn = nil
             nextTurn(state: &state)
@@ -346,7 +351,7 @@ final class KernelModel: ManagementInterface {
     func otherProgramRemoves(_ instance: UInt8) {
         state.withLock { state in
             guard state.powered, state.instances[instance]?.owner == .other else { return }
-            removeInstance(instance, state: &state)
+            removeInstance(instance, by: .other, state: &state)
         }
     }
 
@@ -362,7 +367,7 @@ final class KernelModel: ManagementInterface {
             let count = UInt8(state.instances.count)
             guard state.powered, state.instances.keys.contains(where: { !kernel.listsOnlyUpToCount || $0 <= count }) else { return }
             for instance in state.instances.keys.sorted() where !state.instances[instance]!.stuck {
-                removeInstance(instance, state: &state)
+                removeInstance(instance, by: .other, state: &state)
             }
         }
     }
