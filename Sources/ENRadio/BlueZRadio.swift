@@ -351,8 +351,12 @@ public final class BlueZRadio: Radio {
                     instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
                     controller: controller)
             } catch {
-                // The kernel removes an instance whose data it could not put on the air (add_adv_complete).
+                // The new data is not on the air. The kernel removed the instance if it was new
+                // (add_adv_complete, whose Advertising Removed goes to every socket but this
+                // radio's), not the kept one, which goes now: held, it would pass for this radio's
+                // advertisement on the air, which an active scan waits for (`startScan`).
                 state.withLock { $0.advertisement = nil }
+                if instance == kept, (try? withdraw(instance, from: adapter)) != nil { held = nil }
                 throw error
             }
         }
