@@ -287,12 +287,13 @@ public enum ManagementEvent: Equatable, Sendable {
     /// Device Found (0x0012), or Advertisement Monitor Device Found (0x002F), which the kernel
     /// sends instead while it scans for monitors and no discovery runs.
     case deviceFound(controller: UInt16, DeviceFound)
-    /// Advertisement Monitor Removed (0x002C): by whichever program, bluetoothd's start among them.
+    /// Advertisement Monitor Removed (0x002C): by another program than the one that hears it;
+    /// handle 0 when it removed every monitor (bluetoothd's start).
     case monitorRemoved(controller: UInt16, handle: UInt16)
     /// Advertising Added (0x0023): an instance added by another socket than the one that hears it.
     case advertisingAdded(controller: UInt16, instance: UInt8)
     /// Advertising Removed (0x0024): an instance removed by another socket (bluetoothd's start
-    /// removes every one).
+    /// removes every one), or by the kernel itself (the controller ended the set, power-off).
     case advertisingRemoved(controller: UInt16, instance: UInt8)
     /// Discovering (0x0013): a discovery of these address types (Start Discovery's) started or
     /// ended, whichever program's; one a bluetoothd that died left runs on until its timeout.

@@ -708,19 +708,21 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    /// A monitor of this radio's scan removed by another program: the scan is over, and the agent
-    /// starts one anew. The kernel tells every socket but the remover's
-    /// (mgmt_remove_adv_monitor_complete), so this radio never hears of its own removals; a handle
-    /// the kernel still lists was given again to the scan that followed (a removal heard late).
+    /// The monitor of this radio's scan removed by another program: the scan is over, and the
+    /// agent starts one anew. Handle 0 is every monitor: bluetoothd removes them so as it starts
+    /// (src/adapter.c, reset_adv_monitors), and the kernel's one event carries the command's
+    /// handle (mgmt_remove_adv_monitor_complete). The kernel tells every socket but the
+    /// remover's, so this radio never hears of its own removals; a monitor the kernel still lists
+    /// was given to the scan that followed (a removal heard late).
     private func monitorRemoved(_ handle: UInt16, controller: UInt16) {
-        guard state.withLock({ $0.scan?.monitor == handle && $0.scan?.adapter.index == controller }) else { return }
+        guard let monitor = state.withLock({ $0.scan?.adapter.index == controller ? $0.scan?.monitor : nil }), handle == 0 || handle == monitor else { return }
         do {
-            if try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(handle) { return }
+            if try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(monitor) { return }
         } catch {
             // The adapter went: its scan has gone with it either way.
         }
         guard state.withLock({ state in
-            guard state.scan?.monitor == handle else { return false }
+            guard state.scan?.monitor == monitor else { return false }
             state.scan = nil
             return true
         }) else { return }

@@ -94,7 +94,7 @@ final class BluetoothdModel: BlueZAdapters {
 
 /// What the radio told the agent, for the driver to act on.
 final class ListenerLog: RadioListener {
-    enum Heard: Equatable { case removed, unfit(AgentStatus), lost, returned }
+    enum Heard: Equatable { case removed, unfit(AgentStatus), lost, returned, scanStopped }
     private let heard = Mutex<[Heard]>([])
 
     func report(_ report: RadioReport) {}
@@ -102,6 +102,14 @@ final class ListenerLog: RadioListener {
     func radioReturned() { heard.withLock { $0.append(.returned) } }
     func advertisementRemoved() { heard.withLock { $0.append(.removed) } }
     func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) { heard.withLock { $0.append(.unfit(problem)) } }
+    /// BlueZRadio's onScanStopped: its monitor was removed by another program.
+    func scanStopped() {
+        heard.withLock { $0.append(.scanStopped) }
+        stops.withLock { $0 += 1 }
+    }
+
+    private let stops = Mutex(0)
+    var scanStops: Int { stops.withLock { $0 } }
 
     /// What was heard since the last call.
     func take() -> [Heard] { heard.withLock { state in defer { state = [] }; return state } }

@@ -356,14 +356,14 @@ final class KernelModel: ManagementInterface {
     }
 
     /// bluetoothd's start: Remove Advertising for every instance when the kernel lists any
-    /// (src/advertising.c, read_adv_features_callback), and every monitor removed.
+    /// (src/advertising.c, read_adv_features_callback), and every monitor removed by one Remove
+    /// Advertisement Monitor of handle 0 (src/adapter.c, reset_adv_monitors), whose one event
+    /// carries that handle, 0 (mgmt_remove_adv_monitor_complete), whether or not there were any.
     func bluetoothdStarts() {
         state.withLock { state in
             guard state.present else { return }
-            for handle in state.monitors.sorted() {
-                state.monitors.remove(handle)
-                state.events.append(.monitorRemoved(controller: Self.controller, handle: handle))
-            }
+            state.monitors.removeAll()
+            state.events.append(.monitorRemoved(controller: Self.controller, handle: 0))
             let count = UInt8(state.instances.count)
             guard state.powered, state.instances.keys.contains(where: { !kernel.listsOnlyUpToCount || $0 <= count }) else { return }
             for instance in state.instances.keys.sorted() where !state.instances[instance]!.stuck {

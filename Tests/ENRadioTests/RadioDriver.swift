@@ -29,10 +29,10 @@ final class RadioDriver {
         self.kernel = kernel
         bluetoothd = BluetoothdModel(kernel: kernel)
         generator = SeededGenerator(seed: seed)
-        let kernel = kernel
+        let kernel = kernel, listener = listener
         radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil },
-                           leConnectionBeingMade: { _ in kernel.snapshot.connecting }, onScanStopped: {})
+                           leConnectionBeingMade: { _ in kernel.snapshot.connecting }, onScanStopped: { listener.scanStopped() })
         watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
     }
 
@@ -68,6 +68,10 @@ final class RadioDriver {
                 case .unfit(let unfit) where advertising:
                     stopAdvertising()
                     problem = unfit
+                // enagentd takes it for the radio's return: advertising anew, and scanning.
+                case .scanStopped:
+                    scanning = false
+                    returned()
                 default:
                     break
                 }

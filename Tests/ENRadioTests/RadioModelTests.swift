@@ -51,6 +51,21 @@ struct RadioModelTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// bluetoothd's start removes every monitor with one command (handle 0), whose one event
+    /// names no monitor: the passive scan is over, and the agent starts one anew.
+    @Test(arguments: Setup.everyScanMode.filter { $0.scanMode == .passive })
+    func bluetoothdsStartEndsThePassiveScanWhichStartsAnew(setup: Setup) {
+        let driver = driver(setup)
+        driver.returned()
+        driver.settle()
+        #expect(driver.scanning && driver.kernel.snapshot.monitors.count == 1)
+        driver.kernel.bluetoothdStarts()
+        driver.settle()
+        #expect(driver.listener.scanStops == 1)
+        #expect(driver.scanning && driver.kernel.snapshot.monitors.count == 1, "scanning again")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     @Test(arguments: Setup.all)
     func aConnectableAdapterTakesTheAdvertisementOff(setup: Setup) {
         let driver = driver(setup)
