@@ -87,17 +87,31 @@ final class ManagementSocket: Sendable {
         let descriptor: Int32
         let reader: any DispatchSourceRead
         /// The reader met the end of the socket or an error, and stopped (suspended) reading.
-        let failed = Mutex(false)
+        private let stopped = Mutex(false)
 
         init(descriptor: Int32, reader: any DispatchSourceRead) {
             self.descriptor = descriptor
             self.reader = reader
         }
 
-        /// Stops reading and closes the descriptor (in the reader's cancel handler).
+        var failed: Bool { stopped.withLock { $0 } }
+
+        /// At the socket's end or an error, which would wake the reader for ever; not once closing.
+        func fail() {
+            stopped.withLock { stopped in
+                guard !reader.isCancelled else { return }
+                reader.suspend()
+                stopped = true
+            }
+        }
+
+        /// Stops reading and closes the descriptor (in the reader's cancel handler, which a
+        /// suspended reader runs once resumed).
         func close() {
-            reader.cancel()
-            if failed.withLock({ $0 }) { reader.resume() }
+            stopped.withLock { stopped in
+                reader.cancel()
+                if stopped { reader.resume() }
+            }
         }
     }
 
@@ -178,7 +192,7 @@ final class ManagementSocket: Sendable {
     /// The open socket, opened now if there is none or the last one failed. Called in the command turn.
     private func connected(for what: String) throws(ManagementError) -> Connection {
         if let connection = state.withLock({ $0.connection }) {
-            guard connection.failed.withLock({ $0 }) else { return connection }
+            guard connection.failed else { return connection }
             discard(connection)
         }
         let descriptor = open()
@@ -231,8 +245,7 @@ final class ManagementSocket: Sendable {
             guard count > 0 else {
                 // The socket is gone (or broken): the command waiting hears so, the next opens another.
                 let error = count == 0 ? EPIPE : errno
-                connection.failed.withLock { $0 = true }
-                connection.reader.suspend()
+                connection.fail()
                 state.withLock { state in
                     guard state.connection === connection, state.waiting != nil else { return }
                     state.waiting?.failure = error
