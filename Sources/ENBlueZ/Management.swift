@@ -80,9 +80,10 @@ final class ManagementSocket: Sendable {
         var watch: Watch.Registration?
     }
 
-    /// An open socket and its reader, which closes the descriptor once cancelled. Unchecked: a
-    /// dispatch source may be cancelled, suspended and resumed from any thread, but Dispatch on
-    /// Linux does not say so.
+    /// An open socket and its reader, which closes the descriptor once cancelled.
+    /// Sendable by hand: the descriptor and the reader are constants, a dispatch source may be
+    /// cancelled, suspended and resumed from any thread (Dispatch on Linux does not mark it
+    /// Sendable), and whether it stopped is behind a lock.
     private final class Connection: @unchecked Sendable {
         let descriptor: Int32
         let reader: any DispatchSourceRead
