@@ -248,9 +248,9 @@ def sets_enabled_after(enabled, parameters):
     return enabled - handles if parameters[1] else set()
 
 
-def radio_changes(path, controller):
-    """Every (unix time, advertising, scanning) the controller went through, in order."""
-    enabled_sets, scanning, changes = set(), False, []
+def radio_states(path, controller):
+    """(unix time, command, advertising, scanning) after every command the controller accepted."""
+    enabled_sets, scanning = set(), False
     for time, command, parameters in accepted(path, controller):
         if command == ADV_SET_TERMINATED:
             enabled_sets.discard(parameters[0])
@@ -262,10 +262,31 @@ def radio_changes(path, controller):
             scanning = bool(parameters[0])
         elif command == RESET:
             enabled_sets, scanning = set(), False
-        state = (bool(enabled_sets), scanning)
-        if not changes or changes[-1][1:] != state:
-            changes.append((time,) + state)
+        yield time, command, bool(enabled_sets), scanning
+
+
+def radio_changes(path, controller):
+    """Every (unix time, advertising, scanning) the controller went through, in order."""
+    changes = []
+    for time, _, advertising, scanning in radio_states(path, controller):
+        if not changes or changes[-1][1:] != (advertising, scanning):
+            changes.append((time, advertising, scanning))
     return changes
+
+
+def on_again(path, controller, after):
+    """Seconds from `after` (a unix time) until the controller advertised and scanned again: the
+    first moment both were on with each enabled anew since `after` (an advertisement or scan left
+    on from before, a killed agent's say, does not count), or None."""
+    advertised = scanned = False
+    for time, command, advertising, scanning in radio_states(path, controller):
+        if time < after:
+            continue
+        advertised = advertised or (advertising and command in (SET_EXT_ADV_ENABLE, SET_ADV_ENABLE))
+        scanned = scanned or (scanning and command in (SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE))
+        if advertised and scanned and advertising and scanning:
+            return time - after
+    return None
 
 
 REMOVE_ADV_SET, CLEAR_ADV_SETS = 0x203C, 0x203D

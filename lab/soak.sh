@@ -5,7 +5,8 @@
 # switches it on again); the three in a random order in each round of three, so that even a short
 # soak has each of them. Agent b on hci1 advertises for a to see, and its shared keys give a's
 # detections something to match. Before each kill of a, the sightings a had stored are listed;
-# after each fault, the seconds until hci0 advertises and scans again. soak-report.py checks.
+# after each fault, the lab's poll waits until hci0 advertises and scans again (soak-report.py times
+# that on btmon's capture, from the fault's moment, and checks).
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-600}
 LAB=$(dirname "$0")
@@ -29,7 +30,7 @@ round=""
 while [ "$(date +%s)" -lt "$end" ]; do
     sleep $(( 6 + $(random 13) ))
     fault=$((fault + 1))
-    at=$(uptime_seconds)
+    at=$(uptime_seconds) moment=$(date +%s.%N)
     [ -n "$round" ] || round=$(shuf -e 0 1 2)
     kind=$(echo "$round" | head -n 1); round=$(echo "$round" | tail -n +2)
     case $kind in
@@ -44,7 +45,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
         dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
             string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null 2>&1 ;;
     esac
-    echo "$fault $what $("$LAB/wait-radio.sh" hci0 30 "$at")" | tee -a "$OUT/soak/faults"
+    echo "$fault $what $("$LAB/wait-radio.sh" hci0 30 "$at") $moment" | tee -a "$OUT/soak/faults"
     # A detection now and then, through the API, while faults go on.
     [ $((fault % 3)) -eq 0 ] && { enctl a detect "$STATE/b-signed.zip" >> "$OUT/soak/detect.log" 2>&1 \
         && echo "detect ok" >> "$OUT/soak/detections" || echo "detect failed" >> "$OUT/soak/detections"; }
