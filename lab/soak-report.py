@@ -3,11 +3,11 @@
 
 From the fault log and btmon's capture: how many faults of each kind, and how long hci0 took to
 advertise and scan again after each, timed on the controller's commands from the fault's moment
-(the lab's poll of the growing capture lags by seconds in the emulated guest, more as the capture
-grows: 11.2 s polled where the capture had both back after 2.9 s). From agent a's database after the soak: PRAGMA integrity_check; every sighting
-listed before each SIGKILL still there; its keys: a key for every day from the first to the last,
-at most three per day (the first and two rolls after restarts). From btmon's capture of hci0: every
-EN advertisement's RPI derives from one of a's stored keys, and RPI and address always changed
+(the lab's poll of the growing capture lags by seconds in the emulated guest: docs/lab.md). From
+agent a's database after the soak: PRAGMA integrity_check; every sighting listed before each
+SIGKILL still there; its keys: a key for every day from the first to the last, at most three per
+day (the first and two rolls after restarts). From btmon's capture of hci0: every EN
+advertisement's RPI derives from one of a's stored keys, and RPI and address always changed
 together: no RPI with two addresses, no address with two RPIs, across every restart."""
 import collections, glob, os, sqlite3, statistics, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
