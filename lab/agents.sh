@@ -158,6 +158,25 @@ must "btmgmt connectable off" script -qec "btmgmt --index 0 connectable off" /de
 "$LAB/wait-radio.sh" hci0 30 "$back" >> "$OUT/phases/connectable-a"
 cat "$OUT/phases/connectable-a"
 
+OTHER=$(echo $PHONES | cut -d' ' -f1)
+echo "phase: another program on $OTHER beside the agents: advertisements added and removed, $OTHER powered off and on, made connectable and not"
+# What happens on another adapter of the machine is nothing to the agents: another EN
+# implementation power-cycles its own adapter to roll its address, and each such power-off was once
+# taken for the agents' loss, a fresh key mid-day each. btmgmt as such a program (the phones are
+# done), with an Eddystone URL beacon and an Apple advertisement: no EN service data.
+other() { must "btmgmt --index ${OTHER#hci} $*" script -qec "btmgmt --index ${OTHER#hci} $*" /dev/null > /dev/null; sleep 1.5; }
+date +%s.%N > "$OUT/phases/another-controller-from"
+other add-adv -d 0201060303aafe0d16aafe10f6036578616d706c65 1
+other add-adv -d 02011a0aff4c001005031c2b3c4d 2
+other rm-adv 1
+other power off
+other power on
+other connectable on
+other connectable off
+script -qec "btmgmt --index ${OTHER#hci} clr-adv" /dev/null > /dev/null
+sleep 3  # what the agents would do about it, within the phase
+date +%s.%N > "$OUT/phases/another-controller-to"
+
 echo "phase: every controller unplugged (btvirt closed) and plugged back (a new btvirt)"
 # Pulling a USB dongle: the kernel unregisters the controller, and registers a new one when it is
 # plugged in. btvirt emulates every controller of the lab, so closing it pulls them all, the

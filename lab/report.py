@@ -26,6 +26,9 @@ when hci0 was made connectable under agent a, the agent took its advertisement o
 address within 10 s of the adapter turning non-connectable;
 with a second advertisement registered through bluetoothd on hci0, on BT 5 both were on the air
 (EN at least 90 % of the time) and a said active, on BT 4.x a said adapter-shared and stepped aside;
+while another program added and removed advertisements on a third controller, powered it off and
+on and made it connectable and not, each agent's EN advertisement stayed on the air (at least 90 %
+of the time) and its log names no disturbance (a loss, a fresh key, a wait, a refusal);
 with every controller unplugged (btvirt closed) each agent's API said no-adapter, and within 10 s
 of bluetoothd offering its new adapter each advertised a new RPI from a new address and scanned;
 after agent a's emulated suspend (stopped, hci0 off, the clock a day on, hci0 on) a advertised a
@@ -542,10 +545,15 @@ def refused_advertisements(agent):
     refused = []
     for line in open(f"{out}/{agent}/enagentd.log"):
         if re.search(r"cannot advertise: hci\d+ refused", line):
-            logged = calendar.timegm(time.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%SZ"))
+            logged = logged_at(line)
             if not any(moment - 1 <= logged <= moment + 2 for moment in moments):
                 refused.append(line.strip())
     return refused
+
+
+def logged_at(line):
+    """The unix time of an agent's log line (its stamp is the real clock's, to the second)."""
+    return calendar.timegm(time.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%SZ"))
 
 
 @check("LOGS")
@@ -669,6 +677,23 @@ def second_advertiser():
         failures.append(f"with a second advertiser on legacy hci0, a said {status['status']} (advertising {status['advertising']})")
     if not legacy and (en < 0.9 or status["status"] != "active"):
         failures.append(f"with a second advertiser on hci0, EN on the air {en:.0%} of the time; a said {status['status']}")
+
+# What an agent logs when something took its advertisement off or cost it a key.
+DISTURBED = re.compile(r"radio lost|rolled to a fresh key|taken off the air|not advertising until|cannot advertise|removed by another program")
+
+@check("ANOTHER CONTROLLER (another program's advertisements, power cycle and connectable switch on a third controller)")
+def another_controller():
+    start, end = phase_time("another-controller-from"), phase_time("another-controller-to")
+    for agent, adapter in agents.items():
+        en, _, gap = onair.air_shares(f"{out}/btmon.snoop", int(adapter.removeprefix("hci")), start, end)
+        # The stamps are whole seconds: up to the one the next phase may begin in.
+        disturbed = [line.strip() for line in open(f"{out}/{agent}/enagentd.log")
+                     if DISTURBED.search(line) and int(start) <= logged_at(line) < int(end)]
+        print(f"  {agent}: its EN advertisement on the air {en:.0%} of the {end - start:.1f} s (the longest stretch without {gap:.1f} s); "
+              + (f"{len(disturbed)} log lines of a disturbance (first: {disturbed[0]})" if disturbed else "nothing disturbed in its log"))
+        if en < 0.9 or disturbed:
+            failures.append(f"agent {agent} was disturbed by another controller's events: EN on the air {en:.0%} of the time"
+                            + (f", it logged '{disturbed[0]}'" if disturbed else ""))
 
 @check("UNPLUG (every controller closed, as when a dongle is pulled, then new ones opened)")
 def unplug():

@@ -31,9 +31,27 @@ public struct Adapter: Equatable, Sendable {
     }
 
     /// The adapter's name, such as `hci0`.
-    public var name: String { String(path.split(separator: "/").last ?? "") }
+    public var name: String { Self.name(ofPath: path) }
+    /// The name of the adapter at a BlueZ object path (`/org/bluez/hci0` is hci0).
+    public static func name(ofPath path: String) -> String { String(path.split(separator: "/").last ?? "") }
     /// The kernel's controller index (0 for hci0).
     public var index: UInt16? { name.hasPrefix("hci") ? UInt16(name.dropFirst(3)) : nil }
+}
+
+/// An adapter that bluetoothd offered, took away, or saw powered on or off.
+public struct AdapterChange: Equatable, Sendable {
+    public enum Kind: Equatable, Sendable { case appeared, vanished, poweredOn, poweredOff }
+    /// Such as `hci0`.
+    public var adapter: String
+    public var kind: Kind
+
+    public init(adapter: String, kind: Kind) {
+        self.adapter = adapter
+        self.kind = kind
+    }
+
+    /// Whether the adapter is there and powered after the change.
+    public var available: Bool { kind == .appeared || kind == .poweredOn }
 }
 
 /// What a Device1 object said about an advertiser: its EN service data and signal strength.

@@ -132,18 +132,22 @@ public final class BlueZClient: Sendable {
         }]
     }
 
-    /// Calls `handler(true)` when an adapter appears or is powered on, `handler(false)` when one
-    /// vanishes or is powered off (not for the property changes that discovery itself causes).
-    public func followAdapters(_ handler: @escaping @Sendable (_ available: Bool) -> Void) throws(DBusError) -> [SignalSubscription] {
+    /// Calls `handler` with each adapter that appears, vanishes or is powered on or off (not for
+    /// the property changes that discovery itself causes), named as the kernel names it (hci0).
+    public func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws(DBusError) -> [SignalSubscription] {
         let appeared = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded")) { message in
-            if message.arguments.dropFirst().first?.stringKeyed?[BlueZ.adapterInterface] != nil { handler(true) }
+            guard let path = message.arguments.first?.string, message.arguments.dropFirst().first?.stringKeyed?[BlueZ.adapterInterface] != nil else { return }
+            handler(AdapterChange(adapter: Adapter.name(ofPath: path), kind: .appeared))
         }
         let vanished = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved")) { message in
-            if message.arguments.dropFirst().first?.elements?.contains(.string(BlueZ.adapterInterface)) == true { handler(false) }
+            guard let path = message.arguments.first?.string,
+                  message.arguments.dropFirst().first?.elements?.contains(.string(BlueZ.adapterInterface)) == true else { return }
+            handler(AdapterChange(adapter: Adapter.name(ofPath: path), kind: .vanished))
         }
         let powered = try connection.subscribe(MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: ExportedObject.propertiesInterface,
                                                          member: "PropertiesChanged", arg0: BlueZ.adapterInterface)) { message in
-            if let on = message.arguments.dropFirst().first?.stringKeyed?["Powered"]?.bool { handler(on) }
+            guard let path = message.path, let on = message.arguments.dropFirst().first?.stringKeyed?["Powered"]?.bool else { return }
+            handler(AdapterChange(adapter: Adapter.name(ofPath: path), kind: on ? .poweredOn : .poweredOff))
         }
         return [appeared, vanished, powered]
     }

@@ -41,7 +41,7 @@ public protocol BlueZAdapters: Sendable {
     func forgetDevices(on adapter: Adapter) throws
     func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription]
     func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription]
-    func followAdapters(_ handler: @escaping @Sendable (_ available: Bool) -> Void) throws -> [SignalSubscription]
+    func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription]
 }
 
 extension BlueZClient: BlueZAdapters {}

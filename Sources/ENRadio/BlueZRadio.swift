@@ -744,11 +744,26 @@ public final class BlueZRadio: Radio {
                 logger.warning("bluetoothd left the bus; waiting for it to return")
                 agent.radioLost()
             }
-        } + client.followAdapters { available in
-            // An adapter gone or switched off took the advertisement with it; the recovery switches
+        } + client.followAdapters { [self] change in
+            guard concerns(change) else { return }
+            // The adapter gone or switched off took the advertisement with it; the recovery switches
             // it on again where allowed, or retries every second until it is back.
-            if !available { agent.radioLost() }
+            if !change.available { agent.radioLost() }
             agent.radioReturned()
         }
+    }
+
+    /// Whether an adapter's coming or going concerns this radio. Its own adapter's does; another's
+    /// going away or off never does: another program power-cycles its own adapter to roll its
+    /// address, and each loss brings this radio a fresh key mid-day, three of which spend the day's
+    /// keys. Another adapter's return does while this radio has none yet, or follows one by its
+    /// address, which a replug may bring back under another name.
+    private func concerns(_ change: AdapterChange) -> Bool {
+        let own: String?
+        if case .name(let name)? = configuredAdapter { own = name } else { own = state.withLock { $0.chosenAdapter } }
+        if change.adapter == own { return true }
+        guard change.available else { return false }
+        if case .address? = configuredAdapter { return own == nil || change.kind == .appeared }
+        return own == nil
     }
 }

@@ -89,7 +89,18 @@ final class BluetoothdModel: BlueZAdapters {
 
     func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription] { [] }
     func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] { [] }
-    func followAdapters(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] { [] }
+    func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription] {
+        adapterChanges.withLock { $0 = handler }
+        return []
+    }
+
+    private let adapterChanges = Mutex<(@Sendable (AdapterChange) -> Void)?>(nil)
+
+    /// bluetoothd's signal of another adapter of the machine (hci1): it appeared, vanished, or was
+    /// powered on or off.
+    func anotherAdapter(_ kind: AdapterChange.Kind) {
+        adapterChanges.withLock { $0 }?(AdapterChange(adapter: "hci\(KernelModel.another)", kind: kind))
+    }
 }
 
 /// What the radio told the agent, for the driver to act on.

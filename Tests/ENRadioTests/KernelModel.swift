@@ -372,6 +372,22 @@ final class KernelModel: ManagementInterface {
         }
     }
 
+    /// Another controller of the same machine (hci1), whose events every management socket hears:
+    /// another program's advertisements added and removed there (numbered as this controller's
+    /// own may be), its power and connectable settings, its monitors, its discoveries.
+    static let another: UInt16 = 1
+
+    static func anotherControllersEvents(numbered instance: UInt8, monitor: UInt16) -> [ManagementEvent] {
+        [.advertisingAdded(controller: another, instance: instance), .advertisingRemoved(controller: another, instance: instance),
+         .newSettings(controller: another, [.powered, .le, .connectable]), .newSettings(controller: another, [.le]),
+         .newSettings(controller: another, [.powered, .le]), .monitorRemoved(controller: another, handle: 0),
+         .monitorRemoved(controller: another, handle: monitor), .discovering(controller: another, addressTypes: leAddressTypes, active: true),
+         .discovering(controller: another, addressTypes: leAddressTypes, active: false)]
+    }
+
+    /// Queues an event of `another` controller's for the radio's watch.
+    func happensOnAnotherController(_ event: ManagementEvent) { state.withLock { $0.events.append(event) } }
+
     /// An LE connection begins (the kernel heard a paired device) or is made or given up.
     func setConnecting(_ on: Bool) { state.withLock { $0.connecting = on && $0.powered } }
 

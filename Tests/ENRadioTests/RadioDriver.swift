@@ -20,6 +20,8 @@ final class RadioDriver {
     private(set) var scanning = false
     /// The radio holds the scan until the advertisement is on the air (RadioAgent's own note).
     private var scanWaits = false
+    /// Everything the radio told the agent, in order.
+    private(set) var heard = [ListenerLog.Heard]()
     /// The service data of every advertisement the radio accepted.
     private(set) var advertised = [[UInt8]]()
     private var generator: SeededGenerator
@@ -34,6 +36,7 @@ final class RadioDriver {
                            logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil },
                            leConnectionBeingMade: { _ in kernel.snapshot.connecting }, onScanStopped: { listener.scanStopped() })
         watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
+        _ = try? radio.follow(for: listener, logger: LogCapture().logger())
     }
 
     /// A rotation: a fresh identifier, as RadioAgent.rotate asks for one.
@@ -59,6 +62,7 @@ final class RadioDriver {
             kernel.deliver()
             let heard = listener.take()
             guard !heard.isEmpty else { return }
+            self.heard += heard
             for event in heard {
                 switch event {
                 case .removed where advertising:

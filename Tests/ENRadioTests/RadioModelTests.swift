@@ -68,6 +68,38 @@ struct RadioModelTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// What happens on another adapter of the machine is nothing to this radio: another program's
+    /// advertisements there (numbered as this radio's own), its power cycle, its turning
+    /// connectable, its monitors removed, its vanishing. The lab saw another adapter's power cycle
+    /// taken for this one's loss, each loss a fresh key mid-day, three of which spend the day's keys.
+    @Test(arguments: Setup.everyScanMode)
+    func anotherAdaptersEventsChangeNothingHere(setup: Setup) {
+        let driver = driver(setup)
+        driver.returned()
+        driver.settle()
+        let commands = driver.kernel.snapshot.commands.count, heard = driver.heard.count
+        for event in Self.anotherControllersEvents(beside: driver.kernel) {
+            driver.kernel.happensOnAnotherController(event)
+            driver.settle()
+        }
+        for kind in [AdapterChange.Kind.poweredOff, .vanished, .appeared, .poweredOn] {
+            driver.bluetoothd.anotherAdapter(kind)
+            driver.settle()
+        }
+        #expect(driver.kernel.snapshot.commands.count == commands, "no command to this controller")
+        #expect(driver.heard.count == heard, "the agent heard \(driver.heard.dropFirst(heard))")
+        #expect(driver.advertising && driver.scanning)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
+    /// Every event `KernelModel.another` controller can send, numbered as this one's advertisement
+    /// and monitor are (or as they could be).
+    static func anotherControllersEvents(beside kernel: KernelModel) -> [ManagementEvent] {
+        let state = kernel.snapshot
+        return KernelModel.anotherControllersEvents(numbered: state.instances.first { $0.value.owner == .radio }?.key ?? 1,
+                                                    monitor: state.monitors.first ?? 1)
+    }
+
     @Test(arguments: Setup.all)
     func aConnectableAdapterTakesTheAdvertisementOff(setup: Setup) {
         let driver = driver(setup)

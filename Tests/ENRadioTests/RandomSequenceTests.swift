@@ -1,18 +1,19 @@
 import ENAgent
+import ENBlueZ
 import Foundation
 import Synchronization
 import Testing
 
 /// Random sequences of what happens to a radio (power, rfkill, unplug, bluetoothd restarts,
 /// connectable, other advertisers and scanners, sleep, clock steps, rotations, LE connections being
-/// made), each step checked
-/// against `RadioInvariants`. The seed is printed; RADIO_SEED=N replays one sequence (its steps
+/// made, whatever happens on another controller), each step checked against `RadioInvariants`, and
+/// a step on another controller also against this radio doing or saying anything. The seed is printed; RADIO_SEED=N replays one sequence (its steps
 /// and the radio's last commands are printed when it fails); RADIO_SEQUENCES=N runs N per setup.
 struct RandomSequenceTests {
     enum Step: CaseIterable {
         case rotation, retry, powerOff, powerOn, rfkill, unblock, unplug, plugIn, bluetoothdStops, bluetoothdStarts, bluetoothdStartsLate,
              connectable, notConnectable, otherAdds, otherRemoves, otherScans, otherScanEnds, scanStarts, scanEnds, sleep, clockStep, time,
-             connectionBegins, connectionEnds
+             connectionBegins, connectionEnds, anotherController, anotherAdapter
     }
 
     static let sequences = 400, steps = 40
@@ -42,6 +43,7 @@ struct RandomSequenceTests {
                 continue
             }
             taken.append("\(step)")
+            let (commands, heard) = (kernel.snapshot.commands.count, driver.heard.count)
             switch step {
             case .rotation, .clockStep: if driver.advertising { driver.rotate() }
             case .retry: driver.retry()
@@ -94,9 +96,18 @@ struct RandomSequenceTests {
             case .time: kernel.advance(seconds: 2)
             case .connectionBegins: kernel.setConnecting(true)
             case .connectionEnds: kernel.setConnecting(false)
+            case .anotherController:
+                let events = RadioModelTests.anotherControllersEvents(beside: kernel)
+                kernel.happensOnAnotherController(random.withLock { events.randomElement(using: &$0)! })
+            case .anotherAdapter:
+                driver.bluetoothd.anotherAdapter(random.withLock { [AdapterChange.Kind.appeared, .vanished, .poweredOn, .poweredOff].randomElement(using: &$0)! })
             }
             driver.settle()
-            let broken = RadioInvariants.broken(driver, commandsFrom: checked)
+            var broken = RadioInvariants.broken(driver, commandsFrom: checked)
+            if [.anotherController, .anotherAdapter].contains(step) {
+                if kernel.snapshot.commands.count != commands { broken.append("a command to this controller for another's event") }
+                if driver.heard.count != heard { broken.append("the agent heard \(driver.heard.dropFirst(heard)) for another controller's event") }
+            }
             checked = kernel.snapshot.commands.count
             if !broken.isEmpty { return (taken, broken, Self.commands(kernel)) }
         }

@@ -79,4 +79,41 @@ import Testing
         #expect(try byName.adapter().address == Self.builtIn, "hci1 is the built-in adapter now")
         #expect(bluetoothd.listed == 2)
     }
+
+    /// bluetoothd's signals of another adapter (hci0 powered off, then gone) are nothing to a radio
+    /// on hci1; its own adapter's power-off is its loss. The lab saw another program's power cycle
+    /// of its own adapter taken for this radio's loss, a fresh key mid-day each time.
+    @Test func onlyItsOwnAdaptersLossReachesTheAgent() throws {
+        let bus = try PrivateBus()
+        let bluetoothd = try StandInBluetoothd(bus: bus)
+        let radio = try radio(on: bus, adapter: "hci1")
+        _ = try radio.adapter()
+        let agent = LossCounter()
+        let subscriptions = try radio.follow(for: agent, logger: LogCapture().logger())
+        defer { subscriptions.forEach { $0.cancel() } }
+        func powered(_ name: String, _ on: Bool) throws {
+            try bluetoothd.connection.emit(path: "/org/bluez/" + name, interface: ExportedObject.propertiesInterface, member: "PropertiesChanged",
+                                           [.string(BlueZ.adapterInterface), .properties(["Powered": .boolean(on)]), .strings([])])
+        }
+        try powered("hci0", false)
+        try bluetoothd.connection.emit(path: "/", interface: BlueZ.objectManagerInterface, member: "InterfacesRemoved",
+                                       [.objectPath("/org/bluez/hci0"), .strings([BlueZ.adapterInterface, BlueZ.advertisingManagerInterface])])
+        try powered("hci1", false)
+        // Signals of one sender arrive in order: once hci1's is handled, hci0's were.
+        let deadline = Date().addingTimeInterval(10)
+        while agent.losses == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(agent.lossesAndReturns == ["lost"], "another adapter's signals went before and reached nothing")
+    }
+
+    /// What the radio told the agent of losses and returns.
+    final class LossCounter: RadioListener {
+        private let heard = Mutex([String]())
+        var lossesAndReturns: [String] { heard.withLock { $0.filter { $0 != "returned" } } }
+        var losses: Int { heard.withLock { $0.filter { $0.hasPrefix("lost") }.count } }
+        func report(_ report: RadioReport) {}
+        func radioLost() { heard.withLock { $0.append("lost") } }
+        func radioReturned() { heard.withLock { $0.append("returned") } }
+        func advertisementRemoved() {}
+        func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {}
+    }
 }
