@@ -2,7 +2,7 @@ import ENCore
 import ENSystemd
 
 /// Where the agent's advertisement is: each case carries what only it needs. `RadioAgent` moves it
-/// through `Advertiser.enter` alone; the status and the D-Bus properties derive from it
+/// through its `enter` alone; the status and the D-Bus properties derive from it
 /// (`RadioState.init(advertiser:scan:storeFailing:)`).
 public enum AdvertiserState: Sendable, Equatable, CustomStringConvertible {
     /// The agent is not running.
@@ -57,25 +57,44 @@ public enum AdvertiserState: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// The advertiser's state, with `enter` its only mutator: the compiler keeps every change of it
-/// going through the one function that logs it (in the spirit of iwd's `station_enter_state`).
-public final class Advertiser {
-    public private(set) var state = AdvertiserState.idle
+/// A state with `enter` its only mutator: the compiler keeps every change of it going through
+/// the one function that logs it (in the spirit of iwd's `station_enter_state`). The agent's
+/// advertiser and its scan are each one (`Advertiser`, `Scanner`); the agent's own `enter`s run
+/// their entry actions.
+public final class Phase<State: Equatable & CustomStringConvertible> {
+    public private(set) var state: State
+    /// What the log calls it ("advertiser").
+    private let name: String
     private let logger: Logger
 
-    public init(logger: Logger) { self.logger = logger }
+    public init(_ name: String, _ initial: State, logger: Logger) {
+        self.name = name
+        self.state = initial
+        self.logger = logger
+    }
 
     /// Moves to `new` and logs the transition at debug level; nothing, not even a log line, when
     /// the state stays as it is.
-    public func enter(_ new: AdvertiserState, because reason: @autoclosure () -> String) {
+    public func enter(_ new: State, because reason: @autoclosure () -> String) {
         guard new != state else { return }
-        logger.debug("advertiser: \(state) → \(new) (\(reason()))")
+        logger.debug("\(name): \(state) → \(new) (\(reason()))")
         state = new
     }
 }
 
+public typealias Advertiser = Phase<AdvertiserState>
+public typealias Scanner = Phase<ScanState>
+
+extension Phase where State == AdvertiserState {
+    public convenience init(logger: Logger) { self.init("advertiser", .idle, logger: logger) }
+}
+
+extension Phase where State == ScanState {
+    public convenience init(logger: Logger) { self.init("scan", .stopped, logger: logger) }
+}
+
 /// Where the agent's scan is.
-public enum ScanState: Sendable, Equatable {
+public enum ScanState: Sendable, Equatable, CustomStringConvertible {
     case stopped
     /// Started, but the radio holds it until the advertisement is on the air (`Radio.startScanning`).
     case waitingForAdvertisement
@@ -86,6 +105,15 @@ public enum ScanState: Sendable, Equatable {
 
     /// Whether the radio has a scan running or waiting, which `stopScanning` ends.
     public var isStarted: Bool { self == .running || self == .waitingForAdvertisement }
+
+    public var description: String {
+        switch self {
+        case .stopped: "stopped"
+        case .waitingForAdvertisement: "waiting-for-advertisement"
+        case .running: "running"
+        case .refused(let problem): "refused(\(problem.rawValue))"
+        }
+    }
 }
 
 extension RadioState {

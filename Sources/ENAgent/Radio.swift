@@ -6,23 +6,30 @@ public protocol Radio: AnyObject, Sendable {
     /// one, so that the address changes together with the RPI. `serviceData` is given the TX
     /// power the controller selected for the advertisement (nil when it does not say), which the
     /// metadata must carry. When it throws, nothing of this advertisement went on the air.
-    func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws
+    /// Returns what became of a scan that waited for the advertisement (`startScanning`): started
+    /// with it, or waiting still; nil when none waited.
+    func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws -> ScanStart?
     /// Takes the advertisement off the air; when it throws, it may still be on the air.
     func stopAdvertising() throws
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
-    /// False when the scan waits for the advertisement to be on the air (an active scan without it
-    /// could go out from the adapter's public address): it then starts with the next advertisement
-    /// the radio accepts, before `advertise` returns, unless it waits still (`scanWaits`).
-    func startScanning() throws -> Bool
-    /// Whether the scan started last waits still: for the advertisement, or while the kernel makes
-    /// an LE connection (the controller could refuse the scan's random address).
-    var scanWaits: Bool { get }
+    /// It may wait for the advertisement to be on the air (an active scan without it could go out
+    /// from the adapter's public address): it then starts with an advertisement that `advertise`
+    /// puts on the air, which says so.
+    func startScanning() throws -> ScanStart
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
     func stopScanning() throws
     /// How long a scan may run before the agent ends it and starts it anew (nil: unbounded), so
     /// that only the agent starts it: the kernel ends an active scan (bluetoothd's discovery)
     /// after 10.24 s, and bluetoothd starts it again by itself, without `startScanning`'s check.
     var longestScanSeconds: Double? { get }
+}
+
+/// How a scan the agent asked for began: at once, or waiting for the advertisement to be on the
+/// air, or, while the kernel makes an LE connection, for the next advertisement (the controller
+/// could refuse the scan's random address).
+public enum ScanStart: Sendable, Equatable {
+    case started
+    case waitsForAdvertisement
 }
 
 /// An advertisement the radio put off without touching the air: the one on the air (if any) stays
@@ -36,6 +43,9 @@ public protocol RadioListener: AnyObject, Sendable {
     func radioReturned()
     func advertisementRemoved()
     func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String)
+    /// The scan ended without the agent asking: another program removed its monitor (bluetoothd
+    /// removes them all as it starts), or a pause for an advertisement could not resume it.
+    func scanStopped()
 }
 
 /// One reception of EN service data, as the radio passes it on.

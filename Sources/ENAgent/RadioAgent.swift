@@ -30,7 +30,7 @@ public final class RadioAgent: RadioListener {
         var advertisedIntervalKnown = false
         /// Where the advertisement is; `.idle` while the agent is not running.
         let advertiser: Advertiser
-        var scan = ScanState.stopped
+        let scan: Scanner
         var rotationTimer: (any DispatchSourceTimer)?
         var scanTimer: (any DispatchSourceTimer)?
         var recoveryPending = false
@@ -59,7 +59,7 @@ public final class RadioAgent: RadioListener {
 
     /// The radio's state as the status shows it, derived from the advertiser's and the scan's;
     /// `onChange` hears of it once each piece of work on the queue is done (`changing`).
-    private var state: RadioState { RadioState(advertiser: my.advertiser.state, scan: my.scan, storeFailing: my.storeFailing) }
+    private var state: RadioState { RadioState(advertiser: my.advertiser.state, scan: my.scan.state, storeFailing: my.storeFailing) }
     private let onChange: (@Sendable (RadioState) -> Void)?
 
     private var running: Bool { my.advertiser.state != .idle }
@@ -104,7 +104,7 @@ public final class RadioAgent: RadioListener {
                 schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
         self.onChange = onChange
         queue = DispatchQueue(label: "enagent.radio")
-        onQueue = QueueBound(Confined(keys: keys, advertiser: Advertiser(logger: logger)), queue: queue)
+        onQueue = QueueBound(Confined(keys: keys, advertiser: Advertiser(logger: logger), scan: Scanner(logger: logger)), queue: queue)
         self.radio = radio
         self.store = store
         self.clock = clock
@@ -126,9 +126,8 @@ public final class RadioAgent: RadioListener {
         queue.sync { changing {
             my.rotationTimer?.cancel()
             my.scanTimer?.cancel()
-            if onAir { stopAdvertising() }
-            endScan()
-            my.advertiser.enter(.idle, because: "the agent stopped")
+            enter(.idle, because: "the agent stopped")
+            endScan(because: "the agent stopped")
         } }
     }
 
@@ -143,11 +142,11 @@ public final class RadioAgent: RadioListener {
             }
             // The kernel keeps an instance across a power cycle and enables it again at power-on, on
             // a legacy controller from a fresh address: the RPI on the air before the loss would go
-            // out from a second address. The agent's return brings a new RPI instead.
-            stopAdvertising()
-            my.advertiser.enter(.radioLost, because: "the adapter went away or was switched off")
+            // out from a second address. The agent's return brings a new RPI instead (`enter`
+            // takes the advertisement off).
+            enter(.radioLost, because: "the adapter went away or was switched off")
             // A scan that waits for the advertisement waits on: the recovery starts the scan anew.
-            if my.scan != .waitingForAdvertisement { my.scan = .stopped }
+            if my.scan.state != .waitingForAdvertisement { enterScan(.stopped, because: "the radio went away") }
         }
     }
 
@@ -167,7 +166,7 @@ public final class RadioAgent: RadioListener {
                     logger.notice("radio available again: advertising and scanning anew", event: .radioBack)
                     rotate()
                 }
-                my.scan = .stopped
+                enterScan(.stopped, because: "the radio returned")
                 scanCycle()
             } }
         }
@@ -184,9 +183,9 @@ public final class RadioAgent: RadioListener {
             guard running else { return }
             my.rotationTimer?.cancel()
             my.scanTimer?.cancel()
-            if onAir { stopAdvertising() }
-            endScan()
-            my.advertiser.enter(.asleep, because: "the system is going to sleep")
+            // The advertisement first (`enter` takes it off): logind's delay may be short.
+            enter(.asleep, because: "the system is going to sleep")
+            endScan(because: "the system is going to sleep")
             logger.info("the system is going to sleep: advertisement and scan stopped until it wakes")
         }
     }
@@ -198,8 +197,18 @@ public final class RadioAgent: RadioListener {
             guard onAir else { return }
             logger.notice("the advertisement was removed by another program (bluetoothd removes them all as it starts): advertising anew")
             // Not a loss of the radio: one that follows (the adapter switched off) is logged as such.
-            my.advertiser.enter(.retrying, because: "another program removed the advertisement")
+            enter(.retrying, because: "another program removed the advertisement")
             scheduleRotation(in: Self.retrySeconds / 4)
+        }
+    }
+
+    /// The radio's scan ended without the agent (its monitor removed by another program, or a
+    /// pause for an advertisement that could not resume it): a new scan cycle starts at once.
+    public func scanStopped() {
+        async { [self] in
+            guard running, my.scan.state.isStarted else { return }
+            enterScan(.stopped, because: "the radio's scan ended without the agent")
+            scanCycle()
         }
     }
 
@@ -222,16 +231,15 @@ public final class RadioAgent: RadioListener {
     public func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {
         async { [self] in
             guard onAir else { return }
-            stopAdvertising()
+            enter(.steppedAside(problem), because: reason)
             logger.warning("\(reason): the advertisement taken off the air")
-            my.advertiser.enter(.steppedAside(problem), because: reason)
             scheduleRotation(in: Self.retrySeconds)
-            if problem == .adapterShared && my.scan == .running {
+            if problem.entry.scanYieldsToOthers && my.scan.state == .running {
                 // The kernel puts the other advertisement on the one set from a new random
                 // address, which the controller refuses while a scan runs, and tries again every
                 // 2 s: the scan waits for one such turn (the lab saw the other kept off for 4 s).
                 my.scanTimer?.cancel()
-                endScan()
+                endScan(because: "another program's advertisement needs the adapter's set")
                 my.scanTimer = timer(after: Self.sharedAdapterScanPause) { [self] in scanCycle() }
             }
         }
@@ -279,8 +287,7 @@ public final class RadioAgent: RadioListener {
 
     /// Scans on, but advertises nothing until `time` (unix seconds), and says so.
     private func waitForLaterInterval(until time: Int64, because reason: String) {
-        if onAir { stopAdvertising() }
-        my.advertiser.enter(.waitingForInterval(resumesAt: time), because: reason)
+        enter(.waitingForInterval(resumesAt: time), because: reason)
         logger.notice("not advertising until \(time) (unix time): \(reason)")
     }
 
@@ -297,7 +304,7 @@ public final class RadioAgent: RadioListener {
                 logger.error("not advertising: cannot tell which interval's identifier was last on the air, and without it one could go out twice; "
                              + "trying again every \(Int(Self.storeRetrySeconds)) s: \(error)")
             }
-            my.advertiser.enter(.refused(.lastIntervalUnknown), because: "the store cannot say which interval was last on the air")
+            enter(.refused(.lastIntervalUnknown), because: "the store cannot say which interval was last on the air")
             return false
         }
     }
@@ -340,7 +347,7 @@ public final class RadioAgent: RadioListener {
                 try store.set(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue)
                 my.advertisedInterval = broadcast.interval
                 var advertised = broadcast, sent = metadata
-                try radio.advertise { [self] selectedPower in
+                let waitingScan = try radio.advertise { [self] selectedPower in
                     // The metadata carries the TX power the controller chose for this advertisement.
                     if let selectedPower, selectedPower != sent.transmitPower {
                         sent.transmitPower = selectedPower
@@ -348,10 +355,9 @@ public final class RadioAgent: RadioListener {
                     }
                     return advertised.serviceData
                 }
-                my.advertiser.enter(.onAir(interval: advertised.interval), because: rolled ? "a fresh key's identifier" : "a new identifier")
-                if my.scan == .waitingForAdvertisement && !radio.scanWaits {
-                    // The radio started the scan that waited, with the advertisement.
-                    my.scan = .running
+                enter(.onAir(interval: advertised.interval), because: rolled ? "a fresh key's identifier" : "a new identifier")
+                if my.scan.state == .waitingForAdvertisement && waitingScan == .started {
+                    enterScan(.running, because: "the advertisement it waited for is on the air")
                 }
                 my.lastRefusal = nil
                 my.rolledButNotAired = nil
@@ -375,19 +381,31 @@ public final class RadioAgent: RadioListener {
             }
             if let error = error as? StoreError {
                 storeFailed(error, doing: "store the key or the interval on the air, so not advertising")
-                my.advertiser.enter(.refused(.storeUnwritable), because: "the store cannot keep the key or the interval on the air")
+                enter(.refused(.storeUnwritable), because: "the store cannot keep the key or the interval on the air")
                 nextIn = Self.storeRetrySeconds
             } else if error is any RadioPostponement {
                 // The radio left the air as it was, and so the status: the previous identifier stays on.
                 logOnce("\(error)", at: .info, last: \.lastRefusal)
                 nextIn = Self.retrySeconds
             } else {
-                my.advertiser.enter(.refused(Self.problem(of: error)), because: "the radio refused the advertisement")
+                enter(.refused(Self.problem(of: error)), because: "the radio refused the advertisement")
                 logRefusal(error, cannot: "advertise", last: \.lastRefusal)
                 nextIn = Self.retrySeconds
             }
         }
         scheduleRotation(in: nextIn)
+    }
+
+    /// Moves the advertiser to `new`, with the entry action every state but on-air shares: the
+    /// advertisement comes off the air as the agent leaves on-air, so that what the status does
+    /// not show as advertising is not on the air.
+    private func enter(_ new: AdvertiserState, because reason: @autoclosure () -> String) {
+        if onAir && !new.isOnAir { stopAdvertising() }
+        my.advertiser.enter(new, because: reason())
+    }
+
+    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String) {
+        my.scan.enter(new, because: reason())
     }
 
     /// Stopping cannot be undone or usefully retried here: a radio that fails to stop is logged.
@@ -396,9 +414,9 @@ public final class RadioAgent: RadioListener {
     }
 
     /// Ends the scan running, if any, and writes what it heard.
-    private func endScan() {
-        if my.scan.isStarted { stopScanning() }
-        my.scan = .stopped
+    private func endScan(because reason: @autoclosure () -> String) {
+        if my.scan.state.isStarted { stopScanning() }
+        enterScan(.stopped, because: reason())
         flush()
     }
 
@@ -427,18 +445,21 @@ public final class RadioAgent: RadioListener {
     /// new cycle is due after `retrySeconds`.
     private func beginScan() -> Bool {
         do {
-            if !my.scan.isStarted {
-                my.scan = try radio.startScanning() ? .running : .waitingForAdvertisement
+            if !my.scan.state.isStarted {
+                switch try radio.startScanning() {
+                case .started: enterScan(.running, because: "a scan cycle")
+                case .waitsForAdvertisement: enterScan(.waitingForAdvertisement, because: "the radio holds it until the advertisement is on the air")
+                }
             }
             my.lastScanRefusal = nil
             // A scan disproves the radio's refusal or loss, not what keeps the agent from advertising.
             if my.advertiser.state.problem?.entry.scansThrough == false {
-                my.advertiser.enter(.retrying, because: "a scan started, so the radio works")
+                enter(.retrying, because: "a scan started, so the radio works")
             }
             return true
         } catch {
             // Shown until a scan starts, over what holds the advertisement back (`RadioState`).
-            my.scan = .refused(Self.problem(of: error))
+            enterScan(.refused(Self.problem(of: error)), because: "the radio refused the scan")
             logRefusal(error, cannot: "scan", last: \.lastScanRefusal)
             my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return false
@@ -451,14 +472,14 @@ public final class RadioAgent: RadioListener {
     private func scan(for seconds: Double, continuous: Bool) {
         if let longest = radio.longestScanSeconds, seconds > longest {
             my.scanTimer = timer(after: longest) { [self] in
-                endScan()
+                endScan(because: "a piece of the scan is over")
                 guard beginScan() else { return }
                 scan(for: seconds - longest, continuous: continuous)
             }
             return
         }
         my.scanTimer = timer(after: seconds) { [self] in
-            if continuous && radio.longestScanSeconds == nil { flush() } else { endScan() }
+            if continuous && radio.longestScanSeconds == nil { flush() } else { endScan(because: "the scan's time is over") }
             let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds
             my.scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
         }

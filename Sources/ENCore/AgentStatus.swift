@@ -43,8 +43,19 @@ public enum AgentStatus: String, Sendable, CaseIterable {
         /// A radio problem that holds the advertisement back while the scan runs: a scan that
         /// starts does not end it (the others are the radio's, which a working scan disproves).
         public let scansThrough: Bool
+        /// A radio problem where another program's advertisement takes the adapter's one set in
+        /// turns, each from a new random address, which the controller refuses while a scan runs:
+        /// the agent's scan pauses for a turn.
+        public let scanYieldsToOthers: Bool
         /// The status line (systemd's STATUS=): what holds, and what ends it.
         public let line: @Sendable (StatusDetails) -> String
+
+        init(runsAgent: Bool, scansThrough: Bool, scanYieldsToOthers: Bool = false, line: @escaping @Sendable (StatusDetails) -> String) {
+            self.runsAgent = runsAgent
+            self.scansThrough = scansThrough
+            self.scanYieldsToOthers = scanYieldsToOthers
+            self.line = line
+        }
     }
 
     public var entry: Entry {
@@ -71,7 +82,7 @@ public enum AgentStatus: String, Sendable, CaseIterable {
                     + "(btmgmt --index \(details.adapter.dropFirst(3)) connectable off)"
             }
         case .adapterShared:
-            return Entry(runsAgent: true, scansThrough: true) { details in
+            return Entry(runsAgent: true, scansThrough: true, scanYieldsToOthers: true) { details in
                 "adapter-shared: scanning, not advertising: another program advertises on \(details.adapter), a BT 4.x adapter whose one advertising set "
                     + "the kernel would lend in turns, each from a new address, linking the identifiers ('btmgmt --index \(details.adapter.dropFirst(3)) advinfo' "
                     + "lists the advertisements; a second adapter for enagentd avoids it)"
@@ -118,6 +129,12 @@ public struct StatusDetails: Sendable {
     public var storePath: String
     public var storeReadError: String?
     public var storeRetrySeconds: Int
+
+    /// The details of a radio problem on `adapter`, which is all its sentence names.
+    public static func adapter(_ name: String) -> StatusDetails {
+        StatusDetails(radioOff: false, pauseEnd: nil, adapter: name, configuredAdapter: nil, advertisingResumesAt: nil, storePath: "",
+                      storeReadError: nil, storeRetrySeconds: 0)
+    }
 
     public init(radioOff: Bool, pauseEnd: Int64?, adapter: String, configuredAdapter: String?, advertisingResumesAt: Int64?,
                 storePath: String, storeReadError: String?, storeRetrySeconds: Int) {

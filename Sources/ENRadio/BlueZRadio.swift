@@ -46,14 +46,9 @@ public final class BlueZRadio: Radio {
             case .noAdapter(let name?): return "BlueZ has no adapter \(name)"
             case .noAdapter(nil): return "BlueZ has no LE adapter"
             case .poweredOff(let name): return "the adapter \(name) is powered off (set power-on to let enagentd switch it on)"
-            case .connectable(let name):
-                return "not advertising: \(name) is connectable, so the kernel would send the identifier in connectable PDUs "
-                    + "from the adapter's own address, which links every RPI; switch it off with 'btmgmt --index \(name.dropFirst(3)) connectable off'"
+            // Said as the status says it: one sentence per problem (AgentStatus.entry).
+            case .connectable(let name), .shared(let name): return problem.line(.adapter(name))
             case .blocked(let name, let kill): return "\(name) is switched off by \(kill.remedy)"
-            case .shared(let name):
-                return "not advertising: another program advertises on \(name), a BT 4.x adapter whose one advertising set the kernel lends to each "
-                    + "advertisement in turn, from a new address each turn, which would link the identifiers; "
-                    + "'btmgmt --index \(name.dropFirst(3)) advinfo' lists them"
             case .cannotAdvertise(let name):
                 return "every advertising instance of \(name) is taken by other programs ('btmgmt --index \(name.dropFirst(3)) advinfo' lists them)"
             }
@@ -90,7 +85,6 @@ public final class BlueZRadio: Radio {
     private let configuredAdapter: AdapterChoice?
     private let mayPowerOn: Bool
     private let store: any RadioAgentStore
-    private let onScanStopped: @Sendable () -> Void
     /// Whether the kernel is making an LE connection on a controller (`LEConnections`).
     private let leConnectionBeingMade: @Sendable (_ controller: UInt16) -> Bool
     private let logger: Logger
@@ -141,11 +135,16 @@ public final class BlueZRadio: Radio {
         /// programs' advertisements added.
         var connectableHeard = Set<UInt16>()
         var addedByOthers = [UInt16: Set<UInt8>]()
+        /// The agent, told of what the radio did unasked (`watchManagement`).
+        var listener = Listener()
         /// The discoveries the kernel runs, by controller, with the address types each was started
         /// for (the watch's Discovering events): the agent's, another program's, or one left by a
         /// bluetoothd that exited.
         var discoveries = [UInt16: UInt8]()
     }
+
+    /// Weak: the agent holds the radio.
+    private struct Listener { weak var agent: (any RadioListener)? }
 
     /// An adapter as sightings and the status name it.
     public struct AdapterIdentity: Equatable, Sendable {
@@ -160,15 +159,13 @@ public final class BlueZRadio: Radio {
 
     public init(client: any BlueZAdapters, management: any ManagementInterface, adapter: AdapterChoice?, mayPowerOn: Bool, scanMode: ScanMode,
                 store: any RadioAgentStore, logger: Logger, killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
-                leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) },
-                onScanStopped: @escaping @Sendable () -> Void) {
+                leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) }) {
         self.client = client
         self.management = management
         self.killSwitch = killSwitch
         self.leConnectionBeingMade = leConnectionBeingMade
         state.withLock { $0.scanMode = scanMode }
         self.logger = logger
-        self.onScanStopped = onScanStopped
         self.configuredAdapter = adapter
         self.mayPowerOn = mayPowerOn
         self.store = store
@@ -221,7 +218,7 @@ public final class BlueZRadio: Radio {
         return adapter
     }
 
-    public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
+    public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws -> ScanStart? {
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
         // While a connection is being initiated the kernel keeps a legacy controller's random
@@ -231,11 +228,11 @@ public final class BlueZRadio: Radio {
         if state.withLock({ $0.advertisement.map { $0.legacy && $0.adapter.name == adapter.name } ?? false }), leConnectionBeingMade(controller) {
             throw Postponed.connectionBeingMade(adapter.name)
         }
-        let previous = state.withLock { state in
+        let (previous, scanWaited) = state.withLock { state in
             state.connectableHeard.remove(controller)
             state.addedByOthers[controller] = nil
             defer { state.advertisement = nil }
-            return state.advertisement
+            return (state.advertisement, state.scan?.waitsForAdvertisement == true)
         }
         // The previous advertisement stays this radio's to withdraw until it is removed: a failure
         // before then (the adapter switched off in the middle) leaves it in the kernel, which
@@ -247,7 +244,10 @@ public final class BlueZRadio: Radio {
             if let held { state.withLock { if $0.advertisement == nil { $0.advertisement = held } } }
             throw error
         }
+        // The scan that waited starts with the advertisement, here or as a pause for it ends.
+        guard scanWaited else { return nil }
         startWaitingScan(on: adapter)
+        return state.withLock { $0.scan.map { $0.waitsForAdvertisement ? .waitsForAdvertisement : .started } }
     }
 
     private func advertise(_ serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16, replacing previous: Advertisement?,
@@ -399,10 +399,13 @@ public final class BlueZRadio: Radio {
     /// that its scan stopped and starts one anew.
     private func resumeScan(on adapter: Adapter) {
         do {
-            try startScan(on: adapter)
+            _ = try startScan(on: adapter)
         } catch {
-            state.withLock { $0.scan = nil }
-            onScanStopped()
+            let agent = state.withLock { state in
+                state.scan = nil
+                return state.listener.agent
+            }
+            agent?.scanStopped()
         }
     }
 
@@ -506,7 +509,7 @@ public final class BlueZRadio: Radio {
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
     private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
 
-    public func startScanning() throws -> Bool {
+    public func startScanning() throws -> ScanStart {
         let adapter = try adapter()
         // A scan the agent lost track of (the adapter went and came back) must not run on beside the new one.
         if let previous = state.withLock({ state in defer { state.scan = nil }; return state.scan }) {
@@ -518,9 +521,8 @@ public final class BlueZRadio: Radio {
     }
 
     /// Starts a scan on `adapter` and notes it: passive, through a monitor, or, where the kernel
-    /// has no monitors, bluetoothd's discovery; false when the discovery waits for the advertisement.
-    @discardableResult
-    private func startScan(on adapter: Adapter) throws -> Bool {
+    /// has no monitors, bluetoothd's discovery, which may wait for the advertisement.
+    private func startScan(on adapter: Adapter) throws -> ScanStart {
         if state.withLock({ $0.scanMode }) == .passive, let controller = adapter.index {
             // What the controller hears as the scan starts counts: an emulated one reports each
             // advertiser once, when the scan is enabled, before the monitor's handle is known.
@@ -537,7 +539,7 @@ public final class BlueZRadio: Radio {
                     try store.set(StoreSettings.scanMonitor, to: note)
                     state.withLock { $0.monitorNote = note }
                 }
-                return true
+                return .started
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
                 state.withLock { $0.scanMode = .active }
                 logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
@@ -565,14 +567,14 @@ public final class BlueZRadio: Radio {
         }
         try client.startDiscovery(on: adapter)
         state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil) }
-        return true
+        return .started
     }
 
     /// Notes an active scan on `adapter` that waits (`why`), for the next advertisement to start it.
-    private func waitForAdvertisement(on adapter: Adapter, _ why: String) -> Bool {
+    private func waitForAdvertisement(on adapter: Adapter, _ why: String) -> ScanStart {
         state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil, waitsForAdvertisement: true) }
         logger.info("the scan on \(adapter.name) waits \(why)")
-        return false
+        return .waitsForAdvertisement
     }
 
     /// Starts the active scan that waited for the advertisement now on `adapter`.
@@ -633,8 +635,6 @@ public final class BlueZRadio: Radio {
     /// lab's emulated guest a piece of 9 s ended after 10.19 s (docs/radio.md, "The scan").
     public static let longestActiveScanSeconds = 8.0
 
-    public var scanWaits: Bool { state.withLock { $0.scan?.waitsForAdvertisement == true } }
-
     public var longestScanSeconds: Double? { scanMode == .active ? Self.longestActiveScanSeconds : nil }
 
     /// The adapter in use (for reports and the status), when one is known; its address once
@@ -655,6 +655,7 @@ public final class BlueZRadio: Radio {
     /// the watch (no management socket) the next rotation finds a connectable adapter, and the
     /// scan is bluetoothd's discovery.
     public func watchManagement(for agent: any RadioListener, logger: Logger) -> (any ManagementWatch)? {
+        state.withLock { $0.listener.agent = agent }
         do {
             return try management.watchEvents(on: DispatchQueue(label: "enagent.management-events")) { [self] event in
                 switch event {
@@ -696,7 +697,7 @@ public final class BlueZRadio: Radio {
                     }
                     if foreign { agent.advertisementRemoved() }
                 case .monitorRemoved(let controller, let handle):
-                    monitorRemoved(handle, controller: controller)
+                    if monitorRemoved(handle, controller: controller) { agent.scanStopped() }
                 case .discovering(let controller, let addressTypes, let active):
                     state.withLock { $0.discoveries[controller] = active ? addressTypes : nil }
                 }
@@ -708,16 +709,16 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    /// The monitor of this radio's scan removed by another program: the scan is over, and the
-    /// agent starts one anew. Handle 0 is every monitor: bluetoothd removes them so as it starts
+    /// Whether the monitor of this radio's scan was removed by another program: the scan is over,
+    /// and the agent starts one anew. Handle 0 is every monitor: bluetoothd removes them so as it starts
     /// (src/adapter.c, reset_adv_monitors), and the kernel's one event carries the command's
     /// handle (mgmt_remove_adv_monitor_complete). The kernel tells every socket but the
     /// remover's, so this radio never hears of its own removals; a monitor the kernel still lists
     /// was given to the scan that followed (a removal heard late).
-    private func monitorRemoved(_ handle: UInt16, controller: UInt16) {
-        guard let monitor = state.withLock({ $0.scan?.adapter.index == controller ? $0.scan?.monitor : nil }), handle == 0 || handle == monitor else { return }
+    private func monitorRemoved(_ handle: UInt16, controller: UInt16) -> Bool {
+        guard let monitor = state.withLock({ $0.scan?.adapter.index == controller ? $0.scan?.monitor : nil }), handle == 0 || handle == monitor else { return false }
         do {
-            if try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(monitor) { return }
+            if try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(monitor) { return false }
         } catch {
             // The adapter went: its scan has gone with it either way.
         }
@@ -725,9 +726,9 @@ public final class BlueZRadio: Radio {
             guard state.scan?.monitor == monitor else { return false }
             state.scan = nil
             return true
-        }) else { return }
+        }) else { return false }
         logger.notice("the scan's monitor on hci\(controller) was removed by another program (bluetoothd's start removes them all); scanning anew")
-        onScanStopped()
+        return true
     }
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so

@@ -42,9 +42,8 @@ extension Daemon {
 
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
-        // A scan that a pause for the advertisement could not resume is started anew, as after a return.
-        let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: radioSettings.adapter, mayPowerOn: radioSettings.powerOn, scanMode: radioSettings.scan.mode, store: store, logger: logger,
-                               onScanStopped: { [weak self, queue] in queue.async { [weak self] in self?.my.radioAgent?.radioReturned() } })
+        let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: radioSettings.adapter,
+                               mayPowerOn: radioSettings.powerOn, scanMode: radioSettings.scan.mode, store: store, logger: logger)
         do {
             let adapter = BlueZRadio.identity(of: try bluez.adapter())
             my.adapterName = adapter.name

@@ -47,7 +47,7 @@ final class RecordingRadio: Radio {
     func refuseNextScans(_ count: Int) { scanRefusals.withLock { $0 = count } }
     func turnConnectable(_ on: Bool) { connectable.withLock { $0 = on } }
 
-    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
+    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws -> ScanStart? {
         calls.withLock { $0.append("advertise") }
         let refused = refusals.withLock { remaining in
             defer { remaining = max(0, remaining - 1) }
@@ -58,16 +58,23 @@ final class RecordingRadio: Radio {
         if connectable.withLock({ $0 }) { throw Connectable() }
         let data = try serviceData(selectedTransmitPower)
         advertised.withLock { $0.append(data) }
+        // A waiting scan starts with the advertisement the radio accepts, as BlueZRadio's does.
+        return scanWaits.withLock { waits in defer { waits = false }; return waits ? .started : nil }
     }
     func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
-    func startScanning() throws -> Bool {
+    func startScanning() throws -> ScanStart {
         calls.withLock { $0.append("startScanning") }
         if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
-        return !connectable.withLock({ $0 }) || !activeScanWaitsForAdvertisement
+        let waits = connectable.withLock({ $0 }) && activeScanWaitsForAdvertisement
+        scanWaits.withLock { $0 = waits }
+        return waits ? .waitsForAdvertisement : .started
     }
-    func stopScanning() { calls.withLock { $0.append("stopScanning") } }
-    /// A waiting scan starts with the advertisement the radio accepts, as BlueZRadio's does.
-    let scanWaits = false
+    func stopScanning() {
+        calls.withLock { $0.append("stopScanning") }
+        scanWaits.withLock { $0 = false }
+    }
+    /// Whether the scan started last waits for the advertisement.
+    private let scanWaits = Mutex(false)
 
     var log: [String] { calls.withLock { $0 } }
     var serviceData: [[UInt8]] { advertised.withLock { $0 } }
@@ -249,6 +256,21 @@ final class UnreadableSettings: RadioAgentStore {
         let next = ENIntervalNumber(interval.rawValue + 1)
         let expected = try crypto.rollingProximityIdentifier(key: crypto.rollingProximityIdentifierKey(for: current.keyData), interval: next).bytes
         #expect(nextInterval.serviceData.first.map { Array($0.prefix(16)) } == expected)
+    }
+
+    /// The radio's scan ended without the agent (another program removed its monitor, or a pause
+    /// for an advertisement could not resume it): the agent starts a new one at once, and a notice
+    /// that comes while no scan runs starts none.
+    @Test func aScanTheRadioEndedStartsAnewAtOnce() throws {
+        let (agent, radio, _, _) = try startedAgent()
+        defer { agent.stop() }
+        let started = { radio.log.filter { $0 == "startScanning" }.count }
+        #expect(agent.isResponsive && started() == 1)
+        agent.scanStopped()
+        #expect(agent.isResponsive && started() == 2, "a new scan, without waiting for the next cycle")
+        agent.stop()
+        agent.scanStopped()
+        #expect(agent.isResponsive && started() == 2, "a stopped agent scans no more")
     }
 
     /// An agent started on a new database, with its radio and the states it reported.

@@ -113,7 +113,6 @@ final class ListenerLog: RadioListener {
     func radioReturned() { heard.withLock { $0.append(.returned) } }
     func advertisementRemoved() { heard.withLock { $0.append(.removed) } }
     func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) { heard.withLock { $0.append(.unfit(problem)) } }
-    /// BlueZRadio's onScanStopped: its monitor was removed by another program.
     func scanStopped() {
         heard.withLock { $0.append(.scanStopped) }
         stops.withLock { $0 += 1 }

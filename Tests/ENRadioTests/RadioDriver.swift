@@ -31,10 +31,10 @@ final class RadioDriver {
         self.kernel = kernel
         bluetoothd = BluetoothdModel(kernel: kernel)
         generator = SeededGenerator(seed: seed)
-        let kernel = kernel, listener = listener
+        let kernel = kernel
         radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil },
-                           leConnectionBeingMade: { _ in kernel.snapshot.connecting }, onScanStopped: { listener.scanStopped() })
+                           leConnectionBeingMade: { _ in kernel.snapshot.connecting })
         watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
         _ = try? radio.follow(for: listener, logger: LogCapture().logger())
     }
@@ -43,11 +43,11 @@ final class RadioDriver {
     func rotate() {
         let serviceData = (0..<20).map { _ in UInt8.random(in: 0...255, using: &generator) }
         do {
-            try radio.advertise { _ in serviceData }
+            let waitingScan = try radio.advertise { _ in serviceData }
             advertising = true
             problem = nil
             advertised.append(serviceData)
-            if scanWaits && !radio.scanWaits { (scanWaits, scanning) = (false, true) }
+            if scanWaits && waitingScan == .started { (scanWaits, scanning) = (false, true) }
         } catch is any RadioPostponement {
             // The previous advertisement stays on the air, and the status with it.
         } catch {
@@ -72,10 +72,10 @@ final class RadioDriver {
                 case .unfit(let unfit) where advertising:
                     stopAdvertising()
                     problem = unfit
-                // enagentd takes it for the radio's return: advertising anew, and scanning.
-                case .scanStopped:
-                    scanning = false
-                    returned()
+                // RadioAgent.scanStopped: a new scan at once.
+                case .scanStopped where scanning || scanWaits:
+                    (scanning, scanWaits) = (false, false)
+                    startScan()
                 default:
                     break
                 }
@@ -109,7 +109,7 @@ final class RadioDriver {
 
     func startScan() {
         do {
-            scanning = try radio.startScanning()
+            scanning = try radio.startScanning() == .started
             scanWaits = !scanning
         } catch {
             (scanning, scanWaits) = (false, false)

@@ -63,7 +63,7 @@ import Testing
     func radio(on bus: PrivateBus, adapter: String) throws -> BlueZRadio {
         BlueZRadio(client: BlueZClient(connection: try DBusConnection(address: bus.address)), management: KernelManagement(), adapter: AdapterChoice(adapter),
                    mayPowerOn: false, scanMode: .active, store: try AgentStore(path: directory.file("enagent.db")),
-                   logger: LogCapture().logger(), onScanStopped: {})
+                   logger: LogCapture().logger())
     }
 
     @Test func theAddressFindsTheSameControllerAfterTheKernelSwapsTheNames() throws {
@@ -115,5 +115,6 @@ import Testing
         func radioReturned() { heard.withLock { $0.append("returned") } }
         func advertisementRemoved() {}
         func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {}
+        func scanStopped() {}
     }
 }
