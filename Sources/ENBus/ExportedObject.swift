@@ -83,6 +83,8 @@ public final class ExportedObject: Sendable {
     public let interfaces: [DBusInterface]
     /// Weak: the connection holds its exported objects, and a strong link back would keep both alive.
     private let attachedConnection = Mutex(WeakConnection())
+    /// What PropertiesChanged said last of each property, as "interface.name": what clients were told.
+    private let announced = Mutex([String: DBusValue]())
 
     var connection: DBusConnection? {
         get { attachedConnection.withLock { $0.connection } }
@@ -98,16 +100,26 @@ public final class ExportedObject: Sendable {
         self.interfaces = interfaces
     }
 
-    /// Emits PropertiesChanged with the current values of `names`; a property whose getter fails is
-    /// listed as invalidated, so that clients ask for it (and get the error) instead of a stale value.
+    /// Emits PropertiesChanged with the current values of those of `names` whose value differs from
+    /// the one this object announced last (all of them the first time), and none at all when none
+    /// does, as systemd's daemons announce only what changed; a caller names what may have changed.
+    /// A property whose getter fails is listed as invalidated, so that clients ask for it (and get
+    /// the error) instead of a stale value.
     public func propertiesChanged(interface name: String, _ names: [String]) throws(DBusError) {
         guard let connection, let interface = interfaces.first(where: { $0.name == name }) else { return }
         var values = [String: DBusValue](), invalidated = [String]()
         for property in interface.properties where names.contains(property.name) {
             do { values[property.name] = try property.get() } catch { invalidated.append(property.name) }
         }
+        let changed = announced.withLock { announced in
+            let changed = values.filter { announced[name + "." + $0.key] != $0.value }
+            for (property, value) in changed { announced[name + "." + property] = value }
+            for property in invalidated { announced[name + "." + property] = nil }
+            return changed
+        }
+        guard !changed.isEmpty || !invalidated.isEmpty else { return }
         try connection.emit(path: path, interface: Self.propertiesInterface, member: "PropertiesChanged",
-                             [.string(name), .properties(values), .strings(invalidated)])
+                             [.string(name), .properties(changed), .strings(invalidated)])
     }
 
     /// Emits one of this object's signals, to `destination` only when one is given.

@@ -78,6 +78,17 @@ final class Daemon: Sendable {
         set { my.serviceObject = newValue }
     }
 
+    /// Makes `object` the API's object, whose signals the daemon sends, and announces on it the
+    /// properties whose value changed (ExportedObject leaves out those that did not).
+    func announceChanges(through object: ExportedObject) {
+        serviceObject = object
+        onChange = { [logger] names in
+            do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
+                logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
+            }
+        }
+    }
+
     /// While the store cannot be read, look again this often.
     static let storeRetrySeconds = 10.0
 

@@ -104,12 +104,7 @@ struct Enagentd: ParsableCommand {
         let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radioSettings: radioSettings,
                             bus: radioBus, trustedKeys: trustedKeys, rssiCorrections: file.rssiCorrections, logger: logger)
         let object = ExposureNotificationService(daemon: daemon, bus: serviceBus, logger: logger).object()
-        daemon.serviceObject = object
-        daemon.onChange = { names in
-            do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
-                logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
-            }
-        }
+        daemon.announceChanges(through: object)
         // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that
         // the calls of others queued behind the flood are answered soon.
         serviceBus.limitCalls(CallBudget(burst: 200, perSecond: 100))

@@ -207,6 +207,30 @@ final class Locked<Value: Sendable>: Sendable {
         #expect(signal[2] == .strings(["Broken"]))
     }
 
+    /// PropertiesChanged carries only what changed since it last said: a property named again with
+    /// the value announced before is left out, and nothing at all is sent when nothing changed.
+    @Test func onlyChangedPropertiesAreAnnounced() throws {
+        let values = Locked(["Status": "active", "Adapter": "hci0"])
+        let object = ExportedObject(path: "/org/enagent/Changes", interfaces: [DBusInterface("org.enagent.Changes", properties: [
+            DBusProperty("Status", "s", get: { .string(values.current["Status"]!) }),
+            DBusProperty("Adapter", "s", get: { .string(values.current["Adapter"]!) }),
+        ])])
+        try server.export(object)
+        let changes = Received<[DBusValue]>()
+        let subscription = try client.subscribe(MatchRule(path: "/org/enagent/Changes", interface: ExportedObject.propertiesInterface,
+                                                          member: "PropertiesChanged")) { changes.append($0.arguments) }
+        defer { subscription.cancel() }
+        try object.propertiesChanged(interface: "org.enagent.Changes", ["Status", "Adapter"])
+        try object.propertiesChanged(interface: "org.enagent.Changes", ["Status", "Adapter"])
+        values.current["Adapter"] = "hci1"
+        try object.propertiesChanged(interface: "org.enagent.Changes", ["Status", "Adapter"])
+        let signals = changes.wait(for: 2)
+        Thread.sleep(forTimeInterval: 0.2)  // time for a third signal, which must not come
+        #expect(changes.wait(for: 2).count == 2)
+        #expect(signals.map { $0[1].stringKeyed?.keys.sorted() ?? [] } == [["Adapter", "Status"], ["Adapter"]])
+        #expect(signals.last?[1].stringKeyed?["Adapter"] == .variant(.string("hci1")))
+    }
+
     @Test func introspectionDescribesInterfacesAndChildren() throws {
         let xml = try client.call(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: ExportedObject.introspectableInterface,
                                   member: "Introspect").first?.string ?? ""

@@ -1,6 +1,7 @@
 import Dispatch
 import ENAgent
 import ENAPI
+import ENBus
 import ENCore
 import ENStore
 @testable import enagentd
@@ -102,5 +103,35 @@ struct DaemonStatusTests {
         #expect(Daemon.adapterRssiCorrections(corrections, adapterInUse: "hci0", address: nil).first
                 == AdapterRssiCorrection(address: "", name: "hci0", rssiCorrection: 3, configured: false), "BlueZ has not given its address yet")
         #expect(Daemon.adapterRssiCorrections(corrections, adapterInUse: "", address: nil).map(\.address) == ["00:1A:7D:DA:71:13", "B8:27:EB:00:00:01"])
+    }
+
+    /// PropertiesChanged names what changed only: the daemon names every property its status may
+    /// have moved, and a radio change that leaves the status alone announces no Status.
+    @Test func aRadioChangeThatLeavesTheStatusAloneAnnouncesNoStatus() throws {
+        let bus = try PrivateBus()
+        let server = try DBusConnection(address: bus.address), client = try DBusConnection(address: bus.address)
+        let daemon = try daemon(try AgentStore(path: directory.file("enagent.db")))
+        let object = ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .seconds(1), logger: Logger(label: "test")),
+                                                 authorise: { _ in }).object()
+        try server.export(object)
+        queue.sync { daemon.announceChanges(through: object) }
+        let announced = Mutex([[String]]())
+        let subscription = try client.subscribe(MatchRule(path: object.path, interface: ExportedObject.propertiesInterface, member: "PropertiesChanged")) {
+            message in announced.withLock { $0.append(message.arguments.dropFirst().first?.stringKeyed?.keys.sorted() ?? []) }
+        }
+        defer { subscription.cancel() }
+        queue.sync { daemon.apply() }
+        queue.sync { daemon.apply() }
+        queue.sync {
+            daemon.my.radioState = RadioState(scanning: true)
+            daemon.apply()
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while announced.withLock({ $0.count }) < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 0.2)  // time for a signal that must not come
+        let signals = announced.withLock { $0 }
+        #expect(signals.count == 2, "the second apply changed nothing and announced nothing: \(signals)")
+        #expect(signals.first?.contains(ExposureNotificationAPI.Properties.status.name) == true)
+        #expect(signals.last == [ExposureNotificationAPI.Properties.scanning.name])
     }
 }
