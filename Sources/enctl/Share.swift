@@ -2,6 +2,7 @@ import ArgumentParser
 import ENAPI
 import ENBus
 import ENCore
+import ENSystemd
 import FoundationEssentials
 import Glibc
 
@@ -41,7 +42,7 @@ struct Share: ParsableCommand {
     @Flag(help: "Share without asking.")
     var yes = false
 
-    @Flag(help: "Only send the uploads enagentd keeps pending that are due (exit status 1 when one fails again).")
+    @Flag(help: "Only send the uploads enagentd keeps pending that are due (exit status 1 when one fails again). When the output is the journal (JOURNAL_STREAM, as under the timer's unit) it writes nothing of them and exits 0.")
     var pending = false
 
     func validate() throws {
@@ -136,7 +137,11 @@ struct Share: ParsableCommand {
             + "Ask your health authority for a verification code and record the test with 'enctl test-result add --code'"
     }
 
+    /// Under a unit (the timer's) the output is the journal, which groups adm and systemd-journal
+    /// read: whether anything was sent or failed would tell of a positive test, so nothing of it
+    /// is written there and the exit status is 0; `enctl test-result list` shows what became of each.
     private func sendPending(_ client: DaemonClient) throws {
+        let report = !JournalLog.outputReachesJournal
         // The configuration reaches the verification server and says whether a card's upload may
         // go; a configuration that cannot be read sends only what needs neither.
         var configuration: KeyServerConfiguration?
@@ -146,14 +151,19 @@ struct Share: ParsableCommand {
         let now = UploadSender.now
         let results = try StoredTestResult.all(client)
         let due = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.filter { $0.nextAttemptAt <= UInt64(max(0, now)) }
-        let sender = UploadSender(client: client, configuration: configuration, configurationPath: server.serverConfig)
+        let sender = UploadSender(client: client, configuration: configuration, configurationPath: server.serverConfig, report: report)
         var sent = 0, failures = [String]()
         for upload in due {
             guard let result = results.first(where: { $0.id == upload.testResultId }) else { continue }
-            switch try sender.send(upload, of: result) {
+            let outcome: UploadSender.Outcome
+            do { outcome = try sender.send(upload, of: result) } catch {
+                failures.append("test result \(result.id): \(error)")  // the next upload goes all the same
+                continue
+            }
+            switch outcome {
             case .shared(let note):
                 sent += 1
-                if !note.isEmpty { StandardStream.error.write("enctl: test result \(result.id): \(note)\n") }
+                if report && !note.isEmpty { StandardStream.error.write("enctl: test result \(result.id): \(note)\n") }
             case .pending(let reason): failures.append("\(reason); it stays queued")
             case .notSent(let reason): failures.append(reason)
             case .refused(let reason): failures.append("\(reason); refused for good, not sent again")
@@ -162,6 +172,7 @@ struct Share: ParsableCommand {
         // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration
         // file, no decoys.
         if let configuration, Chaff.maybeSend(configuration) { StandardStream.error.write("enctl: decoy requests sent (chaff)\n") }
+        guard report else { return }
         print(due.isEmpty ? "No pending uploads due." : "\(sent) pending key upload(s) sent.")
         guard failures.isEmpty else { throw CommandError("\(failures.count) pending key upload(s) not sent: \(failures.joined(separator: "; "))") }
     }
@@ -182,6 +193,8 @@ struct UploadSender {
     /// nil when there is no key-server.conf (a card's upload and a certificate then wait).
     let configuration: KeyServerConfiguration?
     let configurationPath: String
+    /// Whether to say on stderr that an attempt is repeated (not where the journal reads it).
+    var report = true
 
     enum Outcome {
         /// Accepted; `note` says what the server dropped, or why the keys count as shared.
@@ -245,7 +258,7 @@ struct UploadSender {
                 guard let certificate, Self.now + delay + Self.certificateMargin < certificate.expiresAt else {
                     return try finish(upload, .retry, reason, retryAfter: retryAfter, outcome: .pending(reason))
                 }
-                StandardStream.error.write("enctl: the key server did not take the upload (\(reason)); trying again in \(delay) s, while the certificate is valid\n")
+                if report { StandardStream.error.write("enctl: the key server did not take the upload (\(reason)); trying again in \(delay) s, while the certificate is valid\n") }
                 sleep(UInt32(delay))
             }
         }
