@@ -121,7 +121,7 @@ struct Share: ParsableCommand {
             throw CommandError("the key server did not take the upload (\(reason)); it is kept: "
                                + (result.verifiedByCode ? "sending it again needs a new verification code from your health authority ('enctl share --code CODE')"
                                                         : "'enctl share --pending' (the timer) sends it again"))
-        case .notSent(let reason): throw CommandError(reason)
+        case .notSent(let reason), .kept(let reason): throw CommandError(reason)
         case .refused(let reason): throw CommandError("the key server refused the upload for good (\(reason)); it will not be sent again")
         }
     }
@@ -165,7 +165,7 @@ struct Share: ParsableCommand {
                 sent += 1
                 if report && !note.isEmpty { StandardStream.error.write("enctl: test result \(result.id): \(note)\n") }
             case .pending(let reason): failures.append("\(reason); it stays queued")
-            case .notSent(let reason): failures.append(reason)
+            case .notSent(let reason), .kept(let reason): failures.append(reason)
             case .refused(let reason): failures.append("\(reason); refused for good, not sent again")
             }
         }
@@ -203,6 +203,8 @@ struct UploadSender {
         case pending(String)
         /// Not sent, and nothing recorded: the message says what is needed.
         case notSent(String)
+        /// Kept, since a setting is wrong: the message says what answered and which setting.
+        case kept(String)
         case refused(String)
     }
 
@@ -212,12 +214,21 @@ struct UploadSender {
     static let retryDelays: [Int64] = [2, 4, 8, 16, 32, 60]
 
     func send(_ upload: PendingUploadRecord, of result: StoredTestResult) throws -> Outcome {
-        let request = try PublishRequest(body: upload.body)
-        guard let url = URL(string: upload.url) else { return try finish(upload, .refused, "bad URL \(upload.url)", outcome: .refused("bad URL \(upload.url)")) }
+        var request = try PublishRequest(body: upload.body)
+        // Today's health-authority and publish-url, so that an upload kept for a wrong one goes
+        // once it is fixed.
+        if let authority = configuration?.healthAuthority { request.healthAuthority = authority }
+        guard let url = configuration?.publishURL ?? URL(string: upload.url) else {
+            return .notSent("test result \(result.id): no publish-url in \(configurationPath) to send its keys to")
+        }
         var certificate: VerificationServer.Certificate?
         if result.verifiedByCode {
             guard !result.token.isEmpty else { return .notSent(Share.newCodeNeeded(result.id, because: "its verification was used for an earlier attempt")) }
             guard let configuration else { return .notSent("test result \(result.id): no \(configurationPath) to reach the verification server") }
+            // The token certifies one upload: spent only once the key server is known to answer.
+            if let wrong = try keyServerProblem(at: url, healthAuthority: request.healthAuthority) {
+                return try finish(upload, .retry, wrong, outcome: .kept(wrong + "; 'enctl share' sends them once it is right"))
+            }
             let verifier = try VerificationServer(configuration)
             do throws(VerificationServer.Failure) {
                 certificate = try verifier.certificate(token: result.token, hmac: request.keysHMAC, now: Self.now)
@@ -253,6 +264,11 @@ struct UploadSender {
                 return try finish(upload, .refused, refusal, outcome: .refused(refusal))
             case .certificateRefused(let reason):
                 return try finish(upload, .retry, reason, outcome: .notSent(Share.newCodeNeeded(result.id, because: "the key server refused its certificate: \(reason)")))
+            case .misdirected(let reason, let setting):
+                let wrong = Self.wrongSetting(url, answered: reason, setting: setting, configurationPath)
+                let next = certificate == nil ? "'enctl share' sends them once it is right"
+                                              : "its certificate is spent, so once it is right: 'enctl share --code CODE' with a new code from your health authority"
+                return try finish(upload, .retry, wrong, outcome: .kept("\(wrong); \(next)"))
             case .retry(let reason, let retryAfter):
                 let delay = retryAfter ?? Self.retryDelays[min(attempts, Self.retryDelays.count) - 1]
                 guard let certificate, Self.now + delay + Self.certificateMargin < certificate.expiresAt else {
@@ -265,6 +281,24 @@ struct UploadSender {
     }
 
     static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    /// What is wrong with `url` as the key server, by a publish without keys or certificate,
+    /// padded as a real one: the key server answers it with its own code
+    /// (health_authority_verification_certificate_invalid, or bad_request for no keys where it
+    /// takes keys without a certificate), never saving anything; nil when it does.
+    private func keyServerProblem(at url: URL, healthAuthority: String) throws -> String? {
+        let probe = try PublishRequest(keys: [], healthAuthority: healthAuthority, revisionToken: "").body(certificate: "")
+        do {
+            guard case .misdirected(let reason, let setting) = PublishVerdict(try Download.post(probe, to: url), earlierAttempt: false) else { return nil }
+            return Self.wrongSetting(url, answered: reason, setting: setting, configurationPath)
+        } catch {
+            return Self.wrongSetting(url, answered: "nothing (\(error))", setting: "publish-url", configurationPath) + " and the network"
+        }
+    }
+
+    static func wrongSetting(_ url: URL, answered: String, setting: String, _ configurationPath: String) -> String {
+        "\(url.absoluteString) answered \(answered): check \(setting) in \(configurationPath); the keys are kept"
+    }
 
     /// A token gives one certificate: forgotten once the server has spent it.
     private func spendToken(of result: StoredTestResult) throws {
