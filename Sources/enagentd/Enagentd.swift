@@ -85,9 +85,14 @@ struct Enagentd: ParsableCommand {
         let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"
         let store: AgentStore
         let serviceBus: DBusConnection, radioBus: DBusConnection?
-        let trustedKeys: [TrustedKey]
+        let trustedKeysDirectory = file.trustedKeysDirectory ?? TrustedKeysDirectory.defaultPath
+        // Read at each detection: the package starts enagentd before the authority's key is in place.
+        let trustedKeys = TrustedKeySource {
+            let keys = try TrustedKeysDirectory.load(trustedKeysDirectory)
+            logger.info("detection trusts \(keys.count) key(s) from \(trustedKeysDirectory)")
+            return keys
+        }
         do {
-            trustedKeys = try TrustedKeysDirectory.load(file.trustedKeysDirectory ?? TrustedKeysDirectory.defaultPath)
             store = try AgentStore(path: stateDirectory + "/enagent.db")
             // The API has a connection of its own, so that a long detection never holds up BlueZ's signals.
             serviceBus = try apiBus.map { address throws(DBusError) in try DBusConnection(address: address) } ?? DBusConnection.system()

@@ -275,6 +275,30 @@ import Testing
         #expect(try service.status()["lastDetectionError"] as? String ?? "" != "")
     }
 
+    /// README's order: enagentd runs (the package started it) before the authority's key is in
+    /// trusted-keys/; the key put there counts at the next detection, without a restart, and a
+    /// file that is no key fails the detection naming it.
+    @Test func aTrustedKeyPutInPlaceAfterTheStartCountsAtTheNextDetection() throws {
+        let keys = directory.file("trusted-keys")
+        let service = try Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+        #expect(try service.enctl("enable").status == 0)
+        let signer = try P256PrivateKey()
+        let file = directory.file("export.zip")
+        try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "310", keyVersion: "v1")))
+            .zip(keys: [try Broadcaster().key]).write(to: URL(fileURLWithPath: file))
+        let untrusted = try service.enctl("detect", file)
+        #expect(untrusted.status == 1 && untrusted.standardError.contains("trusted-keys-directory"), "\(untrusted.standardError)")
+
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try "not a key\n".write(toFile: keys + "/310_v2.pem", atomically: true, encoding: .utf8)
+        let bad = try service.enctl("detect", file)
+        #expect(bad.status == 1 && bad.standardError.contains(keys + "/310_v2.pem"), "\(bad.standardError)")
+        try FileManager.default.removeItem(atPath: keys + "/310_v2.pem")
+        try signer.publicKey.pem.write(toFile: keys + "/310_v1.pem", atomically: true, encoding: .utf8)
+        let trusted = try service.enctl("detect", file)
+        #expect(trusted.status == 0 && trusted.standardOutput.contains("Key files processed"), "\(trusted.standardError)")
+    }
+
     /// A session over a raw connection: its progress goes to its owner only, another caller is
     /// refused while it is open, and it ends when its owner leaves the bus.
     @Test func aSessionSignalsItsOwnerAndEndsWhenTheOwnerLeaves() throws {

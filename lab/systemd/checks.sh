@@ -101,7 +101,6 @@ step "configuration, users, systemctl enable --now"
 # The guest has no NTP, and scans every 20 s so that the phones below are heard within the run.
 printf '%s\n' 'require-synchronised-clock = no' 'scan-interval-seconds = 20' >> /etc/enagent/enagent.conf
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out /root/authority.pem
-openssl ec -in /root/authority.pem -pubout -out /etc/enagent/trusted-keys/228_v1.pem 2>/dev/null
 useradd -M -N -G enagent member; useradd -M -N other
 systemctl enable --now enagentd
 systemctl restart enagentd
@@ -251,7 +250,11 @@ check detection-skipped "no key server configured, a missed run: the timer trigg
     skipped
 
 step "the detection timer: a missed run, against a key server on loopback"
+# README's steps in their order, to a running enagentd and without a restart: key-server.conf,
+# the authority's key in trusted-keys/, the timer.
 printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = exposureKeyExport-LAB/index.txt' 'region = LAB' > /etc/enagent/key-server.conf
+openssl ec -in /root/authority.pem -pubout -out /etc/enagent/trusted-keys/228_v1.pem 2>/dev/null
+restarts_before_key=$(systemctl show -p NRestarts --value enagentd) pid_before_key=$(systemctl show -p MainPID --value enagentd)
 key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
 wait_for 60 key_server_up
 clear_of_calendar_time 200
@@ -266,8 +269,12 @@ journalctl -u enagent-detect --no-pager -o cat | tail -8
 runs=$(( $(detect_runs) - runs_before ))
 windows=$(windows_count)
 detected() { [ "$(systemctl show -p Result --value enagent-detect.service)" = success ] && [ "$windows" -gt 0 ]; }
-check detection "the timer's run against the key server: enagent-detect.service result $(systemctl show -p Result --value enagent-detect.service), exit status $(systemctl show -p ExecMainStatus --value enagent-detect.service); $windows exposure windows recorded" \
-    detected
+detected_without_restart() { detected && [ "$(systemctl show -p MainPID --value enagentd)" = "$pid_before_key" ]; }
+check detection "the timer's run against the key server, the authority's key put in place while enagentd ran (pid $pid_before_key -> $(systemctl show -p MainPID --value enagentd), restarts $restarts_before_key -> $(systemctl show -p NRestarts --value enagentd)): enagent-detect.service result $(systemctl show -p Result --value enagent-detect.service), exit status $(systemctl show -p ExecMainStatus --value enagent-detect.service); $windows exposure windows recorded" \
+    detected_without_restart
+# The journal is readable by groups adm and systemd-journal: the matching run left nothing there of its outcome.
+health_lines=$(journalctl -b -u enagentd -u enagent-detect.service -o cat | grep -ciE 'keys matched|[0-9]+ matched|exposure windows|you were exposed|test result|upload\(s\)|uploads due')
+check journal-health "$health_lines lines of enagentd's and enagent-detect.service's journal tell of matches, exposures or uploads" [ "$health_lines" = 0 ]
 ran_once() { [ "$runs" = 1 ] && [ "$(timer_state)" = waiting ]; }
 check timer-catch-up "the last run a day ago, the timer restarted as at boot (RandomizedDelaySec=0): enagent-detect.service started ${started_after} s after, ran $runs time(s) up to 10 s after it ended; timer $(timer_state), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
     ran_once
