@@ -4,7 +4,9 @@
 Fails, naming FILE:LINE, when a relative link in README.md, NEWS, docs/*.md or dbus/*.md points
 to a missing file or heading; when README.md is longer than 300 lines or holds a date; when the
 statuses in README's table differ from AgentStatus in Sources/ENCore/AgentStatus.swift; when the
-keys key-server.conf(5) documents differ from the keys enctl's parser takes.
+keys key-server.conf(5) documents differ from the keys enctl's parser takes; when a document
+makes a promise listed in BROKEN_PROMISES, which the code does not keep, or lacks one listed in
+KEPT_PROMISES.
 """
 import glob
 import os
@@ -14,6 +16,16 @@ import sys
 README_MAX_LINES = 300
 STATUS_HEADING = "What each status means"
 STATUS_SOURCE = "Sources/ENCore/AgentStatus.swift"
+
+# (file, pattern, why): a claim the code does not bear out, which must not come back.
+BROKEN_PROMISES = [
+    ("README.md", r"sudo cp\s+\S*key-server\.conf", "a copy of the 0644 template leaves the API key readable by every user"),
+]
+# (file, pattern, why): what a document must say.
+KEPT_PROMISES = [
+    ("README.md", r"install -m 0640 -o root -g enagent \S*key-server\.conf\.example \S*key-server\.conf",
+     "key-server.conf is created readable by root and the group enagent only, as key-server.conf(5) requires"),
+]
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -173,6 +185,18 @@ def check_configuration_pages(root, errors):
                 errors.append(f"{page}:{number}: key {key} is not one {source} takes")
 
 
+def check_promises(root, errors):
+    for name, pattern, why in BROKEN_PROMISES:
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if re.search(pattern, line):
+                    errors.append(f"{name}:{number}: {why}")
+    for name, pattern, why in KEPT_PROMISES:
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            if not re.search(pattern, f.read()):
+                errors.append(f"{name}:1: does not say it: {why}")
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     errors = []
@@ -183,6 +207,7 @@ def main():
             check_links(root, path, errors)
     check_readme(root, errors)
     check_configuration_pages(root, errors)
+    check_promises(root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

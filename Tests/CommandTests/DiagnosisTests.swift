@@ -36,6 +36,7 @@ import Testing
                 verification-api-key = test-api-key
                 \(more)
                 """.write(toFile: file, atomically: true, encoding: .utf8)
+            chmod(file, 0o640)  // it holds the API key
             return file
         }
 
@@ -295,6 +296,30 @@ import Testing
         #expect(real == decoys, "real \(real), decoys \(decoys)")
         #expect(try authority.publishes().count == 1, "a decoy is no publish")
         #expect(try service.enctl("test-result", "list", "--json").standardOutput.contains("\"uploadPending\" : false"))
+    }
+
+    /// The API key is the device's secret: a key-server.conf holding it that every user can read
+    /// (README's copy of the 0644 template once did that) is refused before anything is sent,
+    /// naming the file and the command that fixes it; without an API key the mode is the
+    /// administrator's.
+    @Test func anAPIKeyOthersCanReadIsRefused() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"))
+        let configuration = try authority.configuration(in: directory)
+        chmod(configuration, 0o644)
+        let refused = try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration)
+        #expect(refused.status == 1 && refused.standardError.contains("\(configuration) holds verification-api-key and every user can read it (mode 644)")
+                && refused.standardError.contains("sudo chmod 0640 \(configuration) && sudo chgrp enagent \(configuration)"), "\(refused.standardError)")
+        #expect(try authority.requests().isEmpty && (try results(service)).isEmpty, "nothing sent, nothing recorded")
+        chmod(configuration, 0o640)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+
+        let downloadsOnly = directory.file("download-only.conf")
+        try "url = \(authority.base)\n".write(toFile: downloadsOnly, atomically: true, encoding: .utf8)
+        chmod(downloadsOnly, 0o644)
+        let shared = try service.enctl("share", "--yes", "--server-config", downloadsOnly)
+        #expect(!shared.standardError.contains("every user can read it"), "no secret, no refusal: \(shared.standardError)")
     }
 
     /// The verification server's rate limit (429, Retry-After as an HTTP date) keeps the upload
