@@ -256,7 +256,7 @@ soak: deps
 # is the administrator's: installed only where there is none.
 install-files:
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
-		$(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
+		$(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/interfaces
 	for unit in enagentd.service enagent-detect.service enagent-detect.timer; do \
 		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit; \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit; done
@@ -264,7 +264,6 @@ install-files:
 	install -m 0644 systemd/enagent.sysusers $(DESTDIR)$(SYSUSERSDIR)/enagent.conf
 	install -m 0644 systemd/enagent.tmpfiles $(DESTDIR)$(TMPFILESDIR)/enagent.conf
 	install -m 0644 dbus/org.enagent.ExposureNotification1.conf $(DESTDIR)$(DBUSDIR)/system.d/
-	install -m 0644 dbus/org.enagent.ExposureNotification1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/org.enagent.ExposureNotification1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
 	install -D -m 0644 etc/key-server.conf.example $(DESTDIR)$(SYSCONFDIR)/enagent/key-server.conf.example
@@ -333,7 +332,7 @@ deb-arm64:
 
 deb-package:
 	@command -v $(SWIFT) > /dev/null || { echo "make deb: no $(SWIFT) on PATH" >&2; exit 1; }
-	@version=$$(sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/enagentd/ExposureNotificationService.swift); \
+	@version=$$(sed -n 's/.*static let packageVersion = "\(.*\)"/\1/p' Sources/ENAPI/ExposureNotificationAPI.swift); \
 		[ "$$version" = "$$(dpkg-parsechangelog -S Version)" ] || { \
 		echo "make deb: debian/changelog is at $$(dpkg-parsechangelog -S Version), enagentd at $$version: add a changelog entry" >&2; exit 1; }
 	mkdir -p $(DIST)

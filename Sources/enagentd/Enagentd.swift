@@ -21,7 +21,8 @@ struct Enagentd: ParsableCommand {
             for other devices and records every sighting. Keeps the device's Temporary Exposure \
             Keys (a new one every UTC day, stored before use) and deletes keys and sightings after \
             the retention period. Usually started by systemd; stops cleanly on SIGTERM or SIGINT.
-            """)
+            """,
+        version: ExposureNotificationAPI.packageVersion)
 
     @Option(help: ArgumentHelp("The configuration file (default: \(AgentConfiguration.defaultPath), if present).", valueName: "path"))
     var config: String?

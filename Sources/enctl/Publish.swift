@@ -20,12 +20,18 @@ struct PublishRequest: Equatable {
     /// MAX_INTERVAL_AGE_ON_PUBLISH (15 days) ago; the protocol shares 14 days.
     static let sharedDays: Int64 = 14
 
-    /// The keys of `history` worth sharing at `now`: those valid at some moment of the last 14
-    /// days, the most recent 14 of them; and how many older ones were left out.
-    static func shareable(_ history: [TemporaryExposureKey], now: Int64) -> (keys: [TemporaryExposureKey], leftOut: Int) {
+    /// The keys of `history` valid at some moment of the last 14 days at `now`, newest first,
+    /// whatever retention-days keeps.
+    static func lastFourteenDays(_ history: [TemporaryExposureKey], now: Int64) -> [TemporaryExposureKey] {
         let oldestEnd = UInt64(max(0, now - sharedDays * UTCDay.seconds) / 600)
-        let recent = history.filter { $0.rollingEndIntervalNumber > oldestEnd }
+        return history.filter { $0.rollingEndIntervalNumber > oldestEnd }
             .sorted { ($0.rollingStartIntervalNumber.rawValue, $0.rollingPeriod) > ($1.rollingStartIntervalNumber.rawValue, $1.rollingPeriod) }
+    }
+
+    /// The keys of `history` worth sharing at `now`: those of the last 14 days, the most recent
+    /// 14 of them; and how many older ones were left out.
+    static func shareable(_ history: [TemporaryExposureKey], now: Int64) -> (keys: [TemporaryExposureKey], leftOut: Int) {
+        let recent = lastFourteenDays(history, now: now)
         return (Array(recent.prefix(maximumKeys)), max(0, recent.count - maximumKeys))
     }
 
