@@ -267,7 +267,7 @@ install-files:
 	install -m 0644 dbus/org.enagent.ExposureNotification1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
 	install -D -m 0644 etc/key-server.conf.example $(DESTDIR)$(SYSCONFDIR)/enagent/key-server.conf.example
-	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-keys
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-keys $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-issuers
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/enctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/enagent.conf.5 man/key-server.conf.5 $(DESTDIR)$(MANDIR)/man5/

@@ -21,12 +21,21 @@ STATUS_SOURCE = "Sources/ENCore/AgentStatus.swift"
 BROKEN_PROMISES = [
     ("README.md", r"sudo cp\s+\S*key-server\.conf", "a copy of the 0644 template leaves the API key readable by every user"),
     ("README.md", r"Every command has `--help` and `--json`", "test-result add, share, keys export, keys sign and watch have no --json"),
+    ("etc/enagent.conf", r"^#adapter = hci\d", "no adapter is the default: enagentd takes the first that can advertise"),
+    ("etc/enagent.conf", r"^#passive-scan = yes", "passive-scan is unset by default, and yes can crash Debian 12's Bluetooth stack"),
+    ("docs/privacy.md", r"neither who uploads nor when", "decoys go with the timer only; a share run by hand shows its moment"),
+    ("docs/sharing.md", r"neither who uploads nor when", "decoys go with the timer only; a share run by hand shows its moment"),
+    ("README.md", r"stays with enagentd, and the timer sends it again", "a code-verified upload spent its code and waits for a new one"),
     ("Makefile", r"system-services/\s*$", "a bus activation file lets any user's enctl start an enagentd an administrator stopped"),
 ]
 # (file, pattern, why): what a document must say.
 KEPT_PROMISES = [
     ("README.md", r"install -m 0640 -o root -g enagent \S*key-server\.conf\.example \S*key-server\.conf",
      "key-server.conf is created readable by root and the group enagent only, as key-server.conf(5) requires"),
+    ("README.md", r"00:00, 04:00, 08:00 and so on\s+\(the machine's local time", "the timer's calendar is local time, while enctl's times are UTC"),
+    ("docs/sharing.md", r'accepts a code\s+for a confirmed test only', "a code for a likely test is refused by the verification server"),
+    ("docs/sharing.md", r"named `\*\.json`", "only *.json files in trusted-issuers count"),
+    ("man/enagentd.8", r"Exit status: 0 after a clean stop", "enagentd(8) says what its exit statuses mean (64 keeps the unit from restarting)"),
 ]
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
