@@ -117,10 +117,10 @@ struct Share: ParsableCommand {
         case .shared(let note):
             if !note.isEmpty { StandardStream.error.write("enctl: \(note)\n") }
             print("Your keys were shared. Thank you for helping others stay safe.")
-        case .pending(let reason):
-            throw CommandError("the key server did not take the upload (\(reason)); it is kept: "
-                               + (result.verifiedByCode ? "sending it again needs a new verification code from your health authority ('enctl share --code CODE')"
-                                                        : "'enctl share --pending' (the timer) sends it again"))
+        case .pending(let reason, let certificateSpent):
+            throw CommandError("the upload is kept (\(reason)): "
+                               + (certificateSpent ? "its verification is spent, so sending it again needs a new code from your health authority ('enctl share --code CODE')"
+                                                   : "'enctl share --pending' (the timer) sends it again"))
         case .notSent(let reason), .kept(let reason): throw CommandError(reason)
         case .refused(let reason): throw CommandError("the key server refused the upload for good (\(reason)); it will not be sent again")
         }
@@ -164,7 +164,7 @@ struct Share: ParsableCommand {
             case .shared(let note):
                 sent += 1
                 if report && !note.isEmpty { StandardStream.error.write("enctl: test result \(result.id): \(note)\n") }
-            case .pending(let reason): failures.append("\(reason); it stays queued")
+            case .pending(let reason, _): failures.append("\(reason); it stays queued")
             case .notSent(let reason), .kept(let reason): failures.append(reason)
             case .refused(let reason): failures.append("\(reason); refused for good, not sent again")
             }
@@ -199,8 +199,9 @@ struct UploadSender {
     enum Outcome {
         /// Accepted; `note` says what the server dropped, or why the keys count as shared.
         case shared(note: String)
-        /// Not taken for now; enagentd keeps it with its next attempt's time.
-        case pending(String)
+        /// Not taken for now; enagentd keeps it with its next attempt's time. `certificateSpent`:
+        /// a code's verification went into the attempt, so only a new code sends it.
+        case pending(String, certificateSpent: Bool)
         /// Not sent, and nothing recorded: the message says what is needed.
         case notSent(String)
         /// Kept, since a setting is wrong: the message says what answered and which setting.
@@ -236,7 +237,8 @@ struct UploadSender {
                 try spendToken(of: result)
                 return .notSent(Share.newCodeNeeded(result.id, because: reason))
             } catch .unavailable(let reason, let retryAfter) {
-                return try finish(upload, .retry, "no verification certificate: \(reason)", retryAfter: retryAfter, outcome: .pending(reason))
+                return try finish(upload, .retry, "no verification certificate: \(reason)", retryAfter: retryAfter,
+                                  outcome: .pending("the verification server cannot answer now: \(reason)", certificateSpent: false))
             } catch {
                 return .notSent("test result \(result.id): \(error)")
             }
@@ -272,7 +274,8 @@ struct UploadSender {
             case .retry(let reason, let retryAfter):
                 let delay = retryAfter ?? Self.retryDelays[min(attempts, Self.retryDelays.count) - 1]
                 guard let certificate, Self.now + delay + Self.certificateMargin < certificate.expiresAt else {
-                    return try finish(upload, .retry, reason, retryAfter: retryAfter, outcome: .pending(reason))
+                    return try finish(upload, .retry, reason, retryAfter: retryAfter,
+                                      outcome: .pending("the key server did not take it: \(reason)", certificateSpent: certificate != nil))
                 }
                 if report { StandardStream.error.write("enctl: the key server did not take the upload (\(reason)); trying again in \(delay) s, while the certificate is valid\n") }
                 sleep(UInt32(delay))

@@ -139,7 +139,7 @@ import Testing
         #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
 
         let failed = try service.enctl("share", "--yes", "--server-config", configuration)
-        #expect(failed.status == 1 && failed.standardError.contains("it is kept: sending it again needs a new verification code"), "\(failed.standardError)")
+        #expect(failed.status == 1 && failed.standardError.contains("its verification is spent, so sending it again needs a new code"), "\(failed.standardError)")
         #expect(try results(service).first?["uploadPending"] as? Bool == true)
         #expect(try service.enctl("test-result", "list").standardOutput.contains("pending: needs a new code"))
         let store = try AgentStore(path: service.state + "/enagent.db")
@@ -334,7 +334,8 @@ import Testing
         #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
 
         let limited = try service.enctl("share", "--yes", "--server-config", configuration)
-        #expect(limited.status == 1 && limited.standardError.contains("HTTP 429"), "\(limited.standardError)")
+        #expect(limited.status == 1 && limited.standardError.contains("HTTP 429") && limited.standardError.contains("(the timer) sends it again"),
+                "the token is unspent, so the timer sends it: \(limited.standardError)")
         let store = try AgentStore(path: service.state + "/enagent.db")
         let next = try #require(try store.pendingUploads().first?.nextAttemptAt) - Int64(Date().timeIntervalSince1970)
         #expect((3_500...3_600).contains(next), "Retry-After an hour ahead → \(next) s")
