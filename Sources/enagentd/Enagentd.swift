@@ -22,7 +22,7 @@ struct Enagentd: ParsableCommand {
             Keys (a new one every UTC day, stored before use) and deletes keys and sightings after \
             the retention period. Usually started by systemd; stops cleanly on SIGTERM or SIGINT.
 
-            Exit status: 0 after a clean stop (SIGTERM, SIGINT); 1 when it cannot start or goes \
+            Exit status: 0 after a clean stop (SIGTERM, SIGINT); 1 when it cannot start or go \
             on (the database, the bus; the journal says why), which systemd restarts; 64 for a \
             bad command line or enagent.conf, naming the option or the file's line, which a \
             restart cannot mend (the unit's RestartPreventExitStatus=64).

@@ -227,8 +227,9 @@ struct UploadSender {
             guard !result.token.isEmpty else { return .notSent(Share.newCodeNeeded(result.id, because: "its verification was used for an earlier attempt")) }
             guard let configuration else { return .notSent("test result \(result.id): no \(configurationPath) to reach the verification server") }
             // The token certifies one upload: spent only once the key server is known to answer.
-            if let wrong = try keyServerProblem(at: url, healthAuthority: request.healthAuthority) {
-                return try finish(upload, .retry, wrong, outcome: .kept(wrong + "; 'enctl share' sends them once it is right"))
+            if let (answered, setting) = try keyServerProblem(at: url, healthAuthority: request.healthAuthority) {
+                let kept = keptForWrongSetting(url, answered: answered, setting: setting, certificateSpent: false)
+                return try finish(upload, .retry, kept, outcome: .kept(kept))
             }
             let verifier = try VerificationServer(configuration)
             do throws(VerificationServer.Failure) {
@@ -267,10 +268,8 @@ struct UploadSender {
             case .certificateRefused(let reason):
                 return try finish(upload, .retry, reason, outcome: .notSent(Share.newCodeNeeded(result.id, because: "the key server refused its certificate: \(reason)")))
             case .misdirected(let reason, let setting):
-                let wrong = Self.wrongSetting(url, answered: reason, setting: setting, configurationPath)
-                let next = certificate == nil ? "'enctl share' sends them once it is right"
-                                              : "its certificate is spent, so once it is right: 'enctl share --code CODE' with a new code from your health authority"
-                return try finish(upload, .retry, wrong, outcome: .kept("\(wrong); \(next)"))
+                let kept = keptForWrongSetting(url, answered: reason, setting: setting, certificateSpent: certificate != nil)
+                return try finish(upload, .retry, kept, outcome: .kept(kept))
             case .retry(let reason, let retryAfter):
                 let delay = retryAfter ?? Self.retryDelays[min(attempts, Self.retryDelays.count) - 1]
                 guard let certificate, Self.now + delay + Self.certificateMargin < certificate.expiresAt else {
@@ -289,18 +288,21 @@ struct UploadSender {
     /// padded as a real one: the key server answers it with its own code
     /// (health_authority_verification_certificate_invalid, or bad_request for no keys where it
     /// takes keys without a certificate), never saving anything; nil when it does.
-    private func keyServerProblem(at url: URL, healthAuthority: String) throws -> String? {
+    private func keyServerProblem(at url: URL, healthAuthority: String) throws -> (answered: String, setting: String)? {
         let probe = try PublishRequest(keys: [], healthAuthority: healthAuthority, revisionToken: "").body(certificate: "")
         do {
             guard case .misdirected(let reason, let setting) = PublishVerdict(try Download.post(probe, to: url), earlierAttempt: false) else { return nil }
-            return Self.wrongSetting(url, answered: reason, setting: setting, configurationPath)
+            return (reason, setting)
         } catch {
-            return Self.wrongSetting(url, answered: "nothing (\(error))", setting: "publish-url", configurationPath) + " and the network"
+            return ("nothing (\(error); is the network up?)", "publish-url")
         }
     }
 
-    static func wrongSetting(_ url: URL, answered: String, setting: String, _ configurationPath: String) -> String {
-        "\(url.absoluteString) answered \(answered): check \(setting) in \(configurationPath); the keys are kept"
+    /// What answered, the setting to check, and what sends the kept keys once it is right.
+    private func keptForWrongSetting(_ url: URL, answered: String, setting: String, certificateSpent: Bool) -> String {
+        "\(url.absoluteString) answered \(answered): check \(setting) in \(configurationPath); the keys are kept, and "
+            + (certificateSpent ? "as their verification is spent, 'enctl share --code CODE' with a new code from your health authority sends them once it is right"
+                                : "'enctl share' sends them once it is right")
     }
 
     /// A token gives one certificate: forgotten once the server has spent it.
