@@ -227,8 +227,8 @@ struct UploadSender {
             guard !result.token.isEmpty else { return .notSent(Share.newCodeNeeded(result.id, because: "its verification was used for an earlier attempt")) }
             guard let configuration else { return .notSent("test result \(result.id): no \(configurationPath) to reach the verification server") }
             // The token certifies one upload: spent only once the key server is known to answer.
-            if let (answered, setting) = try keyServerProblem(at: url, healthAuthority: request.healthAuthority) {
-                let kept = keptForWrongSetting(url, answered: answered, setting: setting, certificateSpent: false)
+            if let problem = try keyServerProblem(at: url, healthAuthority: request.healthAuthority) {
+                let kept = keptForWrongSetting(url, answered: problem.answered, setting: problem.setting, certificateSpent: false)
                 return try finish(upload, .retry, kept, outcome: .kept(kept))
             }
             let verifier = try VerificationServer(configuration)
