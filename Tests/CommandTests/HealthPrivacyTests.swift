@@ -119,7 +119,7 @@ import Testing
     /// enctl as the timer's unit runs it: its stderr (and stdout) is the journal, named by
     /// JOURNAL_STREAM, as systemd sets it.
     static func underJournal(_ service: ServiceTests.Service, _ arguments: String...) throws -> Command.Result {
-        try Command.run("/bin/sh", ["-c", "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) exec \"$0\" \"$@\"",
+        try Command.run("/bin/sh", ["-c", Command.journalStream + "exec \"$0\" \"$@\"",
                                     Command.executable("enctl").path] + arguments,
                         environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
     }

@@ -69,7 +69,7 @@ import Testing
         let service = try ServiceTests.Service.enabled(in: directory, trusting: signer)
         let journal = directory.file("journal"), terminal = directory.file("terminal")
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address, "XDG_RUNTIME_DIR": directory.file("no-session")]
-        let watches = try [(journal, "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) "), (terminal, "")].map { file, journalStream in
+        let watches = try [(journal, Command.journalStream), (terminal, "")].map { file, journalStream in
             try ChildProcess("/bin/sh", ["-c", "exec > \(file) 2>&1; \(journalStream)exec \"$0\" watch", Command.executable("enctl").path],
                              environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { $0.key != "DBUS_SESSION_BUS_ADDRESS" })
         }
