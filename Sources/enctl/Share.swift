@@ -254,7 +254,8 @@ struct UploadSender {
             do {
                 verdict = PublishVerdict(try Download.post(body, to: url), earlierAttempt: upload.attempts > 0 || attempts > 0)
             } catch {
-                verdict = .retry(reason: "\(error)", retryAfter: nil)
+                // No answer (DNS, TLS, a refused connection): the network, or publish-url.
+                verdict = .retry(reason: "no answer: \(error); check publish-url in \(configurationPath) and the network", retryAfter: nil)
             }
             attempts += 1
             switch verdict {

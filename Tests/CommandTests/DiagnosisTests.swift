@@ -25,12 +25,11 @@ import Testing
         }
 
         /// A key-server.conf for these servers, with `more` lines.
-        func configuration(in directory: TemporaryDirectory, _ more: String = "", authority: String = "test-authority",
-                           publishPath: String = "v1/publish") throws -> String {
+        func configuration(in directory: TemporaryDirectory, _ more: String = "", authority: String = "test-authority") throws -> String {
             let file = directory.file("key-server.conf")
             try """
                 url = \(base)
-                publish-url = \(base)\(publishPath)
+                publish-url = \(base)v1/publish
                 health-authority = \(authority)
                 verification-url = \(base)
                 verification-api-key = test-api-key
@@ -356,18 +355,20 @@ import Testing
 
     /// Only the key server's own code for the request ends an upload. A mistyped publish-url (the
     /// mux's 404), a redirect, a proxy's page, or a health authority the key server does not
-    /// know: the keys are kept and the token unspent, enctl names what answered and the setting
-    /// to check, and once key-server.conf is corrected `enctl share` publishes them.
-    @Test(arguments: [("v1/publis", "test-authority", "HTTP 404, not a key server's answer (no JSON): check publish-url"),
-                      ("moved/v1/publish", "test-authority", "HTTP 301, not a key server's answer (no JSON); a redirect is not followed: check publish-url"),
-                      ("proxy/v1/publish", "test-authority", "HTTP 403, not a key server's answer (no JSON): check publish-url"),
-                      ("v1/publish", "another-authority", "[unknown_health_authority_id]: check health-authority")])
-    func aWrongSettingKeepsTheUploadUntilItIsCorrected(publishPath: String, authority: String, told: String) throws {
+    /// know, or no server at all: the keys are kept and the token unspent, enctl names what
+    /// answered and the setting to check, and once key-server.conf is corrected `enctl share`
+    /// publishes them. `wrong` is the setting, which overrides the right one (the last wins).
+    @Test(arguments: [("publish-url = BASEv1/publis", "HTTP 404, not a key server's answer (no JSON): check publish-url"),
+                      ("publish-url = BASEmoved/v1/publish", "HTTP 301, not a key server's answer (no JSON); a redirect is not followed: check publish-url"),
+                      ("publish-url = BASEproxy/v1/publish", "HTTP 403, not a key server's answer (no JSON): check publish-url"),
+                      ("health-authority = another-authority", "[unknown_health_authority_id]: check health-authority"),
+                      ("publish-url = http://127.0.0.1:1/v1/publish", "answered nothing (")])  // nothing listens on port 1
+    func aWrongSettingKeepsTheUploadUntilItIsCorrected(wrongSetting: String, told: String) throws {
         let service = try ServiceTests.Service(in: directory)
         #expect(try service.enctl("enable").status == 0)
         let key = try service.insertRolledKey()
         let server = try HealthAuthority(log: directory.file("publishes.jsonl"))
-        let wrong = try server.configuration(in: directory, authority: authority, publishPath: publishPath)
+        let wrong = try server.configuration(in: directory, wrongSetting.replacing("BASE", with: server.base))
         #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", wrong).status == 0)
 
         let kept = try service.enctl("share", "--yes", "--server-config", wrong)
