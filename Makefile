@@ -252,11 +252,13 @@ soak: deps
 		lab/boot-lab.sh "$(CURDIR)/lab/soak.sh $(DEBUG_BIN) $(LAB)/out $(SOAK_SECONDS)"
 	/usr/bin/python3 lab/soak-report.py $(LAB)/out --check
 
-# Everything but the binaries: units, bus policy, users, configuration. The configuration file
-# is the administrator's: installed only where there is none.
+# Everything but the binaries: units, bus policy, users, configuration. The configuration files
+# are the administrator's: installed only where there are none. key-server.conf will hold an API
+# key: 0640, its group enagent (`install` sets it on a live system, the package's postinst with
+# dpkg-statoverride).
 install-files:
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
-		$(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/system-services $(DESTDIR)$(DBUSDIR)/interfaces
+		$(DESTDIR)$(DBUSDIR)/system.d $(DESTDIR)$(DBUSDIR)/interfaces
 	for unit in enagentd.service enagent-detect.service enagent-detect.timer; do \
 		sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' systemd/$$unit > $(DESTDIR)$(UNITDIR)/$$unit; \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$unit; done
@@ -264,11 +266,10 @@ install-files:
 	install -m 0644 systemd/enagent.sysusers $(DESTDIR)$(SYSUSERSDIR)/enagent.conf
 	install -m 0644 systemd/enagent.tmpfiles $(DESTDIR)$(TMPFILESDIR)/enagent.conf
 	install -m 0644 dbus/org.enagent.ExposureNotification1.conf $(DESTDIR)$(DBUSDIR)/system.d/
-	install -m 0644 dbus/org.enagent.ExposureNotification1.service $(DESTDIR)$(DBUSDIR)/system-services/
 	install -m 0644 dbus/org.enagent.ExposureNotification1.xml $(DESTDIR)$(DBUSDIR)/interfaces/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf ] || install -D -m 0644 etc/enagent.conf $(DESTDIR)$(SYSCONFDIR)/enagent/enagent.conf
-	install -D -m 0644 etc/key-server.conf.example $(DESTDIR)$(SYSCONFDIR)/enagent/key-server.conf.example
-	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-keys
+	[ -e $(DESTDIR)$(SYSCONFDIR)/enagent/key-server.conf ] || install -D -m 0640 etc/key-server.conf $(DESTDIR)$(SYSCONFDIR)/enagent/key-server.conf
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-keys $(DESTDIR)$(SYSCONFDIR)/enagent/trusted-issuers
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/enctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/enagent.conf.5 man/key-server.conf.5 $(DESTDIR)$(MANDIR)/man5/
@@ -290,6 +291,7 @@ install:
 	$(RELEASE_BIN)/enctl --generate-completion-script fish > $(DESTDIR)$(FISHCOMPDIR)/enctl.fish
 	if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
 		systemd-sysusers $(SYSUSERSDIR)/enagent.conf && systemd-tmpfiles --create $(TMPFILESDIR)/enagent.conf && \
+		{ [ "$$(stat -c %g $(SYSCONFDIR)/enagent/key-server.conf)" != 0 ] || chgrp enagent $(SYSCONFDIR)/enagent/key-server.conf; } && \
 		systemctl daemon-reload && systemctl reload dbus; fi
 
 # Regenerates the committed man pages enctl(1) and enagentd(8) from the commands' own help, with
@@ -333,7 +335,7 @@ deb-arm64:
 
 deb-package:
 	@command -v $(SWIFT) > /dev/null || { echo "make deb: no $(SWIFT) on PATH" >&2; exit 1; }
-	@version=$$(sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/enagentd/ExposureNotificationService.swift); \
+	@version=$$(sed -n 's/.*static let packageVersion = "\(.*\)"/\1/p' Sources/ENAPI/ExposureNotificationAPI.swift); \
 		[ "$$version" = "$$(dpkg-parsechangelog -S Version)" ] || { \
 		echo "make deb: debian/changelog is at $$(dpkg-parsechangelog -S Version), enagentd at $$version: add a changelog entry" >&2; exit 1; }
 	mkdir -p $(DIST)

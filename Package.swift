@@ -74,7 +74,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enctl", dependencies: [
-            "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENBus", "ENAPI", "ENDiagnosis", "CENCurl",
+            "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENBus", "ENAPI", "ENDiagnosis", "ENSystemd", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "ENHarness", "CENOpenSSL"]),

@@ -4,7 +4,9 @@
 Fails, naming FILE:LINE, when a relative link in README.md, NEWS, docs/*.md or dbus/*.md points
 to a missing file or heading; when README.md is longer than 300 lines or holds a date; when the
 statuses in README's table differ from AgentStatus in Sources/ENCore/AgentStatus.swift; when the
-keys key-server.conf(5) documents differ from the keys enctl's parser takes.
+keys key-server.conf(5) documents differ from the keys enctl's parser takes; when a document
+makes a promise listed in BROKEN_PROMISES, which the code does not keep, or lacks one listed in
+KEPT_PROMISES.
 """
 import glob
 import os
@@ -14,6 +16,28 @@ import sys
 README_MAX_LINES = 300
 STATUS_HEADING = "What each status means"
 STATUS_SOURCE = "Sources/ENCore/AgentStatus.swift"
+
+# (file, pattern, why): a claim the code does not bear out, which must not come back.
+BROKEN_PROMISES = [
+    ("README.md", r"sudo cp\s+\S*key-server\.conf|[Cc]opy `?/etc/enagent/key-server\.conf\.example",
+     "a copy of the 0644 template leaves the API key readable by every user"),
+    ("README.md", r"Every command has `--help` and `--json`", "test-result add, share, keys export, keys sign and watch have no --json"),
+    ("etc/enagent.conf", r"^#adapter = hci\d", "no adapter is the default: enagentd takes the first that can advertise"),
+    ("etc/enagent.conf", r"^#passive-scan = yes", "passive-scan is unset by default, and yes can crash Debian 12's Bluetooth stack"),
+    ("docs/privacy.md", r"neither who uploads nor when", "decoys go with the timer only; a share run by hand shows its moment"),
+    ("docs/sharing.md", r"neither who uploads nor when", "decoys go with the timer only; a share run by hand shows its moment"),
+    ("README.md", r"stays with enagentd, and the timer sends it again", "a code-verified upload spent its code and waits for a new one"),
+    ("Makefile", r"system-services/\s*$", "a bus activation file lets any user's enctl start an enagentd an administrator stopped"),
+]
+# (file, pattern, why): what a document must say.
+KEPT_PROMISES = [
+    ("README.md", r"sudoedit /etc/enagent/key-server\.conf",
+     "key-server.conf is edited in place, keeping the package's mode 0640 and group enagent, as key-server.conf(5) requires"),
+    ("README.md", r"00:00, 04:00, 08:00 and so on\s+\(the machine's local time", "the timer's calendar is local time, while enctl's times are UTC"),
+    ("docs/sharing.md", r'accepts a code\s+for a confirmed test only', "a code for a likely test is refused by the verification server"),
+    ("docs/sharing.md", r"named `\*\.json`", "only *.json files in trusted-issuers count"),
+    ("man/enagentd.8", r"Exit status: 0 after a clean stop", "enagentd(8) says what its exit statuses mean (64 keeps the unit from restarting)"),
+]
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -173,6 +197,18 @@ def check_configuration_pages(root, errors):
                 errors.append(f"{page}:{number}: key {key} is not one {source} takes")
 
 
+def check_promises(root, errors):
+    for name, pattern, why in BROKEN_PROMISES:
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if re.search(pattern, line):
+                    errors.append(f"{name}:{number}: {why}")
+    for name, pattern, why in KEPT_PROMISES:
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            if not re.search(pattern, f.read()):
+                errors.append(f"{name}:1: does not say it: {why}")
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     errors = []
@@ -183,6 +219,7 @@ def main():
             check_links(root, path, errors)
     check_readme(root, errors)
     check_configuration_pages(root, errors)
+    check_promises(root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

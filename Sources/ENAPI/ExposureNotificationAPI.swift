@@ -6,6 +6,9 @@ import ENCore
 /// serves exactly these methods, properties and signal, and enctl calls them; a field added here
 /// reaches both.
 public enum ExposureNotificationAPI {
+    /// The package's version: enagentd's Version property, both programs' --version; debian/changelog
+    /// must be at it (make deb checks).
+    public static let packageVersion = "0.6.0"
     public static let busName = "org.enagent.ExposureNotification1"
     public static let path = "/org/enagent/ExposureNotification1"
     public static let interface = "org.enagent.ExposureNotification1"

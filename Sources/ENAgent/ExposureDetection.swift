@@ -43,18 +43,29 @@ public struct DetectionOutcome: Sendable, Equatable {
     public var newWindows: [ExposureWindow]
 }
 
+/// Where a detection's trusted keys come from: read when each session starts, so that a key
+/// put in place after the agent started counts at the next detection, without a restart.
+public struct TrustedKeySource: Sendable, ExpressibleByArrayLiteral {
+    let load: @Sendable () throws -> [TrustedKey]
+
+    /// `load` reads the keys; its error's description is the detection's error.
+    public init(_ load: @escaping @Sendable () throws -> [TrustedKey]) { self.load = load }
+
+    public init(arrayLiteral keys: TrustedKey...) { self.init { keys } }
+}
+
 /// Exposure detection inside the agent: key files given as data (the daemon never opens a
 /// user's path), trusted keys from the configuration, sightings and results in the store.
 public struct ExposureDetection: Sendable {
     public let store: AgentStore
     public let clock: any AgentClock
-    public let trustedKeys: [TrustedKey]
+    public let trustedKeys: TrustedKeySource
     /// dB added to each sighting's RSSI: the receive calibration of the adapter that recorded it
     /// (enagent.conf's `rssi-correction` and `rssi-correction.ADDRESS`).
     public let rssiCorrections: RssiCorrections
     public var limits = KeyFileLimits.standard
 
-    public init(store: AgentStore, clock: any AgentClock, trustedKeys: [TrustedKey], rssiCorrections: RssiCorrections = RssiCorrections()) {
+    public init(store: AgentStore, clock: any AgentClock, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections()) {
         self.store = store
         self.clock = clock
         self.trustedKeys = trustedKeys
@@ -119,6 +130,8 @@ public struct DetectionSession: Sendable {
     /// The most keys the session checks; nil for no limit.
     public let maximumKeys: Int?
     private let detection: ExposureDetection
+    /// The detection's trusted keys as they were when the session started.
+    private let trustedKeys: [TrustedKey]
     private let configurationJSON: String
     private let configuration: ExposureConfiguration
     private var index: MatchingIndex?
@@ -136,8 +149,9 @@ public struct DetectionSession: Sendable {
 
     public init(detection: ExposureDetection, configurationJSON: String, maximumKeys: Int? = nil) throws(DetectionError) {
         let startedAt = detection.clock.now
-        configuration = try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
-            try ExposureDetection.configuration(configurationJSON)
+        (configuration, trustedKeys) = try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
+            let configuration = try ExposureDetection.configuration(configurationJSON)
+            do { return (configuration, try detection.trustedKeys.load()) } catch { throw .unreadable("\(error)") }
         }
         (self.startedAt, self.detection, self.configurationJSON, self.maximumKeys) = (startedAt, detection, configurationJSON, maximumKeys)
     }
@@ -165,7 +179,7 @@ public struct DetectionSession: Sendable {
             }
             let export: KeyExport
             do { export = try KeyExport(contentsOf: data, limits: limits) } catch { throw .badKeyFile(name: file.name, reason: "\(error)") }
-            let status = export.signatureStatus(trustedKeys: detection.trustedKeys)
+            let status = export.signatureStatus(trustedKeys: trustedKeys)
             guard status == .verified else { throw .unverified(name: file.name, status: status) }
             let digest = SHA256.digest(data)
             next.filesReceived += 1

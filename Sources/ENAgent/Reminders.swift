@@ -32,15 +32,14 @@ public enum Reminder: String, Sendable, CaseIterable {
         return due
     }
 
-    /// The journal line for this reminder.
-    public func message(latestExposureDay: Int64?) -> String {
+    /// The journal line for this reminder; none for one that reveals health, since the journal
+    /// is readable by more than root and the group enagent (groups adm, systemd-journal).
+    public var journalMessage: String? {
         switch self {
         case .detectionOverdue:
             return "no exposure detection has succeeded for more than 24 hours: check 'systemctl status enagent-detect.timer' and 'enctl status'"
-        case .recentExposure:
-            return "you were exposed recently (latest day \(latestExposureDay.map(String.init) ?? "?"), unix time): see 'enctl windows' and follow your health authority's advice"
-        case .uploadRefused:
-            return "the key server refused your keys for good, so they were not shared: see 'enctl test-result list'; a new code from your health authority lets you share them"
+        case .recentExposure, .uploadRefused:
+            return nil
         }
     }
 }

@@ -18,7 +18,8 @@ public enum HealthCardError: Error, Equatable, CustomStringConvertible {
         case .unsupportedAlgorithm(let algorithm): return "the card is signed with \(algorithm); SMART Health Cards use ES256"
         case .badPayload(let reason): return "the card's payload is unusable: \(reason)"
         case .unknownIssuer(let issuer):
-            return "the issuer \(issuer) is not trusted here: add its JWKS (with \"iss\") to the trusted issuers directory, or name it with --issuer-keys"
+            return "the issuer \(issuer) is not trusted here: add its JWKS, with \"iss\", as a *.json file to the trusted issuers directory "
+                + "(/etc/enagent/trusted-issuers, or --issuers-dir; other files there are ignored), or name it with --issuer-keys"
         case .unknownKey(let issuer, let kid): return "the issuer \(issuer) has no key \(kid) among its trusted keys"
         case .badSignature: return "the signature does not verify: the card was altered or not signed by its issuer"
         case .notYetValid(let time): return "the card is not valid before \(time) (unix time)"

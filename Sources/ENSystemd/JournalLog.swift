@@ -13,10 +13,15 @@ public struct JournalLog: LogSink {
     public init() {}
 
     /// Whether stderr is connected to the journal: systemd sets JOURNAL_STREAM to its device:inode.
-    public static var standardErrorIsJournal: Bool {
+    public static var standardErrorIsJournal: Bool { isJournal(2) }
+
+    /// Whether stdout or stderr is connected to the journal, as under a unit's default output.
+    public static var outputReachesJournal: Bool { isJournal(1) || isJournal(2) }
+
+    private static func isJournal(_ descriptor: Int32) -> Bool {
         guard let stream = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return false }
         var status = stat()
-        guard fstat(2, &status) == 0 else { return false }
+        guard fstat(descriptor, &status) == 0 else { return false }
         return stream == "\(status.st_dev):\(status.st_ino)"
     }
 

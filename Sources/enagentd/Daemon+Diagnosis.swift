@@ -13,19 +13,12 @@ extension Daemon {
             .filter { $0.rollingEndIntervalNumber <= UInt64(now.rawValue) }
     }
 
-    /// Records what became of an upload, and says so in the journal (never the keys).
+    /// Records what became of an upload. Nothing of it goes to the journal, which more people
+    /// read than may learn of a positive test: `enctl test-result list` shows it.
     func uploadFinished(testResultId: String, _ result: UploadResult) throws {
         dispatchPrecondition(condition: .onQueue(queue))
         try store.finishUpload(testResultId: testResultId, result, at: clock.now)
         checkReminders()
-        switch result {
-        case .accepted(_, let note):
-            logger.info("the key server accepted the keys of test result \(testResultId)" + (note.map { " (\($0))" } ?? ""))
-        case .retry(let reason, let retryAt):
-            logger.warning("the key server did not take the keys of test result \(testResultId) for now (\(reason)); next attempt at \(retryAt) (unix time)")
-        case .refused(let reason):
-            logger.error("the key server refused the keys of test result \(testResultId) for good (\(reason)); the upload will not be sent again")
-        }
     }
 
     /// Erases keys, sightings and results; a running agent starts again with a fresh key.

@@ -6,8 +6,8 @@ import ENCore
 extension Daemon {
     var latestExposureDay: Int64? { get throws { try store.latestExposureDay() } }
 
-    /// Checks now and every minute what to remind the person of; a reminder goes to the journal
-    /// when it arises and once a day while it lasts.
+    /// Checks now and every minute what to remind the person of; a reminder that reveals no
+    /// health goes to the journal when it arises and once a day while it lasts.
     func startReminders() {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: .seconds(60))
@@ -30,7 +30,7 @@ extension Daemon {
             return logger.error("cannot check reminders: \(error)")
         }
         for reminder in due where now - (my.remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
-            logger.warning("\(reminder.message(latestExposureDay: exposureDay))")
+            if let message = reminder.journalMessage { logger.warning("\(message)") }
             my.remindedAt[reminder] = now
         }
         my.remindedAt = my.remindedAt.filter { due.contains($0.key) }

@@ -94,7 +94,7 @@ final class Daemon: Sendable {
 
     /// `bus` is the system bus when the radio is in use.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: [TrustedKey], rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
+         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
          queue: DispatchQueue = .main, reportStatus: @escaping @Sendable (String) -> Void = { Systemd.notify("STATUS=" + $0) }) {
         self.queue = queue
         onQueue = QueueBound(Confined(), queue: queue)

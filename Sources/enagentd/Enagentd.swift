@@ -21,7 +21,13 @@ struct Enagentd: ParsableCommand {
             for other devices and records every sighting. Keeps the device's Temporary Exposure \
             Keys (a new one every UTC day, stored before use) and deletes keys and sightings after \
             the retention period. Usually started by systemd; stops cleanly on SIGTERM or SIGINT.
-            """)
+
+            Exit status: 0 after a clean stop (SIGTERM, SIGINT); 1 when it cannot start or go \
+            on (the database, the bus; the journal says why), which systemd restarts; 64 for a \
+            bad command line or enagent.conf, naming the option or the file's line, which a \
+            restart cannot mend (the unit's RestartPreventExitStatus=64).
+            """,
+        version: ExposureNotificationAPI.packageVersion)
 
     @Option(help: ArgumentHelp("The configuration file (default: \(AgentConfiguration.defaultPath), if present).", valueName: "path"))
     var config: String?
@@ -85,9 +91,14 @@ struct Enagentd: ParsableCommand {
         let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"
         let store: AgentStore
         let serviceBus: DBusConnection, radioBus: DBusConnection?
-        let trustedKeys: [TrustedKey]
+        let trustedKeysDirectory = file.trustedKeysDirectory ?? TrustedKeysDirectory.defaultPath
+        // Read at each detection: the package starts enagentd before the authority's key is in place.
+        let trustedKeys = TrustedKeySource {
+            let keys = try TrustedKeysDirectory.load(trustedKeysDirectory)
+            logger.info("detection trusts \(keys.count) key(s) from \(trustedKeysDirectory)")
+            return keys
+        }
         do {
-            trustedKeys = try TrustedKeysDirectory.load(file.trustedKeysDirectory ?? TrustedKeysDirectory.defaultPath)
             store = try AgentStore(path: stateDirectory + "/enagent.db")
             // The API has a connection of its own, so that a long detection never holds up BlueZ's signals.
             serviceBus = try apiBus.map { address throws(DBusError) in try DBusConnection(address: address) } ?? DBusConnection.system()

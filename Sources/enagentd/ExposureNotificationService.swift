@@ -15,7 +15,6 @@ import ENSystemd
 /// member of the group `enagent` (the bus policy says the same).
 struct ExposureNotificationService: Sendable {
     typealias API = ExposureNotificationAPI
-    static let version = "0.6.0"
 
     let daemon: Daemon
     /// Refuses a caller who may not change state, with NotAuthorized.
@@ -96,7 +95,7 @@ struct ExposureNotificationService: Sendable {
             property(P.lastDetectionError) { try reading { try daemon.store.lastDetection() }?.error ?? "" },
             property(P.sightingsStored) { UInt64(try reading { try daemon.store.sightingCount() }) },
             property(P.reminders) { try onDaemonQueue { daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
-            property(P.version) { Self.version },
+            property(P.version) { API.packageVersion },
             property(P.rssiCorrection) { Int32(daemon.detection.rssiCorrections.defaultCorrection) },
             property(P.adapterRssiCorrections) { try onDaemonQueue { daemon.adapterRssiCorrections } },
         ]

@@ -4,12 +4,12 @@ import Glibc
 
 /// The health authorities' public keys: every `*.pem` file in a directory. `KEYID_VERSION.pem`
 /// (such as `310_v1.pem`) is trusted for that key id and version only, any other name for any.
-/// A file that is not a P-256 public key stops the daemon with its name, rather than silently
-/// trusting less.
+/// Read when each detection starts. A file that is not a P-256 public key fails the detection
+/// with its name, rather than silently trusting less.
 enum TrustedKeysDirectory {
     static let defaultPath = "/etc/enagent/trusted-keys"
 
-    /// No directory is no keys; one that cannot be read stops the daemon like a bad file does.
+    /// No directory is no keys; one that cannot be read fails the detection like a bad file does.
     static func load(_ path: String) throws -> [TrustedKey] {
         guard FileManager.default.fileExists(atPath: path) else { return [] }
         let names: [String]

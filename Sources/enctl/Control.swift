@@ -164,8 +164,12 @@ struct Resume: ParsableCommand {
 
 /// `enctl reset`.
 struct Reset: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Erase all keys, sightings and exposure results.", discussion: """
-        This cannot be undone. enctl asks first unless --yes is given; consent stays as it is.
+    static let configuration = CommandConfiguration(abstract: "Erase all keys, sightings, exposure results and test results.", discussion: """
+        Erases the device's keys, the sightings, exposure windows and the record of detections \
+        and key files processed, test results, and key uploads still waiting to be sent. This \
+        cannot be undone. enctl lists what it will erase and asks first, and asks again when an \
+        upload is still waiting (erased, it is never sent), unless --yes is given; consent and \
+        settings stay as they are.
         """)
 
     @Flag(help: "Do not ask.")
@@ -174,10 +178,17 @@ struct Reset: ParsableCommand {
     @OptionGroup var change: DaemonChange
 
     func run() throws {
-        guard yes || Confirmation.ask("Erase every key, sighting and exposure result on this device?") else {
+        let client = try DaemonClient()
+        let results = try StoredTestResult.all(client).count
+        let waiting = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.count
+        let erased = ["every key of this device", "the sightings", "exposure windows and the record of detections and key files processed"]
+            + (results > 0 ? ["\(results) test result(s)"] : []) + (waiting > 0 ? ["\(waiting) key upload(s) still waiting to be sent"] : [])
+        StandardStream.error.write("enctl reset erases \(erased.joined(separator: ", ")). Consent and settings stay.\n")
+        guard yes || Confirmation.ask("Erase all of it?") else { throw CommandError("nothing erased") }
+        guard yes || waiting == 0 || Confirmation.ask("The \(waiting) waiting upload(s) of your keys to the health authority will never be sent. Erase them too?") else {
             throw CommandError("nothing erased")
         }
-        try change.request(DaemonClient.API.Methods.resetData, NoArguments(), then: "All keys, sightings and exposure results were erased.")
+        try change.request(DaemonClient.API.Methods.resetData, NoArguments(), then: "Erased: \(erased.joined(separator: ", ")).")
     }
 }
 

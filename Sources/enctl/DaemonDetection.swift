@@ -3,6 +3,7 @@ import ENAPI
 import ENBus
 import ENCore
 import ENKeyFiles
+import ENSystemd
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -48,11 +49,16 @@ struct DaemonDetection {
             throw error
         }
         progress.finish()
-        if options.output.json { return try printJSON(summary) }
-        printColumns([
+        let checked = [
             ["Key files processed", String(summary.keyFilesProcessed)],
             ["Key files seen before", String(summary.keyFilesSkipped)],
             ["Keys checked", String(summary.keysChecked)],
+        ]
+        // Under a unit (the timer's) the output is the journal, which groups adm and
+        // systemd-journal read: what was checked, never what was found.
+        if JournalLog.outputReachesJournal { return printColumns(checked) }
+        if options.output.json { return try printJSON(summary) }
+        printColumns(checked + [
             ["Keys matched", String(summary.matchedKeys)],
             ["New exposure windows", String(summary.newExposureWindows)],
         ])

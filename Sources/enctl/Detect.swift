@@ -19,6 +19,10 @@ struct Detect: ParsableCommand {
             'enctl detect offline' does the whole detection itself, without the daemon. See each \
             one's --help.
 
+            When its output is the journal (JOURNAL_STREAM, as under the timer's unit), which \
+            groups adm and systemd-journal read, enctl detect files and server print what they \
+            checked and nothing of what they found: 'enctl status' and 'enctl windows' show it.
+
             Exit status: 0 when detection ran (whether or not it found an exposure), 1 when an \
             input was unusable or a signature did not verify, 64 for a usage error.
             """,

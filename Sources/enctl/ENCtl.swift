@@ -1,4 +1,5 @@
 import ArgumentParser
+import ENAPI
 import FoundationEssentials
 import Glibc
 
@@ -16,7 +17,7 @@ struct ENCtl: ParsableCommand {
             Exit status: 0 on success, 1 on a failure (including enagentd not running or the \
             request not allowed), 64 for a usage error.
 
-            JSON OUTPUT: with --json every command prints the same data under the same names \
+            JSON OUTPUT: with --json every command that takes it prints the same data under the same names \
             and with the same values: the EN API's names in camelCase (reportType, \
             infectiousness, calibrationConfidence, scanInstances with minAttenuation, \
             typicalAttenuation and secondsSinceLastScan), report types and infectiousness by \
@@ -27,6 +28,7 @@ struct ENCtl: ParsableCommand {
             windows and from detect offline is one object; detect offline adds the matched key \
             under "key". Keys are sorted, output is indented.
             """,
+        version: ExposureNotificationAPI.packageVersion,
         subcommands: [Status.self, Enable.self, Disable.self, Pause.self, Resume.self, Keys.self, Detect.self,
                       Windows.self, Summary.self, Exposures.self, TestResultCommand.self, Share.self, Watch.self, Reset.self, Derive.self])
 

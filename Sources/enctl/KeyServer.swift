@@ -1,6 +1,7 @@
 import ArgumentParser
 import ENCore
 import FoundationEssentials
+import Glibc
 
 /// The health authority's servers, from `/etc/enagent/key-server.conf`: `key = value` lines for
 /// `url` (the key server's base URL for downloads: the bucket's root), `index` (a file listing
@@ -99,7 +100,18 @@ struct KeyServerConfiguration: Equatable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CommandError("cannot read the key server configuration \(path) (see key-server.conf(5))")
         }
-        return try KeyServerConfiguration(text: String(decoding: data, as: UTF8.self), path: path)
+        let configuration = try KeyServerConfiguration(text: String(decoding: data, as: UTF8.self), path: path)
+        if configuration.verificationAPIKey != nil { try refuseIfOthersCanRead(path) }
+        return configuration
+    }
+
+    /// The API key is the health authority's secret for this device: a file every user can read
+    /// (a plain `cp` of the 0644 template) is refused, with the command that fixes it.
+    private static func refuseIfOthersCanRead(_ path: String) throws {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IROTH != 0 else { return }
+        throw CommandError("\(path) holds verification-api-key and every user can read it (mode \(String(status.st_mode & 0o777, radix: 8))): "
+                           + "run 'sudo chmod 0640 \(path) && sudo chgrp enagent \(path)' (key-server.conf(5))")
     }
 }
 

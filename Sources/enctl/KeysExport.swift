@@ -10,8 +10,9 @@ extension Keys {
         static let configuration = CommandConfiguration(
             abstract: "Export this device's keys of the last 14 days to share after a positive diagnosis.",
             discussion: """
-                Asks enagentd for the Temporary Exposure Keys of the retention period (today's \
-                key only once it has rolled, since it is still on the air). Sharing them lets \
+                Asks enagentd for the Temporary Exposure Keys valid during the last 14 days \
+                (today's key only once it has rolled, since it is still on the air), however \
+                many days retention-days keeps. Sharing them lets \
                 others learn they met you, so enctl asks first; --yes answers for scripts. JSON \
                 gives the upload shape health authorities use (keyData in base64, \
                 rollingStartNumber, rollingPeriod, transmissionRisk); zip an unsigned export \
@@ -37,7 +38,7 @@ extension Keys {
             guard yes || Confirmation.ask("Share this device's exposure keys of the last 14 days?") else {
                 throw CommandError("no keys shared")
             }
-            let keys = try DaemonKeys.history(try DaemonClient())
+            let keys = PublishRequest.lastFourteenDays(try DaemonKeys.history(try DaemonClient()), now: UploadSender.now)
             let data: Data
             switch format {
             case .json:

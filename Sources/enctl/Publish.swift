@@ -20,12 +20,18 @@ struct PublishRequest: Equatable {
     /// MAX_INTERVAL_AGE_ON_PUBLISH (15 days) ago; the protocol shares 14 days.
     static let sharedDays: Int64 = 14
 
-    /// The keys of `history` worth sharing at `now`: those valid at some moment of the last 14
-    /// days, the most recent 14 of them; and how many older ones were left out.
-    static func shareable(_ history: [TemporaryExposureKey], now: Int64) -> (keys: [TemporaryExposureKey], leftOut: Int) {
+    /// The keys of `history` valid at some moment of the last 14 days at `now`, newest first,
+    /// whatever retention-days keeps.
+    static func lastFourteenDays(_ history: [TemporaryExposureKey], now: Int64) -> [TemporaryExposureKey] {
         let oldestEnd = UInt64(max(0, now - sharedDays * UTCDay.seconds) / 600)
-        let recent = history.filter { $0.rollingEndIntervalNumber > oldestEnd }
+        return history.filter { $0.rollingEndIntervalNumber > oldestEnd }
             .sorted { ($0.rollingStartIntervalNumber.rawValue, $0.rollingPeriod) > ($1.rollingStartIntervalNumber.rawValue, $1.rollingPeriod) }
+    }
+
+    /// The keys of `history` worth sharing at `now`: those of the last 14 days, the most recent
+    /// 14 of them; and how many older ones were left out.
+    static func shareable(_ history: [TemporaryExposureKey], now: Int64) -> (keys: [TemporaryExposureKey], leftOut: Int) {
+        let recent = lastFourteenDays(history, now: now)
         return (Array(recent.prefix(maximumKeys)), max(0, recent.count - maximumKeys))
     }
 
@@ -75,7 +81,9 @@ struct PublishRequest: Equatable {
 }
 
 /// What a key server's answer to a publish means (internal/publish/publish.go:process): the
-/// answer's `code` decides, not its HTTP status alone.
+/// answer's `code` decides, not its HTTP status alone. Only a code the key server gives for
+/// the request itself ends an upload: an answer without one (a mistyped path's 404, a redirect,
+/// a proxy's page) is not the key server's and says that a setting is wrong.
 enum PublishVerdict: Equatable {
     /// The keys are on the server; `note` says what it dropped or why the keys count as shared.
     case accepted(revisionToken: String, note: String)
@@ -85,6 +93,21 @@ enum PublishVerdict: Equatable {
     case certificateRefused(reason: String)
     /// Never to be sent again, with the server's own words.
     case refused(reason: String)
+    /// Not the key server's answer, or its answer that key-server.conf's `setting` is wrong:
+    /// kept, to be sent once the setting is right.
+    case misdirected(reason: String, setting: String)
+
+    /// The codes of pkg/api/v1/exposure_types.go that internal/publish/publish.go:process gives
+    /// for the request itself (bad_request: unparsable, no or too many keys, a key it cannot
+    /// take; the revision token and report type checks of its database insert): the same keys
+    /// get the same answer however often they are sent. missing_revision_token is among them
+    /// unless an earlier attempt may have saved the keys.
+    static let permanentCodes: Set = ["bad_request", "missing_revision_token", "invalid_revision_token", "key_already_revised",
+                                      "invalid_report_type_transition"]
+    /// The codes of a key server that cannot take the keys now (internal_error from its
+    /// database, unable_to_load_health_authority, which exposure_types.go calls retryable; its
+    /// own missing region configuration).
+    static let retryCodes: Set = ["internal_error", "unable_to_load_health_authority", "health_authority_missing_region_config"]
 
     /// `earlierAttempt`: this upload was sent before, and that attempt's outcome may have been
     /// the keys saved with the answer lost.
@@ -100,12 +123,19 @@ enum PublishVerdict: Equatable {
         case (_, "missing_revision_token") where earlierAttempt:
             // The keys are this device's alone: the server has them from the attempt whose answer was lost.
             self = .accepted(revisionToken: "", note: "the key server had the keys already, from an earlier attempt whose answer was lost")
-        case (_, "internal_error"), (_, "unable_to_load_health_authority"), (408, _), (429, _), (500...599, _):
+        case (_, let code) where Self.retryCodes.contains(code):
             self = .retry(reason: reason, retryAfter: answer.retryAfter)
         case (_, "health_authority_verification_certificate_invalid"):
             self = .certificateRefused(reason: reason)
-        default:
+        case (_, "unknown_health_authority_id"):
+            self = .misdirected(reason: reason, setting: "health-authority")
+        case (_, let code) where Self.permanentCodes.contains(code):
             self = .refused(reason: reason)
+        case (408, _), (429, _), (500...599, _):
+            self = .retry(reason: reason, retryAfter: answer.retryAfter)
+        default:
+            let answered = code.isEmpty ? "\(reason), not a key server's answer" + (json == nil ? " (no JSON)" : " (no code)") : "\(reason), a code the key server's API does not define"
+            self = .misdirected(reason: answered + ((300...399).contains(answer.status) ? "; a redirect is not followed" : ""), setting: "publish-url")
         }
     }
 

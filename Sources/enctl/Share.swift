@@ -2,6 +2,7 @@ import ArgumentParser
 import ENAPI
 import ENBus
 import ENCore
+import ENSystemd
 import FoundationEssentials
 import Glibc
 
@@ -41,7 +42,7 @@ struct Share: ParsableCommand {
     @Flag(help: "Share without asking.")
     var yes = false
 
-    @Flag(help: "Only send the uploads enagentd keeps pending that are due (exit status 1 when one fails again).")
+    @Flag(help: "Only send the uploads enagentd keeps pending that are due (exit status 1 when one fails again). When the output is the journal (JOURNAL_STREAM, as under the timer's unit) it writes nothing of them and exits 0.")
     var pending = false
 
     func validate() throws {
@@ -116,11 +117,11 @@ struct Share: ParsableCommand {
         case .shared(let note):
             if !note.isEmpty { StandardStream.error.write("enctl: \(note)\n") }
             print("Your keys were shared. Thank you for helping others stay safe.")
-        case .pending(let reason):
-            throw CommandError("the key server did not take the upload (\(reason)); it is kept: "
-                               + (result.verifiedByCode ? "sending it again needs a new verification code from your health authority ('enctl share --code CODE')"
-                                                        : "'enctl share --pending' (the timer) sends it again"))
-        case .notSent(let reason): throw CommandError(reason)
+        case .pending(let reason, let certificateSpent):
+            throw CommandError("the upload is kept (\(reason)): "
+                               + (certificateSpent ? "its verification is spent, so sending it again needs a new code from your health authority ('enctl share --code CODE')"
+                                                   : "'enctl share --pending' (the timer) sends it again"))
+        case .notSent(let reason), .kept(let reason): throw CommandError(reason)
         case .refused(let reason): throw CommandError("the key server refused the upload for good (\(reason)); it will not be sent again")
         }
     }
@@ -136,7 +137,11 @@ struct Share: ParsableCommand {
             + "Ask your health authority for a verification code and record the test with 'enctl test-result add --code'"
     }
 
+    /// Under a unit (the timer's) the output is the journal, which groups adm and systemd-journal
+    /// read: whether anything was sent or failed would tell of a positive test, so nothing of it
+    /// is written there and the exit status is 0; `enctl test-result list` shows what became of each.
     private func sendPending(_ client: DaemonClient) throws {
+        let report = !JournalLog.outputReachesJournal
         // The configuration reaches the verification server and says whether a card's upload may
         // go; a configuration that cannot be read sends only what needs neither.
         var configuration: KeyServerConfiguration?
@@ -146,22 +151,28 @@ struct Share: ParsableCommand {
         let now = UploadSender.now
         let results = try StoredTestResult.all(client)
         let due = try client.call(DaemonClient.API.Methods.getPendingUploads).uploads.filter { $0.nextAttemptAt <= UInt64(max(0, now)) }
-        let sender = UploadSender(client: client, configuration: configuration, configurationPath: server.serverConfig)
+        let sender = UploadSender(client: client, configuration: configuration, configurationPath: server.serverConfig, report: report)
         var sent = 0, failures = [String]()
         for upload in due {
             guard let result = results.first(where: { $0.id == upload.testResultId }) else { continue }
-            switch try sender.send(upload, of: result) {
+            let outcome: UploadSender.Outcome
+            do { outcome = try sender.send(upload, of: result) } catch {
+                failures.append("test result \(result.id): \(error)")  // the next upload goes all the same
+                continue
+            }
+            switch outcome {
             case .shared(let note):
                 sent += 1
-                if !note.isEmpty { StandardStream.error.write("enctl: test result \(result.id): \(note)\n") }
-            case .pending(let reason): failures.append("\(reason); it stays queued")
-            case .notSent(let reason): failures.append(reason)
+                if report && !note.isEmpty { StandardStream.error.write("enctl: test result \(result.id): \(note)\n") }
+            case .pending(let reason, _): failures.append("\(reason); it stays queued")
+            case .notSent(let reason), .kept(let reason): failures.append(reason)
             case .refused(let reason): failures.append("\(reason); refused for good, not sent again")
             }
         }
         // Decoys whether or not anything real went out (key-server.conf: chaff); no configuration
         // file, no decoys.
         if let configuration, Chaff.maybeSend(configuration) { StandardStream.error.write("enctl: decoy requests sent (chaff)\n") }
+        guard report else { return }
         print(due.isEmpty ? "No pending uploads due." : "\(sent) pending key upload(s) sent.")
         guard failures.isEmpty else { throw CommandError("\(failures.count) pending key upload(s) not sent: \(failures.joined(separator: "; "))") }
     }
@@ -182,14 +193,19 @@ struct UploadSender {
     /// nil when there is no key-server.conf (a card's upload and a certificate then wait).
     let configuration: KeyServerConfiguration?
     let configurationPath: String
+    /// Whether to say on stderr that an attempt is repeated (not where the journal reads it).
+    var report = true
 
     enum Outcome {
         /// Accepted; `note` says what the server dropped, or why the keys count as shared.
         case shared(note: String)
-        /// Not taken for now; enagentd keeps it with its next attempt's time.
-        case pending(String)
+        /// Not taken for now; enagentd keeps it with its next attempt's time. `certificateSpent`:
+        /// a code's verification went into the attempt, so only a new code sends it.
+        case pending(String, certificateSpent: Bool)
         /// Not sent, and nothing recorded: the message says what is needed.
         case notSent(String)
+        /// Kept, since a setting is wrong: the message says what answered and which setting.
+        case kept(String)
         case refused(String)
     }
 
@@ -199,12 +215,22 @@ struct UploadSender {
     static let retryDelays: [Int64] = [2, 4, 8, 16, 32, 60]
 
     func send(_ upload: PendingUploadRecord, of result: StoredTestResult) throws -> Outcome {
-        let request = try PublishRequest(body: upload.body)
-        guard let url = URL(string: upload.url) else { return try finish(upload, .refused, "bad URL \(upload.url)", outcome: .refused("bad URL \(upload.url)")) }
+        var request = try PublishRequest(body: upload.body)
+        // Today's health-authority and publish-url, so that an upload kept for a wrong one goes
+        // once it is fixed.
+        if let authority = configuration?.healthAuthority { request.healthAuthority = authority }
+        guard let url = configuration?.publishURL ?? URL(string: upload.url) else {
+            return .notSent("test result \(result.id): no publish-url in \(configurationPath) to send its keys to")
+        }
         var certificate: VerificationServer.Certificate?
         if result.verifiedByCode {
             guard !result.token.isEmpty else { return .notSent(Share.newCodeNeeded(result.id, because: "its verification was used for an earlier attempt")) }
             guard let configuration else { return .notSent("test result \(result.id): no \(configurationPath) to reach the verification server") }
+            // The token certifies one upload: spent only once the key server is known to answer.
+            if let problem = try keyServerProblem(at: url, healthAuthority: request.healthAuthority) {
+                let kept = keptForWrongSetting(url, answered: problem.answered, setting: problem.setting, certificateSpent: false)
+                return try finish(upload, .retry, kept, outcome: .kept(kept))
+            }
             let verifier = try VerificationServer(configuration)
             do throws(VerificationServer.Failure) {
                 certificate = try verifier.certificate(token: result.token, hmac: request.keysHMAC, now: Self.now)
@@ -212,7 +238,8 @@ struct UploadSender {
                 try spendToken(of: result)
                 return .notSent(Share.newCodeNeeded(result.id, because: reason))
             } catch .unavailable(let reason, let retryAfter) {
-                return try finish(upload, .retry, "no verification certificate: \(reason)", retryAfter: retryAfter, outcome: .pending(reason))
+                return try finish(upload, .retry, "no verification certificate: \(reason)", retryAfter: retryAfter,
+                                  outcome: .pending("the verification server cannot answer now: \(reason)", certificateSpent: false))
             } catch {
                 return .notSent("test result \(result.id): \(error)")
             }
@@ -227,7 +254,8 @@ struct UploadSender {
             do {
                 verdict = PublishVerdict(try Download.post(body, to: url), earlierAttempt: upload.attempts > 0 || attempts > 0)
             } catch {
-                verdict = .retry(reason: "\(error)", retryAfter: nil)
+                // No answer (DNS, TLS, a refused connection): the network, or publish-url.
+                verdict = .retry(reason: "no answer: \(error); check publish-url in \(configurationPath) and the network", retryAfter: nil)
             }
             attempts += 1
             switch verdict {
@@ -240,18 +268,43 @@ struct UploadSender {
                 return try finish(upload, .refused, refusal, outcome: .refused(refusal))
             case .certificateRefused(let reason):
                 return try finish(upload, .retry, reason, outcome: .notSent(Share.newCodeNeeded(result.id, because: "the key server refused its certificate: \(reason)")))
+            case .misdirected(let reason, let setting):
+                let kept = keptForWrongSetting(url, answered: reason, setting: setting, certificateSpent: certificate != nil)
+                return try finish(upload, .retry, kept, outcome: .kept(kept))
             case .retry(let reason, let retryAfter):
                 let delay = retryAfter ?? Self.retryDelays[min(attempts, Self.retryDelays.count) - 1]
                 guard let certificate, Self.now + delay + Self.certificateMargin < certificate.expiresAt else {
-                    return try finish(upload, .retry, reason, retryAfter: retryAfter, outcome: .pending(reason))
+                    return try finish(upload, .retry, reason, retryAfter: retryAfter,
+                                      outcome: .pending("the key server did not take it: \(reason)", certificateSpent: certificate != nil))
                 }
-                StandardStream.error.write("enctl: the key server did not take the upload (\(reason)); trying again in \(delay) s, while the certificate is valid\n")
+                if report { StandardStream.error.write("enctl: the key server did not take the upload (\(reason)); trying again in \(delay) s, while the certificate is valid\n") }
                 sleep(UInt32(delay))
             }
         }
     }
 
     static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    /// What is wrong with `url` as the key server, by a publish without keys or certificate,
+    /// padded as a real one: the key server answers it with its own code
+    /// (health_authority_verification_certificate_invalid, or bad_request for no keys where it
+    /// takes keys without a certificate), never saving anything; nil when it does.
+    private func keyServerProblem(at url: URL, healthAuthority: String) throws -> (answered: String, setting: String)? {
+        let probe = try PublishRequest(keys: [], healthAuthority: healthAuthority, revisionToken: "").body(certificate: "")
+        do {
+            guard case .misdirected(let reason, let setting) = PublishVerdict(try Download.post(probe, to: url), earlierAttempt: false) else { return nil }
+            return (reason, setting)
+        } catch {
+            return ("nothing (\(error); is the network up?)", "publish-url")
+        }
+    }
+
+    /// What answered, the setting to check, and what sends the kept keys once it is right.
+    private func keptForWrongSetting(_ url: URL, answered: String, setting: String, certificateSpent: Bool) -> String {
+        "\(url.absoluteString) answered \(answered): check \(setting) in \(configurationPath); the keys are kept, and "
+            + (certificateSpent ? "as their verification is spent, 'enctl share --code CODE' with a new code from your health authority sends them once it is right"
+                                : "'enctl share' sends them once it is right")
+    }
 
     /// A token gives one certificate: forgotten once the server has spent it.
     private func spendToken(of result: StoredTestResult) throws {

@@ -65,7 +65,8 @@ extension TestResultCommand {
             discussion: """
                 FILE is a .smart-health-card file, a bare JWS or the shc:/ text of its QR code. The \
                 card must be ES256-signed by a key of a trusted issuer: one JWKS file per issuer in \
-                --issuers-dir, each with an "iss" member naming the issuer; --issuer-keys names one \
+                --issuers-dir, named *.json (other files are ignored; no directory, no issuer), \
+                each with an "iss" member naming the issuer; --issuer-keys names one \
                 key set directly, trusted whatever the issuer (to try a card before configuring \
                 its issuer). No network is used. Exit status 1 when the card does not verify.
                 """)

@@ -2,6 +2,7 @@ import ArgumentParser
 import ENAPI
 import Dispatch
 import ENBus
+import ENSystemd
 import FoundationEssentials
 
 /// `enctl watch`: desktop notifications of exposures, for a person's session.
@@ -15,10 +16,14 @@ struct Watch: ParsableCommand {
             a desktop notification through org.freedesktop.Notifications on the session bus \
             ($DBUS_SESSION_BUS_ADDRESS). Without a desktop session it only prints a line per \
             exposure: notifications are best effort, and enagentd never depends on them. Run \
-            it in a desktop session, e.g. as the user unit enagent-notify.service.
+            it in a desktop session, e.g. as the user unit enagent-notify.service. When its \
+            output is the journal (JOURNAL_STREAM, as under that unit), which groups adm and \
+            systemd-journal read, it writes nothing of an exposure there.
             """)
 
     func run() throws {
+        // An exposure is for the person and the desktop, never for the journal's readers.
+        let report = !JournalLog.outputReachesJournal
         let client = try DaemonClient()
         let notifier = DesktopNotifier()
         let subscription: SignalSubscription
@@ -30,9 +35,13 @@ struct Watch: ParsableCommand {
                 do { windows = try signal.arguments(message.arguments).newWindows } catch {
                     return StandardStream.error.write("enctl: an ExposureDetected signal this enctl does not understand: \(error)\n")
                 }
-                StandardStream.output.write("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n")
-                notifier.notify(summary: "Possible exposure to COVID-19",
-                                body: "Someone you were near has reported a positive test. Run 'enctl windows' and follow your health authority's advice.")
+                if report { StandardStream.output.write("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n") }
+                do throws(DBusError) {
+                    try notifier.notify(summary: "Possible exposure to COVID-19",
+                                        body: "Someone you were near has reported a positive test. Run 'enctl windows' and follow your health authority's advice.")
+                } catch {
+                    if report { StandardStream.error.write("enctl: no desktop notification (\(error.message))\n") }
+                }
             }
         } catch {
             throw DaemonClient.explain(error)
@@ -63,15 +72,12 @@ final class DesktopNotifier: Sendable {
 
     var available: Bool { session != nil }
 
-    func notify(summary: String, body: String) {
+    /// Shows a notification when there is a session; its failure is the caller's to report.
+    func notify(summary: String, body: String) throws(DBusError) {
         guard let session else { return }
-        do {
-            try session.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
-                             interface: "org.freedesktop.Notifications", member: "Notify",
-                             [.string("enagent"), .uint32(0), .string("dialog-warning"), .string(summary), .string(body), .strings([]),
-                              .properties(["urgency": .byte(2)]), .int32(-1)], timeout: .seconds(5))
-        } catch {
-            StandardStream.error.write("enctl: no desktop notification (\(error.message))\n")
-        }
+        try session.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                         interface: "org.freedesktop.Notifications", member: "Notify",
+                         [.string("enagent"), .uint32(0), .string("dialog-warning"), .string(summary), .string(body), .strings([]),
+                          .properties(["urgency": .byte(2)]), .int32(-1)], timeout: .seconds(5))
     }
 }

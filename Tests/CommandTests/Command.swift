@@ -15,6 +15,10 @@ enum Command {
 
     static func enctl(_ arguments: String...) throws -> Result { try enctl(arguments) }
 
+    /// A shell command's prefix that makes its stderr the journal, as systemd does for a unit:
+    /// JOURNAL_STREAM names that stream's device and inode.
+    static let journalStream = "JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2) "
+
     static func enctl(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
         try run(executable("enctl").path, arguments, environment: environment)
     }

@@ -35,6 +35,7 @@ import Testing
                 verification-api-key = test-api-key
                 \(more)
                 """.write(toFile: file, atomically: true, encoding: .utf8)
+            chmod(file, 0o640)  // it holds the API key
             return file
         }
 
@@ -47,11 +48,13 @@ import Testing
             }
         }
 
-        /// Every publish: its keys, status, code, error, revisionToken, verificationPayload,
-        /// members, whether its answer was dropped and when it arrived.
+        /// Every publish that carried keys: its keys, status, code, error, revisionToken,
+        /// verificationPayload, members, whether its answer was dropped and when it arrived. (enctl
+        /// checks publish-url with a publish without keys before it spends a verification token.)
         func publishes() throws -> [[String: Any]] {
             guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
             return try text.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+                .filter { ($0["keys"] as? [Any] ?? []).count > 0 || ($0["members"] as? [Any] ?? []).isEmpty }
         }
     }
 
@@ -135,7 +138,7 @@ import Testing
         #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
 
         let failed = try service.enctl("share", "--yes", "--server-config", configuration)
-        #expect(failed.status == 1 && failed.standardError.contains("it is kept: sending it again needs a new verification code"), "\(failed.standardError)")
+        #expect(failed.status == 1 && failed.standardError.contains("its verification is spent, so sending it again needs a new code"), "\(failed.standardError)")
         #expect(try results(service).first?["uploadPending"] as? Bool == true)
         #expect(try service.enctl("test-result", "list").standardOutput.contains("pending: needs a new code"))
         let store = try AgentStore(path: service.state + "/enagent.db")
@@ -184,7 +187,7 @@ import Testing
         #expect(result.sharedAt != nil && result.uploadFailure == nil && !(result.revisionToken ?? "").isEmpty, "a share, its token kept")
         service.daemon.terminate()
         _ = service.daemon.waitForExit()
-        #expect(service.daemon.standardError().contains("(the key server dropped \(dropped) key(s): key"), "the journal names the dropped keys")
+        #expect(!service.daemon.standardError().contains("key server"), "the journal learns nothing of the upload")
     }
 
     /// Three keys a day (the agent's rolls) over six days are 18 keys: the most recent 14 go.
@@ -294,19 +297,44 @@ import Testing
         #expect(try service.enctl("test-result", "list", "--json").standardOutput.contains("\"uploadPending\" : false"))
     }
 
+    /// The API key is the device's secret: a key-server.conf holding it that every user can read
+    /// (README's copy of the 0644 template once did that) is refused before anything is sent,
+    /// naming the file and the command that fixes it; without an API key the mode is the
+    /// administrator's.
+    @Test func anAPIKeyOthersCanReadIsRefused() throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"))
+        let configuration = try authority.configuration(in: directory)
+        chmod(configuration, 0o644)
+        let refused = try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration)
+        #expect(refused.status == 1 && refused.standardError.contains("\(configuration) holds verification-api-key and every user can read it (mode 644)")
+                && refused.standardError.contains("sudo chmod 0640 \(configuration) && sudo chgrp enagent \(configuration)"), "\(refused.standardError)")
+        #expect(try authority.requests().isEmpty && (try results(service)).isEmpty, "nothing sent, nothing recorded")
+        chmod(configuration, 0o640)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+
+        let downloadsOnly = directory.file("download-only.conf")
+        try "url = \(authority.base)\n".write(toFile: downloadsOnly, atomically: true, encoding: .utf8)
+        chmod(downloadsOnly, 0o644)
+        let shared = try service.enctl("share", "--yes", "--server-config", downloadsOnly)
+        #expect(!shared.standardError.contains("every user can read it"), "no secret, no refusal: \(shared.standardError)")
+    }
+
     /// The verification server's rate limit (429, Retry-After as an HTTP date) keeps the upload
-    /// and the unspent token for the time it says; a refusal for good (a health authority the key
-    /// server does not know) ends the upload: shown, never sent again, and sharing says why.
+    /// and the unspent token for the time it says; a refusal for good (bad_request: more keys
+    /// than the key server takes) ends the upload: shown, never sent again, and sharing says why.
     @Test func aRateLimitIsWaitedOutAndARefusalForGoodEndsTheUpload() throws {
         let service = try ServiceTests.Service(in: directory)
         #expect(try service.enctl("enable").status == 0)
         _ = try service.insertRolledKey()
-        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--rate-limit", "3600")
-        let configuration = try authority.configuration(in: directory, authority: "another-authority")
+        let authority = try HealthAuthority(log: directory.file("publishes.jsonl"), "--rate-limit", "3600", "--max-keys", "0")
+        let configuration = try authority.configuration(in: directory)
         #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
 
         let limited = try service.enctl("share", "--yes", "--server-config", configuration)
-        #expect(limited.status == 1 && limited.standardError.contains("HTTP 429"), "\(limited.standardError)")
+        #expect(limited.status == 1 && limited.standardError.contains("HTTP 429") && limited.standardError.contains("(the timer) sends it again"),
+                "the token is unspent, so the timer sends it: \(limited.standardError)")
         let store = try AgentStore(path: service.state + "/enagent.db")
         let next = try #require(try store.pendingUploads().first?.nextAttemptAt) - Int64(Date().timeIntervalSince1970)
         #expect((3_500...3_600).contains(next), "Retry-After an hour ahead → \(next) s")
@@ -315,14 +343,47 @@ import Testing
 
         try store.write { try $0.execute("UPDATE pending_upload SET next_attempt_at = 0") }  // the hour has passed
         let refused = try service.enctl("share", "--pending", "--server-config", configuration)
-        #expect(refused.status == 1 && refused.standardError.contains("HTTP 401: unauthorized health authority: another-authority [unknown_health_authority_id]"),
-                "\(refused.standardError)")
+        #expect(refused.status == 1 && refused.standardError.contains("HTTP 400: unable to read request data: too many exposure keys in publish: 1, "
+                                                                      + "max of 0 is allowed [bad_request]"), "\(refused.standardError)")
         #expect(try store.pendingUploads().isEmpty)
-        #expect(try service.enctl("test-result", "list").standardOutput.contains("refused for good: HTTP 401"))
+        #expect(try service.enctl("test-result", "list").standardOutput.contains("refused for good: HTTP 400"))
         #expect(try service.status()["reminders"] as? [String] == ["upload-refused"], "enctl status says so")
         let again = try service.enctl("share", "--yes", "--server-config", configuration)
         #expect(again.status == 1 && again.standardError.contains("record the test again with a new code"), "\(again.standardError)")
         #expect(try authority.publishes().count == 1, "nothing sent after the refusal")
+    }
+
+    /// Only the key server's own code for the request ends an upload. A mistyped publish-url (the
+    /// mux's 404), a redirect, a proxy's page, or a health authority the key server does not
+    /// know, or no server at all: the keys are kept and the token unspent, enctl names what
+    /// answered and the setting to check, and once key-server.conf is corrected `enctl share`
+    /// publishes them. `wrong` is the setting, which overrides the right one (the last wins).
+    @Test(arguments: [("publish-url = BASEv1/publis", "HTTP 404, not a key server's answer (no JSON): check publish-url"),
+                      ("publish-url = BASEmoved/v1/publish", "HTTP 301, not a key server's answer (no JSON); a redirect is not followed: check publish-url"),
+                      ("publish-url = BASEproxy/v1/publish", "HTTP 403, not a key server's answer (no JSON): check publish-url"),
+                      ("health-authority = another-authority", "[unknown_health_authority_id]: check health-authority"),
+                      ("publish-url = http://127.0.0.1:1/v1/publish", "answered nothing (")])  // nothing listens on port 1
+    func aWrongSettingKeepsTheUploadUntilItIsCorrected(wrongSetting: String, told: String) throws {
+        let service = try ServiceTests.Service(in: directory)
+        #expect(try service.enctl("enable").status == 0)
+        let key = try service.insertRolledKey()
+        let server = try HealthAuthority(log: directory.file("publishes.jsonl"))
+        let wrong = try server.configuration(in: directory, wrongSetting.replacing("BASE", with: server.base))
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", wrong).status == 0)
+
+        let kept = try service.enctl("share", "--yes", "--server-config", wrong)
+        #expect(kept.status == 1 && kept.standardError.contains(told) && kept.standardError.contains("in \(wrong); the keys are kept"),
+                "\(kept.standardError)")
+        #expect(try results(service).first?["uploadPending"] as? Bool == true && (try results(service).first?["uploadFailure"] as? String ?? "").isEmpty,
+                "kept, not refused")
+        #expect(try server.requests().allSatisfy { $0.path != "/api/certificate" }, "the token is not spent on a server that is not there")
+        let pending = try service.enctl("share", "--pending", "--server-config", wrong)
+        #expect(pending.status == 0 && pending.standardOutput.contains("No pending uploads due"), "kept for later, not refused: \(pending.standardError)")
+
+        let corrected = try service.enctl("share", "--yes", "--server-config", try server.configuration(in: directory))
+        #expect(corrected.status == 0 && corrected.standardOutput.contains("Your keys were shared"), "\(corrected.standardError)")
+        let publishes = try server.publishes()
+        #expect(publishes.map { $0["status"] as? Int } == [200] && (publishes.first?["keys"] as? [[String: Any]])?.first?["key"] as? String == Self.base64(key))
     }
 
     /// A card-verified result has no certificate: shared only with a key server that
@@ -369,7 +430,8 @@ import Testing
 
         try FileManager.default.createDirectory(atPath: directory.file("none"), withIntermediateDirectories: false)
         let unknown = try service.enctl("test-result", "verify", card, "--issuers-dir", directory.file("none"))
-        #expect(unknown.status == 1 && unknown.standardError.contains("is not trusted here"))
+        #expect(unknown.status == 1 && unknown.standardError.contains("is not trusted here: add its JWKS, with \"iss\", as a *.json file"),
+                "\(unknown.standardError)")
         let checked = try service.enctl("test-result", "verify", card, "--issuer-keys", jwks)
         #expect(checked.status == 0 && checked.standardOutput.contains("John B. Anyperson"), "\(checked.standardError)")
         let tampered = directory.file("tampered.smart-health-card")

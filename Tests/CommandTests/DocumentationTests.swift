@@ -53,7 +53,7 @@ import Testing
             return String(text.dropFirst(2).prefix { $0.isLetter || $0 == "-" })
         })
         let expected = Set(AgentConfiguration.keys.filter { !Self.fileOnly.contains($0) }.map { Self.optionNames[$0] ?? $0 })
-        #expect(options == expected.union(["config", "verbose"]), "enagentd --help vs the keys: \(options.symmetricDifference(expected))")
+        #expect(options == expected.union(["config", "verbose", "version"]), "enagentd --help vs the keys: \(options.symmetricDifference(expected))")
         for key in AgentConfiguration.keys where !Self.fileOnly.contains(key) {
             let option = "\\-\\-" + (Self.optionNames[key] ?? key).replacing("-", with: "\\-")
             #expect(documented[key]?.contains(option) == true, "enagent.conf(5) names no option for \(key)")

@@ -2,7 +2,7 @@ import ENBus
 import ENCore
 import ENKeyFileWriter
 import ENKeyFiles
-import ENStore
+@testable import ENStore
 import Foundation
 import Synchronization
 import TestSupport
@@ -112,6 +112,56 @@ import Testing
         for text in seen {
             for secret in ["recent-exposure", "upload-refused", exposureDay, "member=ExposureDetected", "LatestExposureDay\""] {
                 #expect(!text.contains(secret), "another user learnt \(secret): \(text.prefix(3_000))")
+            }
+        }
+    }
+
+    /// enctl as the timer's unit runs it: its stderr (and stdout) is the journal, named by
+    /// JOURNAL_STREAM, as systemd sets it.
+    static func underJournal(_ service: ServiceTests.Service, _ arguments: String...) throws -> Command.Result {
+        try Command.run("/bin/sh", ["-c", Command.journalStream + "exec \"$0\" \"$@\"",
+                                    Command.executable("enctl").path] + arguments,
+                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+    }
+
+    /// The detection timer's unit writes enctl's output to its journal, which groups adm and
+    /// systemd-journal read: a matching detection and an upload that fails leave nothing there of
+    /// either, while a person at a terminal sees both.
+    @Test func theTimersJournalLearnsNothingOfExposureOrDiagnosis() throws {
+        let signer = try P256PrivateKey()
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: signer)
+        let start = ENIntervalNumber(ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue - 2 * 144)
+        let met = try Broadcaster(start: start.rawValue)
+        try AgentStore(path: service.state + "/enagent.db").record(try (0..<10).map { try met.sighting(at: met.start + 7_200 + Int64($0) * 60, rssi: -60) })
+        let writer = KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "228", keyVersion: "v1")))
+        let files = try (1...2).map { number in
+            let file = directory.file("export-\(number).zip")
+            try writer.zip(keys: [number == 1 ? met.key : try Broadcaster().key]).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        let journal = try Self.underJournal(service, "detect", files[0])
+        #expect(journal.status == 0 && journal.standardOutput.contains("Keys checked"), "\(journal.standardError)")
+        let atTerminal = try service.enctl("detect", files[1])
+        #expect(atTerminal.standardOutput.contains("Keys matched"), "a person sees the outcome: \(atTerminal.standardOutput)")
+
+        _ = try service.insertRolledKey()
+        let authority = try DiagnosisTests.HealthAuthority(log: directory.file("publishes.jsonl"), "--rate-limit", "3600")
+        let configuration = try authority.configuration(in: directory)
+        #expect(try service.enctl("test-result", "add", "--code", "12345678", "--server-config", configuration).status == 0)
+        let limited = try service.enctl("share", "--yes", "--server-config", configuration)
+        #expect(limited.status == 1 && limited.standardError.contains("HTTP 429"), "\(limited.standardError)")
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        try store.write { try $0.execute("UPDATE pending_upload SET next_attempt_at = 0") }
+        let pending = try Self.underJournal(service, "share", "--pending", "--server-config", configuration)
+        #expect(pending.status == 0, "the unit's exit status tells nothing either: \(pending.standardError)")
+        let requests = try authority.requests()
+        #expect(requests.filter { $0.path == "/api/certificate" }.count == 2, "the upload was tried: \(requests)")
+        let told = try service.enctl("share", "--pending", "--server-config", configuration)
+        #expect(told.status == 1 || told.standardOutput.contains("No pending uploads due"), "a person is told: \(told.standardError)")
+
+        for text in [journal.standardOutput + journal.standardError, pending.standardOutput + pending.standardError] {
+            for fact in ["matched", "exposure", "upload", "429", "test result", "shared"] {
+                #expect(!text.lowercased().contains(fact), "the journal learnt \(fact): \(text)")
             }
         }
     }

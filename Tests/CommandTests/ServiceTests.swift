@@ -1,3 +1,4 @@
+import ENAPI
 import ENBus
 import ENCore
 import ENKeyFileWriter
@@ -273,6 +274,67 @@ import Testing
         #expect(limited.status == 1 && limited.standardError.contains("past its maximum of 1 keys") && limited.standardError.contains("[LimitExceeded]"),
                 "\(limited.standardError)")
         #expect(try service.status()["lastDetectionError"] as? String ?? "" != "")
+    }
+
+    /// keys export exports what it says, the keys of the last 14 days, whatever retention-days
+    /// keeps; reset lists what it erases, test results and a waiting upload among it, and asks
+    /// again before an upload that was never sent goes.
+    @Test func keysExportAndResetDoWhatTheySay() throws {
+        let service = try Service(in: directory, configuration: "retention-days = 30\n")
+        #expect(try service.enctl("enable").status == 0)
+        let yesterday = try service.insertRolledKey()
+        _ = try service.insertRolledKey(daysAgo: 20)
+        let export = try service.enctl("keys", "export", "--yes")
+        let upload = try #require(try JSONSerialization.jsonObject(with: Data(export.standardOutput.utf8)) as? [String: Any], "\(export.standardError)")
+        #expect((upload["temporaryExposureKeys"] as? [[String: Any]])?.compactMap { $0["keyData"] as? String }
+                == [Data(yesterday.keyData.bytes).base64EncodedString()], "the last 14 days, not the 30 kept")
+
+        let store = try AgentStore(path: service.state + "/enagent.db")
+        let now = Int64(Date().timeIntervalSince1970)
+        try store.recordTestResult(TestResult(id: "positive", testDate: nil, verificationMethod: "verification-code", verificationDetail: nil, recordedAt: now))
+        try store.queueUpload(testResultId: "positive", url: "http://keys.example/", body: "{}", at: now)
+        let answering = { (answers: String) throws -> Command.Result in
+            try Command.run("/bin/sh", ["-c", "printf '\(answers)' | exec \"$0\" reset", Command.executable("enctl").path],
+                            environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        }
+        let kept = try answering("y\\nn\\n")
+        #expect(kept.status == 1 && kept.standardError.contains("1 test result(s), 1 key upload(s) still waiting to be sent")
+                && kept.standardError.contains("will never be sent. Erase them too?"), "\(kept.standardError)")
+        #expect(try store.pendingUploads().count == 1 && store.testResults().count == 1, "nothing erased")
+        let erased = try answering("y\\ny\\n")
+        #expect(erased.status == 0 && erased.standardOutput.contains("Erased:"), "\(erased.standardError)")
+        #expect(try store.pendingUploads().isEmpty && store.testResults().isEmpty)
+    }
+
+    @Test func bothProgramsTellTheirVersion() throws {
+        for program in ["enctl", "enagentd"] {
+            let result = try Command.run(Command.executable(program).path, ["--version"])
+            #expect(result.status == 0 && result.standardOutput == ExposureNotificationAPI.packageVersion + "\n", "\(program): \(result.standardError)")
+        }
+    }
+
+    /// README's order: enagentd runs (the package started it) before the authority's key is in
+    /// trusted-keys/; the key put there counts at the next detection, without a restart, and a
+    /// file that is no key fails the detection naming it.
+    @Test func aTrustedKeyPutInPlaceAfterTheStartCountsAtTheNextDetection() throws {
+        let keys = directory.file("trusted-keys")
+        let service = try Service(in: directory, configuration: "trusted-keys-directory = \(keys)\n")
+        #expect(try service.enctl("enable").status == 0)
+        let signer = try P256PrivateKey()
+        let file = directory.file("export.zip")
+        try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "310", keyVersion: "v1")))
+            .zip(keys: [try Broadcaster().key]).write(to: URL(fileURLWithPath: file))
+        let untrusted = try service.enctl("detect", file)
+        #expect(untrusted.status == 1 && untrusted.standardError.contains("trusted-keys-directory"), "\(untrusted.standardError)")
+
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        try "not a key\n".write(toFile: keys + "/310_v2.pem", atomically: true, encoding: .utf8)
+        let bad = try service.enctl("detect", file)
+        #expect(bad.status == 1 && bad.standardError.contains(keys + "/310_v2.pem"), "\(bad.standardError)")
+        try FileManager.default.removeItem(atPath: keys + "/310_v2.pem")
+        try signer.publicKey.pem.write(toFile: keys + "/310_v1.pem", atomically: true, encoding: .utf8)
+        let trusted = try service.enctl("detect", file)
+        #expect(trusted.status == 0 && trusted.standardOutput.contains("Key files processed"), "\(trusted.standardError)")
     }
 
     /// A session over a raw connection: its progress goes to its owner only, another caller is

@@ -60,4 +60,36 @@ import Testing
         watch.waitForExit()
         #expect(watch.standardError().contains("watching for exposures"))
     }
+
+    /// Under enagent-notify.service enctl watch's output is the user's journal, which groups adm
+    /// and systemd-journal read: an exposure leaves nothing there. A second watch, at a terminal's
+    /// place, shows that the signal came.
+    @Test func anExposureLeavesNothingInTheJournal() throws {
+        let signer = try P256PrivateKey()
+        let service = try ServiceTests.Service.enabled(in: directory, trusting: signer)
+        let journal = directory.file("journal"), terminal = directory.file("terminal")
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address, "XDG_RUNTIME_DIR": directory.file("no-session")]
+        let watches = try [(journal, Command.journalStream), (terminal, "")].map { file, journalStream in
+            try ChildProcess("/bin/sh", ["-c", "exec > \(file) 2>&1; \(journalStream)exec \"$0\" watch", Command.executable("enctl").path],
+                             environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { $0.key != "DBUS_SESSION_BUS_ADDRESS" })
+        }
+        defer { watches.forEach { $0.terminate(); $0.waitForExit() } }
+        let text = { (file: String) in (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
+        var deadline = Date().addingTimeInterval(10)
+        while !(text(journal).contains("watching") && text(terminal).contains("watching")), Date() < deadline { usleep(20_000) }
+
+        let now = Int64(Date().timeIntervalSince1970)
+        let met = try Broadcaster(start: ENIntervalNumber(unixSeconds: now)!.rollingPeriodStart.rawValue - 144)
+        try AgentStore(path: service.state + "/enagent.db").record(try (0..<5).map { try met.sighting(at: met.start + 3_600 + Int64($0) * 60, rssi: -60) })
+        let file = directory.file("export.zip")
+        try KeyExportWriter(region: "CH", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "1", keyVersion: "v1")))
+            .zip(keys: [met.key]).write(to: URL(fileURLWithPath: file))
+        #expect(try service.enctl("detect", file).status == 0)
+        deadline = Date().addingTimeInterval(10)
+        while !text(terminal).contains("Exposure detected"), Date() < deadline { usleep(20_000) }
+        usleep(300_000)
+        #expect(text(terminal).contains("Exposure detected"), "the signal came: \(text(terminal))")
+        #expect(text(journal).contains("watching for exposures") && !text(journal).lowercased().contains("exposure detected")
+                && !text(journal).contains("window"), "the journal: \(text(journal))")
+    }
 }

@@ -59,7 +59,7 @@ import Testing
                             [.string(API.interface), .string(API.Properties.version.name)], timeout: .seconds(2))
         }
         verdict.signal()
-        let property = version.map { $0 == [.variant(.string(ExposureNotificationService.version))] }
+        let property = version.map { $0 == [.variant(.string(ExposureNotificationAPI.packageVersion))] }
         #expect(property == .success(true), "answered while a caller is being judged")
         #expect(replied.wait(timeout: .now() + 10) == .success)
         let judged = privilegedCall.withLock { $0 }.map { $0.map { _ in true } }

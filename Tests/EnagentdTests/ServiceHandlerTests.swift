@@ -140,6 +140,34 @@ import Testing
         _ = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.8")
     }
 
+    /// The journal is readable by groups adm and systemd-journal: a detection that matches, the
+    /// reminders it brings and what became of an upload leave nothing there of a person's health.
+    @Test func noHealthFactReachesTheLog() throws {
+        let yesterday = ENIntervalNumber(ENIntervalNumber(unixSeconds: Int64(Date().timeIntervalSince1970))!.rollingPeriodStart.rawValue - 144)
+        let exposed = try Broadcaster(start: yesterday.rawValue)
+        try store.record(try (0..<10).map { try exposed.sighting(at: exposed.start + 3_600 + Int64($0) * 60, rssi: -60) })
+        let handle = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 0), caller: ":1.7")
+        _ = try service.addKeyFiles(KeyFileBatch(session: handle.session, keyFiles: [try keyFile([exposed.key], batch: 1)]), caller: ":1.7")
+        let summary = try service.finishDetection(handle, caller: ":1.7").summary
+        try #require(summary.matchedKeys == 1 && summary.newExposureWindows > 0)
+        for outcome in [UploadOutcome.Kind.retry, .accepted, .refused] {
+            let id = try service.addTestResult(NewTestResult(testDate: 0, method: "verification-code", detail: "", verificationToken: "tok")).id
+            _ = try service.queueUpload(QueuedUpload(testResultId: id, url: "http://keys.example/", body: "{}", keys: [Array(UInt8(0)..<16)]))
+            _ = try service.finishUpload(UploadOutcome(testResultId: id, outcome: outcome, reason: "HTTP 400 [bad_request]"))
+        }
+        service.daemon.queue.sync { service.daemon.checkReminders() }
+        // upload-refused is due when the latest result was refused; the three share a second, so which is latest is the id's draw.
+        try #require(try service.getHealthStatus(NoArguments()).reminders.contains("recent-exposure"))
+
+        #expect(log.records.contains { $0.event == .detectionFinished && $0.message.contains("1 keys checked") }, "that it ran is logged")
+        for record in log.records {
+            let text = ([record.message] + record.metadata.values).joined(separator: " ").lowercased()
+            for fact in ["match", "window", "exposed", "test result", "upload", "key server", "bad_request"] {
+                #expect(!text.contains(fact), "the log tells \(fact): \(record.message)")
+            }
+        }
+    }
+
     @Test func aSessionHonoursItsKeyBudgetAndCancelsWithoutATrace() throws {
         let handle = try service.startDetection(DetectionSessionRequest(configuration: "", maxKeys: 2), caller: ":1.7")
         let keys = try (0..<3).map { _ in try Broadcaster().key }

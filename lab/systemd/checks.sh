@@ -88,6 +88,8 @@ missing=$(ldd /usr/sbin/enagentd /usr/bin/enctl 2>&1 | grep -e 'not found' -e sw
 check libraries "enagentd and enctl load only Debian's libraries: $(ldd /usr/sbin/enagentd | wc -l) for enagentd${missing:+; $missing}" \
     [ -z "$missing" ]
 check user "the package made the user and group enagent: $(id enagent 2>&1)" id enagent
+check key-server-conf "the package's key-server.conf, all commented: $(stat -c '%a %U:%G' /etc/enagent/key-server.conf 2>&1), $(grep -c '^[^#]' /etc/enagent/key-server.conf) settings" \
+    sh -c "[ \"\$(stat -c '%a %U:%G' /etc/enagent/key-server.conf)\" = '640 root:enagent' ] && ! grep -q '^[^#]' /etc/enagent/key-server.conf"
 figure "package $(stat -c %s "$SD/enagent.deb") bytes; enagentd $(stat -c %s /usr/sbin/enagentd) bytes, enctl $(stat -c %s /usr/bin/enctl) bytes (installed, stripped)"
 # Debian's convention (deb-systemd-helper): the service enabled and started at once, and idle
 # until someone enables Exposure Notification; here under the default configuration, which waits
@@ -101,7 +103,6 @@ step "configuration, users, systemctl enable --now"
 # The guest has no NTP, and scans every 20 s so that the phones below are heard within the run.
 printf '%s\n' 'require-synchronised-clock = no' 'scan-interval-seconds = 20' >> /etc/enagent/enagent.conf
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out /root/authority.pem
-openssl ec -in /root/authority.pem -pubout -out /etc/enagent/trusted-keys/228_v1.pem 2>/dev/null
 useradd -M -N -G enagent member; useradd -M -N other
 systemctl enable --now enagentd
 systemctl restart enagentd
@@ -242,16 +243,22 @@ runs_before=$(detect_runs)
 boot_timer
 wait_for 60 caught_up
 complaints=$(journalctl -u enagent-detect.service -u enagent-detect.timer -p warning --since "@$booted_at" -o cat | grep -c .)
+# key-server.conf as the package installed it, no url: ExecCondition= skips the service (result
+# exec-condition), which systemd starts once for the condition and does not count as failed.
 skipped() {
-    caught_up && [ "$(systemctl show -p ConditionResult --value enagent-detect.service)" = no ] \
-        && [ "$(unix_time ConditionTimestamp enagent-detect.service)" -ge "$booted_at" ] && [ "$(detect_runs)" = "$runs_before" ] \
+    caught_up && [ "$(systemctl show -p Result --value enagent-detect.service)" = exec-condition ] \
+        && [ "$(unix_time InactiveEnterTimestamp enagent-detect.service)" -ge "$booted_at" ] && [ "$(detect_runs)" -le $(( runs_before + 1 )) ] \
         && [ "$complaints" = 0 ] && ! systemctl -q is-failed enagent-detect.service
 }
-check detection-skipped "no key server configured, a missed run: the timer triggered $(( $(unix_time LastTriggerUSec enagent-detect.timer) - booted_at )) s after its restart, the service's condition $(systemctl show -p ConditionResult --value enagent-detect.service) (ran $(( $(detect_runs) - runs_before )) times), result $(systemctl show -p Result --value enagent-detect.service), $complaints journal lines at warning or above; timer $(systemctl is-active enagent-detect.timer) ($(timer_state)), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
+check detection-skipped "no key server configured (key-server.conf without url), a missed run: the timer triggered $(( $(unix_time LastTriggerUSec enagent-detect.timer) - booted_at )) s after its restart, the service started $(( $(detect_runs) - runs_before )) time(s), result $(systemctl show -p Result --value enagent-detect.service), $complaints journal lines at warning or above; timer $(systemctl is-active enagent-detect.timer) ($(timer_state)), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
     skipped
 
 step "the detection timer: a missed run, against a key server on loopback"
+# README's steps in their order, to a running enagentd and without a restart: key-server.conf
+# filled in (its mode and group stay the package's), the authority's key in trusted-keys/, the timer.
 printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = exposureKeyExport-LAB/index.txt' 'region = LAB' > /etc/enagent/key-server.conf
+openssl ec -in /root/authority.pem -pubout -out /etc/enagent/trusted-keys/228_v1.pem 2>/dev/null
+restarts_before_key=$(systemctl show -p NRestarts --value enagentd) pid_before_key=$(systemctl show -p MainPID --value enagentd)
 key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
 wait_for 60 key_server_up
 clear_of_calendar_time 200
@@ -266,8 +273,12 @@ journalctl -u enagent-detect --no-pager -o cat | tail -8
 runs=$(( $(detect_runs) - runs_before ))
 windows=$(windows_count)
 detected() { [ "$(systemctl show -p Result --value enagent-detect.service)" = success ] && [ "$windows" -gt 0 ]; }
-check detection "the timer's run against the key server: enagent-detect.service result $(systemctl show -p Result --value enagent-detect.service), exit status $(systemctl show -p ExecMainStatus --value enagent-detect.service); $windows exposure windows recorded" \
-    detected
+detected_without_restart() { detected && [ "$(systemctl show -p MainPID --value enagentd)" = "$pid_before_key" ]; }
+check detection "the timer's run against the key server, the authority's key put in place while enagentd ran (pid $pid_before_key -> $(systemctl show -p MainPID --value enagentd), restarts $restarts_before_key -> $(systemctl show -p NRestarts --value enagentd)): enagent-detect.service result $(systemctl show -p Result --value enagent-detect.service), exit status $(systemctl show -p ExecMainStatus --value enagent-detect.service); $windows exposure windows recorded" \
+    detected_without_restart
+# The journal is readable by groups adm and systemd-journal: the matching run left nothing there of its outcome.
+health_lines=$(journalctl -b -u enagentd -u enagent-detect.service -o cat | grep -ciE 'keys matched|[0-9]+ matched|exposure windows|you were exposed|test result|upload\(s\)|uploads due')
+check journal-health "$health_lines lines of enagentd's and enagent-detect.service's journal tell of matches, exposures or uploads" [ "$health_lines" = 0 ]
 ran_once() { [ "$runs" = 1 ] && [ "$(timer_state)" = waiting ]; }
 check timer-catch-up "the last run a day ago, the timer restarted as at boot (RandomizedDelaySec=0): enagent-detect.service started ${started_after} s after, ran $runs time(s) up to 10 s after it ended; timer $(timer_state), next $(systemctl show -p NextElapseUSecRealtime --value enagent-detect.timer)" \
     ran_once
@@ -284,7 +295,7 @@ check timer-no-missed-run "the last run $(( $(date +%s) - last_trigger )) s ago,
     nothing_ran
 figure "detection timer after a missed run: with the shipped RandomizedDelaySec=30min the catch-up $planned; with the lab's 0 it started ${started_after} s after the timer's restart and ran once; without a missed run nothing ran"
 # The key server goes, and its configuration with it: the clock steps below fire the timer, whose
-# service is then skipped.
+# service is then skipped (grep finds no file).
 rm -r /run/systemd/system/enagent-detect.timer.d /etc/enagent/key-server.conf; systemctl daemon-reload
 kill $SERVER
 

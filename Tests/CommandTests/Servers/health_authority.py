@@ -20,7 +20,11 @@ behaving as Google's code does (those files name the source of every behaviour),
 
 The API key is test-api-key. LOG gets one JSON line per publish (its keys, status, code, error,
 authority, revisionToken, verificationPayload, members, whether the answer was dropped);
-LOG.requests one per POST: path, size, X-Chaff, status."""
+LOG.requests one per POST: path, size, X-Chaff, status.
+
+What may stand between enctl and a key server, not the key server itself: POST /moved/v1/publish
+gets a load balancer's 301 to /v1/publish, POST /proxy/v1/publish a proxy's 403 HTML page (as
+Squid's ERR_ACCESS_DENIED); a mistyped path gets the verification server's mux's 404."""
 import argparse, http.server, json, sys
 
 from key_server import KeyServer, bucket_object
@@ -75,7 +79,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.path == "/v1/publish":
+        if self.path == "/moved/v1/publish":
+            response = Response(301, b"<a href=\"/v1/publish\">Moved Permanently</a>.\n", "text/html; charset=utf-8", {"Location": "/v1/publish"})
+        elif self.path == "/proxy/v1/publish":
+            response = Response(403, b"<html><head><title>ERROR: The requested URL could not be retrieved</title></head>"
+                                     b"<body><p>Access control configuration prevents your request from being allowed at this time.</p></body></html>\n",
+                                "text/html")
+        elif self.path == "/v1/publish":
             response = keys.handle(self.headers, raw)
         elif self.command != "POST":
             response = Response(405, b"", "text/plain")
