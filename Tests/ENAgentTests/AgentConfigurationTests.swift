@@ -108,6 +108,6 @@ import Testing
         #expect(configuration.trustedKeysDirectory == "/etc/enagent/trusted-keys")
         #expect(configuration.rssiCorrection == 0)
         #expect(configuration.rssiCorrectionByAdapter.count == 1, "the example of an adapter's own correction")
-        #expect(configuration.passiveScan == true, "the example: unset, the kernel's version decides")
+        #expect(configuration.passiveScan == false, "the example, which forces the safe mode: unset, the kernel's version decides")
     }
 }
