@@ -20,6 +20,8 @@ for file in "$HERE"/systemd/*.service "$HERE"/systemd/radio-up.sh; do
 done
 cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/systemd/beacon.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
     "$HERE"/snapshot.py "$SD/"
+# The health authority's servers of the command tests (Google's behaviour, file by file), for the share.
+mkdir -p "$SD/servers"; cp "$HERE"/../Tests/CommandTests/Servers/*.py "$SD/servers/"
 cp "$DEB" "$SD/enagent.deb"
 echo "${INSTALL:-dpkg -i}" > "$SD/install-command"
 
