@@ -27,15 +27,15 @@ extension Daemon {
     /// Applies the status again after `seconds`: a pause ends by itself (its end is in the store,
     /// so a restart keeps it), and a store that could not be read may be readable again.
     func recheckStatus(after seconds: Double) {
-        my.recheckTimer?.cancel()
+        my.statusLook.recheckTimer?.cancel()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + max(0, seconds))
         timer.setEventHandler { [weak self] in
-            self?.my.recheckTimer = nil
+            self?.my.statusLook.recheckTimer = nil
             self?.apply()
         }
         timer.resume()
-        my.recheckTimer = timer
+        my.statusLook.recheckTimer = timer
     }
 
     func resume() throws {

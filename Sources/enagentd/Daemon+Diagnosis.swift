@@ -24,7 +24,7 @@ extension Daemon {
     /// Erases keys, sightings and results; a running agent starts again with a fresh key.
     func resetData() throws {
         dispatchPrecondition(condition: .onQueue(queue))
-        let wasRunning = my.upkeepTimer != nil
+        let wasRunning = my.running != nil
         if wasRunning { stopRunning() }
         try store.eraseAllData()
         my.upkeep = nil  // its key schedule holds the erased key

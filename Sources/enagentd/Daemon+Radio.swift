@@ -5,6 +5,30 @@ import ENBus
 import ENCore
 import ENRadio
 
+/// The radio while the daemon runs it: the agent, and what ties it to BlueZ, the kernel and
+/// systemd-logind (the subscriptions, the management watch, the delay lock on sleep); `stop()`
+/// releases every one of them and stops the agent, which writes the sightings still pending.
+final class RadioRun {
+    let agent: RadioAgent
+    private let subscriptions: [SignalSubscription]
+    private let managementWatch: (any ManagementWatch)?
+    private let sleepInhibitor: SleepInhibitor
+
+    init(agent: RadioAgent, subscriptions: [SignalSubscription], managementWatch: (any ManagementWatch)?, sleepInhibitor: SleepInhibitor) {
+        self.agent = agent
+        self.subscriptions = subscriptions
+        self.managementWatch = managementWatch
+        self.sleepInhibitor = sleepInhibitor
+    }
+
+    func stop() {
+        subscriptions.forEach { $0.cancel() }
+        managementWatch?.cancel()
+        sleepInhibitor.release()
+        agent.stop()
+    }
+}
+
 /// The running parts: the key schedule's upkeep and the radio, while the status allows.
 extension Daemon {
     func startRunning() throws {
@@ -16,64 +40,56 @@ extension Daemon {
         timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
         timer.setEventHandler { [weak self, logger] in
             do {
-                if try upkeep.run() { self?.my.radioAgent?.clockStepped() }
+                if try upkeep.run() { self?.radioAgent?.clockStepped() }
             } catch {
                 logger.error("upkeep failed: \(error)")
             }
         }
         timer.resume()
-        my.upkeepTimer = timer
-        if let bus { my.radioAgent = try startRadio(on: bus) }
+        my.running = Running(upkeepTimer: timer, radio: try bus.map(startRadio(on:)))
     }
 
     func stopRunning() {
-        my.upkeepTimer?.cancel()
-        my.upkeepTimer = nil
-        my.subscriptions.forEach { $0.cancel() }
-        my.subscriptions = []
-        my.managementWatch?.cancel()
-        my.managementWatch = nil
-        my.sleepInhibitor?.release()
-        my.sleepInhibitor = nil
-        my.radioAgent?.stop()
-        my.radioAgent = nil
-        my.radioState = RadioState()
+        my.running?.stop()
+        my.running = nil
+        my.radio.state = RadioState()
     }
 
     /// Starts advertising and scanning through BlueZ.
-    private func startRadio(on bus: DBusConnection) throws -> RadioAgent {
+    private func startRadio(on bus: DBusConnection) throws -> RadioRun {
         let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: radioSettings.adapter,
                                mayPowerOn: radioSettings.powerOn, scanMode: radioSettings.scan.mode, store: store, logger: logger)
         do {
             let adapter = BlueZRadio.identity(of: try bluez.adapter())
-            my.adapterName = adapter.name
-            my.adapterAddress = adapter.address
+            my.radio.adapterName = adapter.name
+            my.radio.adapterAddress = adapter.address
         } catch {
             // Only the TX power's source depends on it here; the agent meets the same problem at
             // once and its status says so.
             logger.info("no adapter to read the TX power from at the start: \(error)")
-            if case .name(let name)? = radioSettings.adapter { my.adapterName = name } else { my.adapterName = "" }
-            my.adapterAddress = nil
+            if case .name(let name)? = radioSettings.adapter { my.radio.adapterName = name } else { my.radio.adapterName = "" }
+            my.radio.adapterAddress = nil
         }
-        let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: my.adapterName.isEmpty ? nil : my.adapterName, logger: logger))
+        let adapterName = my.radio.adapterName
+        let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
                                clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self, queue] state in
             queue.async { [weak self] in
                 guard let self else { return }
-                self.my.radioState = state
+                self.my.radio.state = state
                 if let adapter = bluez.adapterInUse {
-                    self.my.adapterName = adapter.name
-                    self.my.adapterAddress = adapter.address
+                    self.my.radio.adapterName = adapter.name
+                    self.my.radio.adapterAddress = adapter.address
                 }
                 self.apply()
             }
         }
-        my.subscriptions = try bluez.follow(for: agent, logger: logger)
-        my.managementWatch = bluez.watchManagement(for: agent, logger: logger)
+        var subscriptions = try bluez.follow(for: agent, logger: logger)
+        let managementWatch = bluez.watchManagement(for: agent, logger: logger)
         let sleep = SleepInhibitor(connection: bus, logger: logger)
         // Off the daemon's queue: a bus without logind may take its time to say so.
         DispatchQueue.global().async { sleep.inhibit() }
-        my.subscriptions.append(try sleep.follow { [logger] sleeping in
+        subscriptions.append(try sleep.follow { [logger] sleeping in
             if sleeping {
                 logger.info("the system is going to sleep")
                 agent.prepareForSleep { sleep.release() }
@@ -83,8 +99,7 @@ extension Daemon {
                 agent.radioReturned()
             }
         })
-        my.sleepInhibitor = sleep
         agent.start()
-        return agent
+        return RadioRun(agent: agent, subscriptions: subscriptions, managementWatch: managementWatch, sleepInhibitor: sleep)
     }
 }

@@ -13,7 +13,7 @@ extension Daemon {
         timer.schedule(deadline: .now(), repeating: .seconds(60))
         timer.setEventHandler { [weak self] in self?.checkReminders() }
         timer.resume()
-        my.reminderTimer = timer
+        my.reminders.timer = timer
     }
 
     func checkReminders() {
@@ -29,17 +29,17 @@ extension Daemon {
         } catch {
             return logger.error("cannot check reminders: \(error)")
         }
-        for reminder in due where now - (my.remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
+        for reminder in due where now - (my.reminders.remindedAt[reminder] ?? .min / 2) >= UTCDay.seconds {
             if let message = reminder.journalMessage { logger.warning("\(message)") }
-            my.remindedAt[reminder] = now
+            my.reminders.remindedAt[reminder] = now
         }
-        my.remindedAt = my.remindedAt.filter { due.contains($0.key) }
-        if due != my.reminders {
+        my.reminders.remindedAt = my.reminders.remindedAt.filter { due.contains($0.key) }
+        if due != my.reminders.due {
             // PropertiesChanged reaches every listener: a change of the health reminders alone is
             // not announced, or its moment would tell that an exposure or a refusal came.
-            let announced = due.filter { !$0.revealsHealth } != my.reminders.filter { !$0.revealsHealth }
-            my.reminders = due
-            if announced { my.onChange?([P.reminders.name]) }
+            let announced = due.filter { !$0.revealsHealth } != my.reminders.due.filter { !$0.revealsHealth }
+            my.reminders.due = due
+            if announced { my.announcer.onChange?([P.reminders.name]) }
         }
     }
 }

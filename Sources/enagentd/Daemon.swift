@@ -1,7 +1,6 @@
 import Dispatch
 import ENAgent
 import ENAPI
-import ENBlueZ
 import ENBus
 import ENCore
 import ENKeyFiles
@@ -32,30 +31,61 @@ final class Daemon: Sendable {
     private let reportStatus: @Sendable (String) -> Void
     private let onQueue: QueueBound<Confined>
 
-    /// What the daemon changes as it runs, on `queue` only.
+    /// What the daemon changes as it runs, on `queue` only: a part per concern, each owning its
+    /// timers and subscriptions.
     struct Confined {
-        var upkeepTimer: (any DispatchSourceTimer)?
+        /// The key schedule's upkeep, one for the daemon's life: the clock steps it has seen outlast a pause.
         var upkeep: Upkeep?
-        /// Why the store could not be read at the last look, if it could not.
+        /// What runs while the status allows it; nil while it does not.
+        var running: Running?
+        var statusLook = StatusLook()
+        var radio = RadioShown()
+        var announcer = Announcer()
+        var reminders = Reminders()
+    }
+
+    /// The upkeep's timer and the radio, while the status allows them: `stop()` ends both.
+    struct Running {
+        let upkeepTimer: any DispatchSourceTimer
+        /// Nil without a radio (no system bus).
+        let radio: RadioRun?
+
+        func stop() {
+            upkeepTimer.cancel()
+            radio?.stop()
+        }
+    }
+
+    /// What the last look at the status found besides the status.
+    struct StatusLook {
+        /// Why the store could not be read, if it could not.
         var storeReadError: String?
         /// Looks at the status again when it changes by itself: when the pause ends, or a while after
         /// the store could not be read.
         var recheckTimer: (any DispatchSourceTimer)?
-        var radioAgent: RadioAgent?
-        var subscriptions = [SignalSubscription]()
-        var managementWatch: (any ManagementWatch)?
-        /// systemd-logind's delay lock on sleep, held while the radio runs.
-        var sleepInhibitor: SleepInhibitor?
         var clockTrusted = false
-        var radioState = RadioState()
+    }
+
+    /// The radio as the status and the properties show it: its state as the agent last derived it,
+    /// and the adapter in use ("" when none is known), with its address once BlueZ has given it.
+    struct RadioShown {
+        var state = RadioState()
         var adapterName = ""
-        /// The address of the adapter in use, once BlueZ has given it.
         var adapterAddress: BluetoothAddress?
+    }
+
+    /// Where the daemon's changes and signals go: the API's object.
+    struct Announcer {
+        /// Called with the names of the properties that may have changed.
         var onChange: (([String]) -> Void)?
         weak var serviceObject: ExportedObject?
-        var reminders = [Reminder]()
+    }
+
+    /// What to remind the person of, and when each went to the journal last.
+    struct Reminders {
+        var due = [Reminder]()
         var remindedAt = [Reminder: Int64]()
-        var reminderTimer: (any DispatchSourceTimer)?
+        var timer: (any DispatchSourceTimer)?
     }
 
     /// Its mutable members, on `queue` only.
@@ -64,25 +94,18 @@ final class Daemon: Sendable {
         _modify { yield &onQueue.value }
     }
 
-    var radioState: RadioState { my.radioState }
-    var adapterName: String { my.adapterName }
-    var reminders: [Reminder] { my.reminders }
-    /// Called on `queue` with the names of the D-Bus properties that changed.
-    var onChange: (([String]) -> Void)? {
-        get { my.onChange }
-        set { my.onChange = newValue }
-    }
-    /// The exported API object, for its signals.
-    var serviceObject: ExportedObject? {
-        get { my.serviceObject }
-        set { my.serviceObject = newValue }
-    }
+    var radioState: RadioState { my.radio.state }
+    var adapterName: String { my.radio.adapterName }
+    var reminders: [Reminder] { my.reminders.due }
+    /// Called on `queue` with the names of the D-Bus properties that may have changed.
+    var onChange: (([String]) -> Void)? { my.announcer.onChange }
+    var radioAgent: RadioAgent? { my.running?.radio?.agent }
 
     /// Makes `object` the API's object, whose signals the daemon sends, and announces on it the
     /// properties whose value changed (ExportedObject leaves out those that did not).
     func announceChanges(through object: ExportedObject) {
-        serviceObject = object
-        onChange = { [logger] names in
+        my.announcer.serviceObject = object
+        my.announcer.onChange = { [logger] names in
             do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
                 logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
             }
@@ -121,7 +144,7 @@ final class Daemon: Sendable {
     /// signal that cannot be sent goes to the journal.
     func emit<Arguments>(_ signal: SignalContract<Arguments>, _ arguments: Arguments, to destination: String? = nil) {
         dispatchPrecondition(condition: .onQueue(queue))
-        do { try my.serviceObject?.emit(interface: ExposureNotificationAPI.interface, signal: signal.name, destination: destination, arguments.values) } catch {
+        do { try my.announcer.serviceObject?.emit(interface: ExposureNotificationAPI.interface, signal: signal.name, destination: destination, arguments.values) } catch {
             logger.error("cannot send the signal \(signal.name): \(error)")
         }
     }
@@ -153,13 +176,13 @@ final class Daemon: Sendable {
         do {
             let consent = try store.currentConsent()
             let paused = try storedPausedUntil()
-            my.storeReadError = nil
-            let status = AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: my.clockTrusted,
-                                        radioProblem: my.radioAgent == nil ? nil : my.radioState.problem)
+            my.statusLook.storeReadError = nil
+            let status = AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: my.statusLook.clockTrusted,
+                                        radioProblem: radioAgent == nil ? nil : my.radio.state.problem)
             return (status, status == .paused ? paused : nil)
         } catch {
-            if my.storeReadError == nil { logger.error("cannot read the agent's state: \(error)") }
-            my.storeReadError = "\(error)"
+            if my.statusLook.storeReadError == nil { logger.error("cannot read the agent's state: \(error)") }
+            my.statusLook.storeReadError = "\(error)"
             return (.storeUnreadable, nil)
         }
     }
@@ -167,7 +190,7 @@ final class Daemon: Sendable {
     /// The clock can be trusted from now on.
     func clockBecameTrusted() {
         dispatchPrecondition(condition: .onQueue(queue))
-        my.clockTrusted = true
+        my.statusLook.clockTrusted = true
         apply()
     }
 
@@ -181,31 +204,31 @@ final class Daemon: Sendable {
         } else if status == .storeUnreadable {
             recheckStatus(after: Self.storeRetrySeconds)
         } else {
-            my.recheckTimer?.cancel()
-            my.recheckTimer = nil
+            my.statusLook.recheckTimer?.cancel()
+            my.statusLook.recheckTimer = nil
         }
-        if status.runsAgent && my.upkeepTimer == nil {
+        if status.runsAgent && my.running == nil {
             do { try startRunning() } catch {
                 logger.critical("cannot start: \(error)")
                 Glibc.exit(1)
             }
-        } else if !status.runsAgent && my.upkeepTimer != nil {
+        } else if !status.runsAgent && my.running != nil {
             stopRunning()
         }
         reportStatus(statusText(status, pauseEnd: pauseEnd))
-        my.onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name,
+        my.announcer.onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name,
                             P.adapterRssiCorrections.name])
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
-        status.line(StatusDetails(radioOff: bus == nil, pauseEnd: pauseEnd, adapter: my.adapterName, configuredAdapter: radioSettings.adapter?.description,
-                                  advertisingResumesAt: my.radioState.advertisingResumesAt, storePath: store.path, storeReadError: my.storeReadError,
+        status.line(StatusDetails(radioOff: bus == nil, pauseEnd: pauseEnd, adapter: my.radio.adapterName, configuredAdapter: radioSettings.adapter?.description,
+                                  advertisingResumesAt: my.radio.state.advertisingResumesAt, storePath: store.path, storeReadError: my.statusLook.storeReadError,
                                   storeRetrySeconds: Int(Self.storeRetrySeconds)))
     }
 
     var adapterRssiCorrections: [AdapterRssiCorrection] {
         dispatchPrecondition(condition: .onQueue(queue))
-        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.adapterName, address: my.adapterAddress)
+        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.radio.adapterName, address: my.radio.adapterAddress)
     }
 
     /// The adapter in use (its name "" when there is none), then every other adapter
@@ -227,7 +250,7 @@ final class Daemon: Sendable {
     }
 
     /// Whether the radio's queue still answers (for the watchdog).
-    var isHealthy: Bool { my.radioAgent?.isResponsive ?? true }
+    var isHealthy: Bool { radioAgent?.isResponsive ?? true }
 
 }
 

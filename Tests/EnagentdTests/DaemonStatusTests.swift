@@ -123,7 +123,7 @@ struct DaemonStatusTests {
         queue.sync { daemon.apply() }
         queue.sync { daemon.apply() }
         queue.sync {
-            daemon.my.radioState = RadioState(scanning: true)
+            daemon.my.radio.state = RadioState(scanning: true)
             daemon.apply()
         }
         let deadline = Date().addingTimeInterval(5)
