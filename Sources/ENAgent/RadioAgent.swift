@@ -43,6 +43,11 @@ public final class RadioAgent: RadioListener {
         var storeFailing = false
         /// Sightings dropped from memory since the store last failed.
         var droppedSightings = 0
+        /// When the scan of the current cycle first ran (nil while none has), and the scans that
+        /// ended since the store last took them: the store keeps every scan, also one that heard
+        /// nothing, since detection weighs a sighting by the time since the scan before its own.
+        var scanStartedAt: Int64?
+        var endedScans = [ClosedRange<Int64>]()
         /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
         var sightingsThisScan = 0
         var droppedThisScan = 0
@@ -404,8 +409,24 @@ public final class RadioAgent: RadioListener {
         my.advertiser.enter(new, because: reason())
     }
 
-    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String) {
+    /// Moves the scan to `new`. A cycle's scan is one scan of the device's from the moment it first
+    /// runs to the moment it stops, its pieces (`continuesCycle`) and a wait for the advertisement
+    /// within it included.
+    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String, continuesCycle: Bool = false) {
+        if new == .running && my.scanStartedAt == nil { my.scanStartedAt = clock.now }
+        if !new.isStarted && !continuesCycle { endScanRecord(continuing: false) }
         my.scan.enter(new, because: reason())
+    }
+
+    /// Notes the scan recorded so far as ended now (its cycle is over); a continuous scan, which
+    /// runs on into the next cycle, starts that cycle's record at once.
+    private func endScanRecord(continuing: Bool) {
+        guard let started = my.scanStartedAt else { return }
+        let now = clock.now
+        my.endedScans.append(started...max(started, now))
+        // Kept while the store fails, up to a month of the standard schedule; the oldest go first.
+        if my.endedScans.count > Self.maximumPending / 10 { my.endedScans.removeFirst() }
+        my.scanStartedAt = continuing ? now : nil
     }
 
     /// Stopping cannot be undone or usefully retried here: a radio that fails to stop is logged.
@@ -414,9 +435,9 @@ public final class RadioAgent: RadioListener {
     }
 
     /// Ends the scan running, if any, and writes what it heard.
-    private func endScan(because reason: @autoclosure () -> String) {
+    private func endScan(because reason: @autoclosure () -> String, continuesCycle: Bool = false) {
         if my.scan.state.isStarted { stopScanning() }
-        enterScan(.stopped, because: reason())
+        enterScan(.stopped, because: reason(), continuesCycle: continuesCycle)
         flush()
     }
 
@@ -472,25 +493,34 @@ public final class RadioAgent: RadioListener {
     private func scan(for seconds: Double, continuous: Bool) {
         if let longest = radio.longestScanSeconds, seconds > longest {
             my.scanTimer = timer(after: longest) { [self] in
-                endScan(because: "a piece of the scan is over")
+                endScan(because: "a piece of the scan is over", continuesCycle: true)
                 guard beginScan() else { return }
                 scan(for: seconds - longest, continuous: continuous)
             }
             return
         }
         my.scanTimer = timer(after: seconds) { [self] in
-            if continuous && radio.longestScanSeconds == nil { flush() } else { endScan(because: "the scan's time is over") }
+            if continuous && radio.longestScanSeconds == nil {
+                endScanRecord(continuing: true)
+                flush()
+            } else {
+                endScan(because: "the scan's time is over")
+            }
             let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds
             my.scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
         }
     }
 
+    /// Writes the sightings waiting and the scans ended; sightings go with the scan they were heard
+    /// in as far as it went, so that none is stored without it.
     private func flush() {
-        guard !my.pending.isEmpty else { return }
+        guard !my.pending.isEmpty || !my.endedScans.isEmpty else { return }
+        let running = my.pending.isEmpty ? nil : my.scanStartedAt.map { $0...max($0, clock.now) }
         do {
-            try store.record(my.pending)
-            logger.debug("stored \(my.pending.count) sightings")
+            try store.record(my.pending, scans: my.endedScans + (running.map { [$0] } ?? []))
+            logger.debug("stored \(my.pending.count) sightings and \(my.endedScans.count) ended scans")
             my.pending.removeAll()
+            my.endedScans.removeAll()
             if my.storeFailing {
                 my.storeFailing = false
                 if my.droppedSightings > 0 { logger.warning("\(my.droppedSightings) sightings were dropped while the database could not be written") }

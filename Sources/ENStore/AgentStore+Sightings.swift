@@ -5,14 +5,35 @@ import Synchronization
 
 extension AgentStore {
     /// Records a batch of sightings in one transaction: all of them or, on error, none.
-    public func record(_ sightings: [Sighting]) throws(StoreError) {
-        guard !sightings.isEmpty else { return }
+    /// Records sightings and the device's scans in one transaction: `scans`, each from its start to
+    /// its end as far as it went (a scan recorded again with the same start gets the later end),
+    /// also those that heard nothing, so that no sighting is stored without the scan it was heard in.
+    public func record(_ sightings: [Sighting], scans: [ClosedRange<Int64>] = []) throws(StoreError) {
+        guard !sightings.isEmpty || !scans.isEmpty else { return }
         try write { db in
             for sighting in sightings {
                 try db.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at, adapter, adapter_address) VALUES (?, ?, ?, ?, ?, ?)",
                                sighting.rpi.bytes, sighting.aem.bytes, sighting.rssi, sighting.time, sighting.adapter,
                                sighting.adapterAddress.map { Int64($0.rawValue) })
             }
+            for scan in scans {
+                try db.execute("""
+                    INSERT INTO scan (started_at, ended_at) VALUES (?, ?)
+                    ON CONFLICT (started_at) DO UPDATE SET ended_at = max(ended_at, excluded.ended_at)
+                    """, scan.lowerBound, scan.upperBound)
+            }
+        }
+    }
+
+    /// The device's recorded scans, by start.
+    public func scans() throws(StoreError) -> [ClosedRange<Int64>] {
+        try read { db in try Self.scans(in: db) }
+    }
+
+    static func scans(in db: SQLiteConnection) throws -> [ClosedRange<Int64>] {
+        try db.fetchAll("SELECT started_at, ended_at FROM scan ORDER BY started_at") { row throws(SQLiteError) in
+            let start: Int64 = try row.column(0), end: Int64 = try row.column(1)
+            return start...max(start, end)
         }
     }
 

@@ -187,10 +187,22 @@ enum Schema {
         """
         ALTER TABLE sighting ADD COLUMN adapter_address INTEGER CHECK (adapter_address BETWEEN 0 AND 281474976710655);
         """,
+        // v7: the device's scans, from start to end (unix seconds), also those that heard nothing:
+        // detection weighs a sighting by the time since the scan before its own, as Google's
+        // matching does (SightingRecordWithMetadata.secondsSinceLastScan). Sightings recorded
+        // before have none: their previous scan is unknown.
+        """
+        CREATE TABLE scan (
+            started_at INTEGER PRIMARY KEY,
+            ended_at INTEGER NOT NULL CHECK (ended_at >= started_at)
+        );
+        """,
     ]
 
     /// The version from which sightings have `adapter_address`.
     static let adapterAddressVersion = 6
+    /// The version from which the device's scans are recorded.
+    static let scanVersion = 7
 
     /// The migration identifiers of the GRDB store that wrote schema versions 1 to 4, in order.
     static let grdbMigrations = ["v1", "v2", "v3", "v4"]

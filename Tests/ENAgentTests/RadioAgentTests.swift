@@ -106,7 +106,7 @@ final class UnreadableSettings: RadioAgentStore {
         return try store.setting(name)
     }
     func setSetting(_ name: String, to value: String?) throws(StoreError) { try store.setSetting(name, to: value) }
-    func record(_ sightings: [Sighting]) throws(StoreError) { try store.record(sightings) }
+    func record(_ sightings: [Sighting], scans: [ClosedRange<Int64>]) throws(StoreError) { try store.record(sightings, scans: scans) }
 }
 
 @Suite struct RadioAgentTests {
@@ -313,6 +313,24 @@ final class UnreadableSettings: RadioAgentStore {
         while scanCalls().count < 8 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         Thread.sleep(forTimeInterval: 0.5)
         #expect(scanCalls() == Array(repeating: ["startScanning", "stopScanning"], count: 4).flatMap { $0 })
+    }
+
+    /// Each scan is recorded, also one that heard nothing, as one scan of the device's from its
+    /// first piece's start to its last piece's end (detection weighs a sighting by the time since
+    /// the scan before its own, as Google's matching does).
+    @Test func aScanIsRecordedOnceWholeWithItsPieces() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(longestScanSeconds: 0.3)
+        let agent = try agent(radio, store: store, schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 300))
+        let started = clock.now
+        agent.start()
+        defer { agent.stop() }
+        clock.advance(by: 1)  // while the first piece runs
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while radio.log.filter({ $0 == "stopScanning" }).count < 4 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(agent.isResponsive)
+        #expect(try store.scans() == [started...(started + 1)])
+        #expect(try store.sightingCount() == 0)
     }
 
     /// A continuous scan on a radio that bounds its scans is started anew at the end of each

@@ -229,6 +229,23 @@ import Testing
         })
     }
 
+    /// Scans are recorded with the sightings heard in them, one row per scan: recorded again as it
+    /// goes on, a scan keeps its start and takes the later end. Retention keeps the scan before
+    /// the oldest sighting's own, by which that sighting is weighed.
+    @Test func scansAreRecordedWithTheirSightingsAndKeptForTheOldest() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let now: Int64 = 1_700_000_000, cutoff = RetentionPolicy.protocolDefault.cutoff(now: now)
+        try store.record([sighting(1, time: cutoff - 100)], scans: [(cutoff - 700)...(cutoff - 696), (cutoff - 400)...(cutoff - 396), (cutoff - 100)...(cutoff - 100)])
+        try store.record([], scans: [(cutoff - 100)...(cutoff - 96), (cutoff + 200)...(cutoff + 204)])
+        try store.record([sighting(2, time: cutoff + 500)], scans: [(cutoff + 500)...(cutoff + 500)])
+        #expect(try store.scans() == [(cutoff - 700)...(cutoff - 696), (cutoff - 400)...(cutoff - 396), (cutoff - 100)...(cutoff - 96),
+                                      (cutoff + 200)...(cutoff + 204), (cutoff + 500)...(cutoff + 500)])
+        try store.applyRetention(.protocolDefault, now: now)
+        #expect(try store.scans() == [(cutoff - 100)...(cutoff - 96), (cutoff + 200)...(cutoff + 204), (cutoff + 500)...(cutoff + 500)],
+                "the last scan before the cutoff stays, the older ones go")
+        #expect(try store.sightings().map(\.time) == [cutoff + 500])
+    }
+
     /// The index is filled on another thread, batch by batch: every sighting arrives, once.
     @Test func theIndexHoldsEverySightingOfSeveralBatches() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
