@@ -122,12 +122,14 @@ def scan_merge(b):
     time = b.in_day(key, b.rng.randint(8, 20) * 3600)
     previous = time - 240
     for _ in range(b.rng.randint(5, 10)):
+        # One scan of the receiver: its sightings share the previous scan; the next scan starts
+        # after its last sighting.
         scan_start = time
-        for _ in range(b.rng.randint(1, 3)):
+        for gap in [0] + [b.rng.choice([24, 25, 26, 27]) for _ in range(b.rng.randint(0, 2))]:
+            time += gap
             b.sight(key, time, previous_scan=previous)
-            time += b.rng.choice([24, 25, 26, 27])
         previous = scan_start
-        time = scan_start + b.rng.choice([26, 180, 240, 300, 600, 1799, 1800])
+        time += b.rng.choice([26, 180, 240, 300, 600, 1799 - (time - scan_start), 1800 - (time - scan_start)])
 
 
 def rpi_window(b):

@@ -232,7 +232,8 @@ public final class Main {
 
     /**
      * Derives the sighting's RPI and AEM with Google's generators (the RPI its key broadcasts in
-     * "interval", the metadata: version 1.0 with the calibration confidence in bits 3:2, and the
+     * "interval", the metadata: version 1.1 with the calibration confidence in bits 3:2 (Google
+     * reads them whatever the version; before 1.1 the specification has them reserved), and the
      * TX power), stores it as Google's SightingRecord, and returns the sighting with "rpi" and
      * "aem" added.
      */
@@ -251,7 +252,7 @@ public final class Main {
         }
         byte version =
                 (byte)
-                        (BluetoothMetadata.VERSION_1_0
+                        (BluetoothMetadata.VERSION_1_1
                                 | (sighting.get("calibrationConfidence").getAsInt()
                                         << BluetoothMetadata.CALIBRATION_CONFIDENCE_BITS_OFFSET));
         BluetoothMetadata metadata = BluetoothMetadata.create(version, sighting.get("txPower").getAsByte());
