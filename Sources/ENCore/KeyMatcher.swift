@@ -7,13 +7,16 @@ public struct MatchedSighting: Hashable, Sendable {
     public var attenuation: Int?
     /// Since the receiving device's previous scan.
     public var scanGap: ScanGap
+    /// Whether it is the strongest sighting of its RPI in its scan, the one v1 counts.
+    public var strongestOfItsScan: Bool
 
-    public init(time: Int64, rssi: Int8?, metadata: Metadata, attenuation: Int?, scanGap: ScanGap = .unknown) {
+    public init(time: Int64, rssi: Int8?, metadata: Metadata, attenuation: Int?, scanGap: ScanGap = .unknown, strongestOfItsScan: Bool = true) {
         self.time = time
         self.rssi = rssi
         self.metadata = metadata
         self.attenuation = attenuation
         self.scanGap = scanGap
+        self.strongestOfItsScan = strongestOfItsScan
     }
 }
 
@@ -78,7 +81,7 @@ public final class KeyMatcher {
         // A rolling period is at most 144 (key files are checked so); no key is derived further.
         let count = min(Int(tek.rollingPeriod), Int(ENIntervalNumber.tekRollingPeriod))
         let rpik = crypto.rollingProximityIdentifierKey(for: tek.keyData)
-        let found: [(RollingProximityIdentifier, IndexedSighting)] = try index.withLookup(validity: validity) { lookup, filter, nextDay in
+        let found: [Counted] = try index.withLookup(validity: validity) { lookup, filter, nextDay in
             try crypto.withRollingProximityIdentifiers(key: rpik, from: tek.rollingStartIntervalNumber, count: count) { blocks in
                 // Two passes: every RPI's filter word is loaded before any is looked up further,
                 // and the second visits only the few RPIs the filter let through.
@@ -88,7 +91,7 @@ public final class KeyMatcher {
                     markCandidates(blocks, count: count) { filter.mayContain($0) }
                 }
                 let words = (count + 63) / 64
-                var found = [(RollingProximityIdentifier, IndexedSighting)]()
+                var found = [Counted]()
                 for word in 0..<words {
                     var bits = candidates[word]
                     while bits != 0 {
@@ -98,9 +101,9 @@ public final class KeyMatcher {
                         let counted = Self.countedTimes(ofRPIOf: firstInterval + Int64(offset))
                         let rpiStart = found.count
                         lookup.forEachSighting(of: rpi) { sighting in
-                            if counted.contains(sighting.time) { found.append((rpi, sighting)) }
+                            if counted.contains(sighting.time) { found.append(Counted(rpi: rpi, sighting: sighting)) }
                         }
-                        Self.dropReplays(&found, from: rpiStart)
+                        Self.settle(&found, from: rpiStart)
                     }
                 }
                 return found
@@ -109,8 +112,9 @@ public final class KeyMatcher {
         guard !found.isEmpty else { return nil }
         let aemk = crypto.associatedEncryptedMetadataKey(for: tek.keyData)
         var matched = [MatchedSighting]()
-        for (rpi, sighting) in found {
-            let metadata = try crypto.decryptMetadata(sighting.aem, key: aemk, rpi: rpi)
+        for counted in found {
+            let sighting = counted.sighting
+            let metadata = try crypto.decryptMetadata(sighting.aem, key: aemk, rpi: counted.rpi)
             guard Self.plausibleTransmitPower.contains(metadata.transmitPower) else {
                 implausibleSightings += 1
                 continue
@@ -118,7 +122,7 @@ public final class KeyMatcher {
             let correction = correctionByAdapterNumber[Int(sighting.adapterNumber)]
             let attenuation = sighting.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + correction)) }
             matched.append(MatchedSighting(time: sighting.time, rssi: sighting.rssi, metadata: metadata, attenuation: attenuation,
-                                           scanGap: sighting.scanGap))
+                                           scanGap: sighting.scanGap, strongestOfItsScan: counted.strongestOfScan))
         }
         guard !matched.isEmpty else { return nil }
         matched.sort { ($0.time, $0.attenuation ?? -1, $0.metadata.transmitPower) < ($1.time, $1.attenuation ?? -1, $1.metadata.transmitPower) }
@@ -134,19 +138,35 @@ public final class KeyMatcher {
         (interval - clockDriftIntervals) * ENIntervalNumber.secondsPerInterval..<(interval + clockDriftIntervals + 1) * ENIntervalNumber.secondsPerInterval
     }
 
-    /// Drops from `found[start...]`, one RPI's counted sightings, those more than
-    /// `maximumRpiSightingSpan` after the first (ExposureMatchingTracer.getValidSightingsForRpi).
-    @inline(__always)
-    static func dropReplays(_ found: inout [(RollingProximityIdentifier, IndexedSighting)], from start: Int) {
-        guard found.count - start > 1 else { return }
-        var first = Int64.max
-        for index in start..<found.count { first = min(first, found[index].1.time) }
-        var kept = start
-        for index in start..<found.count where found[index].1.time - first <= maximumRpiSightingSpan {
-            found[kept] = found[index]
-            kept += 1
+    /// A sighting of one of the key's RPIs that counts.
+    struct Counted {
+        var rpi: RollingProximityIdentifier
+        var sighting: IndexedSighting
+        var strongestOfScan = false
+    }
+
+    /// Settles `found[start...]`, one RPI's counted sightings, as Google's
+    /// ExposureMatchingTracer.getValidSightingsForRpi does: in time order, without those more than
+    /// `maximumRpiSightingSpan` after the first, and with the strongest of each scan marked
+    /// (the first of equals; the aggregation v1 counts, ContactTracingFeature.aggregateSightingsFromSingleScan).
+    static func settle(_ found: inout [Counted], from start: Int) {
+        guard found.count > start else { return }
+        found[start...].sort { $0.sighting.time < $1.sighting.time }
+        let first = found[start].sighting.time
+        var end = found.count
+        while found[end - 1].sighting.time - first > maximumRpiSightingSpan { end -= 1 }
+        found.removeLast(found.count - end)
+        func strength(_ index: Int) -> Int { found[index].sighting.rssi.map(Int.init) ?? Int.min }
+        var strongest = start
+        for index in start + 1..<end {
+            if !ExposureWindowing.sameScan(gap: found[index].sighting.time - found[index - 1].sighting.time) {
+                found[strongest].strongestOfScan = true
+                strongest = index
+            } else if strength(index) > strength(strongest) {
+                strongest = index
+            }
         }
-        found.removeLast(found.count - kept)
+        found[strongest].strongestOfScan = true
     }
 
     /// Sets a bit in `candidates` for each of the `count` RPIs in `blocks` that `mayContain`.

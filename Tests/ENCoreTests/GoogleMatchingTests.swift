@@ -34,9 +34,42 @@ import TestSupport
         }
     }
 
+    @Test(arguments: GoogleMatchingTests.fixture.scenarios)
+    func v1ExposuresAreGoogles(scenario: GoogleMatchingFixture.Scenario) throws {
+        let matcher = try KeyMatcher(index: SightingIndex(try scenario.enagentSightings))
+        let v1 = scenario.v1Configuration
+        let results = try scenario.diagnosisKeys.enumerated().compactMap { index, key in
+            try matcher.match(key).flatMap { v1.exposures(of: $0, now: Self.fixture.now) }.map { V1Result(key: index, $0) }
+        }
+        #expect(results == scenario.expected.v1ExposureResults.map(V1Result.init))
+    }
+
     /// Google weighs with doubles of 0...2.5, enagent with percentages: the same to rounding.
     static func close(_ value: Double, _ expected: Double) -> Bool {
         abs(value - expected) <= 1e-9 * max(1, abs(expected))
+    }
+
+    /// A key's v1 result as both sides have it.
+    struct V1Result: Equatable, CustomStringConvertible {
+        var key: Int, date: Int64, maximumRiskScore: Int, totalRiskScore: Int, attenuationDurations: [Int]
+        /// Duration, attenuation value, the three attenuation durations, transmission risk level and risk score of each exposure.
+        var exposures: [[Int]]
+
+        init(_ google: GoogleMatchingFixture.ExposureResult) {
+            (key, date, maximumRiskScore, totalRiskScore) = (google.key, google.dateMillisSinceEpoch / 1_000, google.maxRiskScore, google.totalRiskScore)
+            attenuationDurations = google.attenuationDurations
+            exposures = google.exposureRecords.map { [$0.durationSeconds, $0.attenuationValue] + $0.attenuationDurations + [$0.transmissionRiskLevel, $0.riskScore] }
+        }
+
+        init(key: Int, _ result: KeyExposuresV1) {
+            (self.key, date, maximumRiskScore, totalRiskScore) = (key, result.date, result.maximumRiskScore, result.totalRiskScore)
+            attenuationDurations = result.attenuationDurationsSeconds
+            exposures = result.exposures.map {
+                [$0.durationSeconds, $0.attenuationValue] + $0.attenuationDurationsSeconds + [result.key.key.transmissionRiskLevel, $0.riskScore]
+            }
+        }
+
+        var description: String { "key \(key) \(date) max \(maximumRiskScore) total \(totalRiskScore) durations \(attenuationDurations) exposures \(exposures)" }
     }
 
     /// A window's fields as both sides have them.

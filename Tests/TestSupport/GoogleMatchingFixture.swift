@@ -29,6 +29,7 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
         public var sightings: [Sighting]
         public var diagnosisKeysDataMapping: DataMapping
         public var dailySummariesConfig: DailySummariesConfig
+        public var exposureConfiguration: ExposureConfiguration
         public var expected: Expected
 
         public var testDescription: String { name }
@@ -58,10 +59,27 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
             return configuration
         }
 
-        /// The same configuration as enctl's --config reads it.
+        /// The scenario's v1 configuration in enagent's terms.
+        public var v1Configuration: ExposureConfigurationV1 {
+            var configuration = ExposureConfigurationV1()
+            let google = exposureConfiguration
+            configuration.minimumRiskScore = google.minimumRiskScore
+            configuration.attenuationLevelValues = google.attenuationScores
+            configuration.daysSinceLastExposureLevelValues = google.daysSinceLastExposureScores
+            configuration.durationLevelValues = google.durationScores
+            configuration.transmissionRiskLevelValues = google.transmissionRiskScores
+            configuration.attenuationDurationThresholds = google.durationAtAttenuationThresholds
+            return configuration
+        }
+
+        /// The same configurations as enctl's --config reads them. Its attenuationDurationThresholds
+        /// are the v1 ones, which leaves the v2 ones at their default, the scenarios' own.
         public var configurationJSON: String {
             get throws {
-                let v2 = configuration
+                let v2 = configuration, v1 = v1Configuration
+                guard v2.attenuationThresholds == ExposureConfigurationV2().attenuationThresholds else {
+                    throw ConfigurationMismatch(scenario: name)
+                }
                 var json: [String: Any] = [
                     "attenuationDurationThresholds": v2.attenuationThresholds,
                     "immediateDurationWeight": v2.immediateDurationWeight, "nearDurationWeight": v2.nearDurationWeight,
@@ -75,6 +93,12 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
                     "minimumWindowScore": v2.minimumWindowScore, "daysSinceLastExposureThreshold": v2.daysSinceLastExposureThreshold,
                 ]
                 json["infectiousnessForDaysSinceOnsetOfSymptoms"] = diagnosisKeysDataMapping.daysSinceOnsetToInfectiousness
+                json["attenuationDurationThresholds"] = v1.attenuationDurationThresholds
+                json["minimumRiskScore"] = v1.minimumRiskScore
+                json["attenuationLevelValues"] = v1.attenuationLevelValues
+                json["daysSinceLastExposureLevelValues"] = v1.daysSinceLastExposureLevelValues
+                json["durationLevelValues"] = v1.durationLevelValues
+                json["transmissionRiskLevelValues"] = v1.transmissionRiskLevelValues
                 return String(decoding: try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]), as: UTF8.self)
             }
         }
@@ -117,6 +141,12 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
         }
     }
 
+    /// enctl's configuration has one attenuationDurationThresholds for v1 (2) or v2 (3).
+    public struct ConfigurationMismatch: Error, CustomStringConvertible {
+        public let scenario: String
+        public var description: String { "\(scenario): v2 attenuation thresholds other than the default cannot go beside v1's" }
+    }
+
     public struct Key: Decodable, Sendable {
         public var tek: String
         public var rollingStartIntervalNumber: UInt32
@@ -149,9 +179,37 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
         public var minimumWindowScore: Double
     }
 
+    public struct ExposureConfiguration: Decodable, Sendable {
+        public var minimumRiskScore: Int
+        public var attenuationScores: [Int]
+        public var daysSinceLastExposureScores: [Int]
+        public var durationScores: [Int]
+        public var transmissionRiskScores: [Int]
+        public var durationAtAttenuationThresholds: [Int]
+    }
+
     public struct Expected: Decodable, Sendable {
         public var exposureWindows: [Window]
         public var dailySummaries: [DailySummary]
+        public var v1ExposureResults: [ExposureResult]
+    }
+
+    /// Google's v1 result of one key.
+    public struct ExposureResult: Decodable, Sendable {
+        public var key: Int
+        public var dateMillisSinceEpoch: Int64
+        public var maxRiskScore: Int
+        public var totalRiskScore: Int
+        public var attenuationDurations: [Int]
+        public var exposureRecords: [ExposureRecord]
+    }
+
+    public struct ExposureRecord: Decodable, Sendable {
+        public var durationSeconds: Int
+        public var attenuationValue: Int
+        public var attenuationDurations: [Int]
+        public var transmissionRiskLevel: Int
+        public var riskScore: Int
     }
 
     public struct Window: Decodable, Sendable {
