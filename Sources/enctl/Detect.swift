@@ -174,7 +174,7 @@ extension Detect {
                 transform: ArgumentValue.inputFile)
         var keyFiles: [String] = []
 
-        @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}.", valueName: "file.jsonl"),
+        @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}, optionally \"adapterAddress\" and \"previousScanTime\".", valueName: "file.jsonl"),
                 transform: ArgumentValue.inputFile)
         var sightings: String?
 
