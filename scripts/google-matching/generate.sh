@@ -21,7 +21,10 @@ out_dir=$2
 seed=${3:-46}
 here=$(cd "$(dirname "$0")" && pwd)
 
-commit=$(git -C "$checkout" rev-parse HEAD)
+if ! commit=$(git -C "$checkout" rev-parse HEAD 2>/dev/null); then
+    echo "$0: $checkout is not a git clone (of google/exposure-notifications-internals)" >&2
+    exit 66
+fi
 if [ "$commit" != "$PINNED_COMMIT" ]; then
     echo "$0: $checkout is at $commit, not the pinned $PINNED_COMMIT" >&2
     exit 65
