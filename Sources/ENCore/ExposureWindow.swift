@@ -11,7 +11,7 @@ public struct ScanInstance: Hashable, Sendable, Codable {
     public var minAttenuation: Int?
     /// Rounded mean attenuation in dB; nil when no RSSI was known.
     public var typicalAttenuation: Int?
-    /// The time this scan stands for: since the previous scan, at most 300 s.
+    /// The time this scan stands for: since the receiving device's previous scan (`ScanGap`).
     public var secondsSinceLastScan: Int
 
     public init(minAttenuation: Int?, typicalAttenuation: Int?, secondsSinceLastScan: Int) {
@@ -27,7 +27,7 @@ public struct ExposureWindow: Hashable, Sendable {
     public var date: Int64
     public var reportType: ReportType
     public var infectiousness: Infectiousness
-    /// 0...3, from the metadata (version 1.1 and later); 0 when not given.
+    /// 0...3, from the metadata of the window's first sighting (version 1.1 and later); 0 when not given.
     public var calibrationConfidence: Int
     public var scanInstances: [ScanInstance]
     public var diagnosisKey: DiagnosisKey
@@ -43,15 +43,20 @@ public struct ExposureWindow: Hashable, Sendable {
     }
 }
 
-/// Groups a key's matched sightings into exposure windows and scan instances.
+/// Groups a key's matched sightings into exposure windows and scan instances, as Google's
+/// KeyExposureEvaluator.findExposureWindows does.
 public enum ExposureWindowing {
+    /// A sighting this long or longer after its window's first starts a new window
+    /// (ContactTracingFeature.maxExposureWindowDurationMinutes, shouldStartNewExposureWindow).
     public static let maximumWindowSeconds: Int64 = 30 * 60
-    /// Sightings closer than 1.5 × 17 s belong to one scan.
-    public static let scanGapSeconds: Int64 = 25
-    public static let maximumSecondsSinceLastScan: Int64 = 300
-    public static let unknownSecondsSinceLastScan: Int64 = 120
 
-    /// The windows of `match`; none when the key's owner counts as not infectious or the key was revoked.
+    /// Whether a sighting `gap` seconds after the previous one belongs to the same scan: at most
+    /// 1.5 × the longest scan, 4 + 13 s, so 25.5 s (KeyExposureEvaluator.sightingInTheSameScanInstance).
+    @inline(__always)
+    static func sameScan(gap: Int64) -> Bool { 2 * gap <= 3 * (4 + 13) }
+
+    /// The windows of `match`; none when the key's owner counts as not infectious (Google's code
+    /// keeps those windows; its API documentation drops them) or the key was revoked.
     public static func windows(for match: KeyMatch, configuration: ExposureConfigurationV2) -> [ExposureWindow] {
         let key = match.key
         guard key.reportType != .revoked else { return [] }
@@ -60,41 +65,35 @@ public enum ExposureWindowing {
         let reportType = key.reportType == .unknown ? configuration.reportTypeNoneMap : key.reportType
 
         var windows = [ExposureWindow]()
-        var windowStart: Int64 = 0, instances = [ScanInstance]()
-        var scan = [MatchedSighting](), previousScanStart: Int64?
+        var windowStart: MatchedSighting?, instances = [ScanInstance]()
+        var scan = [MatchedSighting]()
 
         func closeScan() {
             guard let first = scan.first else { return }
-            let since = previousScanStart.map { min(maximumSecondsSinceLastScan, first.time - $0) } ?? unknownSecondsSinceLastScan
             let attenuations = scan.compactMap(\.attenuation)
             let typical = attenuations.isEmpty ? nil : Int((Double(attenuations.reduce(0, +)) / Double(attenuations.count)).rounded())
-            instances.append(ScanInstance(minAttenuation: attenuations.min(), typicalAttenuation: typical, secondsSinceLastScan: Int(since)))
-            previousScanStart = first.time
+            // SightingRecordWithMetadata.secondsSinceLastScan of the scan's first sighting.
+            instances.append(ScanInstance(minAttenuation: attenuations.min(), typicalAttenuation: typical, secondsSinceLastScan: first.scanGap.seconds))
             scan = []
         }
         func closeWindow() {
             closeScan()
-            guard !instances.isEmpty else { return }
+            guard let start = windowStart, !instances.isEmpty else { return }
             windows.append(ExposureWindow(
-                date: UTCDay(containing: windowStart).start, reportType: reportType, infectiousness: infectiousness,
-                calibrationConfidence: Int(match.sightings.first?.metadata.calibrationConfidence ?? 0),
-                scanInstances: instances, diagnosisKey: key))
+                date: UTCDay(containing: start.time).start, reportType: reportType, infectiousness: infectiousness,
+                calibrationConfidence: Int(start.metadata.calibrationConfidence ?? 0), scanInstances: instances, diagnosisKey: key))
             instances = []
         }
 
         for sighting in match.sightings {
-            let inWindow = !instances.isEmpty || !scan.isEmpty ? sighting.time - windowStart < maximumWindowSeconds : false
-            if inWindow, let last = scan.last, sighting.time - last.time < scanGapSeconds {
-                scan.append(sighting)
+            guard let start = windowStart, sighting.time - start.time < maximumWindowSeconds else {
+                closeWindow()
+                windowStart = sighting
+                scan = [sighting]
                 continue
             }
-            if inWindow {
-                closeScan()
-            } else {
-                closeWindow()
-                windowStart = sighting.time
-            }
-            scan = [sighting]
+            if let last = scan.last, !sameScan(gap: sighting.time - last.time) { closeScan() }
+            scan.append(sighting)
         }
         closeWindow()
         return windows

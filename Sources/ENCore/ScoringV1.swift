@@ -57,7 +57,9 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
     /// Minutes in 5-minute steps (to the nearest), at most 30.
     static func reportedMinutes(seconds: Int) -> Int { min(30, (seconds + 150) / 300 * 5) }
 
-    /// One ExposureInfo per key and day, oldest first; `now` (unix seconds) dates "days since".
+    /// One ExposureInfo per key and day of stored windows, oldest first; `now` (unix seconds) dates
+    /// "days since". enagentd's, which keeps windows only: Google's v1 works on the sightings
+    /// (`exposures(of:now:)`).
     public func exposureInfos(of windows: [ExposureWindow], now: Int64) -> [ExposureInfo] {
         let today = UTCDay(containing: now)
         let groups = Dictionary(grouping: windows) { DayKey(date: $0.date, key: $0.diagnosisKey.key) }
@@ -85,7 +87,7 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
         }.sorted { ($0.date, $0.totalRiskScore) < ($1.date, $1.totalRiskScore) }
     }
 
-    /// The v1 summary over `exposureInfos(of:now:)`.
+    /// The v1 summary over `exposureInfos(of:now:)` of stored windows.
     public func summary(of windows: [ExposureWindow], now: Int64) -> ExposureSummaryV1 {
         let infos = exposureInfos(of: windows, now: now)
         let durations = infos.reduce([0, 0, 0]) { sum, info in zip(sum, info.attenuationDurationsMinutes).map { min(30, $0 + $1) } }
@@ -95,6 +97,98 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
             maximumRiskScore: infos.map(\.totalRiskScore).max() ?? 0,
             summationRiskScore: infos.reduce(0) { $0 + $1.totalRiskScore },
             attenuationDurationsMinutes: durations)
+    }
+
+    // MARK: Google's v1
+
+    /// Sightings further apart than this end an exposure (ContactTracingFeature.maxInterpolationDurationSeconds).
+    static let maximumExposureGap: Int64 = 600
+    /// What one sighting stands for: a scan interval (ContactTracingFeature.scanIntervalSeconds).
+    static let scanInterval: Int64 = 300
+
+    /// A key's v1 exposures as Google's KeyExposureEvaluator.findExposures finds them, from the
+    /// strongest sighting of each scan of each RPI; nil when it has none. `now` (unix seconds)
+    /// dates "days since" from the key's start (RiskScoreCalculator.bucketLatencyDays).
+    public func exposures(of match: KeyMatch, now: Int64) -> KeyExposuresV1? {
+        // Google's tracer keeps a REVOKED key's result for later report-type changes; its API
+        // documentation counts it for nothing, and so does enagent.
+        guard match.key.reportType != .revoked else { return nil }
+        // Google has no sighting without an RSSI (ExposureMatchingTracer.fetchValidSightings).
+        let sightings = match.sightings.filter { $0.strongestOfItsScan && $0.attenuation != nil }
+        guard !sightings.isEmpty else { return nil }
+        let start = match.key.key.rollingStartIntervalNumber.unixSeconds
+        let daysSince = Int((now - start) / UTCDay.seconds)
+        var exposures = [ExposureV1]()
+        var first = 0
+        for index in sightings.indices where index + 1 == sightings.count || sightings[index + 1].time - sightings[index].time > Self.maximumExposureGap {
+            exposures.append(exposure(of: sightings[first...index], daysSince: daysSince, transmissionRiskLevel: match.key.key.transmissionRiskLevel))
+            first = index + 1
+        }
+        return KeyExposuresV1(key: match.key, date: start, daysSinceExposure: daysSince, exposures: exposures)
+    }
+
+    /// One run of sightings without a long gap (KeyExposureEvaluator.findExposures).
+    private func exposure(of sightings: ArraySlice<MatchedSighting>, daysSince: Int, transmissionRiskLevel: Int) -> ExposureV1 {
+        // bucketizeDuration: (last − first) + one scan interval, to the nearest interval, half down.
+        let estimate = sightings.last!.time - sightings.first!.time + Self.scanInterval
+        let excess = estimate % Self.scanInterval
+        let duration = Int(excess <= Self.scanInterval / 2 ? estimate - excess : estimate + Self.scanInterval - excess)
+        // computePeriods: each sighting's attenuation holds until the next; the ends stretch half an interval.
+        var weighted = 0, total = 0, durations = [0, 0, 0]
+        let first = sightings.first!, last = sightings.last!
+        var previous = (time: first.time - Self.scanInterval / 2, attenuation: first.attenuation!)
+        func hold(until time: Int64, then attenuation: Int) {
+            guard time != previous.time else { return }
+            let seconds = Int(time - previous.time)
+            weighted += previous.attenuation * seconds
+            total += seconds
+            // getTimeBelowBetweenAndAbove without interpolation: a period counts by its first attenuation.
+            let bucket = previous.attenuation < attenuationDurationThresholds[0] ? 0 : previous.attenuation < attenuationDurationThresholds[1] ? 1 : 2
+            durations[bucket] += seconds
+            previous = (time, attenuation)
+        }
+        for sighting in sightings { hold(until: sighting.time, then: sighting.attenuation!) }
+        hold(until: last.time + Self.scanInterval / 2, then: last.attenuation!)
+        // weightAttenuationOfPeriods: Math.round, half up.
+        let attenuation = Int((Double(weighted) / Double(total) + 0.5).rounded(.down))
+        return ExposureV1(durationSeconds: duration, attenuationValue: attenuation, attenuationDurationsSeconds: durations,
+                          riskScore: riskScore(attenuation: attenuation, daysSince: daysSince, durationSeconds: duration,
+                                               transmissionRiskLevel: transmissionRiskLevel))
+    }
+
+    /// RiskScoreCalculator.calculateRiskScore: the product of the four level values, 0 below
+    /// `minimumRiskScore`; a transmission risk level of 0 counts 1.
+    func riskScore(attenuation: Int, daysSince: Int, durationSeconds: Int, transmissionRiskLevel: Int) -> Int {
+        let transmission = transmissionRiskLevel == 0 ? 1 : transmissionRiskLevelValues[min(transmissionRiskLevel, 8) - 1]
+        let product = attenuationLevelValues[Self.attenuationLevel(attenuation) - 1]
+            * daysSinceLastExposureLevelValues[Self.daysSinceExposureLevel(daysSince) - 1]
+            * durationLevelValues[Self.durationLevel(minutes: durationSeconds / 60) - 1]
+            * transmission
+        return product < minimumRiskScore ? 0 : product
+    }
+
+    /// One ExposureInfo per exposure of the matches (Google's v1), oldest first.
+    public func exposureInfos(of matches: [KeyMatch], now: Int64) -> [ExposureInfo] {
+        matches.compactMap { exposures(of: $0, now: now) }.flatMap { key in
+            key.exposures.map { exposure in
+                ExposureInfo(date: UTCDay(containing: key.date).start, durationMinutes: min(30, exposure.durationSeconds / 60),
+                             attenuationValue: exposure.attenuationValue,
+                             attenuationDurationsMinutes: exposure.attenuationDurationsSeconds.map(Self.reportedMinutes),
+                             transmissionRiskLevel: key.key.key.transmissionRiskLevel, totalRiskScore: exposure.riskScore,
+                             daysSinceExposure: key.daysSinceExposure)
+            }
+        }.sorted { ($0.date, $0.totalRiskScore) < ($1.date, $1.totalRiskScore) }
+    }
+
+    /// The v1 summary of the matches (Google's v1): the keys with an exposure, their highest and
+    /// summed risk scores, and the attenuation durations of all, in 5-minute steps up to 30.
+    public func summary(of matches: [KeyMatch], now: Int64) -> ExposureSummaryV1 {
+        let keys = matches.compactMap { exposures(of: $0, now: now) }
+        let seconds = keys.reduce([0, 0, 0]) { sum, key in zip(sum, key.attenuationDurationsSeconds).map(+) }
+        return ExposureSummaryV1(
+            daysSinceLastExposure: keys.map(\.daysSinceExposure).min(), matchedKeyCount: keys.count,
+            maximumRiskScore: keys.map(\.maximumRiskScore).max() ?? 0, summationRiskScore: keys.reduce(0) { $0 + $1.totalRiskScore },
+            attenuationDurationsMinutes: seconds.map(Self.reportedMinutes))
     }
 
     private struct DayKey: Hashable {
@@ -131,4 +225,32 @@ public struct ExposureSummaryV1: Hashable, Sendable, Codable {
     public var maximumRiskScore: Int
     public var summationRiskScore: Int
     public var attenuationDurationsMinutes: [Int]
+}
+
+/// One v1 exposure as Google's KeyExposureEvaluator.findExposures finds it: a run of a key's
+/// sightings without a gap over 10 minutes.
+public struct ExposureV1: Hashable, Sendable {
+    /// (last − first) + 300 s, to the nearest 300 s.
+    public var durationSeconds: Int
+    /// The attenuations weighted by the time each holds until the next, the ends stretched 150 s.
+    public var attenuationValue: Int
+    /// Seconds below the first threshold, between the two, and at or above the second.
+    public var attenuationDurationsSeconds: [Int]
+    public var riskScore: Int
+}
+
+/// A key's v1 exposures and their totals, as Google's ExposureResult holds them.
+public struct KeyExposuresV1: Hashable, Sendable {
+    public var key: DiagnosisKey
+    /// Unix seconds of the key's start, the date Google gives its exposures.
+    public var date: Int64
+    /// Whole days from the key's start to the detection.
+    public var daysSinceExposure: Int
+    public var exposures: [ExposureV1]
+
+    public var maximumRiskScore: Int { exposures.map(\.riskScore).max() ?? 0 }
+    public var totalRiskScore: Int { exposures.reduce(0) { $0 + $1.riskScore } }
+    public var attenuationDurationsSeconds: [Int] {
+        exposures.reduce([0, 0, 0]) { sum, exposure in zip(sum, exposure.attenuationDurationsSeconds).map(+) }
+    }
 }

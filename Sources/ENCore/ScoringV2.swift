@@ -15,12 +15,13 @@ public struct ExposureConfigurationV2: Sendable, Equatable, Decodable {
     public var reportTypeRecursiveWeight = 100.0
     /// The report type assumed for keys published without one.
     public var reportTypeNoneMap = ReportType.confirmedTest
-    /// Infectiousness by days since onset of symptoms (-14...14); days not listed are standard.
+    /// Infectiousness by days since onset of symptoms (-14...14). Empty (not configured): every day
+    /// is standard; otherwise the days not listed are none.
     public var infectiousnessForDaysSinceOnsetOfSymptoms = [Int: Infectiousness]()
     public var infectiousnessWhenDaysSinceOnsetMissing = Infectiousness.standard
     /// Windows scoring below this are dropped.
     public var minimumWindowScore = 0.0
-    /// Only windows on this many most recent days count; 0 means all.
+    /// Only windows on the days from today to this many days ago count; 0 means all.
     public var daysSinceLastExposureThreshold = 0
 
     public init() {}
@@ -78,9 +79,13 @@ public struct ExposureConfigurationV2: Sendable, Equatable, Decodable {
         daysSinceLastExposureThreshold = try json.integer(Key.daysSinceLastExposureThreshold.rawValue, in: 0...14, default: 0)
     }
 
+    /// Google's ExposureWindowUtils.getInfectiousness: days outside -14...14 count as missing; a
+    /// mapping of some days gives the others none (DiagnosisKeysDataMapping.setDaysSinceOnsetToInfectiousness),
+    /// no mapping at all standard (ExposureMatchingTracer's createDefaultTekMetadataRecord).
     public func infectiousness(daysSinceOnsetOfSymptoms days: Int?) -> Infectiousness {
-        guard let days else { return infectiousnessWhenDaysSinceOnsetMissing }
-        return infectiousnessForDaysSinceOnsetOfSymptoms[days] ?? .standard
+        guard let days, (-14...14).contains(days) else { return infectiousnessWhenDaysSinceOnsetMissing }
+        guard !infectiousnessForDaysSinceOnsetOfSymptoms.isEmpty else { return .standard }
+        return infectiousnessForDaysSinceOnsetOfSymptoms[days] ?? .none
     }
 
     /// The attenuation weight (%) of a scan's typical attenuation; unknown counts as other.
@@ -120,16 +125,21 @@ public struct ExposureConfigurationV2: Sendable, Equatable, Decodable {
         weightedDuration(of: window) * reportTypeWeight(window.reportType) / 100 * infectiousnessWeight(window.infectiousness) / 100
     }
 
-    /// One summary per day that has a window scoring at least `minimumWindowScore`, oldest first.
-    /// `now` (unix seconds) sets which days `daysSinceLastExposureThreshold` keeps.
+    /// One summary per day that has a window, oldest first, summing the windows that score at
+    /// least `minimumWindowScore` (a day whose windows all score less has zeros), as Google's
+    /// DailySummaryUtils.getDailySummaries. `now` (unix seconds) sets which days
+    /// `daysSinceLastExposureThreshold` keeps: N keeps the days 0...N ago.
     public func dailySummaries(of windows: [ExposureWindow], now: Int64) -> [DailySummary] {
         let today = UTCDay(containing: now)
         var days = [Int64: DailySummary]()
         for window in windows {
-            if daysSinceLastExposureThreshold > 0, UTCDay(containing: window.date).distance(to: today) >= Int64(daysSinceLastExposureThreshold) { continue }
-            let score = score(of: window)
-            guard score >= minimumWindowScore else { continue }
+            if daysSinceLastExposureThreshold > 0, UTCDay(containing: window.date).distance(to: today) > Int64(daysSinceLastExposureThreshold) { continue }
             var day = days[window.date] ?? DailySummary(date: window.date, maximumScore: 0, scoreSum: 0, weightedDurationSum: 0)
+            let score = score(of: window)
+            guard score >= minimumWindowScore else {
+                days[window.date] = day
+                continue
+            }
             day.maximumScore = max(day.maximumScore, score)
             day.scoreSum += score
             day.weightedDurationSum += weightedDuration(of: window)

@@ -9,17 +9,21 @@ public struct IndexedSighting: Hashable, Sendable {
     public var rssi: Int8?
     /// The index's number for the adapter that received it (`SightingIndex.adapterAddress(numbered:)`).
     public var adapterNumber: UInt8
+    /// Since the receiving device's previous scan.
+    public var scanGap: ScanGap
 
-    public init(time: Int64, aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterNumber: UInt8 = 0) {
+    public init(time: Int64, aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterNumber: UInt8 = 0,
+                scanGap: ScanGap = .unknown) {
         self.time = time
         self.aem = aem
         self.rssi = rssi
         self.adapterNumber = adapterNumber
+        self.scanGap = scanGap
     }
 }
 
-/// Sightings by RPI: an open-addressed table, its columns in separate arrays, in about 31 bytes a
-/// sighting (4 million sightings, 14 days of a busy place, in about 122 MB). Sightings are added
+/// Sightings by RPI: an open-addressed table, its columns in separate arrays, in about 32 bytes a
+/// sighting (4 million sightings, 14 days of a busy place, in about 127 MB). Sightings are added
 /// as they are read, so no list of them is held beside the index. Matching looks RPIs up through
 /// `MatchingIndex`, which puts a filter for each day before the table.
 ///
@@ -55,18 +59,21 @@ public struct SightingIndex: Sendable {
     }
 
     public mutating func add(_ sighting: Sighting) {
-        add(rpi: sighting.rpi, aem: sighting.aem, rssi: sighting.rssi, time: sighting.time, adapterAddress: sighting.adapterAddress)
+        add(rpi: sighting.rpi, aem: sighting.aem, rssi: sighting.rssi, time: sighting.time, adapterAddress: sighting.adapterAddress,
+            previousScanTime: sighting.previousScanTime)
     }
 
+    /// `previousScanTime`: the receiving device's previous scan (`Sighting.previousScanTime`); nil when unknown.
     public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64,
-                             adapterAddress: BluetoothAddress?) {
+                             adapterAddress: BluetoothAddress?, previousScanTime: Int64? = nil) {
         if (count + 1) * 100 > storage.capacity * Self.maximumLoadPercent {
             storage = storage.resized(to: max(16, count * 2 + count / 2))
         } else if !isKnownUniquelyReferenced(&storage) {
             storage = storage.resized(to: storage.capacity)
         }
         storage.insert(rpi: rpi, aem: aem.rawValue, rssi: rssi ?? Int8(Sighting.rssiNotAvailable),
-                       time: UInt32(clamping: min(max(time, 0), Int64(Storage.emptySlot) - 1)), adapter: adapterNumber(for: adapterAddress))
+                       time: UInt32(clamping: min(max(time, 0), Int64(Storage.emptySlot) - 1)), adapter: adapterNumber(for: adapterAddress),
+                       scanGap: ScanGap(time: time, previousScanTime: previousScanTime).minutes ?? Storage.unknownScanGap)
         count += 1
     }
 
@@ -104,6 +111,7 @@ public struct SightingIndex: Sendable {
         let aems: UnsafePointer<UInt32>
         let rssis: UnsafePointer<Int8>
         let adapters: UnsafePointer<UInt8>
+        let scanGaps: UnsafePointer<Int8>
 
         /// Calls `body` with each sighting of `rpi`, in no particular order.
         @inline(__always)
@@ -113,7 +121,8 @@ public struct SightingIndex: Sendable {
                 if rpis[slot] == rpi {
                     try body(IndexedSighting(time: Int64(times[slot]), aem: AssociatedEncryptedMetadata(rawValue: aems[slot]),
                                              rssi: rssis[slot] == Int8(Sighting.rssiNotAvailable) ? nil : rssis[slot],
-                                             adapterNumber: adapters[slot]))
+                                             adapterNumber: adapters[slot],
+                                             scanGap: ScanGap(minutes: scanGaps[slot] == Storage.unknownScanGap ? nil : scanGaps[slot])))
                 }
                 slot = slot + 1 == capacity ? 0 : slot + 1
             }
@@ -132,6 +141,8 @@ public struct SightingIndex: Sendable {
     /// copy of the index, on another thread, can see is never written.
     final class Storage: @unchecked Sendable {
         static let emptySlot = UInt32.max
+        /// In `scanGaps`, an unknown previous scan.
+        static let unknownScanGap = Int8.min
 
         let capacity: Int
         private let rpis: UnsafeMutablePointer<RollingProximityIdentifier>
@@ -142,6 +153,8 @@ public struct SightingIndex: Sendable {
         private let rssis: UnsafeMutablePointer<Int8>
         /// The adapter's number in `SightingIndex.adapterAddresses` (0: unknown).
         private let adapters: UnsafeMutablePointer<UInt8>
+        /// `ScanGap.minutes`, `unknownScanGap` for nil.
+        private let scanGaps: UnsafeMutablePointer<Int8>
 
         init(capacity: Int) {
             self.capacity = capacity
@@ -150,6 +163,7 @@ public struct SightingIndex: Sendable {
             aems = Self.allocate(capacity, repeating: 0)
             rssis = Self.allocate(capacity, repeating: 0)
             adapters = Self.allocate(capacity, repeating: 0)
+            scanGaps = Self.allocate(capacity, repeating: Self.unknownScanGap)
         }
 
         deinit {
@@ -158,18 +172,20 @@ public struct SightingIndex: Sendable {
             free(aems)
             free(rssis)
             free(adapters)
+            free(scanGaps)
         }
 
         /// A copy of every sighting in a new table of `capacity` slots.
         func resized(to capacity: Int) -> Storage {
             let copy = Storage(capacity: capacity)
             for slot in 0..<self.capacity where times[slot] != Self.emptySlot {
-                copy.insert(rpi: rpis[slot], aem: aems[slot], rssi: rssis[slot], time: times[slot], adapter: adapters[slot])
+                copy.insert(rpi: rpis[slot], aem: aems[slot], rssi: rssis[slot], time: times[slot], adapter: adapters[slot],
+                            scanGap: scanGaps[slot])
             }
             return copy
         }
 
-        func insert(rpi: RollingProximityIdentifier, aem: UInt32, rssi: Int8, time: UInt32, adapter: UInt8) {
+        func insert(rpi: RollingProximityIdentifier, aem: UInt32, rssi: Int8, time: UInt32, adapter: UInt8, scanGap: Int8) {
             var slot = Self.reduce(rpi.high, capacity)
             while times[slot] != Self.emptySlot { slot = slot + 1 == capacity ? 0 : slot + 1 }
             rpis[slot] = rpi
@@ -177,10 +193,11 @@ public struct SightingIndex: Sendable {
             aems[slot] = aem
             rssis[slot] = rssi
             adapters[slot] = adapter
+            scanGaps[slot] = scanGap
         }
 
         var lookup: Lookup {
-            Lookup(capacity: capacity, rpis: rpis, times: times, aems: aems, rssis: rssis, adapters: adapters)
+            Lookup(capacity: capacity, rpis: rpis, times: times, aems: aems, rssis: rssis, adapters: adapters, scanGaps: scanGaps)
         }
 
         /// `value` scaled into 0..<`range` (Lemire's multiply-shift). The table uses an RPI's

@@ -16,14 +16,16 @@ extension Sighting {
         let time: Int64
         let adapter: String?
         let adapterAddress: String?
+        let previousScanTime: Int64?
     }
 
     /// Parses sightings in JSON Lines, as `enctl detect offline --sightings` reads them (the
     /// file's text; `path` names it in errors). One sighting per line:
     /// {"rpi":"<32 hex>","aem":"<8 hex>","rssi":-60,"time":<unix seconds>}; an RSSI of 127 or
     /// null is unknown; "adapter" is optional (default "jsonl"), and so is "adapterAddress", the
-    /// receiving adapter's address such as "00:1A:7D:DA:71:13", which picks its RSSI correction.
-    /// Blank lines are skipped.
+    /// receiving adapter's address such as "00:1A:7D:DA:71:13", which picks its RSSI correction;
+    /// and "previousScanTime", the unix seconds of the receiving device's scan before the one that
+    /// saw this (`Sighting.previousScanTime`; missing or null: unknown). Blank lines are skipped.
     public static func jsonLines(_ text: String, path: String) throws(SightingsFileError) -> [Sighting] {
         var sightings = [Sighting]()
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -54,6 +56,7 @@ extension Sighting {
             throw SightingsFileError("\(place): expected {\"rpi\": hex, \"aem\": hex, \"rssi\": number, \"time\": unix seconds}")
         }
         guard fields.time >= 0 else { throw SightingsFileError("\(place): time must not be negative") }
+        guard (fields.previousScanTime ?? 0) >= 0 else { throw SightingsFileError("\(place): previousScanTime must not be negative") }
         var rssi: Int8?
         if let value = fields.rssi {
             guard let reported = Int16(exactly: value), (-128...127).contains(reported) else {
@@ -70,7 +73,8 @@ extension Sighting {
         }
         do {
             return Sighting(rpi: try Bytes16(hex: fields.rpi), aem: try AssociatedEncryptedMetadata(hex: fields.aem),
-                            rssi: rssi, time: fields.time, adapter: fields.adapter ?? "jsonl", adapterAddress: adapterAddress)
+                            rssi: rssi, time: fields.time, adapter: fields.adapter ?? "jsonl", adapterAddress: adapterAddress,
+                            previousScanTime: fields.previousScanTime)
         } catch {
             throw SightingsFileError("\(place): \(error)")
         }
@@ -99,7 +103,7 @@ private struct JSONLineScanner {
 
     mutating func sighting() -> Sighting? {
         var rpi: Bytes16?, aem: AssociatedEncryptedMetadata?, time: Int64?, rssi: Int64??, adapter: Range<Int>??
-        var adapterAddress: BluetoothAddress??
+        var adapterAddress: BluetoothAddress??, previousScanTime: Int64??
         skipSpace()
         guard take(UInt8(ascii: "{")) else { return nil }
         repeat {
@@ -131,7 +135,11 @@ private struct JSONLineScanner {
                 adapterAddress = .some(address)
             case (.adapterAddress, .null) where adapterAddress == nil:
                 adapterAddress = .some(nil)
-            case (.rpi, _), (.aem, _), (.time, _), (.rssi, _), (.adapter, _), (.adapterAddress, _):
+            case (.previousScanTime, .integer(let seconds)) where previousScanTime == nil && seconds >= 0:
+                previousScanTime = .some(seconds)
+            case (.previousScanTime, .null) where previousScanTime == nil:
+                previousScanTime = .some(nil)
+            case (.rpi, _), (.aem, _), (.time, _), (.rssi, _), (.adapter, _), (.adapterAddress, _), (.previousScanTime, _):
                 return nil  // the wrong type, or a key twice
             case (.other, _):
                 break  // another key: ignored, as JSONDecoder ignores it
@@ -147,11 +155,12 @@ private struct JSONLineScanner {
             reported = Sighting.rssi(reported: Int16(value))
         }
         let adapterName = (adapter ?? nil).map { String(decoding: bytes[$0], as: UTF8.self) } ?? "jsonl"
-        return Sighting(rpi: rpi, aem: aem, rssi: reported, time: time, adapter: adapterName, adapterAddress: adapterAddress ?? nil)
+        return Sighting(rpi: rpi, aem: aem, rssi: reported, time: time, adapter: adapterName, adapterAddress: adapterAddress ?? nil,
+                        previousScanTime: previousScanTime ?? nil)
     }
 
     private enum Field {
-        case rpi, aem, time, rssi, adapter, adapterAddress, other
+        case rpi, aem, time, rssi, adapter, adapterAddress, previousScanTime, other
 
         init(_ key: Slice<UnsafeRawBufferPointer>) {
             if key.elementsEqual("rpi".utf8) { self = .rpi }
@@ -160,6 +169,7 @@ private struct JSONLineScanner {
             else if key.elementsEqual("rssi".utf8) { self = .rssi }
             else if key.elementsEqual("adapter".utf8) { self = .adapter }
             else if key.elementsEqual("adapterAddress".utf8) { self = .adapterAddress }
+            else if key.elementsEqual("previousScanTime".utf8) { self = .previousScanTime }
             else { self = .other }
         }
     }

@@ -178,7 +178,7 @@ extension Detect {
                 transform: ArgumentValue.inputFile)
         var keyFiles: [String] = []
 
-        @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}.", valueName: "file.jsonl"),
+        @Option(help: ArgumentHelp("Sightings, one JSON object per line: {\"rpi\", \"aem\", \"rssi\", \"time\"}, optionally \"adapterAddress\" and \"previousScanTime\".", valueName: "file.jsonl"),
                 transform: ArgumentValue.inputFile)
         var sightings: String?
 
@@ -246,7 +246,9 @@ extension Detect {
                 files: files, sightingCount: recorded.sightings.count, keysChecked: result.keysChecked,
                 matchedKeyCount: result.matches.count, windows: windows,
                 dailySummaries: configuration.v2.dailySummaries(of: windows, now: time),
-                v1: configuration.v1.map { DetectionReport.V1(summary: $0.summary(of: windows, now: time), exposureInfos: $0.exposureInfos(of: windows, now: time)) })
+                v1: configuration.v1.map { v1 in
+                    DetectionReport.V1(summary: v1.summary(of: result.matches, now: time), exposureInfos: v1.exposureInfos(of: result.matches, now: time))
+                })
             if options.output.json {
                 try printJSON(report)
             } else {

@@ -10,9 +10,11 @@ import Testing
     let directory = TemporaryDirectory()
 
     /// A JSON Lines sighting of `key`'s RPI at `time`, broadcast at -10 dBm and received at -70.
-    func sightingLine(of key: TemporaryExposureKey, at time: Int64) throws -> String {
+    /// A JSON Lines sighting of `key` at `time`, with its device's previous scan when known.
+    func sightingLine(of key: TemporaryExposureKey, at time: Int64, previousScanTime: Int64? = nil) throws -> String {
         let sighting = try Broadcaster(key: DiagnosisKey(key: key)).sighting(at: time, rssi: -70)
-        return #"{"rpi":"\#(sighting.rpi.hex)","aem":"\#(sighting.aem.hex)","rssi":-70,"time":\#(time)}"#
+        let previous = previousScanTime.map { #","previousScanTime":\#($0)"# } ?? ""
+        return #"{"rpi":"\#(sighting.rpi.hex)","aem":"\#(sighting.aem.hex)","rssi":-70,"time":\#(time)\#(previous)}"#
     }
 
     func write(_ text: String, to name: String) throws -> String {
@@ -29,7 +31,8 @@ import Testing
         let key = TemporaryExposureKey(keyData: Bytes16(bytes: Data(base64Encoded: "K2MFOsSDI43hdhaehh89zQ==")!)!,
                                        rollingStartIntervalNumber: ENIntervalNumber(2_649_866), rollingPeriod: 114)
         let met = Int64(2_649_900) * 600
-        let lines = try [0, 60, 120, 180].map { try sightingLine(of: key, at: met + $0) }
+        // The first scan's predecessor is unknown (120 s); each later one's is the scan a minute before.
+        let lines = try [0, 60, 120, 180].map { try sightingLine(of: key, at: met + $0, previousScanTime: $0 == 0 ? nil : met + $0 - 60) }
         let sightings = try write(lines.joined(separator: "\n") + "\n", to: "sightings.jsonl")
         let fixtures = KeysInspectCommandTests.fixtures
         let result = try Command.enctl("detect", "offline", "--sightings", sightings, "--keys", "\(fixtures)/en-server-example.zip",
@@ -75,9 +78,10 @@ import Testing
         #expect(report["keysChecked"] as? Int == 51 && report["matchedKeyCount"] as? Int == 1)
         let v1 = try #require(report["v1"] as? [String: Any])
         let info = try #require((v1["exposureInfos"] as? [[String: Any]])?.first)
-        // 60 dB → level 3; 2 days → 7; 6 minutes (120 + 4 × 60 s) → 3; risk 5 → 5.
+        // 60 dB → level 3; 2 days → 7; 10 minutes (5 scans whose previous scans the database
+        // does not know: 120 s each) → 3; risk 5 → 5.
         #expect(info["totalRiskScore"] as? Int == 3 * 7 * 3 * 5)
-        #expect(info["durationMinutes"] as? Int == 5)
+        #expect(info["durationMinutes"] as? Int == 10)
         #expect((v1["summary"] as? [String: Any])?["matchedKeyCount"] as? Int == 1)
 
         let text = try Command.enctl("detect", "offline", "--db", directory.file("enagent.db"), "--keys", second, "--public-key", publicKey)

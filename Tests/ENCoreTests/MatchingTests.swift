@@ -106,16 +106,55 @@ import Testing
         #expect(match.sightings.allSatisfy { $0.rssi == -70 })
     }
 
-    /// Keys of part of a day, a whole day (from midnight) and one from the afternoon into the next day.
+    /// Keys of part of a day, a whole day (from midnight) and one from the afternoon into the next
+    /// day: an RPI counts from 12 intervals before its own to the end of the 12th after, past its
+    /// key's end too (Google's RollingProximityIdValidator).
     @Test(arguments: [(2_700_000, 10), (2_700_000, 144), (2_700_100, 144)] as [(UInt32, UInt32)])
-    func acceptsSightingsWithinTwoHoursOfTheKeysValidityOnly(start: UInt32, period: UInt32) throws {
+    func anRPICountsWithinTwelveIntervalsOfItsOwnOnly(start: UInt32, period: UInt32) throws {
         let device = try Broadcaster(start: start, period: period)
-        let firstInterval = device.key.key.rollingStartIntervalNumber
-        let end = device.start + Int64(period) * 600
-        let times: [Int64] = [device.start - 7_201, device.start - 7_200, end + 7_199, end + 7_200]
-        let sightings = try times.map { try device.sighting(at: $0, interval: firstInterval) }
+        let first = device.key.key.rollingStartIntervalNumber, last = ENIntervalNumber(start + period - 1)
+        let cases: [(ENIntervalNumber, Int64, Bool)] = [
+            (first, first.unixSeconds - 7_201, false), (first, first.unixSeconds - 7_200, true),
+            (first, first.unixSeconds + 7_799, true), (first, first.unixSeconds + 7_800, false),
+            (last, last.unixSeconds + 7_799, true), (last, last.unixSeconds + 7_800, false),
+        ]
+        for (interval, time, counts) in cases {
+            let index = SightingIndex([try device.sighting(at: time, interval: interval)])
+            #expect((try KeyMatcher(index: index).match(device.key) != nil) == counts, "interval \(interval), time \(time)")
+        }
+    }
+
+    /// No device broadcasts an RPI for longer than 20 minutes: later sightings of it are replays
+    /// (Google's ExposureMatchingTracer.getValidSightingsForRpi).
+    @Test func anRPICountsForTwentyMinutesFromItsFirstSightingOnly() throws {
+        let device = try Broadcaster()
+        let interval = ENIntervalNumber(device.key.key.rollingStartIntervalNumber.rawValue + 30)
+        let first = interval.unixSeconds + 60
+        let times: [Int64] = [first, first + 600, first + 1_200, first + 1_201, first + 1_800]
+        let sightings = try times.map { try device.sighting(at: $0, interval: interval) }
         let match = try #require(try KeyMatcher(index: SightingIndex(sightings)).match(device.key))
-        #expect(match.sightings.map(\.time) == [device.start - 7_200, end + 7_199])
+        #expect(match.sightings.map(\.time) == [first, first + 600, first + 1_200])
+    }
+
+    /// An RPI replayed hours after its interval counts for nothing, even where it is the only sighting.
+    @Test func anRPIReplayedHoursLaterDoesNotCount() throws {
+        let device = try Broadcaster()
+        let interval = ENIntervalNumber(device.key.key.rollingStartIntervalNumber.rawValue + 30)
+        let replays = try [3, 5, 10].map { try device.sighting(at: interval.unixSeconds + $0 * 3_600, interval: interval) }
+        #expect(try KeyMatcher(index: SightingIndex(replays)).match(device.key) == nil)
+        // Seen in its interval first, the replays two hours later are past its 20 minutes.
+        let seen = try device.sighting(at: interval.unixSeconds + 30, interval: interval)
+        let replayed = try device.sighting(at: interval.unixSeconds + 7_000, interval: interval)
+        let match = try #require(try KeyMatcher(index: SightingIndex([seen, replayed])).match(device.key))
+        #expect(match.sightings.map(\.time) == [seen.time])
+    }
+
+    /// Google's matcher skips RECURSIVE keys (ContactTracingFeature.enableRecursiveTekReportType).
+    @Test func recursiveKeysAreNotMatched() throws {
+        let device = try Broadcaster(reportType: .recursive)
+        let index = SightingIndex([try device.sighting(at: device.start + 60)])
+        #expect(try KeyMatcher(index: index).match(device.key) == nil)
+        #expect(try KeyMatcher(index: index).match(Broadcaster(key: DiagnosisKey(key: device.key.key)).key) != nil)
     }
 
     /// Every interval of a whole day's key is found, across the words of the matcher's candidate bits.

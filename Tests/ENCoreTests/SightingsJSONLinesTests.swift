@@ -51,11 +51,23 @@ import Testing
         #expect(scanned(line) == withAddress && decoded == withAddress)
     }
 
+    /// The receiving device's previous scan sets the scan's seconds since the last; null or absent is unknown.
+    @Test(arguments: [(#","previousScanTime":1699999760"#, 1_699_999_760), (#","previousScanTime":null"#, nil), ("", nil)] as [(String, Int64?)])
+    func thePreviousScanIsKept(field: String, previousScanTime: Int64?) throws {
+        let line = #"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":1700000000"# + field + "}"
+        var withPreviousScan = expected
+        withPreviousScan.previousScanTime = previousScanTime
+        let decoded = try Sighting.decodedJSONLine(Data(line.utf8), place: "x")
+        #expect(scanned(line) == withPreviousScan && decoded == withPreviousScan)
+    }
+
     /// Bad lines are declined by the scanner and refused with the place and the reason.
     @Test(arguments: [
         (#"{"rpi":"00","aem":"a1b2c3d4","rssi":-60,"time":1}"#, "s.jsonl:2: expected 16 bytes"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-600,"time":1}"#, "s.jsonl:2: rssi -600 is outside"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":-1}"#, "s.jsonl:2: time must not be negative"),
+        (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":1,"previousScanTime":-5}"#,
+         "s.jsonl:2: previousScanTime must not be negative"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60}"#, "s.jsonl:2: expected {"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":1} trailing"#, "s.jsonl:2: expected {"),
         (#"{"rpi":"000102030405060708090a0b0c0d0e0f","aem":"a1b2c3d4","rssi":-60,"time":01}"#, "s.jsonl:2: expected {"),

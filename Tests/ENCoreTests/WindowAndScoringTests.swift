@@ -10,22 +10,51 @@ import Testing
         return ExposureWindowing.windows(for: KeyMatch(key: key, sightings: sightings), configuration: configuration)
     }
 
-    @Test func closeSightingsFormOneScanAndThirtyMinutesOneWindow() throws {
+    /// Up to 25.5 s between sightings is one scan; 30 minutes from a window's first sighting a new
+    /// window starts (Google's KeyExposureEvaluator.findExposureWindows).
+    @Test func sightingsUpTo25_5SecondsApartFormOneScanAndThirtyMinutesOneWindow() throws {
         let day: Int64 = 1_700_006_400  // a UTC midnight
         let result = try windows([
-            (day + 100, 40), (day + 110, 50), (day + 124, 61),   // one scan: gaps under 25 s
-            (day + 200, 70),                                      // next scan, 100 s after the last one started
-            (day + 800, nil),                                     // 600 s later: capped at 300 s
-            (day + 1_900, 30),                                    // 30 min after the window start: a new window
+            (day + 100, 40), (day + 110, 50), (day + 135, 61),   // one scan: 10 s, then 25 s
+            (day + 161, 70),                                      // 26 s later: the next scan
+            (day + 800, nil),
+            (day + 1_900, 30),                                    // 30 min after the window's first: a new window
         ])
         #expect(result.count == 2)
         #expect(result.allSatisfy { $0.date == day })
-        #expect(result[0].scanInstances == [
-            ScanInstance(minAttenuation: 40, typicalAttenuation: 50, secondsSinceLastScan: 120),
-            ScanInstance(minAttenuation: 70, typicalAttenuation: 70, secondsSinceLastScan: 100),
-            ScanInstance(minAttenuation: nil, typicalAttenuation: nil, secondsSinceLastScan: 300),
-        ])
-        #expect(result[1].scanInstances == [ScanInstance(minAttenuation: 30, typicalAttenuation: 30, secondsSinceLastScan: 300)])
+        #expect(result[0].scanInstances.map(\.minAttenuation) == [40, 70, nil])
+        #expect(result[0].scanInstances.map(\.typicalAttenuation) == [50, 70, nil])
+        #expect(result[1].scanInstances.map(\.minAttenuation) == [30])
+    }
+
+    /// A scan's seconds since the last are whole minutes of the clock since its device's previous
+    /// scan, at most 5, 2 when unknown (SightingRecordWithMetadata.secondsSinceLastScan).
+    @Test func secondsSinceLastScanAreWholeMinutesSinceTheDevicesPreviousScan() throws {
+        #expect(ScanGap(time: 120, previousScanTime: 119).seconds == 60)
+        #expect(ScanGap(time: 179, previousScanTime: 60).seconds == 60)
+        #expect(ScanGap(time: 1_000, previousScanTime: 100).seconds == 300)
+        #expect(ScanGap(time: 1_000, previousScanTime: nil).seconds == 120)
+        #expect(ScanGap(time: 1_000, previousScanTime: 0).seconds == 120)
+        let day: Int64 = 1_700_006_400
+        let metadata = Metadata(transmitPower: 0)
+        let sightings = [
+            MatchedSighting(time: day + 130, rssi: -60, metadata: metadata, attenuation: 60, scanGap: ScanGap(time: day + 130, previousScanTime: day - 59)),
+            MatchedSighting(time: day + 140, rssi: -60, metadata: metadata, attenuation: 60, scanGap: ScanGap(time: day + 140, previousScanTime: day + 100)),
+            MatchedSighting(time: day + 400, rssi: -60, metadata: metadata, attenuation: 60),
+        ]
+        let window = try #require(ExposureWindowing.windows(for: KeyMatch(key: Broadcaster().key, sightings: sightings), configuration: .init()).first)
+        #expect(window.scanInstances.map(\.secondsSinceLastScan) == [180, 120])
+    }
+
+    /// A window's calibration confidence is its first sighting's.
+    @Test func eachWindowTakesTheCalibrationConfidenceOfItsFirstSighting() throws {
+        let day: Int64 = 1_700_006_400
+        let sightings = [(0, 1), (300, 3), (1_800, 2), (2_000, 0)].map { offset, confidence in
+            MatchedSighting(time: day + Int64(offset), rssi: -60, metadata: Metadata(minorVersion: 1, transmitPower: 0, calibrationConfidence: UInt8(confidence)),
+                            attenuation: 60)
+        }
+        let result = ExposureWindowing.windows(for: KeyMatch(key: try Broadcaster().key, sightings: sightings), configuration: .init())
+        #expect(result.map(\.calibrationConfidence) == [1, 2])
     }
 
     @Test func reportTypeAndInfectiousnessFollowTheConfiguration() throws {

@@ -1,0 +1,5 @@
+package androidx.annotation;
+
+public @interface IntDef {
+    int[] value() default {};
+}

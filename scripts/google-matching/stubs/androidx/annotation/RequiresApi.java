@@ -1,0 +1,5 @@
+package androidx.annotation;
+
+public @interface RequiresApi {
+    int api() default 1;
+}
