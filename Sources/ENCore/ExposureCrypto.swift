@@ -6,6 +6,8 @@ import CENOpenSSL
 /// keeps one instance. An instance is not thread-safe: use one per thread or task.
 public final class ExposureCrypto {
     private let hkdf = HKDF()
+    private let rpikInfo = HKDF.Info(label: "EN-RPIK")
+    private let aemkInfo = HKDF.Info(label: "EN-AEMK")
     private let aes128ECB: OpaquePointer
     private let aes128CTR: OpaquePointer
     /// Set up for AES-128-ECB without padding once: each RPIK then only sets its key schedule
@@ -19,8 +21,6 @@ public final class ExposureCrypto {
     private var paddedDataIntervals: (first: UInt32, count: Int) = (0, 0)
     private var identifiers = [UInt8]()
 
-    private static let rpikInfo = Array("EN-RPIK".utf8)
-    private static let aemkInfo = Array("EN-AEMK".utf8)
     private static let paddedDataPrefix = Array("EN-RPI".utf8) + [UInt8](repeating: 0, count: 6)
 
     public init() throws {
@@ -58,12 +58,12 @@ public final class ExposureCrypto {
 
     /// RPIK = HKDF-SHA256(TEK, empty salt, "EN-RPIK", 16).
     public func rollingProximityIdentifierKey(for tek: TemporaryExposureKeyData) -> Bytes16 {
-        hkdf.derive(tek, info: Self.rpikInfo)
+        hkdf.derive(tek, info: rpikInfo)
     }
 
     /// AEMK = HKDF-SHA256(TEK, empty salt, "EN-AEMK", 16).
     public func associatedEncryptedMetadataKey(for tek: TemporaryExposureKeyData) -> Bytes16 {
-        hkdf.derive(tek, info: Self.aemkInfo)
+        hkdf.derive(tek, info: aemkInfo)
     }
 
     /// The RPIs of `count` consecutive intervals from `first`, in one AES-ECB pass.
