@@ -14,14 +14,11 @@ public final class ExposureCrypto {
     /// (naming the cipher again would rebuild the provider's context, per key).
     private let ecb: OpaquePointer
     private let cipher: OpaquePointer
-
-    /// PaddedData for the intervals being derived and the RPIs, kept between calls; most keys of
-    /// a key file share a rolling start, so the padded data is rewritten only when it changes.
-    private var paddedData = [UInt8]()
-    private var paddedDataIntervals: (first: UInt32, count: Int) = (0, 0)
-    private var identifiers = [UInt8]()
-
-    private static let paddedDataPrefix = Array("EN-RPI".utf8) + [UInt8](repeating: 0, count: 6)
+    /// PaddedData for the intervals being derived and room for their RPIs, kept between calls;
+    /// most keys of a key file share a rolling start, so the padded data is rewritten only when
+    /// it changes. Read into a local once per key: each use of a class's stored property is
+    /// checked for exclusive access.
+    private var intervals: IntervalBlocks
 
     public init() throws {
         guard let ecb = EVP_CIPHER_fetch(nil, "AES-128-ECB", nil) else { throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-ECB)") }
@@ -37,12 +34,14 @@ public final class ExposureCrypto {
         aes128CTR = ctr
         cipher = cipherContext
         self.ecb = ecbContext
+        intervals = IntervalBlocks(capacity: Int(ENIntervalNumber.tekRollingPeriod))
         guard EVP_EncryptInit_ex2(ecbContext, ecb, nil, nil, nil) == 1, EVP_CIPHER_CTX_set_padding(ecbContext, 0) == 1 else {
             throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)")
         }
     }
 
     deinit {
+        intervals.deallocate()
         EVP_CIPHER_CTX_free(ecb)
         EVP_CIPHER_CTX_free(cipher)
         EVP_CIPHER_free(aes128CTR)
@@ -71,7 +70,6 @@ public final class ExposureCrypto {
     public func rollingProximityIdentifiers(
         key rpik: Bytes16, from first: ENIntervalNumber, count: Int
     ) throws -> [RollingProximityIdentifier] {
-        precondition(count >= 0, "count must not be negative")
         var identifiers = [RollingProximityIdentifier]()
         identifiers.reserveCapacity(count)
         try withRollingProximityIdentifiers(key: rpik, from: first, count: count) { blocks in
@@ -81,33 +79,24 @@ public final class ExposureCrypto {
     }
 
     /// Derives the RPIs of `count` intervals into a buffer that `body` reads in place
-    /// (16 bytes per interval): the allocation-free form for matchers.
+    /// (16 bytes per interval): the allocation-free form for matchers. The buffer is this
+    /// instance's: `body` must not derive with it.
     public func withRollingProximityIdentifiers<Result>(
         key rpik: Bytes16, from first: ENIntervalNumber, count: Int,
         _ body: (UnsafeRawBufferPointer) throws -> Result
     ) throws -> Result {
-        if paddedData.count < count * 16 {
-            paddedData = (0..<count).flatMap { _ in Self.paddedDataPrefix + [0, 0, 0, 0] }
-            identifiers = [UInt8](repeating: 0, count: count * 16)
-            paddedDataIntervals = (0, 0)
+        precondition(count >= 0, "count must not be negative")
+        var intervals = self.intervals
+        if !intervals.holdsPaddedData(from: first.rawValue, count: count) {
+            intervals.writePaddedData(from: first.rawValue, count: count)
+            self.intervals = intervals
         }
-        if paddedDataIntervals.first != first.rawValue || paddedDataIntervals.count < count {
-            paddedData.withUnsafeMutableBytes { padded in
-                for index in 0..<count {
-                    let interval = first.rawValue &+ UInt32(truncatingIfNeeded: index)
-                    padded.storeBytes(of: interval.littleEndian, toByteOffset: index * 16 + 12, as: UInt32.self)
-                }
-            }
-            paddedDataIntervals = (first.rawValue, count)
-        }
-        try rpik.withUnsafeBytes { key in
-            guard EVP_EncryptInit_ex2(ecb, nil, key.baseAddress, nil, nil) == 1
-            else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)") }
-            var written: Int32 = 0
-            guard count == 0 || EVP_EncryptUpdate(ecb, &identifiers, &written, paddedData, Int32(count * 16)) == 1
-            else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-ECB)") }
-        }
-        return try identifiers.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(count * 16))) }
+        guard rpik.withUnsafeBytes({ EVP_EncryptInit_ex2(ecb, nil, $0.baseAddress, nil, nil) }) == 1
+        else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)") }
+        var written: Int32 = 0
+        guard count == 0 || EVP_EncryptUpdate(ecb, intervals.identifiers, &written, intervals.paddedData, Int32(count * 16)) == 1
+        else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-ECB)") }
+        return try body(UnsafeRawBufferPointer(start: intervals.identifiers, count: count * 16))
     }
 
     /// The RPI of one interval.
@@ -137,5 +126,48 @@ public final class ExposureCrypto {
             }
         }
         return output
+    }
+}
+
+/// PaddedData (protocol.md §1: "EN-RPI", six zero bytes, the interval number little-endian) for
+/// consecutive intervals and room for as many RPIs, 16 bytes each, in one allocation that its
+/// owner frees.
+private struct IntervalBlocks {
+    private let storage: UnsafeMutableRawPointer
+    private let capacity: Int
+    /// The intervals whose PaddedData `storage` holds.
+    private var first: UInt32 = 0
+    private var count = 0
+
+    var paddedData: UnsafeMutablePointer<UInt8> { storage.assumingMemoryBound(to: UInt8.self) }
+    var identifiers: UnsafeMutablePointer<UInt8> { paddedData + capacity * 16 }
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        // EVP_EncryptUpdate may write up to a block more than it is given.
+        let byteCount = capacity * 32 + 16
+        storage = .allocate(byteCount: byteCount, alignment: 16)
+        storage.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
+        for index in 0..<capacity {
+            (storage + index * 16).copyMemory(from: "EN-RPI", byteCount: 6)
+        }
+    }
+
+    func deallocate() { storage.deallocate() }
+
+    func holdsPaddedData(from first: UInt32, count: Int) -> Bool {
+        first == self.first && count <= self.count
+    }
+
+    mutating func writePaddedData(from first: UInt32, count: Int) {
+        if count > capacity {
+            deallocate()
+            self = IntervalBlocks(capacity: count)
+        }
+        for index in 0..<count {
+            let interval = first &+ UInt32(truncatingIfNeeded: index)
+            storage.storeBytes(of: interval.littleEndian, toByteOffset: index * 16 + 12, as: UInt32.self)
+        }
+        (self.first, self.count) = (first, count)
     }
 }
