@@ -8,12 +8,13 @@ public final class ExposureCrypto {
     private let hkdf = HKDF()
     private let rpikInfo = HKDF.Info(label: "EN-RPIK")
     private let aemkInfo = HKDF.Info(label: "EN-AEMK")
-    private let aes128ECB: OpaquePointer
-    private let aes128CTR: OpaquePointer
-    /// Set up for AES-128-ECB without padding once: each RPIK then only sets its key schedule
-    /// (naming the cipher again would rebuild the provider's context, per key).
+    /// Set up for AES-128-ECB once: each RPIK then only sets its key schedule (naming the
+    /// cipher again would rebuild the provider's context, per key). Padding stays on: it only
+    /// matters to EVP_EncryptFinal, never called, and OpenSSL 3 applies a padding of 0 again on
+    /// every init, a parameter looked up by name per key.
     private let ecb: OpaquePointer
-    private let cipher: OpaquePointer
+    /// Set up for AES-128-CTR once, for the same reason: each AEM sets only its key and counter.
+    private let ctr: OpaquePointer
     /// PaddedData for the intervals being derived and room for their RPIs, kept between calls;
     /// most keys of a key file share a rolling start, so the padded data is rewritten only when
     /// it changes. Read into a local once per key: each use of a class's stored property is
@@ -21,31 +22,33 @@ public final class ExposureCrypto {
     private var intervals: IntervalBlocks
 
     public init() throws {
-        guard let ecb = EVP_CIPHER_fetch(nil, "AES-128-ECB", nil) else { throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-ECB)") }
-        guard let ctr = EVP_CIPHER_fetch(nil, "AES-128-CTR", nil) else {
-            EVP_CIPHER_free(ecb)
-            throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-CTR)")
+        ecb = try Self.encryptionContext("AES-128-ECB")
+        do {
+            ctr = try Self.encryptionContext("AES-128-CTR")
+        } catch {
+            EVP_CIPHER_CTX_free(ecb)
+            throw error
         }
-        guard let cipherContext = EVP_CIPHER_CTX_new(), let ecbContext = EVP_CIPHER_CTX_new() else {
-            EVP_CIPHER_free(ctr); EVP_CIPHER_free(ecb)
-            throw CryptoError.failure("EVP_CIPHER_CTX_new")
-        }
-        aes128ECB = ecb
-        aes128CTR = ctr
-        cipher = cipherContext
-        self.ecb = ecbContext
         intervals = IntervalBlocks(capacity: Int(ENIntervalNumber.tekRollingPeriod))
-        guard EVP_EncryptInit_ex2(ecbContext, ecb, nil, nil, nil) == 1, EVP_CIPHER_CTX_set_padding(ecbContext, 0) == 1 else {
-            throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)")
-        }
     }
 
     deinit {
         intervals.deallocate()
         EVP_CIPHER_CTX_free(ecb)
-        EVP_CIPHER_CTX_free(cipher)
-        EVP_CIPHER_free(aes128CTR)
-        EVP_CIPHER_free(aes128ECB)
+        EVP_CIPHER_CTX_free(ctr)
+    }
+
+    /// A context set up to encrypt with `algorithm`, its key and IV left to each use.
+    private static func encryptionContext(_ algorithm: String) throws -> OpaquePointer {
+        guard let cipher = EVP_CIPHER_fetch(nil, algorithm, nil) else { throw CryptoError.failure("EVP_CIPHER_fetch(\(algorithm))") }
+        // The context holds a reference of its own.
+        defer { EVP_CIPHER_free(cipher) }
+        guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError.failure("EVP_CIPHER_CTX_new") }
+        guard EVP_EncryptInit_ex2(context, cipher, nil, nil, nil) == 1 else {
+            EVP_CIPHER_CTX_free(context)
+            throw CryptoError.failure("EVP_EncryptInit_ex2(\(algorithm))")
+        }
+        return context
     }
 
     /// A new TEK from OpenSSL's CSPRNG.
@@ -118,10 +121,10 @@ public final class ExposureCrypto {
         var output = [UInt8](repeating: 0, count: input.count)
         try key.withUnsafeBytes { keyBytes in
             try counter.withUnsafeBytes { counterBytes in
-                guard EVP_EncryptInit_ex2(cipher, aes128CTR, keyBytes.baseAddress, counterBytes.baseAddress, nil) == 1
+                guard EVP_EncryptInit_ex2(ctr, nil, keyBytes.baseAddress, counterBytes.baseAddress, nil) == 1
                 else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-CTR)") }
                 var written: Int32 = 0
-                guard EVP_EncryptUpdate(cipher, &output, &written, input, Int32(input.count)) == 1
+                guard EVP_EncryptUpdate(ctr, &output, &written, input, Int32(input.count)) == 1
                 else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-CTR)") }
             }
         }
