@@ -136,10 +136,11 @@ int main(int argc, char **argv) {
     static const uint8_t zeros[32], info[] = "EN-RPIK\x01";
     SHA256_CTX salt_inner, salt_outer;
     hmac_pads(zeros, sizeof zeros, &salt_inner, &salt_outer);
-    /* The cipher is fetched once; each key then only sets its schedule. */
+    /* The cipher is fetched once; each key then only sets its schedule. Padding stays on: it
+     * only matters to EVP_EncryptFinal, never called, and OpenSSL 3 would apply a padding of 0
+     * again on every init, a parameter looked up by name per key. */
     EVP_CIPHER_CTX *aes = EVP_CIPHER_CTX_new();
     EVP_EncryptInit_ex(aes, EVP_aes_128_ecb(), NULL, NULL, NULL);
-    EVP_CIPHER_CTX_set_padding(aes, 0);
     uint64_t checksum[2] = {0, 0}, found = 0;
 
     struct timespec start, end;
