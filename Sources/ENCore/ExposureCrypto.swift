@@ -109,26 +109,33 @@ public final class ExposureCrypto {
 
     /// AEM = AES-128-CTR(AEMK, counter block = RPI, metadata).
     public func encryptMetadata(_ metadata: Metadata, key aemk: Bytes16, rpi: RollingProximityIdentifier) throws -> AssociatedEncryptedMetadata {
-        AssociatedEncryptedMetadata(bytes: try aesCTR(metadata.bytes, key: aemk, counter: rpi))!
+        let plaintext = metadata.bytes.reduce(0) { $0 << 8 | UInt32($1) }
+        return AssociatedEncryptedMetadata(rawValue: try aesCTR(plaintext, key: aemk, counter: rpi))
     }
 
     /// The inverse of `encryptMetadata`: CTR mode is its own inverse.
     public func decryptMetadata(_ aem: AssociatedEncryptedMetadata, key aemk: Bytes16, rpi: RollingProximityIdentifier) throws -> Metadata {
-        Metadata(bytes: try aesCTR(aem.bytes, key: aemk, counter: rpi))!
+        let plaintext = try aesCTR(aem.rawValue, key: aemk, counter: rpi)
+        return withUnsafeBytes(of: plaintext.bigEndian) { Metadata(bytes: $0)! }
     }
 
-    private func aesCTR(_ input: [UInt8], key: Bytes16, counter: Bytes16) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: input.count)
+    /// The 4 bytes of `input` (byte 0 most significant) encrypted in CTR mode, without an array.
+    private func aesCTR(_ input: UInt32, key: Bytes16, counter: Bytes16) throws -> UInt32 {
+        var input = input.bigEndian, output: UInt32 = 0, written: Int32 = 0
         try key.withUnsafeBytes { keyBytes in
             try counter.withUnsafeBytes { counterBytes in
                 guard EVP_EncryptInit_ex2(ctr, nil, keyBytes.baseAddress, counterBytes.baseAddress, nil) == 1
                 else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-CTR)") }
-                var written: Int32 = 0
-                guard EVP_EncryptUpdate(ctr, &output, &written, input, Int32(input.count)) == 1
-                else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-CTR)") }
             }
         }
-        return output
+        let updated = withUnsafeMutableBytes(of: &output) { outputBytes in
+            withUnsafeBytes(of: &input) { inputBytes in
+                EVP_EncryptUpdate(ctr, outputBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), &written,
+                                  inputBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), 4)
+            }
+        }
+        guard updated == 1 else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-CTR)") }
+        return UInt32(bigEndian: output)
     }
 }
 
