@@ -21,10 +21,10 @@ struct HKDF {
         }
     }
 
-    /// SHA-256's chaining value, as SHA256_CTX holds it (`h`).
-    typealias State = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
-    /// A 64-byte block as eight big-endian words.
-    typealias Block = (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+    /// SHA-256's chaining value: `h`, the first field of SHA256_CTX.
+    typealias State = SIMD8<UInt32>
+    /// A 64-byte block as eight words, each in the byte order of the message.
+    typealias Block = SIMD8<UInt64>
 
     private let initial: State
     private let extractInner: State
@@ -39,47 +39,53 @@ struct HKDF {
     init() {
         var context = SHA256_CTX()
         SHA256_Init(&context)
-        initial = context.h
+        initial = withUnsafeBytes(of: context.h) { $0.loadUnaligned(as: State.self) }
         // HMAC's key is the salt: 32 zero bytes padded to a 64-byte block, XOR the pads.
-        let (inner, outer) = (Self.innerPad, Self.outerPad)
-        extractInner = Self.compressed(initial, (inner, inner, inner, inner, inner, inner, inner, inner))
-        extractOuter = Self.compressed(initial, (outer, outer, outer, outer, outer, outer, outer, outer))
+        extractInner = Self.compressed(initial, Block(repeating: Self.innerPad))
+        extractOuter = Self.compressed(initial, Block(repeating: Self.outerPad))
     }
 
     /// HKDF(IKM = `inputKey`, salt = empty, info = the label of `info`, L = 16).
     func derive(_ inputKey: Bytes16, info: Info) -> Bytes16 {
         let end = Self.endOfMessage
         // PRK = HMAC(salt, IKM): inner over 64 + 16 bytes, outer over 64 + 32 bytes.
-        let inner = Self.compressed(extractInner, (inputKey.high, inputKey.low, end, 0, 0, 0, 0, 80 * 8))
+        let inner = Self.compressed(extractInner, Self.block(inputKey.high, inputKey.low, end, 0, 0, 0, 0, 80 * 8))
         let (i0, i1, i2, i3) = Self.digestWords(inner)
-        let (p0, p1, p2, p3) = Self.digestWords(Self.compressed(extractOuter, (i0, i1, i2, i3, end, 0, 0, 96 * 8)))
+        let (p0, p1, p2, p3) = Self.digestWords(Self.compressed(extractOuter, Self.block(i0, i1, i2, i3, end, 0, 0, 96 * 8)))
 
         // OKM = HMAC(PRK, info ‖ 0x01), first 16 bytes: the PRK (32 bytes) is HMAC's key.
-        let (inPad, outPad) = (Self.innerPad, Self.outerPad)
-        let expandInner = Self.compressed(initial, (p0 ^ inPad, p1 ^ inPad, p2 ^ inPad, p3 ^ inPad, inPad, inPad, inPad, inPad))
-        let expandOuter = Self.compressed(initial, (p0 ^ outPad, p1 ^ outPad, p2 ^ outPad, p3 ^ outPad, outPad, outPad, outPad, outPad))
-        let (e0, e1, e2, e3) = Self.digestWords(Self.compressed(expandInner, (info.word, end, 0, 0, 0, 0, 0, 72 * 8)))
-        let (o0, o1, _, _) = Self.digestWords(Self.compressed(expandOuter, (e0, e1, e2, e3, end, 0, 0, 96 * 8)))
+        let key = Self.block(p0, p1, p2, p3, 0, 0, 0, 0)
+        let expandInner = Self.compressed(initial, key ^ Block(repeating: Self.innerPad))
+        let expandOuter = Self.compressed(initial, key ^ Block(repeating: Self.outerPad))
+        let (e0, e1, e2, e3) = Self.digestWords(Self.compressed(expandInner, Self.block(info.word, end, 0, 0, 0, 0, 0, 72 * 8)))
+        let (o0, o1, _, _) = Self.digestWords(Self.compressed(expandOuter, Self.block(e0, e1, e2, e3, end, 0, 0, 96 * 8)))
         return Bytes16(high: o0, low: o1)
+    }
+
+    /// A block of eight big-endian words.
+    private static func block(_ w0: UInt64, _ w1: UInt64, _ w2: UInt64, _ w3: UInt64,
+                              _ w4: UInt64, _ w5: UInt64, _ w6: UInt64, _ w7: UInt64) -> Block {
+        Block(w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian, w4.bigEndian, w5.bigEndian, w6.bigEndian, w7.bigEndian)
     }
 
     /// The digest of `state` as four big-endian words.
     private static func digestWords(_ state: State) -> (UInt64, UInt64, UInt64, UInt64) {
-        (UInt64(state.0) << 32 | UInt64(state.1), UInt64(state.2) << 32 | UInt64(state.3),
-         UInt64(state.4) << 32 | UInt64(state.5), UInt64(state.6) << 32 | UInt64(state.7))
+        (UInt64(state[0]) << 32 | UInt64(state[1]), UInt64(state[2]) << 32 | UInt64(state[3]),
+         UInt64(state[4]) << 32 | UInt64(state[5]), UInt64(state[6]) << 32 | UInt64(state[7]))
     }
 
-    /// `state` with `block` compressed into it.
+    /// `state` with `block` compressed into it. Both are stored as vectors, 16 bytes at a time
+    /// as SHA-256's code loads them: a load spanning smaller stores just made waits for them to
+    /// reach the cache instead of taking their bytes on the way.
     private static func compressed(_ state: State, _ block: Block) -> State {
         var context = SHA256_CTX()
-        context.h = state
-        var bytes = block
-        withUnsafeMutableBytes(of: &bytes) { bytes in
-            for offset in stride(from: 0, to: 64, by: 8) {
-                bytes.storeBytes(of: bytes.load(fromByteOffset: offset, as: UInt64.self).bigEndian, toByteOffset: offset, as: UInt64.self)
+        var block = block
+        return withUnsafeMutableBytes(of: &context) { context in
+            context.storeBytes(of: state, as: State.self)
+            withUnsafeBytes(of: &block) {
+                SHA256_Transform(context.baseAddress!.assumingMemoryBound(to: SHA256_CTX.self), $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
-            SHA256_Transform(&context, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            return context.loadUnaligned(as: State.self)
         }
-        return context.h
     }
 }
