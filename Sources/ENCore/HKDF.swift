@@ -30,7 +30,7 @@ struct HKDF {
     private let extractInner: State
     private let extractOuter: State
 
-    /// HMAC's key block XOR its inner and outer pads, a word of them.
+    /// HMAC's inner and outer pads (0x36 and 0x5c bytes, XORed into its key's block), a word of each.
     private static let innerPad: UInt64 = 0x3636_3636_3636_3636
     private static let outerPad: UInt64 = 0x5c5c_5c5c_5c5c_5c5c
     /// SHA-256's padding after a message: the bit 1, as the first byte of a word.
