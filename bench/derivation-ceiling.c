@@ -2,7 +2,8 @@
  * The single-core derivation ceiling: what plain C with OpenSSL needs per diagnosis key for the
  * work detection cannot avoid (protocol.md §1, §3): RPIK = HKDF-SHA256(TEK, salt empty,
  * info "EN-RPIK", 16) and the 144 RPIs, AES-128-ECB over the padded data in one call.
- * HMAC's pads for the constant salt are hashed once; the per-key ones cannot be.
+ * HMAC's pads for the constant salt are hashed once; the per-key ones cannot be. Each message
+ * fits one block, so each hash after a pad is one SHA-256 compression, as in ENCore.
  *
  *   derivation-ceiling KEYS.bin [RPIS.bin]
  *
@@ -39,12 +40,31 @@ static void hmac_pads(const uint8_t *key, size_t length, SHA256_CTX *inner, SHA2
     SHA256_Update(outer, pad, sizeof pad);
 }
 
+/* SHA-256's padding after the `length` bytes at the start of `block`: the last block of a
+ * message of HMAC's 64-byte pad and those bytes. */
+static void pad_last_block(uint8_t block[64], size_t length) {
+    uint64_t bits = (64 + length) * 8;
+    block[length] = 0x80;
+    memset(block + length + 1, 0, 55 - length);
+    for (int i = 0; i < 8; i++) block[63 - i] = (uint8_t)(bits >> (8 * i));
+}
+
+static void digest(const SHA256_CTX *state, uint8_t out[32]) {
+    for (int i = 0; i < 8; i++)
+        for (int b = 0; b < 4; b++) out[4 * i + b] = (uint8_t)(state->h[i] >> (24 - 8 * b));
+}
+
+/* HMAC's two hashes of a message of at most 32 bytes, from its pads' hashed first blocks: as
+ * the message fits their second block, one compression each, SHA-256's padding written here. */
 static void hmac_finish(SHA256_CTX inner, SHA256_CTX outer, const uint8_t *data, size_t length, uint8_t out[32]) {
-    uint8_t digest[32];
-    SHA256_Update(&inner, data, length);
-    SHA256_Final(digest, &inner);
-    SHA256_Update(&outer, digest, sizeof digest);
-    SHA256_Final(out, &outer);
+    uint8_t block[64];
+    memcpy(block, data, length);
+    pad_last_block(block, length);
+    SHA256_Transform(&inner, block);
+    digest(&inner, block);
+    pad_last_block(block, 32);
+    SHA256_Transform(&outer, block);
+    digest(&outer, out);
 }
 
 /* A whole file of 16-byte records. */
@@ -136,10 +156,11 @@ int main(int argc, char **argv) {
     static const uint8_t zeros[32], info[] = "EN-RPIK\x01";
     SHA256_CTX salt_inner, salt_outer;
     hmac_pads(zeros, sizeof zeros, &salt_inner, &salt_outer);
-    /* The cipher is fetched once; each key then only sets its schedule. */
+    /* The cipher is fetched once; each key then only sets its schedule. Padding stays on: it
+     * only matters to EVP_EncryptFinal, never called, and OpenSSL 3 would apply a padding of 0
+     * again on every init, a parameter looked up by name per key. */
     EVP_CIPHER_CTX *aes = EVP_CIPHER_CTX_new();
     EVP_EncryptInit_ex(aes, EVP_aes_128_ecb(), NULL, NULL, NULL);
-    EVP_CIPHER_CTX_set_padding(aes, 0);
     uint64_t checksum[2] = {0, 0}, found = 0;
 
     struct timespec start, end;

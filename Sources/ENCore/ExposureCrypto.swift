@@ -6,47 +6,49 @@ import CENOpenSSL
 /// keeps one instance. An instance is not thread-safe: use one per thread or task.
 public final class ExposureCrypto {
     private let hkdf = HKDF()
-    private let aes128ECB: OpaquePointer
-    private let aes128CTR: OpaquePointer
-    /// Set up for AES-128-ECB without padding once: each RPIK then only sets its key schedule
-    /// (naming the cipher again would rebuild the provider's context, per key).
+    private let rpikInfo = HKDF.Info(label: "EN-RPIK")
+    private let aemkInfo = HKDF.Info(label: "EN-AEMK")
+    /// Set up for AES-128-ECB once: each RPIK then only sets its key schedule (naming the
+    /// cipher again would rebuild the provider's context, per key). Padding stays on: it only
+    /// matters to EVP_EncryptFinal, never called, and OpenSSL 3 applies a padding of 0 again on
+    /// every init, a parameter looked up by name per key.
     private let ecb: OpaquePointer
-    private let cipher: OpaquePointer
-
-    /// PaddedData for the intervals being derived and the RPIs, kept between calls; most keys of
-    /// a key file share a rolling start, so the padded data is rewritten only when it changes.
-    private var paddedData = [UInt8]()
-    private var paddedDataIntervals: (first: UInt32, count: Int) = (0, 0)
-    private var identifiers = [UInt8]()
-
-    private static let rpikInfo = Array("EN-RPIK".utf8)
-    private static let aemkInfo = Array("EN-AEMK".utf8)
-    private static let paddedDataPrefix = Array("EN-RPI".utf8) + [UInt8](repeating: 0, count: 6)
+    /// Set up for AES-128-CTR once, for the same reason: each AEM sets only its key and counter.
+    private let ctr: OpaquePointer
+    /// PaddedData for the intervals being derived and room for their RPIs, kept between calls;
+    /// most keys of a key file share a rolling start, so the padded data is rewritten only when
+    /// it changes. Read into a local once per key: each use of a class's stored property is
+    /// checked for exclusive access.
+    private var intervals: IntervalBlocks
 
     public init() throws {
-        guard let ecb = EVP_CIPHER_fetch(nil, "AES-128-ECB", nil) else { throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-ECB)") }
-        guard let ctr = EVP_CIPHER_fetch(nil, "AES-128-CTR", nil) else {
-            EVP_CIPHER_free(ecb)
-            throw CryptoError.failure("EVP_CIPHER_fetch(AES-128-CTR)")
+        ecb = try Self.encryptionContext("AES-128-ECB")
+        do {
+            ctr = try Self.encryptionContext("AES-128-CTR")
+        } catch {
+            EVP_CIPHER_CTX_free(ecb)
+            throw error
         }
-        guard let cipherContext = EVP_CIPHER_CTX_new(), let ecbContext = EVP_CIPHER_CTX_new() else {
-            EVP_CIPHER_free(ctr); EVP_CIPHER_free(ecb)
-            throw CryptoError.failure("EVP_CIPHER_CTX_new")
-        }
-        aes128ECB = ecb
-        aes128CTR = ctr
-        cipher = cipherContext
-        self.ecb = ecbContext
-        guard EVP_EncryptInit_ex2(ecbContext, ecb, nil, nil, nil) == 1, EVP_CIPHER_CTX_set_padding(ecbContext, 0) == 1 else {
-            throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)")
-        }
+        intervals = IntervalBlocks(capacity: Int(ENIntervalNumber.tekRollingPeriod))
     }
 
     deinit {
+        intervals.deallocate()
         EVP_CIPHER_CTX_free(ecb)
-        EVP_CIPHER_CTX_free(cipher)
-        EVP_CIPHER_free(aes128CTR)
-        EVP_CIPHER_free(aes128ECB)
+        EVP_CIPHER_CTX_free(ctr)
+    }
+
+    /// A context set up to encrypt with `algorithm`, its key and IV left to each use.
+    private static func encryptionContext(_ algorithm: String) throws -> OpaquePointer {
+        guard let cipher = EVP_CIPHER_fetch(nil, algorithm, nil) else { throw CryptoError.failure("EVP_CIPHER_fetch(\(algorithm))") }
+        // The context holds a reference of its own.
+        defer { EVP_CIPHER_free(cipher) }
+        guard let context = EVP_CIPHER_CTX_new() else { throw CryptoError.failure("EVP_CIPHER_CTX_new") }
+        guard EVP_EncryptInit_ex2(context, cipher, nil, nil, nil) == 1 else {
+            EVP_CIPHER_CTX_free(context)
+            throw CryptoError.failure("EVP_EncryptInit_ex2(\(algorithm))")
+        }
+        return context
     }
 
     /// A new TEK from OpenSSL's CSPRNG.
@@ -58,12 +60,12 @@ public final class ExposureCrypto {
 
     /// RPIK = HKDF-SHA256(TEK, empty salt, "EN-RPIK", 16).
     public func rollingProximityIdentifierKey(for tek: TemporaryExposureKeyData) -> Bytes16 {
-        hkdf.derive(tek, info: Self.rpikInfo)
+        hkdf.derive(tek, info: rpikInfo)
     }
 
     /// AEMK = HKDF-SHA256(TEK, empty salt, "EN-AEMK", 16).
     public func associatedEncryptedMetadataKey(for tek: TemporaryExposureKeyData) -> Bytes16 {
-        hkdf.derive(tek, info: Self.aemkInfo)
+        hkdf.derive(tek, info: aemkInfo)
     }
 
     /// The RPIs of `count` consecutive intervals from `first`, in one AES-ECB pass.
@@ -71,7 +73,6 @@ public final class ExposureCrypto {
     public func rollingProximityIdentifiers(
         key rpik: Bytes16, from first: ENIntervalNumber, count: Int
     ) throws -> [RollingProximityIdentifier] {
-        precondition(count >= 0, "count must not be negative")
         var identifiers = [RollingProximityIdentifier]()
         identifiers.reserveCapacity(count)
         try withRollingProximityIdentifiers(key: rpik, from: first, count: count) { blocks in
@@ -81,33 +82,24 @@ public final class ExposureCrypto {
     }
 
     /// Derives the RPIs of `count` intervals into a buffer that `body` reads in place
-    /// (16 bytes per interval): the allocation-free form for matchers.
+    /// (16 bytes per interval): the allocation-free form for matchers. The buffer is this
+    /// instance's: `body` must not derive with it.
     public func withRollingProximityIdentifiers<Result>(
         key rpik: Bytes16, from first: ENIntervalNumber, count: Int,
         _ body: (UnsafeRawBufferPointer) throws -> Result
     ) throws -> Result {
-        if paddedData.count < count * 16 {
-            paddedData = (0..<count).flatMap { _ in Self.paddedDataPrefix + [0, 0, 0, 0] }
-            identifiers = [UInt8](repeating: 0, count: count * 16)
-            paddedDataIntervals = (0, 0)
+        precondition(count >= 0, "count must not be negative")
+        var intervals = self.intervals
+        if !intervals.holdsPaddedData(from: first.rawValue, count: count) {
+            intervals.writePaddedData(from: first.rawValue, count: count)
+            self.intervals = intervals
         }
-        if paddedDataIntervals.first != first.rawValue || paddedDataIntervals.count < count {
-            paddedData.withUnsafeMutableBytes { padded in
-                for index in 0..<count {
-                    let interval = first.rawValue &+ UInt32(truncatingIfNeeded: index)
-                    padded.storeBytes(of: interval.littleEndian, toByteOffset: index * 16 + 12, as: UInt32.self)
-                }
-            }
-            paddedDataIntervals = (first.rawValue, count)
-        }
-        try rpik.withUnsafeBytes { key in
-            guard EVP_EncryptInit_ex2(ecb, nil, key.baseAddress, nil, nil) == 1
-            else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)") }
-            var written: Int32 = 0
-            guard count == 0 || EVP_EncryptUpdate(ecb, &identifiers, &written, paddedData, Int32(count * 16)) == 1
-            else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-ECB)") }
-        }
-        return try identifiers.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0.prefix(count * 16))) }
+        guard rpik.withUnsafeBytes({ EVP_EncryptInit_ex2(ecb, nil, $0.baseAddress, nil, nil) }) == 1
+        else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-ECB)") }
+        var written: Int32 = 0
+        guard count == 0 || EVP_EncryptUpdate(ecb, intervals.identifiers, &written, intervals.paddedData, Int32(count * 16)) == 1
+        else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-ECB)") }
+        return try body(UnsafeRawBufferPointer(start: intervals.identifiers, count: count * 16))
     }
 
     /// The RPI of one interval.
@@ -117,25 +109,75 @@ public final class ExposureCrypto {
 
     /// AEM = AES-128-CTR(AEMK, counter block = RPI, metadata).
     public func encryptMetadata(_ metadata: Metadata, key aemk: Bytes16, rpi: RollingProximityIdentifier) throws -> AssociatedEncryptedMetadata {
-        AssociatedEncryptedMetadata(bytes: try aesCTR(metadata.bytes, key: aemk, counter: rpi))!
+        let plaintext = metadata.bytes.reduce(0) { $0 << 8 | UInt32($1) }
+        return AssociatedEncryptedMetadata(rawValue: try aesCTR(plaintext, key: aemk, counter: rpi))
     }
 
     /// The inverse of `encryptMetadata`: CTR mode is its own inverse.
     public func decryptMetadata(_ aem: AssociatedEncryptedMetadata, key aemk: Bytes16, rpi: RollingProximityIdentifier) throws -> Metadata {
-        Metadata(bytes: try aesCTR(aem.bytes, key: aemk, counter: rpi))!
+        let plaintext = try aesCTR(aem.rawValue, key: aemk, counter: rpi)
+        return withUnsafeBytes(of: plaintext.bigEndian) { Metadata(bytes: $0)! }
     }
 
-    private func aesCTR(_ input: [UInt8], key: Bytes16, counter: Bytes16) throws -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: input.count)
+    /// The 4 bytes of `input` (byte 0 most significant) encrypted in CTR mode, without an array.
+    private func aesCTR(_ input: UInt32, key: Bytes16, counter: Bytes16) throws -> UInt32 {
+        var input = input.bigEndian, output: UInt32 = 0, written: Int32 = 0
         try key.withUnsafeBytes { keyBytes in
             try counter.withUnsafeBytes { counterBytes in
-                guard EVP_EncryptInit_ex2(cipher, aes128CTR, keyBytes.baseAddress, counterBytes.baseAddress, nil) == 1
+                guard EVP_EncryptInit_ex2(ctr, nil, keyBytes.baseAddress, counterBytes.baseAddress, nil) == 1
                 else { throw CryptoError.failure("EVP_EncryptInit_ex2(AES-128-CTR)") }
-                var written: Int32 = 0
-                guard EVP_EncryptUpdate(cipher, &output, &written, input, Int32(input.count)) == 1
-                else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-CTR)") }
             }
         }
-        return output
+        let updated = withUnsafeMutableBytes(of: &output) { outputBytes in
+            withUnsafeBytes(of: &input) { inputBytes in
+                EVP_EncryptUpdate(ctr, outputBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), &written,
+                                  inputBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), 4)
+            }
+        }
+        guard updated == 1 else { throw CryptoError.failure("EVP_EncryptUpdate(AES-128-CTR)") }
+        return UInt32(bigEndian: output)
+    }
+}
+
+/// PaddedData (protocol.md §1: "EN-RPI", six zero bytes, the interval number little-endian) for
+/// consecutive intervals and room for as many RPIs, 16 bytes each, in one allocation that its
+/// owner frees.
+private struct IntervalBlocks {
+    private let storage: UnsafeMutableRawPointer
+    private let capacity: Int
+    /// The intervals whose PaddedData `storage` holds.
+    private var first: UInt32 = 0
+    private var count = 0
+
+    var paddedData: UnsafeMutablePointer<UInt8> { storage.assumingMemoryBound(to: UInt8.self) }
+    var identifiers: UnsafeMutablePointer<UInt8> { paddedData + capacity * 16 }
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        // EVP_EncryptUpdate may write up to a block more than it is given.
+        let byteCount = capacity * 32 + 16
+        storage = .allocate(byteCount: byteCount, alignment: 16)
+        storage.initializeMemory(as: UInt8.self, repeating: 0, count: byteCount)
+        for index in 0..<capacity {
+            (storage + index * 16).copyMemory(from: "EN-RPI", byteCount: 6)
+        }
+    }
+
+    func deallocate() { storage.deallocate() }
+
+    func holdsPaddedData(from first: UInt32, count: Int) -> Bool {
+        first == self.first && count <= self.count
+    }
+
+    mutating func writePaddedData(from first: UInt32, count: Int) {
+        if count > capacity {
+            deallocate()
+            self = IntervalBlocks(capacity: count)
+        }
+        for index in 0..<count {
+            let interval = first &+ UInt32(truncatingIfNeeded: index)
+            storage.storeBytes(of: interval.littleEndian, toByteOffset: index * 16 + 12, as: UInt32.self)
+        }
+        (self.first, self.count) = (first, count)
     }
 }
