@@ -77,6 +77,16 @@ public struct RadioSchedule: Sendable, Equatable {
     /// Google's schedule: rotation every 10–20 minutes, a 4-second scan every ≤ 5 minutes.
     public static let standard = RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 4, scanIntervalSeconds: 300)
 
+    /// The shortest pause between two scans, on the agent's clock: Google's matching takes
+    /// sightings up to 25.5 s apart for one scan (`KeyExposureEvaluator.sightingInTheSameScanInstance`,
+    /// 1.5 × (4 + 13) s), so a device seen in scans closer than that would count as seen in one,
+    /// weighed as one phone's scan, and a long encounter would count minutes where a phone counts
+    /// its whole length.
+    public static let shortestPauseSeconds = 26
+
+    /// The pause between two scans, on a clock `timeScale` times faster than real time.
+    public func pauseSeconds(timeScale: Int) -> Int { (scanIntervalSeconds - scanSeconds) * timeScale }
+
     public init(rotationSeconds: ClosedRange<Int>, scanSeconds: Int, scanIntervalSeconds: Int) {
         self.rotationSeconds = rotationSeconds
         self.scanSeconds = scanSeconds

@@ -17,8 +17,7 @@ public enum AgentDatabaseReader {
             let connection = try SQLiteConnection(readingOnly: path, mode)
             try connection.execute(script: "PRAGMA query_only = ON")
             return try connection.transaction(.deferred) {
-                let version = try Schema.version(of: connection, path: path)
-                return try AgentStore.sightingIndex(in: connection, withAdapterAddresses: version >= Schema.adapterAddressVersion)
+                return try AgentStore.sightingIndex(in: connection, version: try Schema.version(of: connection, path: path))
             }
         } catch {
             throw AgentStore.translate(error, path: path)

@@ -45,12 +45,16 @@ extension AgentStore {
     /// storage order, no list of sightings held beside the index, one snapshot (the radio may
     /// record more meanwhile). The columns are read in place, from sqlite3's own row.
     public func sightingIndex() throws(StoreError) -> SightingIndex {
-        try read { db in try Self.sightingIndex(in: db, withAdapterAddresses: true) }
+        try read { db in try Self.sightingIndex(in: db, version: Schema.migrations.count) }
     }
 
-    /// The index of every sighting in `db`; a database older than the adapters' addresses
-    /// (Schema.adapterAddressVersion) has none to read.
-    static func sightingIndex(in db: SQLiteConnection, withAdapterAddresses: Bool) throws -> SightingIndex {
+    /// The index of every sighting in `db`, a database of schema `version`, each with the start of
+    /// the scan before its own (`ScanHistory`); one older than the adapters' addresses
+    /// (Schema.adapterAddressVersion) has none to read, one older than the scans
+    /// (Schema.scanVersion) no scans: their previous scans are unknown.
+    static func sightingIndex(in db: SQLiteConnection, version: Int) throws -> SightingIndex {
+        let withAdapterAddresses = version >= Schema.adapterAddressVersion
+        var scans = ScanHistory(version >= Schema.scanVersion ? try Self.scans(in: db) : [])
         // Two cores at work: this thread steps sqlite3 and copies the columns out, another
         // adds them to the index (random writes into a table of up to hundreds of MB).
         let builder = IndexBuilder(expectedCount: try db.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? 0)
@@ -58,9 +62,10 @@ extension AgentStore {
         var batch = IndexBuilder.Batch()
         batch.reserveCapacity(IndexBuilder.batchSize)
         try db.forEachRow("SELECT rpi, aem, rssi, seen_at, \(withAdapterAddresses ? "adapter_address" : "NULL") FROM sighting") { row throws(SQLiteError) in
+            let time = row.int64(3)
             batch.append((rpi: try row.bytes16(0), aem: try row.metadata(1),
-                          rssi: row.isNull(2) ? nil : Int8(truncatingIfNeeded: row.int64(2)), time: row.int64(3),
-                          adapterAddress: try row.adapterAddress(4)))
+                          rssi: row.isNull(2) ? nil : Int8(truncatingIfNeeded: row.int64(2)), time: time,
+                          adapterAddress: try row.adapterAddress(4), previousScanTime: scans.previousScanStart(forSightingAt: time)))
             if batch.count == IndexBuilder.batchSize {
                 builder.add(batch)
                 batch = IndexBuilder.Batch()
@@ -86,7 +91,8 @@ extension AgentStore {
 /// A sighting index filled on another thread from batches of rows: at most two batches wait,
 /// so memory stays a few hundred KB beside the index.
 private final class IndexBuilder: Sendable {
-    typealias Batch = [(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64, adapterAddress: BluetoothAddress?)]
+    typealias Batch = [(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64, adapterAddress: BluetoothAddress?,
+                        previousScanTime: Int64?)]
     static let batchSize = 4_096
 
     /// What the reading thread and the worker share.
@@ -111,7 +117,9 @@ private final class IndexBuilder: Sendable {
                 handover.waitingBatches.wait()
                 guard let batch = handover.waiting.withLock({ $0.removeFirst() }) else { break }
                 handover.freeSlots.signal()
-                for row in batch { index.add(rpi: row.rpi, aem: row.aem, rssi: row.rssi, time: row.time, adapterAddress: row.adapterAddress) }
+                for row in batch {
+                    index.add(rpi: row.rpi, aem: row.aem, rssi: row.rssi, time: row.time, adapterAddress: row.adapterAddress, previousScanTime: row.previousScanTime)
+                }
             }
             handover.result.withLock { $0 = index }
         }

@@ -87,7 +87,7 @@ struct Enagentd: ParsableCommand {
         let logger = Logger(label: "enagentd", level: verbose ? .debug : .info)
         if !undumpable { logger.warning("cannot mark the process undumpable: a core dump could hold keys") }
         let file = try loadConfiguration()
-        let radioSettings = try RadioSettings(options: radio, file: file, kernelRelease: runningKernelRelease())
+        let radioSettings = try RadioSettings(options: radio, file: file, kernelRelease: runningKernelRelease(), timeScale: timeScale)
         let stateDirectory = stateDir ?? file.stateDirectory ?? "/var/lib/enagent"
         let store: AgentStore
         let serviceBus: DBusConnection, radioBus: DBusConnection?

@@ -58,8 +58,9 @@ struct RadioSettings {
     var schedule: RadioSchedule
 
     /// `kernelRelease` is the running kernel's (`runningKernelRelease`), which sets the scan mode
-    /// when neither the command line nor the file does.
-    init(options: RadioOptions, file: AgentConfiguration, kernelRelease: String) throws {
+    /// when neither the command line nor the file does; `timeScale` is --time-scale's (the pause
+    /// between scans is bounded on the agent's clock).
+    init(options: RadioOptions, file: AgentConfiguration, kernelRelease: String, timeScale: Int = 1) throws {
         let standard = RadioSchedule.standard
         enabled = options.radio ?? file.radio ?? true
         adapter = options.adapter ?? file.adapter
@@ -72,6 +73,11 @@ struct RadioSettings {
         guard schedule.rotationSeconds.lowerBound >= 1 else { throw ValidationError("rotation-seconds must start at 1 or more.") }
         guard schedule.scanSeconds >= 1, schedule.scanSeconds <= schedule.scanIntervalSeconds, schedule.scanIntervalSeconds <= 300 else {
             throw ValidationError("scan-seconds must be at least 1 and at most scan-interval-seconds, which is at most 300.")
+        }
+        guard schedule.pauseSeconds(timeScale: timeScale) >= RadioSchedule.shortestPauseSeconds else {
+            throw ValidationError("scan-interval-seconds must be at least scan-seconds + \(RadioSchedule.shortestPauseSeconds) "
+                                  + "(here \(schedule.scanIntervalSeconds) and \(schedule.scanSeconds)): detection, as Google's matching, takes "
+                                  + "sightings up to 25.5 s apart for one scan, so closer scans would weigh an encounter as a phone's single scan.")
         }
     }
 }

@@ -246,6 +246,20 @@ import Testing
         #expect(try store.sightings().map(\.time) == [cutoff + 500])
     }
 
+    /// The index weighs each sighting by the scan before its own, from the recorded scans: whole
+    /// minutes, at most 5; unknown for one recorded before any scan was.
+    @Test func theIndexWeighsEachSightingByThePreviousRecordedScan() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let before = sighting(1, time: 1_000), first = sighting(2, time: 2_001), second = sighting(3, time: 2_125), late = sighting(4, time: 9_000)
+        try store.record([before])
+        try store.record([first], scans: [2_000...2_004])
+        try store.record([second], scans: [2_120...2_124])
+        try store.record([late], scans: [8_990...9_004])
+        let index = try store.sightingIndex()
+        let gaps = [before, first, second, late].map { index.sightings(of: $0.rpi).first?.scanGap.minutes }
+        #expect(gaps == [nil, nil, 2, 5], "unknown before the records and in the first; 2125 s is 2 minutes of the clock after 2000 s; at most 5")
+    }
+
     /// The index is filled on another thread, batch by batch: every sighting arrives, once.
     @Test func theIndexHoldsEverySightingOfSeveralBatches() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
@@ -384,5 +398,22 @@ import Testing
         let store = try AgentStore(path: directory.file("enagent.db"))
         #expect(try store.write { try $0.fetchOne(Int.self, "PRAGMA secure_delete") } == 1)
         #expect(try store.write { try $0.fetchOne(Int.self, "PRAGMA foreign_keys") } == 1, "ON DELETE CASCADE needs it")
+    }
+}
+
+/// The scan before a sighting's own, as Google's matching weighs it.
+struct ScanHistoryTests {
+    @Test func theScanBeforeASightingsOwn() {
+        var history = ScanHistory([100...104, 400...404, 700...707])
+        #expect(history.previousScanStart(forSightingAt: 50) == nil, "before any record: unknown")
+        #expect(history.previousScanStart(forSightingAt: 102) == nil, "heard in the first scan recorded: the one before is unknown")
+        #expect(history.previousScanStart(forSightingAt: 403) == 100)
+        #expect(history.previousScanStart(forSightingAt: 405) == 100, "a report stamped just after its scan's end")
+        #expect(history.previousScanStart(forSightingAt: 550) == 400, "its own scan not recorded: the one recorded before it")
+        #expect(history.previousScanStart(forSightingAt: 707) == 400)
+        #expect(history.previousScanStart(forSightingAt: 401) == 100, "out of order: found again")
+        #expect(history.previousScanStart(forSightingAt: 9_999) == 700)
+        var empty = ScanHistory([])
+        #expect(empty.previousScanStart(forSightingAt: 1) == nil)
     }
 }
