@@ -345,6 +345,7 @@ step "a positive test shared (README's sharing steps), then the whole journal as
 # are the command tests' (Tests/CommandTests/Servers: Google's verification and key servers'
 # behaviour); key-server.conf as sudoedit leaves it, its mode and group the package's.
 python3 "$SD/servers/health_authority.py" 8001 /run/publishes.jsonl > /run/health-authority.log 2>&1 & AUTHORITY=$!
+install -m 0640 -o root -g enagent /dev/null /etc/enagent/key-server.conf  # as the package installs it (removed above)
 printf '%s\n' 'url = http://127.0.0.1:8001/' 'publish-url = http://127.0.0.1:8001/v1/publish' 'health-authority = test-authority' \
     'verification-url = http://127.0.0.1:8001/' 'verification-api-key = test-api-key' > /etc/enagent/key-server.conf
 authority_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8001)).close()' 2> /dev/null; }
@@ -362,9 +363,9 @@ check share "enctl test-result add --code: exit $added_status; enctl share --yes
 useradd -M -N -G adm reader
 # Every entry but those of the lab's own units (this script's lines, which name what it checked).
 # (systemd's own "Starting enagent-detect.service - enagent key uploads still pending, …" names the
-# unit's work, nobody's.)
+# unit's work, nobody's; dbus-daemon's "Rejected send message, 2 matched rules" is its policy's.)
 told=$(runuser -u reader -- journalctl -b -o json | python3 -c 'import json, re, sys
-health = re.compile(r"keys matched|[0-9]+ matched|exposure windows?( |$)|you were exposed|exposed recently|test result|positive|upload\(s\)|uploads? (sent|accepted|refused|kept|due|was|is)|shared [0-9]+ key|keys? published", re.I)
+health = re.compile(r"keys? matched|[0-9]+ matched,|exposure windows?( |$)|you were exposed|exposed recently|test result|positive|upload\(s\)|uploads? (sent|accepted|refused|kept|due|was|is)|shared [0-9]+ key|keys? published", re.I)
 entries = (json.loads(line) for line in sys.stdin)
 told = [str(e.get("MESSAGE")) for e in entries if not str(e.get("_SYSTEMD_UNIT", "")).startswith("btlab-") and health.search(str(e.get("MESSAGE")))]
 print(len(told), told[0] if told else "", sep="\t")')
