@@ -40,12 +40,15 @@ public enum ExposureNotificationAPI {
         public static let getHealthStatus = MethodContract("GetHealthStatus", NoArguments.self, HealthStatus.self)
         /// Sends the caller ExposureDetected from now until it leaves the bus.
         public static let watchExposures = MethodContract("WatchExposures")
+        /// Counts only, aggregated in the daemon; privileged all the same, since they tell when people were near.
+        public static let getSightingsPerHour = MethodContract("GetSightingsPerHour", NoArguments.self, SightingsPerHour.self)
 
         /// Every method, in the interface's order.
         public static let all: [any MethodDeclaration] = [
             setEnabled, pause, resume, getTemporaryExposureKeyHistory, detectExposures, startDetection, addKeyFiles, finishDetection, cancelDetection,
             getExposureWindows, getDailySummaries, getExposureInfo,
             addTestResult, getTestResults, setVerificationToken, queueUpload, getPendingUploads, finishUpload, resetData, getHealthStatus, watchExposures,
+            getSightingsPerHour,
         ]
     }
 
@@ -476,6 +479,35 @@ public struct ExposureDetectedArguments: DBusRecord, Equatable {
     public init(newWindows: UInt32) { self.newWindows = newWindows }
     public var values: [DBusValue] { [newWindows.dbusValue] }
     public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { newWindows = try reader.next() }
+}
+
+// MARK: Sightings per hour
+
+/// GetSightingsPerHour's reply: every UTC hour of the retention period with a sighting, oldest first.
+public struct SightingsPerHour: DBusRecord, Equatable {
+    public static let members = [DBusArgument("hours", [SightingHourRecord].self)]
+    public var hours: [SightingHourRecord]
+    public init(hours: [SightingHourRecord]) { self.hours = hours }
+    public var values: [DBusValue] { [hours.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { hours = try reader.next() }
+}
+
+/// One hour's counts: no identifier, only how many sightings and how many distinct rolling
+/// proximity identifiers among them.
+public struct SightingHourRecord: DBusRecord, Equatable, Encodable {
+    public static let members = [DBusArgument("hour_start", UInt64.self), DBusArgument("sightings", UInt32.self),
+                                 DBusArgument("distinct_identifiers", UInt32.self)]
+    /// Unix seconds of the hour's start.
+    public var hourStart: UInt64
+    public var sightings: UInt32
+    public var distinctIdentifiers: UInt32
+    public init(hourStart: UInt64, sightings: UInt32, distinctIdentifiers: UInt32) {
+        (self.hourStart, self.sightings, self.distinctIdentifiers) = (hourStart, sightings, distinctIdentifiers)
+    }
+    public var values: [DBusValue] { [hourStart.dbusValue, sightings.dbusValue, distinctIdentifiers.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) {
+        (hourStart, sightings, distinctIdentifiers) = (try reader.next(), try reader.next(), try reader.next())
+    }
 }
 
 // MARK: Records inside replies

@@ -83,6 +83,7 @@ struct ExposureNotificationService: Sendable {
             privileged(M.resetData, resetData),
             privileged(M.getHealthStatus, getHealthStatus),
             privileged(M.watchExposures) { call, _ throws(DBusError) in try watchExposures(caller: try Self.caller(call)) },
+            privileged(M.getSightingsPerHour, getSightingsPerHour),
         ]
         let properties = [
             property(P.enabled) { try onDaemonQueue { try daemon.enabled } },
@@ -238,6 +239,13 @@ struct ExposureNotificationService: Sendable {
     func watchExposures(caller: String) throws(DBusError) -> NoArguments {
         try exposureWatchers.add(caller)
         return NoArguments()
+    }
+
+    func getSightingsPerHour(_: NoArguments) throws(DBusError) -> SightingsPerHour {
+        SightingsPerHour(hours: try reading { try daemon.store.sightingsPerHour() }.map {
+            SightingHourRecord(hourStart: UInt64(max(0, $0.start)), sightings: UInt32(clamping: $0.sightings),
+                               distinctIdentifiers: UInt32(clamping: $0.distinctIdentifiers))
+        })
     }
 
     // MARK: Helpers
