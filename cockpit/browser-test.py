@@ -30,6 +30,7 @@ import websocket  # python3-websocket
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 PORT = 9091
+AUTHORITY_PORT = 9092
 BASE = f"http://127.0.0.1:{PORT}"
 PAGE = BASE + "/cockpit/@localhost/enagent/index.html"
 PASSWORD = "enagent-browser-test"
@@ -70,10 +71,16 @@ def wait_for(condition, what, timeout=20):
 
 # MARK: The machine as the page needs it, inside this process's own namespaces
 
+def overlay_etc():
+    """/etc as an overlay (in this mount namespace only), so that the test may add to it."""
+    for name in ("etc-upper", "etc-work"):
+        os.makedirs(f"{WORK}/{name}")
+    run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir=/etc,upperdir={WORK}/etc-upper,workdir={WORK}/etc-work", "/etc")
+
+
 def add_users():
-    """Copies of the account files with the test users, over the real ones (in this mount namespace only)."""
+    """The test users, and each one's copy of the page (~/.local/share/cockpit, where cockpit-bridge finds a user's packages)."""
     hashed = run("openssl", "passwd", "-6", PASSWORD).stdout.strip()
-    os.makedirs(WORK + "/etc")
     lines = {"passwd": [], "shadow": [], "group": [f"enagent:x:{GROUP_ID}:{MEMBER[0]}"], "gshadow": [f"enagent:!::{MEMBER[0]}"]}
     for name, uid in (MEMBER, OTHER):
         home = f"{WORK}/home/{name}"
@@ -81,17 +88,29 @@ def add_users():
         lines["shadow"].append(f"{name}:{hashed}:20000:0:99999:7:::")
         lines["group"].append(f"{name}:x:{uid}:")
         lines["gshadow"].append(f"{name}:!::")
-        # The page as a package of the user's own (~/.local/share/cockpit), as cockpit-bridge finds one.
         package = home + "/.local/share/cockpit/enagent"
         os.makedirs(os.path.dirname(package))
         run("cp", "-r", ROOT + "/cockpit/enagent", package)
         run("chown", "-R", f"{uid}:{uid}", home)
     for name, added in lines.items():
-        copy = f"{WORK}/etc/{name}"
-        with open(f"/etc/{name}") as original, open(copy, "w") as f:
-            f.write(original.read() + "\n".join(added) + "\n")
-        os.chmod(copy, 0o640 if name in ("shadow", "gshadow") else 0o644)
-        run("mount", "--bind", copy, f"/etc/{name}")
+        with open(f"/etc/{name}", "a") as f:
+            f.write("\n".join(added) + "\n")
+
+
+def start_health_authority():
+    """The test servers' verification and key server, and key-server.conf for them as the package makes it (0640 root:enagent)."""
+    log = WORK + "/publishes.jsonl"
+    subprocess.Popen(["/usr/bin/python3", ROOT + "/Tests/CommandTests/Servers/health_authority.py", str(AUTHORITY_PORT), log],
+                     stdout=subprocess.DEVNULL, stderr=open(WORK + "/health-authority.log", "w"))
+    base = f"http://127.0.0.1:{AUTHORITY_PORT}/"
+    os.makedirs("/etc/enagent")
+    with open("/etc/enagent/key-server.conf", "w") as f:
+        f.write(f"url = {base}\npublish-url = {base}v1/publish\nhealth-authority = test-authority\n"
+                f"verification-url = {base}\nverification-api-key = test-api-key\n")
+    os.chown("/etc/enagent/key-server.conf", 0, GROUP_ID)
+    os.chmod("/etc/enagent/key-server.conf", 0o640)
+    wait_for(lambda: run("curl", "-s", "-o", "/dev/null", base, check_status=False).returncode == 0, "the health authority")
+    return log
 
 
 def start_bus():
@@ -136,7 +155,7 @@ def enctl_status(user=None):
 
 def fill_database(path, now):
     """What the member's page draws: sightings over the last 30 hours, two exposure windows three
-    days ago and a positive test. Returns the facts the other user must not learn."""
+    days ago, a positive test and yesterday's key. Returns the facts the other user must not learn."""
     hour = now - now % 3600
     db = sqlite3.connect(path)
     rows = []
@@ -156,6 +175,10 @@ def fill_database(path, now):
         for scan in range(6):
             db.execute("INSERT INTO scan_instance (window_id, min_attenuation, typical_attenuation, seconds_since_last_scan) VALUES (?, ?, ?, 300)",
                        (window, minimum + scan, minimum + scan + 4))
+    # Yesterday's key, rolled, for sharing.
+    yesterday = now - now % 86400 - 86400
+    db.execute("INSERT INTO temporary_exposure_key (rolling_start_interval_number, key_data, rolling_period, created_at) VALUES (?, ?, 144, ?)",
+               (yesterday // 600, os.urandom(16), yesterday))
     result_id = "browser-test-positive-result"
     db.execute("INSERT INTO test_result (id, test_date, verification_method, recorded_at) VALUES (?, ?, 'verification-code', ?)",
                (result_id, day, now - 300))
@@ -282,6 +305,23 @@ def member_sees_and_controls(browser, counts):
     browser.evaluate("document.getElementById('resume').click()")
     browser.wait("document.getElementById('status-name').textContent === 'active'", "the page to show the resume")
     check(enctl_status()["status"] == "active", "enctl status follows the resume through the page")
+    run(ENCTL, "pause", "30m")
+    browser.wait("document.getElementById('status-name').textContent === 'paused'", "the page to follow a pause made elsewhere")
+    run(ENCTL, "resume")
+    browser.wait("document.getElementById('status-name').textContent === 'active'", "the page to follow a resume made elsewhere")
+    check(True, "the page follows a pause and a resume made with enctl, on the change signals")
+
+
+def member_shares_with_a_code(browser, publishes):
+    browser.evaluate("""document.getElementById('share-code').value = '12345678';
+                        document.getElementById('share-agree').checked = true;
+                        document.getElementById('share').click()""")
+    browser.wait("/\\nShared\\.\\n/.test(document.getElementById('share-output').textContent)", "the share to finish", timeout=60)
+    sent = [json.loads(line) for line in open(publishes)]
+    check(any(publish.get("keys") and publish.get("status") == 200 for publish in sent), "the key server took the keys that enctl shared for the page")
+    browser.wait("[...document.querySelectorAll('#test-results tbody tr')].some(row => row.cells[3].textContent.endsWith('UTC'))", "the shared result")
+    check(browser.evaluate("document.querySelectorAll('#test-results tbody tr').length") == 2, "the code's test result is listed beside the other")
+    browser.screenshot("member-shared")
 
 
 def other_user_sees_status_only(browser, secrets):
@@ -337,7 +377,9 @@ def main():
 
 
 def test(binaries, shots):
+    overlay_etc()
     add_users()
+    publishes = start_health_authority()
     start_bus()
     run("mount", "-t", "tmpfs", "tmpfs", "/usr/local/bin")
     run("cp", binaries + "/enctl", "/usr/local/bin/enctl")
@@ -358,6 +400,7 @@ def test(binaries, shots):
     time.sleep(3)
     member.screenshot("member-in-cockpit")
     member_sees_and_controls(member, counts)
+    member_shares_with_a_code(member, publishes)
     page_follows_enagentd(member, daemon)
     member.close()
 

@@ -1,9 +1,10 @@
-// enagent's Cockpit page. It talks to enagentd over the system bus as the person logged in, so the
-// bus policy and enagentd's own check decide what it shows: the properties to anyone; the
-// controls, the sightings per hour, exposures, tests and sharing to root and the group enagent
-// only. It asks for the latter only after GetHealthStatus answered, so another user's page sends
-// no request whose answer would be health data. Live: it redraws on the properties' change
-// signals, on ExposureDetected (after WatchExposures) and when enagentd comes or goes; it never polls.
+// enagent's Cockpit page. It talks to enagentd over the system bus as the person logged in (as root
+// with Cockpit's administrative access on), so the bus policy and enagentd's own check decide what
+// it shows: the properties to anyone; the controls, the sightings per hour, exposures, tests and
+// sharing to root and the group enagent only. It asks for the latter only after GetHealthStatus
+// answered, so another user's page sends no request whose answer would be health data. Live: it
+// redraws on the properties' change signals, on ExposureDetected (after WatchExposures) and when
+// enagentd comes or goes; it never polls.
 "use strict";
 
 const SERVICE = "org.enagent.ExposureNotification1";
@@ -23,7 +24,9 @@ const REMINDERS = {
         ": see the exposure windows below and follow your health authority's advice.",
 };
 
-const client = cockpit.dbus(SERVICE, { bus: "system" });
+// As the person, or as root when they turned on Cockpit's administrative access ("try": else as themselves).
+const ACCESS = { superuser: "try" };
+const client = cockpit.dbus(SERVICE, { bus: "system", ...ACCESS });
 let proxy = null;
 // null: not asked yet (or enagentd gone); false: the caller may not; else the health status.
 let health = null;
@@ -377,7 +380,7 @@ function share(event) {
     output.textContent = "Verifying the code…\n";
     $("share").disabled = true;
     // enctl, as this user: the page has no HTTP client of its own, and enctl's checks stand.
-    const run = (args) => cockpit.spawn(["enctl"].concat(args), { err: "out" }).stream((data) => { output.textContent += data; });
+    const run = (args) => cockpit.spawn(["enctl"].concat(args), { err: "out", ...ACCESS }).stream((data) => { output.textContent += data; });
     run(["test-result", "add", "--code", code])
         .then(() => run(["share", "--yes"]))
         .then(() => { output.textContent += "\nShared.\n"; $("share-form").reset(); })
