@@ -320,8 +320,9 @@ check-man:
 check-docs:
 	python3 scripts/check-docs.py
 
-# The Debian package, $(DIST)/enagent_VERSION_ARCH.deb, with dpkg-buildpackage and debhelper from
-# debian/ (debian/rules says why), then lintian on it. The Swift toolchain must be on PATH.
+# The Debian packages, $(DIST)/enagent_VERSION_ARCH.deb and cockpit-enagent_VERSION_all.deb, with
+# dpkg-buildpackage and debhelper from debian/ (debian/rules says why), then lintian on them. The
+# Swift toolchain must be on PATH.
 deb: deps
 	@scripts/install-deps.sh debhelper dpkg-dev lintian man-db
 	$(MAKE) --no-print-directory deb-package
@@ -355,6 +356,7 @@ deb-package:
 
 lint-deb:
 	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb
+	scripts/lint-deb.sh $(DIST)/cockpit-enagent_$$(dpkg-parsechangelog -S Version)_all.deb
 
 # The package's and its binaries' sizes against the footprint goals, and no ICU data in them;
 # FIGURES=write records them in docs/figures/ (then scripts/render-figures.py write).
