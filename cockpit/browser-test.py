@@ -189,6 +189,19 @@ def fill_database(path, now):
     return counts, [exposure_day, str(day), result_id, "recent-exposure"]
 
 
+def add_sightings(path, count):
+    """`count` sightings now, as a scan records them; the current hour's count and distinct identifiers in the database after."""
+    now = int(time.time())
+    db = sqlite3.connect(path)
+    db.executemany("INSERT INTO sighting (rpi, aem, rssi, seen_at, adapter) VALUES (?, ?, ?, ?, ?)",
+                   [(os.urandom(16), os.urandom(4), -70, now, "hci0") for _ in range(count)])
+    db.commit()
+    hour = now - now % 3600
+    row = db.execute("SELECT ?, count(*), count(DISTINCT rpi) FROM sighting WHERE seen_at >= ? AND seen_at < ?", (hour, hour, hour + 3600)).fetchone()
+    db.close()
+    return row
+
+
 # MARK: Chromium over the DevTools protocol
 
 class Browser:
@@ -279,7 +292,7 @@ def enctl_status_fields(user=None):
     return [re.split(r"\s{2,}", line.strip())[0] for line in text.splitlines() if line.strip() and line.split()[0] != "Status"]
 
 
-def member_sees_and_controls(browser, counts):
+def member_sees_and_controls(browser, counts, database):
     browser.open(PAGE)
     browser.wait("!document.getElementById('status-card').hidden && document.getElementById('status-name').textContent === 'active'", "the status")
     check(page_status_fields(browser) == enctl_status_fields(MEMBER), "the member's page shows every field enctl status shows, in its order")
@@ -289,6 +302,14 @@ def member_sees_and_controls(browser, counts):
         .map(r => [Number(r.dataset.hour), Number(r.dataset.sightings), Number(r.dataset.identifiers)])""")
     check([bar for bar in bars if bar[1] > 0] == [list(row) for row in counts], f"the chart's {len(counts)} hours are the database's counts per hour")
     check(all(bar[1] == 0 for bar in bars if bar[0] not in {row[0] for row in counts}), "an hour without sightings is drawn as none")
+    # What a change of SightingsStored does (the radio's, which this enagentd has none of, sends it):
+    # the latest hours asked for again and merged into the chart.
+    latest = add_sightings(database, 5)
+    browser.evaluate("refreshSightings(true)")
+    browser.wait(f"document.querySelector('#sightings-chart rect[data-hour=\"{latest[0]}\"]').dataset.sightings === '{latest[1]}'",
+                 "the chart to take the latest hour's new sightings")
+    bars = browser.evaluate("[...document.querySelectorAll('#sightings-chart rect.en-bar')].filter(r => r.dataset.sightings !== '0').length")
+    check(bars == len(counts) + (0 if latest[0] in {row[0] for row in counts} else 1), "the latest hours merged into the chart, the earlier kept")
     browser.wait("document.querySelectorAll('#windows tbody tr').length === 2", "the exposure windows")
     check(browser.evaluate("document.querySelectorAll('#exposure-timeline rect.en-window').length") == 2, "the timeline draws both windows")
     check(browser.evaluate("document.querySelectorAll('#summaries tbody tr').length") == 1, "one daily summary")
@@ -399,7 +420,7 @@ def test(binaries, shots):
     member.open(BASE + "/enagent")
     time.sleep(3)
     member.screenshot("member-in-cockpit")
-    member_sees_and_controls(member, counts)
+    member_sees_and_controls(member, counts, daemon.state + "/enagent.db")
     member_shares_with_a_code(member, publishes)
     page_follows_enagentd(member, daemon)
     member.close()

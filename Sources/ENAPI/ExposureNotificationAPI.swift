@@ -41,7 +41,7 @@ public enum ExposureNotificationAPI {
         /// Sends the caller ExposureDetected from now until it leaves the bus.
         public static let watchExposures = MethodContract("WatchExposures")
         /// Counts only, aggregated in the daemon; privileged all the same, since they tell when people were near.
-        public static let getSightingsPerHour = MethodContract("GetSightingsPerHour", NoArguments.self, SightingsPerHour.self)
+        public static let getSightingsPerHour = MethodContract("GetSightingsPerHour", SightingsPerHourRequest.self, SightingsPerHour.self)
 
         /// Every method, in the interface's order.
         public static let all: [any MethodDeclaration] = [
@@ -483,7 +483,18 @@ public struct ExposureDetectedArguments: DBusRecord, Equatable {
 
 // MARK: Sightings per hour
 
-/// GetSightingsPerHour's reply: every UTC hour of the retention period with a sighting, oldest first.
+/// GetSightingsPerHour's argument: a client that has the earlier hours asks for the latest only,
+/// which the daemon counts from its index on time instead of the whole table.
+public struct SightingsPerHourRequest: DBusRecord, Equatable {
+    public static let members = [DBusArgument("since", UInt64.self)]
+    /// Unix seconds: the hours from the one this falls in; 0 for the whole retention period.
+    public var since: UInt64
+    public init(since: UInt64) { self.since = since }
+    public var values: [DBusValue] { [since.dbusValue] }
+    public init(reading reader: inout DBusRecordReader) throws(ContractMismatch) { since = try reader.next() }
+}
+
+/// GetSightingsPerHour's reply: every UTC hour asked for with a sighting, oldest first.
 public struct SightingsPerHour: DBusRecord, Equatable {
     public static let members = [DBusArgument("hours", [SightingHourRecord].self)]
     public var hours: [SightingHourRecord]

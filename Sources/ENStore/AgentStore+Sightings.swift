@@ -41,14 +41,15 @@ extension AgentStore {
         try read { db in try db.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? 0 }
     }
 
-    /// The stored sightings counted per UTC hour, oldest first; hours without a sighting are left
-    /// out. Only counts leave the store: when people were near, never who.
-    public func sightingsPerHour() throws(StoreError) -> [SightingHour] {
+    /// The stored sightings counted per UTC hour, from the hour `since` (unix seconds) falls in,
+    /// oldest first; hours without a sighting are left out. Only counts leave the store: when
+    /// people were near, never who.
+    public func sightingsPerHour(since: Int64 = 0) throws(StoreError) -> [SightingHour] {
         try read { db in
             try db.fetchAll("""
                 SELECT seen_at - seen_at % 3600 AS hour, count(*), count(DISTINCT rpi) FROM sighting
-                GROUP BY hour ORDER BY hour
-                """) { row throws(SQLiteError) in
+                WHERE seen_at >= ? GROUP BY hour ORDER BY hour
+                """, since - since % 3600) { row throws(SQLiteError) in
                 SightingHour(start: try row.column(0), sightings: try row.column(1), distinctIdentifiers: try row.column(2))
             }
         }

@@ -241,8 +241,9 @@ struct ExposureNotificationService: Sendable {
         return NoArguments()
     }
 
-    func getSightingsPerHour(_: NoArguments) throws(DBusError) -> SightingsPerHour {
-        SightingsPerHour(hours: try reading { try daemon.store.sightingsPerHour() }.map {
+    func getSightingsPerHour(_ request: SightingsPerHourRequest) throws(DBusError) -> SightingsPerHour {
+        let since = Int64(clamping: request.since)
+        return SightingsPerHour(hours: try reading { try daemon.store.sightingsPerHour(since: since) }.map {
             SightingHourRecord(hourStart: UInt64(max(0, $0.start)), sightings: UInt32(clamping: $0.sightings),
                                distinctIdentifiers: UInt32(clamping: $0.distinctIdentifiers))
         })

@@ -24,8 +24,10 @@ struct Sightings: ParsableCommand {
     }
 
     func run() throws {
-        let counted = try DaemonClient().call(DaemonClient.API.Methods.getSightingsPerHour).hours
-        let rows = SightingChart.rows(counted, now: UInt64(max(0, Date().timeIntervalSince1970)), lastHours: hours)
+        let now = UInt64(max(0, Date().timeIntervalSince1970))
+        let since = hours.map { SightingChart.firstHour(now: now, lastHours: $0) } ?? 0
+        let counted = try DaemonClient().call(DaemonClient.API.Methods.getSightingsPerHour, SightingsPerHourRequest(since: since)).hours
+        let rows = SightingChart.rows(counted, now: now, lastHours: hours)
         if output.json { return try printJSON(rows) }
         guard !rows.isEmpty else { return print("No sightings stored.") }
         let bars = isatty(1) == 1 ? SightingChart.bars(rows.map(\.sightings), width: 40) : nil
@@ -47,7 +49,7 @@ enum SightingChart {
         let current = now - now % hour
         let first: UInt64
         if let lastHours {
-            first = current - min(current, UInt64(lastHours - 1) * hour)
+            first = firstHour(now: now, lastHours: lastHours)
         } else {
             guard let earliest = counted.first?.hourStart else { return [] }
             first = min(earliest, current)
@@ -57,6 +59,12 @@ enum SightingChart {
         return stride(from: first, through: last, by: Int(hour)).map {
             byHour[$0] ?? SightingHourRecord(hourStart: $0, sightings: 0, distinctIdentifiers: 0)
         }
+    }
+
+    /// The start of the first of the last `lastHours` hours, the current one included.
+    static func firstHour(now: UInt64, lastHours: Int) -> UInt64 {
+        let current = now - now % hour
+        return current - min(UInt64(lastHours - 1), current / hour) * hour
     }
 
     /// A bar of full blocks per value, the largest `width` long; a value above zero gets at least

@@ -127,16 +127,16 @@ import Testing
         try AgentStore(path: service.state + "/enagent.db").record(try [met.sighting(at: hour + 60, rssi: -60), met.sighting(at: hour + 120, rssi: -61),
                                                                         other.sighting(at: hour + 3_660, rssi: -70)])
         let contract = ExposureNotificationAPI.Methods.getSightingsPerHour
-        let counts = try contract.output(try service.call(contract.name))
+        let counts = try contract.output(try service.call(contract.name, SightingsPerHourRequest(since: 0).values))
         #expect(counts.hours == [SightingHourRecord(hourStart: UInt64(hour), sightings: 2, distinctIdentifiers: 1),
                                  SightingHourRecord(hourStart: UInt64(hour + 3_600), sightings: 1, distinctIdentifiers: 1)])
 
-        let refused = try send(service, ["org.enagent.ExposureNotification1.\(contract.name)"])
+        let refused = try send(service, ["org.enagent.ExposureNotification1.\(contract.name)", "uint64:0"])
         #expect(refused.status != 0 && refused.standardError.contains("AccessDenied"), "the bus refuses another user: \(refused.standardError)")
         #expect(!refused.standardOutput.contains("uint64"), "\(refused.standardOutput)")
 
         let open = try ServiceTests.Service(in: TemporaryDirectory())
-        let refusedByDaemon = try send(open, ["org.enagent.ExposureNotification1.\(contract.name)"])
+        let refusedByDaemon = try send(open, ["org.enagent.ExposureNotification1.\(contract.name)", "uint64:0"])
         #expect(refusedByDaemon.status != 0 && refusedByDaemon.standardError.contains("NotAuthorized"), "\(refusedByDaemon.standardError)")
     }
 

@@ -202,7 +202,8 @@ import Testing
     }
 
     /// Per UTC hour: every sighting, and each identifier once however often it was heard; an hour
-    /// boundary splits one identifier's sightings; hours without sightings are not listed.
+    /// boundary splits one identifier's sightings; hours without sightings are not listed; `since`
+    /// keeps the hour it falls in and the later ones.
     @Test func sightingsAreCountedPerHourWithTheirDistinctIdentifiers() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let hour: Int64 = 1_764_230_400  // 2025-11-27 08:00 UTC
@@ -214,6 +215,10 @@ import Testing
             SightingHour(start: hour + 3_600, sightings: 1, distinctIdentifiers: 1),
             SightingHour(start: hour + 3 * 3_600, sightings: 1, distinctIdentifiers: 1),
         ])
+        #expect(try store.sightingsPerHour(since: hour + 3_600 + 1_800) == [
+            SightingHour(start: hour + 3_600, sightings: 1, distinctIdentifiers: 1),
+            SightingHour(start: hour + 3 * 3_600, sightings: 1, distinctIdentifiers: 1),
+        ], "from the hour `since` falls in")
         try store.eraseAllData()
         #expect(try store.sightingsPerHour().isEmpty)
     }

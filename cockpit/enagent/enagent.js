@@ -284,10 +284,21 @@ function drawTests(results, uploads) {
 
 // MARK: Loading
 
+// The counts per hour drawn, by the hour's start: all of them when the page loads, then only the
+// latest hours again (enagentd counts those from its index, not the whole table).
+let sightingHours = new Map();
+
 // What only root and the group see: asked for only once GetHealthStatus answered.
-function refreshSightings() {
+function refreshSightings(latestOnly) {
     if (!health) return;
-    call("GetSightingsPerHour").then(([hours]) => drawSightings(hours)).catch((error) => fail("Sightings: " + error.message));
+    const now = Math.floor(Date.now() / 1000);
+    // The previous hour too: a scan's batch may straddle the hour.
+    const since = latestOnly ? now - now % HOUR - HOUR : 0;
+    call("GetSightingsPerHour", [since], "t").then(([hours]) => {
+        if (!latestOnly) sightingHours = new Map();
+        for (const row of hours) sightingHours.set(row[0], row);
+        drawSightings([...sightingHours.values()].sort((a, b) => a[0] - b[0]));
+    }).catch((error) => fail("Sightings: " + error.message));
 }
 
 function refreshExposures() {
@@ -317,7 +328,7 @@ function loadAll() {
     fail("");
     refreshHealth().then(() => {
         if (!health) return;
-        refreshSightings();
+        refreshSightings(false);
         refreshExposures();
         // ExposureDetected comes to callers of WatchExposures only, by name.
         return call("WatchExposures");
@@ -330,7 +341,7 @@ function sightingsChanged() {
     if (sightingsTimer) return;
     sightingsTimer = window.setTimeout(() => {
         sightingsTimer = null;
-        refreshSightings();
+        refreshSightings(true);
     }, 2000);
 }
 
