@@ -350,7 +350,8 @@ function watch() {
     proxy.addEventListener("changed", (event, changed) => {
         renderStatus();
         if ("SightingsStored" in changed) sightingsChanged();
-        if ("LastDetection" in changed || "Reminders" in changed || "Enabled" in changed) {
+        // Before the first answer of GetHealthStatus, loadAll asks for everything anyway.
+        if (health !== null && ("LastDetection" in changed || "Reminders" in changed || "Enabled" in changed)) {
             refreshHealth().then(refreshExposures).catch((error) => fail(error.message));
         }
     });
