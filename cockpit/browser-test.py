@@ -252,7 +252,10 @@ class Browser:
                 return self.evaluate(expression)
             except Failure:  # the page is between two documents
                 return False
-        return wait_for(holds, f"{self.name}: {what}", timeout)
+        try:
+            return wait_for(holds, f"{self.name}: {what}", timeout)
+        except Failure as failure:
+            raise Failure(f"{failure}; the page says: {self.evaluate('document.body.innerText')[:400]!r}")
 
     def open(self, url):
         self.send("Page.navigate", url=url)
@@ -373,7 +376,12 @@ def page_follows_enagentd(browser, daemon):
     browser.screenshot("not-running")
     daemon.start()
     browser.wait("document.getElementById('not-running').hidden && !document.getElementById('status-card').hidden", "the page to follow enagentd back")
-    check(True, "the page says when enagentd is not running and follows it when it is back")
+    daemon.stop()
+    browser.open(PAGE)
+    browser.wait("!document.getElementById('not-running').hidden", "a page opened without enagentd to say so")
+    daemon.start()
+    browser.wait("document.getElementById('not-running').hidden && !document.getElementById('sightings-card').hidden", "that page to follow enagentd")
+    check(True, "the page says when enagentd is not running, also when it opens without it, and follows it when it is back")
 
 
 def main():

@@ -26,7 +26,11 @@ const REMINDERS = {
 
 // As the person, or as root when they turned on Cockpit's administrative access ("try": else as themselves).
 const ACCESS = { superuser: "try" };
-const client = cockpit.dbus(SERVICE, { bus: "system", ...ACCESS });
+// The bus itself, for NameOwnerChanged: a client for enagentd's name ends when the name has no
+// owner as it opens, and this says when enagentd comes.
+const bus = cockpit.dbus(null, { bus: "system", ...ACCESS });
+// enagentd's name, while it has an owner or had one since the client opened; else null.
+let client = null;
 let proxy = null;
 // null: not asked yet (or enagentd gone); false: the caller may not; else the health status.
 let health = null;
@@ -70,6 +74,7 @@ function refused(error) {
 }
 
 function call(method, args, signature) {
+    if (!client) return Promise.reject(new Error("enagentd is not running"));
     return client.call(PATH, INTERFACE, method, args || [], signature ? { type: signature } : {});
 }
 
@@ -345,7 +350,8 @@ function sightingsChanged() {
     }, 2000);
 }
 
-function watch() {
+function connect() {
+    client = cockpit.dbus(SERVICE, { bus: "system", ...ACCESS });
     proxy = client.proxy(INTERFACE, PATH);
     proxy.addEventListener("changed", (event, changed) => {
         renderStatus();
@@ -358,17 +364,31 @@ function watch() {
     client.subscribe({ interface: INTERFACE, path: PATH, member: "ExposureDetected" }, () => {
         refreshHealth().then(refreshExposures).catch((error) => fail(error.message));
     });
+    // Cockpit tells the name's owner as the client opens and whenever it changes (and closes the
+    // client when the name has none as it opens): each enagentd that comes is asked for everything once.
     client.addEventListener("owner", (event, owner) => {
         running = !!owner;
-        health = running ? health : null;
-        if (running) proxy.wait(loadAll);
+        if (running) {
+            proxy.wait(loadAll);
+        } else {
+            health = null;
+        }
         renderStatus();
     });
-    proxy.wait(() => {
-        running = proxy.valid;
+    client.addEventListener("close", () => {
+        client = null;
+        running = false;
+        health = null;
         renderStatus();
-        if (running) loadAll();
     });
+}
+
+function watch() {
+    const appeared = { name: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged", arg0: SERVICE };
+    bus.subscribe(appeared, (path, iface, signal, [, , owner]) => {
+        if (owner && !client) connect();
+    });
+    connect();
 }
 
 // MARK: Controls
