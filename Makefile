@@ -302,7 +302,7 @@ install:
 # enagentd on a system bus of its own, logged in as a member of the group enagent and as another
 # user (cockpit/browser-test.py); its screenshots go to $(SCRATCH)/cockpit-screenshots.
 test-cockpit:
-	@scripts/install-deps.sh cockpit-ws cockpit-bridge chromium python3-websocket openssl curl
+	@scripts/install-deps.sh cockpit-ws cockpit-bridge chromium python3-websocket openssl curl iproute2
 	$(SWIFT) build --product enagentd
 	$(SWIFT) build --product enctl
 	/usr/bin/python3 cockpit/browser-test.py $(DEBUG_BIN) $(SCRATCH)/cockpit-screenshots
