@@ -3,16 +3,16 @@
 loopback with enagentd (from BIN, a build directory) on a system bus of its own (make test-cockpit).
 
 Runs as root, in mount, PID and network namespaces of its own, so that nothing it sets up outlives
-it or shows outside: copies of /etc/passwd, shadow and group with two test users (enmember, in the
-group enagent, and enother), a dbus-daemon at the system bus's usual path with the system bus's
-default policy and enagent's, enagentd without a radio, enctl in /usr/local/bin, the page in each
-user's ~/.local/share/cockpit, and cockpit-ws on 127.0.0.1. Then, over the Chrome DevTools
-protocol, it logs in as each user and checks what the page shows and does: the member sees every
-field `enctl status` shows, the sightings per hour as the database counts them, the exposures and
-tests, and pauses and resumes through the page while `enctl status` follows; the other user sees
-the status and the sentence `enctl status` gives them, no control, and nothing of exposure,
-diagnosis or sightings in the page or in the WebSocket traffic; when enagentd stops the page says
-so, and it follows enagentd when it is back. Screenshots go to SHOTS.
+it or shows outside: overlays on /etc, with two test users (enmember, in the group enagent, and
+enother) and key-server.conf, and on /usr/share/cockpit, a dbus-daemon at the system bus's usual
+path with the system bus's default policy and enagent's, enagentd without a radio, enctl in
+/usr/local/bin, the page in /usr/share/cockpit/enagent, and cockpit-ws on 127.0.0.1. Then, over the
+Chrome DevTools protocol, it logs in as each user and checks what the page shows and does: the
+member sees every field `enctl status` shows, the sightings per hour as the database counts them,
+the exposures and tests, and pauses and resumes through the page while `enctl status` follows; the
+other user sees the status and the sentence `enctl status` gives them, no control, and nothing of
+exposure, diagnosis or sightings in the page or in the WebSocket traffic; when enagentd stops the
+page says so, and it follows enagentd when it is back. Screenshots go to SHOTS.
 """
 import base64
 import json
@@ -71,15 +71,22 @@ def wait_for(condition, what, timeout=20):
 
 # MARK: The machine as the page needs it, inside this process's own namespaces
 
-def overlay_etc():
-    """/etc as an overlay (in this mount namespace only), so that the test may add to it."""
-    for name in ("etc-upper", "etc-work"):
-        os.makedirs(f"{WORK}/{name}")
-    run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir=/etc,upperdir={WORK}/etc-upper,workdir={WORK}/etc-work", "/etc")
+def overlay(directory):
+    """`directory` as an overlay (in this mount namespace only), so that the test may add to it."""
+    name = directory.strip("/").replace("/", "-")
+    for part in ("upper", "work"):
+        os.makedirs(f"{WORK}/{name}-{part}")
+    run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={directory},upperdir={WORK}/{name}-upper,workdir={WORK}/{name}-work", directory)
+
+
+def install_page():
+    """The page where the package puts it (debian/cockpit-enagent.install)."""
+    overlay("/usr/share/cockpit")
+    run("cp", "-r", ROOT + "/cockpit/enagent", "/usr/share/cockpit/enagent")
 
 
 def add_users():
-    """The test users, and each one's copy of the page (~/.local/share/cockpit, where cockpit-bridge finds a user's packages)."""
+    """The test users, with homes."""
     hashed = run("openssl", "passwd", "-6", PASSWORD).stdout.strip()
     lines = {"passwd": [], "shadow": [], "group": [f"enagent:x:{GROUP_ID}:{MEMBER[0]}"], "gshadow": [f"enagent:!::{MEMBER[0]}"]}
     for name, uid in (MEMBER, OTHER):
@@ -88,10 +95,8 @@ def add_users():
         lines["shadow"].append(f"{name}:{hashed}:20000:0:99999:7:::")
         lines["group"].append(f"{name}:x:{uid}:")
         lines["gshadow"].append(f"{name}:!::")
-        package = home + "/.local/share/cockpit/enagent"
-        os.makedirs(os.path.dirname(package))
-        run("cp", "-r", ROOT + "/cockpit/enagent", package)
-        run("chown", "-R", f"{uid}:{uid}", home)
+        os.makedirs(home)
+        os.chown(home, uid, uid)
     for name, added in lines.items():
         with open(f"/etc/{name}", "a") as f:
             f.write("\n".join(added) + "\n")
@@ -406,8 +411,9 @@ def main():
 
 
 def test(binaries, shots):
-    overlay_etc()
+    overlay("/etc")
     add_users()
+    install_page()
     publishes = start_health_authority()
     start_bus()
     run("mount", "-t", "tmpfs", "tmpfs", "/usr/local/bin")
