@@ -37,7 +37,7 @@ PASSWORD = "enagent-browser-test"
 MEMBER, OTHER = ("enmember", 64001), ("enother", 64002)
 GROUP_ID = 64000
 ENCTL = "/usr/local/bin/enctl"
-# The test's files, set in main(): a directory that the test users may enter.
+# The test's files, made by main() before it enters the namespaces: a directory the test users may enter.
 WORK = None
 
 
@@ -216,7 +216,6 @@ def add_sightings(path, count):
 
 class Browser:
     """One headless chromium with a profile of its own (so one login), its page driven over CDP."""
-    started = []
 
     def __init__(self, name, shots):
         self.name, self.shots = name, shots
@@ -224,7 +223,6 @@ class Browser:
         self.process = subprocess.Popen(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-port=0",
                                          f"--user-data-dir={profile}", "--window-size=1280,1700", "about:blank"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        Browser.started.append(self)
         port_file = profile + "/DevToolsActivePort"
         wait_for(lambda: os.path.exists(port_file) and open(port_file).read().strip(), "chromium's DevTools port")
         port = open(port_file).read().split()[0]
@@ -396,23 +394,23 @@ def page_follows_enagentd(browser, daemon):
 
 def main():
     binaries, shots = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    if os.environ.get("ENAGENT_BROWSER_TEST") != "inside":
-        # Namespaces of its own: the mounts vanish with it, every process it starts dies with it,
-        # and its loopback (cockpit-ws's port) is its own.
-        os.environ["ENAGENT_BROWSER_TEST"] = "inside"
-        os.execvp("unshare", ["unshare", "--mount", "--pid", "--net", "--fork", "--propagation", "private", sys.executable] + sys.argv)
+    global WORK
+    WORK = os.environ.get("ENAGENT_BROWSER_TEST_WORK")
+    if not WORK:
+        # Namespaces of its own: the mounts vanish with it, every process it starts dies with it
+        # (the kernel has ended them all when unshare returns), and its loopback is its own.
+        WORK = tempfile.mkdtemp(prefix="enagent-browser-test-")
+        os.chmod(WORK, 0o755)
+        try:
+            inside = subprocess.run(["unshare", "--mount", "--pid", "--net", "--fork", "--propagation", "private", sys.executable] + sys.argv,
+                                    env={**os.environ, "ENAGENT_BROWSER_TEST_WORK": WORK})
+        finally:
+            shutil.rmtree(WORK)
+        return inside.returncode
     run("ip", "link", "set", "lo", "up")
     os.makedirs(shots, exist_ok=True)
-    global WORK
-    WORK = tempfile.mkdtemp(prefix="enagent-browser-test-")
-    os.chmod(WORK, 0o755)
-    try:
-        test(binaries, shots)
-    finally:
-        for browser in Browser.started:
-            browser.process.kill()
-            browser.process.wait()
-        shutil.rmtree(WORK)
+    test(binaries, shots)
+    return 0
 
 
 def test(binaries, shots):
@@ -453,7 +451,7 @@ def test(binaries, shots):
 
 if __name__ == "__main__":
     try:
-        main()
+        sys.exit(main())
     except Failure as failure:
         print(f"browser-test: FAILED: {failure}", file=sys.stderr)
         sys.exit(1)
