@@ -91,6 +91,9 @@ public final class RadioAgent: RadioListener {
     /// Sightings held in memory at most while the store cannot be written (about 10 MB); the
     /// oldest go first beyond it.
     static let maximumPending = 100_000
+    /// Ended scans held in memory at most while the store cannot be written: a month of the
+    /// standard schedule (one scan every 5 minutes); the oldest go first beyond it.
+    static let maximumPendingScans = 31 * 24 * 12
     /// While the store cannot be written, try again this often.
     static let storeRetrySeconds = 10.0
     /// Own RPIs remembered, so that the device never records itself even just after a rotation.
@@ -424,8 +427,7 @@ public final class RadioAgent: RadioListener {
         guard let started = my.scanStartedAt else { return }
         let now = clock.now
         my.endedScans.append(started...max(started, now))
-        // Kept while the store fails, up to a month of the standard schedule; the oldest go first.
-        if my.endedScans.count > Self.maximumPending / 10 { my.endedScans.removeFirst() }
+        if my.endedScans.count > Self.maximumPendingScans { my.endedScans.removeFirst() }
         my.scanStartedAt = continuing ? now : nil
     }
 
