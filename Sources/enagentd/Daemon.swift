@@ -22,8 +22,8 @@ final class Daemon: Sendable {
     let store: AgentStore
     let clock: any AgentClock
     let retention: RetentionPolicy
-    let radioSettings: RadioSettings
-    let bus: DBusConnection?
+    /// Nil without a radio (--no-radio, or no system bus in tests).
+    let radioStarter: RadioStarter?
     let logger: Logger
     let detection: ExposureDetection
     let synchronisation: (any ClockSynchronisation)?
@@ -67,11 +67,10 @@ final class Daemon: Sendable {
     }
 
     /// The radio as the status and the properties show it: its state as the agent last derived it,
-    /// and the adapter in use ("" when none is known), with its address once BlueZ has given it.
+    /// and the adapter in use.
     struct RadioShown {
         var state = RadioState()
-        var adapterName = ""
-        var adapterAddress: BluetoothAddress?
+        var adapter = AdapterShown()
     }
 
     /// Where the daemon's changes and signals go: the API's object.
@@ -95,7 +94,7 @@ final class Daemon: Sendable {
     }
 
     var radioState: RadioState { my.radio.state }
-    var adapterName: String { my.radio.adapterName }
+    var adapterName: String { my.radio.adapter.name }
     var reminders: [Reminder] { my.reminders.due }
     /// Called on `queue` with the names of the D-Bus properties that may have changed.
     var onChange: (([String]) -> Void)? { my.announcer.onChange }
@@ -115,9 +114,9 @@ final class Daemon: Sendable {
     /// While the store cannot be read, look again this often.
     static let storeRetrySeconds = 10.0
 
-    /// `bus` is the system bus when the radio is in use.
+    /// `radio` starts the radio while the status allows it; nil runs none.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
+         radio: RadioStarter?, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
          queue: DispatchQueue = .main, reportStatus: @escaping @Sendable (String) -> Void = { Systemd.notify("STATUS=" + $0) }) {
         self.queue = queue
         onQueue = QueueBound(Confined(), queue: queue)
@@ -127,8 +126,7 @@ final class Daemon: Sendable {
         self.clock = clock
         self.retention = retention
         self.synchronisation = synchronisation
-        self.radioSettings = radioSettings
-        self.bus = bus
+        radioStarter = radio
         self.logger = logger
         detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrections: rssiCorrections)
     }
@@ -221,14 +219,14 @@ final class Daemon: Sendable {
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
-        status.line(StatusDetails(radioOff: bus == nil, pauseEnd: pauseEnd, adapter: my.radio.adapterName, configuredAdapter: radioSettings.adapter?.description,
+        status.line(StatusDetails(radioOff: radioStarter == nil, pauseEnd: pauseEnd, adapter: my.radio.adapter.name, configuredAdapter: radioStarter?.configuredAdapter,
                                   advertisingResumesAt: my.radio.state.advertisingResumesAt, storePath: store.path, storeReadError: my.statusLook.storeReadError,
                                   storeRetrySeconds: Int(Self.storeRetrySeconds)))
     }
 
     var adapterRssiCorrections: [AdapterRssiCorrection] {
         dispatchPrecondition(condition: .onQueue(queue))
-        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.radio.adapterName, address: my.radio.adapterAddress)
+        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.radio.adapter.name, address: my.radio.adapter.address)
     }
 
     /// The adapter in use (its name "" when there is none), then every other adapter

@@ -40,9 +40,8 @@ struct DaemonStatusTests {
     let lines = StatusLines()
 
     func daemon(_ store: AgentStore, clock: any AgentClock = SystemClock()) throws -> Daemon {
-        let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration(), kernelRelease: "6.1.0-56-amd64")
-        return Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
-                      bus: nil, trustedKeys: [], logger: Logger(label: "test"), queue: queue, reportStatus: lines.append)
+        return Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radio: nil,
+                      trustedKeys: [], logger: Logger(label: "test"), queue: queue, reportStatus: lines.append)
     }
 
     /// A database that cannot be read is said so, not taken for "no consent yet".

@@ -31,9 +31,8 @@ import Testing
     /// callers `authorise` judges.
     static func service(store: AgentStore, trusting signer: P256PrivateKey, log: LogCapture,
                         authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) throws -> ExposureNotificationService {
-        let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration(), kernelRelease: "6.1.0-56-amd64")
-        let daemon = Daemon(store: store, clock: SystemClock(), retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
-                            bus: nil, trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: log.logger(level: .info),
+        let daemon = Daemon(store: store, clock: SystemClock(), retention: .protocolDefault, synchronisation: nil, radio: nil,
+                            trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: log.logger(level: .info),
                             queue: DispatchQueue(label: "test.daemon"))
         return ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .milliseconds(300), logger: log.logger(level: .info)),
                                            authorise: authorise)
