@@ -33,20 +33,37 @@ agent() {
     exec "$BIN/enagentd" --state-dir "$STATE/$1" --adapter "$2" --api-bus "unix:path=$STATE/$1.bus" $LAB_OPTIONS \
         >> "$STATE/$1/enagentd.log" 2>&1
 }
-# sightings AGENT: the sightings AGENT has stored so far, one "RPI-hex seen_at" line each.
+# sightings AGENT: the sightings AGENT has stored so far, as JSON: [["RPI-hex", seen_at], ...].
 sightings() {
-    python3 -c 'import sqlite3, sys
+    python3 -c 'import json, sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-for rpi, seen in db.execute("SELECT hex(rpi), seen_at FROM sighting"): print(rpi.lower(), seen)' "$STATE/$1/enagent.db"
+print(json.dumps([[rpi.lower(), seen] for rpi, seen in db.execute("SELECT hex(rpi), seen_at FROM sighting")]))' "$STATE/$1/enagent.db"
 }
-# must DESCRIPTION COMMAND...: runs a phase's command; a failure is recorded in OUT/phases/failed,
-# which report.py turns into a failed check, and the phase goes on so the report can say the rest.
+# phase NAME [KEY=STRING | KEY:=JSON]...: one line of the run's manifest, OUT/phases.jsonl, which
+# the reports read (lab/labframe.py): the phase's name, the guest's clocks now ("realtime": unix
+# seconds, as btmon stamps its capture; "monotonic": /proc/uptime) and each KEY's value, a string
+# or JSON as it is (an enctl --json answer, a number; null when empty: its command failed).
+phase() {
+    line="{\"phase\": \"$1\", \"realtime\": $(date +%s.%N), \"monotonic\": $(cut -d' ' -f1 /proc/uptime)"
+    shift
+    for pair in "$@"; do
+        case ${pair%%=*} in
+        *:) value=$(printf '%s' "${pair#*=}" | tr '\n' ' '); line="$line, \"${pair%%:=*}\": ${value:-null}" ;;
+        *)  value=$(printf '%s' "${pair#*=}" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr '\n\t' '  ')
+            line="$line, \"${pair%%=*}\": \"$value\"" ;;
+        esac
+    done
+    printf '%s}\n' "$line" >> "$OUT/phases.jsonl"
+}
+# must DESCRIPTION COMMAND...: runs a phase's command; a failure is recorded as the phase
+# "failed", which the report turns into a failed check, and the phase goes on so the report can
+# say the rest. Its own words go to stderr: a command's output may be the value a phase records.
 must() {
     what=$1; shift
-    "$@" || { rc=$?; echo "FAILED: $what (exit $rc)"; echo "$what: exit $rc" >> "$OUT/phases/failed"; return $rc; }
+    "$@" || { rc=$?; echo "FAILED: $what (exit $rc)" >&2; phase failed step="$what: exit $rc"; return $rc; }
 }
 # Consent: enabling through the API, as a person would with 'enctl enable'.
 enable() {
     for _ in $(seq 50); do enctl "$1" enable > /dev/null 2>&1 && { echo "agent $1 enabled"; return; }; sleep 0.2; done
-    echo "agent $1: enctl enable failed"; echo "enctl $1 enable: never succeeded" >> "$OUT/phases/failed"
+    echo "agent $1: enctl enable failed"; phase failed step="enctl $1 enable: never succeeded"
 }
