@@ -445,10 +445,11 @@ def first_after_restart(lab, fail):
             offered = onair.offered(lab.snoop, controller, lab.at(restarted)) if event.startswith("bluetoothd") else None
             moment = lab.at(restarted) if offered is None else offered
             mine = [a for a in found if a["controller"] == controller]
-            before = [a for a in mine if onair.unix_seconds(a["time"]) < moment]
+            before = [a for a in mine if onair.unix_seconds(a["time"]) < lab.at(event)]
             # The kernel may set the same advertisement up again (same RPI, same address) when
             # bluetoothd restarts: the first with a new RPI is the agent's new identifier.
-            after = [a for a in mine if onair.unix_seconds(a["time"]) >= moment and before and a["data"][11:27] != before[-1]["data"][11:27]]
+            after = [a for a in mine if onair.unix_seconds(a["time"]) >= max(moment, lab.at(event)) and before
+                     and a["data"][11:27] != before[-1]["data"][11:27]]
             if not before or not after:
                 fail(f"hci{controller}: no EN advertisement {'before' if not before else 'after'} {event}")
                 continue
