@@ -7,6 +7,7 @@ NOW=$(date +%s)
 START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
 ORIGIN=$(( (120 * NOW - START) / 119 ))
 LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $ORIGIN"
+. "$LAB/manifest.sh"
 rm -rf "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exposureKeyExport-LAB" "$STATE/trusted-keys"
 # The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$STATE/authority.pem"
@@ -38,22 +39,6 @@ sightings() {
     python3 -c 'import json, sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 print(json.dumps([[rpi.lower(), seen] for rpi, seen in db.execute("SELECT hex(rpi), seen_at FROM sighting")]))' "$STATE/$1/enagent.db"
-}
-# phase NAME [KEY=STRING | KEY:=JSON]...: one line of the run's manifest, OUT/phases.jsonl, which
-# the reports read (lab/labframe.py): the phase's name, the guest's clocks now ("realtime": unix
-# seconds, as btmon stamps its capture; "monotonic": /proc/uptime) and each KEY's value, a string
-# or JSON as it is (an enctl --json answer, a number; null when empty: its command failed).
-phase() {
-    line="{\"phase\": \"$1\", \"realtime\": $(date +%s.%N), \"monotonic\": $(cut -d' ' -f1 /proc/uptime)"
-    shift
-    for pair in "$@"; do
-        case ${pair%%=*} in
-        *:) value=$(printf '%s' "${pair#*=}" | tr '\n' ' '); line="$line, \"${pair%%:=*}\": ${value:-null}" ;;
-        *)  value=$(printf '%s' "${pair#*=}" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr '\n\t' '  ')
-            line="$line, \"${pair%%=*}\": \"$value\"" ;;
-        esac
-    done
-    printf '%s}\n' "$line" >> "$OUT/phases.jsonl"
 }
 # must DESCRIPTION COMMAND...: runs a phase's command; a failure is recorded as the phase
 # "failed", which the report turns into a failed check, and the phase goes on so the report can

@@ -8,7 +8,7 @@ host-load, the host's load average sampled while the guest ran.
 
 A report is a table of Checks, each a name to run it alone by, the title it prints and a function
 of the Lab and a `fail` callable; run_report runs them in order, each to the end even when one
-before it failed."""
+before it failed, and report() as its command line asked (arguments)."""
 import argparse, functools, json, os, sqlite3, sys
 
 MANIFEST = "phases.jsonl"
@@ -19,8 +19,10 @@ class Lab:
 
     def __init__(self, folder):
         self.folder = folder
-        path = self.path(MANIFEST)
-        self.manifest = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+        self.manifest = []
+        if self.exists(MANIFEST):
+            with open(self.path(MANIFEST)) as manifest:
+                self.manifest = [json.loads(line) for line in manifest]
 
     def path(self, name):
         return os.path.join(self.folder, name)
@@ -65,7 +67,8 @@ class Lab:
         'UNIX LOAD1 LOAD5 LOAD15' samples)."""
         if not self.exists("host-load"):
             return "host load: not recorded"
-        samples = [float(line.split()[1]) for line in open(self.path("host-load")) if line.strip()]
+        with open(self.path("host-load")) as recorded:
+            samples = [float(line.split()[1]) for line in recorded if line.strip()]
         if not samples:
             return "host load: no sample"
         return (f"host load average (1 min) while the guest ran: {samples[0]:.1f} at its start, {max(samples):.1f} at most, "
@@ -95,6 +98,20 @@ def run_report(checks, lab, only=(), ahead=lambda lab: None):
     return failures
 
 
+def report(verdict, given, lab, checks, ahead=lambda lab: None):
+    """Runs the report the command line asked for (arguments); returns its exit status: with
+    --check, 1 unless every check run held; 2 for a check of no such name."""
+    if given.list:
+        for check in checks:
+            print(f"{check.name:22} {check.title}")
+        return 0
+    unknown = sorted(set(given.check or ()) - {check.name for check in checks})
+    if unknown:
+        print(f"no check named {', '.join(unknown)}; the checks: {', '.join(check.name for check in checks)}", file=sys.stderr)
+        return 2
+    return conclude(verdict, run_report(checks, lab, only=given.check or (), ahead=ahead), gate=given.check is not None)
+
+
 def conclude(verdict, failures, gate):
     """Prints the failures and `verdict: PASS|FAIL`; the exit status: 1 on a failure when gated."""
     listed = [failure for found in failures.values() for failure in found]
@@ -104,19 +121,13 @@ def conclude(verdict, failures, gate):
     return 1 if listed and gate else 0
 
 
-def arguments(description, checks, extra=()):
-    """The command line every report takes: RUN_DIR, `extra` positionals, and --check [NAME...]
-    (fail unless every check, or each named one, holds; a named check runs alone)."""
+def arguments(description, extra=()):
+    """The command line every report takes: RUN_DIR, `extra` positionals, --check [NAME...] (fail
+    unless every check, or each one named, which then runs alone, holds) and --list."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("run", metavar="RUN_DIR")
     for name, help in extra:
         parser.add_argument(name, nargs="?", help=help)
-    parser.add_argument("--check", nargs="*", metavar="NAME", choices=[check.name for check in checks],
-                        help="exit 1 unless every check (or each one named, which then runs alone) holds")
+    parser.add_argument("--check", nargs="*", metavar="NAME", help="exit 1 unless every check (or each one named, which then runs alone) holds")
     parser.add_argument("--list", action="store_true", help="list the checks' names and titles")
-    given = parser.parse_args()
-    if given.list:
-        for check in checks:
-            print(f"{check.name:22} {check.title}")
-        sys.exit(0)
-    return given
+    return parser.parse_args()

@@ -12,7 +12,7 @@ Every bound of a time is taken by the guest's own clocks, from the moment the ag
 the manifest's stamps and btmon's capture are the guest's (docs/lab.md, "The report")."""
 import calendar, datetime, functools, json, os, re, subprocess, sys, time
 import onair
-from labframe import Check, Lab, arguments, conclude, run_report
+from labframe import Check, Lab, arguments, report
 
 AGENTS = {"a": "hci0", "b": "hci1"}
 # Seconds from the moment an agent could act again (its adapter offered, powered, unblocked or
@@ -82,18 +82,16 @@ def checks():
 
 
 def main():
-    given = arguments(__doc__.splitlines()[0], checks(), extra=[("enctl", "enctl to derive and detect with")])
+    given = arguments(__doc__.splitlines()[0], extra=[("enctl", "enctl to derive and detect with")])
     enctl = given.enctl or os.environ.get("ENCTL") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.build/debug/enctl")
     lab = AgentsLab(given.run, enctl)
-    gate = given.check is not None
     try:
         lab.own
     except Exception as error:
         # Without the agents' databases no check can run: the lab stopped before its agents did.
-        print(f"lab-test: FAIL\n  no agent database to read ({type(error).__name__}: {error}); see {lab.path('console.log')}")
-        return 1 if gate else 0
-    failures = run_report(checks(), lab, only=given.check or (), ahead=heading)
-    return conclude("lab-test", failures, gate)
+        print(f"lab-test: FAIL\n  no agent database to read, or no enctl to derive with ({type(error).__name__}: {error}); see {lab.path('console.log')}")
+        return 1 if given.check is not None else 0
+    return report("lab-test", given, lab, checks(), ahead=heading)
 
 
 def heading(lab):

@@ -14,7 +14,7 @@ EN advertisement's RPI derives from one of a's stored keys, and RPI and address 
 together: no RPI with two addresses, no address with two RPIs, across every restart."""
 import collections, statistics, sys
 import onair
-from labframe import Check, Lab, arguments, conclude, run_report
+from labframe import Check, Lab, arguments, report
 
 # Seconds from the moment agent a could act after a fault until hci0 advertised and scanned anew.
 BACK_WITHIN = 10.0
@@ -33,9 +33,8 @@ def checks():
 
 
 def main():
-    given = arguments(__doc__.splitlines()[0], checks())
-    failures = run_report(checks(), Lab(given.run), only=given.check or (), ahead=lambda lab: print(f"  {lab.host_load()}"))
-    return conclude("soak", failures, given.check is not None)
+    given = arguments(__doc__.splitlines()[0])
+    return report("soak", given, Lab(given.run), checks(), ahead=lambda lab: print(f"  {lab.host_load()}"))
 
 
 def needed(lab):

@@ -138,10 +138,42 @@ class ReplayedSoak(Replay):
         self.assertWritten({entry["phase"] for entry in labframe.Lab(self.folder).manifest})
 
 
+class ServiceChecks(unittest.TestCase):
+    """The service lab's verdicts as checks.sh records them with manifest.sh's phase, read back."""
+
+    def run_in_shell(self, script):
+        folder = tempfile.mkdtemp(prefix="lab-service-")
+        self.addCleanup(shutil.rmtree, folder)
+        subprocess.run(["sh", "-c", f'OUT="{folder}"; . "{HERE}/manifest.sh"; {script}'], check=True)
+        return folder
+
+    def report(self, folder, *arguments):
+        return subprocess.run([sys.executable, os.path.join(HERE, "service-report.py"), folder, *arguments], capture_output=True, text=True)
+
+    def test_the_phase_helper_writes_json_whatever_the_value(self):
+        folder = self.run_in_shell(r"""phase check name=a verdict=ok detail='said "no" \ and
+went on'; phase figure text= number:=1.5 status:='{"status":
+ "active"}' failed:=""")
+        check, figure = labframe.Lab(folder).manifest
+        self.assertEqual(check["detail"], 'said "no" \\ and went on')
+        self.assertEqual((figure["text"], figure["number"], figure["status"], figure["failed"]), ("", 1.5, {"status": "active"}, None))
+        self.assertIsInstance(check["realtime"], float)
+
+    def test_a_failed_check_fails_the_service_report_alone(self):
+        folder = self.run_in_shell('phase check name=boot verdict=ok detail=up; phase check name=suspend verdict=FAILED detail="12 s"; phase done')
+        self.assertEqual(self.report(folder, "--check", "boot").returncode, 0)
+        failed = self.report(folder, "--check")
+        self.assertEqual((failed.returncode, failed.stdout.splitlines()[-1]), (1, "service checks: FAIL"))
+
+    def test_checks_that_did_not_finish_fail(self):
+        folder = self.run_in_shell("phase check name=boot verdict=ok detail=up")
+        self.assertIn("did not finish", self.report(folder, "--check").stdout)
+
+
 def written_phases():
     """The phase names the lab's scripts write, as patterns ($agent and the like match a word)."""
     patterns = set()
-    for path in glob.glob(os.path.join(HERE, "*.sh")):
+    for path in glob.glob(os.path.join(HERE, "**/*.sh"), recursive=True):
         for name in re.findall(r"(?:^|[;&|(]|then|do)\s*phase ([\w$-]+)", open(path).read(), re.M):
             patterns.add(re.compile(re.sub(r"\\\$\w+", r"\\w+", re.escape(name))))
     for path in glob.glob(os.path.join(HERE, "*.py")):
