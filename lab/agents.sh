@@ -119,7 +119,7 @@ printf '%s' "$export_name" > "$STATE/server/exposureKeyExport-LAB/index.txt"
 python3 -m http.server 8000 --bind 127.0.0.1 --directory "$STATE/server" 2> "$OUT/key-server.log" & SERVER=$!
 for _ in $(seq 50); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2>/dev/null && break; sleep 0.1; done
 printf '%s\n' "url = http://127.0.0.1:8000/" "index = exposureKeyExport-LAB/index.txt" > "$STATE/key-server.conf"
-phase detect-b result:="$(must "enctl b detect server" enctl b detect server --server-config "$STATE/key-server.conf" --cache-dir "$STATE/b-cache" --state-dir "$STATE/b-detect-state"  --json)"
+phase detect-b result:="$(must "enctl b detect server" enctl b detect server --server-config "$STATE/key-server.conf" --cache-dir "$STATE/b-cache" --state-dir "$STATE/b-detect-state" --json)"
 phase windows-b windows:="$(must "enctl b windows" enctl b windows --json)"
 kill "$SERVER"
 
