@@ -9,7 +9,7 @@
 # every rotation (6-8 s apart) brings a new RPI, as in real use. They start two agent hours (one
 # real minute) before a UTC midnight, so a's first key has rolled, and may be shared, by the end. Each agent keeps its state on the guest's
 # tmpfs (SQLite's WAL needs shared memory, which the 9p share lacks); at the end its database,
-# log and exit status are copied to OUT/a and OUT/b, and each phase's record is a line of OUT/phases.jsonl (agent-lib.sh: phase).
+# log and exit status are copied to OUT/a and OUT/b, and each phase's record is a line of OUT/phases.jsonl (manifest.sh: phase).
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-60}
 LAB=$(dirname "$0")

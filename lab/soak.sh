@@ -6,7 +6,8 @@
 # soak has each of them. Agent b on hci1 advertises for a to see, and its shared keys give a's
 # detections something to match. Before each kill of a, the sightings a had stored are listed;
 # after each fault, the lab's poll waits until hci0 advertises and scans again (soak-report.py times
-# that on btmon's capture, from the fault's moment, and checks).
+# that on btmon's capture, from the fault's moment or bluetoothd's offer of hci0 after its restart,
+# and checks). Each fault and list is a line of the run's manifest (manifest.sh: phase).
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-600}
 LAB=$(dirname "$0")
