@@ -1,5 +1,6 @@
 import Dispatch
 import ENBus
+import Glibc
 
 /// A value that does not have the type the contract gives it: the daemon and the client disagree
 /// (different versions) or a caller sent something else.
@@ -268,13 +269,31 @@ public struct SignalContract<Arguments: DBusRecord>: Sendable {
 
 extension DBusMethod {
     /// A served method with typed arguments: a call whose arguments do not match the contract is
-    /// answered with `invalid` (the interface's InvalidArguments error) before `handler` runs.
+    /// answered with `invalid` (the interface's InvalidArguments error) before `handler` runs. The
+    /// file descriptors a call carries live as long as the call: they are closed once it is
+    /// answered, whether `handler` ran, refused it or never ran.
     public init<Input, Output>(_ contract: MethodContract<Input, Output>, queue: DispatchQueue? = nil, invalid: @escaping @Sendable (String) -> DBusError,
                                handler: @escaping @Sendable (DBusMessage, Input) throws(DBusError) -> Output) {
         self.init(contract.name, in: Input.members, out: Output.members, queue: queue) { call throws(DBusError) in
+            // Each reading of the arguments gives fresh copies of the descriptors: read once.
+            let arguments = call.arguments
+            defer { closeDescriptors(in: arguments) }
             let input: Input
-            do { input = try Input(values: call.arguments) } catch { throw invalid("\(contract.name): \(error)") }
+            do { input = try Input(values: arguments) } catch { throw invalid("\(contract.name): \(error)") }
             return try handler(call, input).values
+        }
+    }
+}
+
+/// Closes every descriptor among `values`, at any depth: a received one is the receiver's to close.
+private func closeDescriptors(in values: [DBusValue]) {
+    for value in values {
+        switch value {
+        case .unixFD(let descriptor): close(descriptor)
+        case .array(_, let elements), .structure(let elements): closeDescriptors(in: elements)
+        case .variant(let inner): closeDescriptors(in: [inner])
+        case .dictionary(_, _, let entries): closeDescriptors(in: entries.flatMap { [$0.key, $0.value] })
+        default: break
         }
     }
 }
