@@ -148,6 +148,11 @@ public struct DBusField<Record>: Sendable {
         self.init(name, property, as: DBusConversion(encode: { $0 }, decode: { value throws(ContractMismatch) in value }))
     }
 
+    /// A property of an interface, kept in `property`.
+    public init<Value>(_ contract: PropertyContract<Value>, _ property: WritableKeyPath<Record, Value> & Sendable) {
+        self.init(contract.name, property)
+    }
+
     /// A member that travels as `Wire`, converted both ways by `conversion`.
     public init<Value, Wire>(_ name: String, _ property: WritableKeyPath<Record, Value> & Sendable, as conversion: DBusConversion<Value, Wire>) {
         member = DBusArgument(name, Wire.self)
@@ -244,14 +249,6 @@ public struct PropertyContract<Value: DBusRepresentable>: Sendable {
     public let name: String
 
     public init(_ name: String, _: Value.Type) { self.name = name }
-
-    public var declaration: DBusArgument { DBusArgument(name, Value.self) }
-
-    /// The property's value in a GetAll answer.
-    public func value(in properties: [String: DBusValue]) throws(ContractMismatch) -> Value {
-        guard let value = properties[name] else { throw ContractMismatch("the property \(name) is missing") }
-        do { return try Value(dbusValue: value) } catch { throw error.within("the property \(name)") }
-    }
 }
 
 /// One signal: its name and arguments.

@@ -561,27 +561,24 @@ public struct AdapterRssiCorrection: DBusRecord, Equatable, Encodable {
 /// Every property, as one GetAll answers them (encoded with the Swift names: `enctl status --json`).
 public struct AgentProperties: Sendable, Equatable, Encodable {
     private typealias P = ExposureNotificationAPI.Properties
-    public var enabled: Bool, status: String, pausedUntil: UInt64, adapter: String, advertising: Bool, scanning: Bool
-    public var lastDetection: UInt64, lastDetectionError: String, sightingsStored: UInt64, reminders: [String]
-    public var version: String, rssiCorrection: Int32, adapterRssiCorrections: [AdapterRssiCorrection]
+    /// Each property's contract and where it is kept here, in the interface's order.
+    private static let fields: [DBusField<Self>] = [
+        DBusField(P.enabled, \.enabled), DBusField(P.status, \.status), DBusField(P.pausedUntil, \.pausedUntil), DBusField(P.adapter, \.adapter),
+        DBusField(P.advertising, \.advertising), DBusField(P.scanning, \.scanning), DBusField(P.lastDetection, \.lastDetection),
+        DBusField(P.lastDetectionError, \.lastDetectionError), DBusField(P.sightingsStored, \.sightingsStored), DBusField(P.reminders, \.reminders),
+        DBusField(P.version, \.version), DBusField(P.rssiCorrection, \.rssiCorrection), DBusField(P.adapterRssiCorrections, \.adapterRssiCorrections),
+    ]
+    public var enabled = false, status = "", pausedUntil: UInt64 = 0, adapter = "", advertising = false, scanning = false
+    public var lastDetection: UInt64 = 0, lastDetectionError = "", sightingsStored: UInt64 = 0, reminders: [String] = []
+    public var version = "", rssiCorrection: Int32 = 0, adapterRssiCorrections: [AdapterRssiCorrection] = []
 
     /// The properties' names and types, in the interface's order.
-    public static let declarations: [DBusArgument] = [
-        P.enabled.declaration, P.status.declaration, P.pausedUntil.declaration, P.adapter.declaration, P.advertising.declaration,
-        P.scanning.declaration, P.lastDetection.declaration, P.lastDetectionError.declaration, P.sightingsStored.declaration,
-        P.reminders.declaration, P.version.declaration, P.rssiCorrection.declaration,
-        P.adapterRssiCorrections.declaration,
-    ]
+    public static var declarations: [DBusArgument] { fields.map(\.member) }
 
     public init(_ properties: [String: DBusValue]) throws(ContractMismatch) {
-        (enabled, status, pausedUntil) = (try P.enabled.value(in: properties), try P.status.value(in: properties), try P.pausedUntil.value(in: properties))
-        (adapter, advertising, scanning) = (try P.adapter.value(in: properties), try P.advertising.value(in: properties), try P.scanning.value(in: properties))
-        lastDetection = try P.lastDetection.value(in: properties)
-        lastDetectionError = try P.lastDetectionError.value(in: properties)
-        sightingsStored = try P.sightingsStored.value(in: properties)
-        reminders = try P.reminders.value(in: properties)
-        version = try P.version.value(in: properties)
-        rssiCorrection = try P.rssiCorrection.value(in: properties)
-        adapterRssiCorrections = try P.adapterRssiCorrections.value(in: properties)
+        for field in Self.fields {
+            guard let value = properties[field.member.name] else { throw ContractMismatch("the property \(field.member.name) is missing") }
+            do throws(ContractMismatch) { try field.decode(value, &self) } catch { throw ContractMismatch("the property \(error)") }
+        }
     }
 }
