@@ -65,7 +65,9 @@ import Testing
 
     /// A record of this test's own: its one field list is all it declares of the bus.
     private struct Reading: DBusRecord, Equatable {
-        static let fields: [DBusField<Self>] = [DBusField("count", \.count), DBusField("label", \.label), DBusField("level", \.level, as: .integer(UInt32.self))]
+        static let fields: [DBusField<Self>] = [
+            DBusField("count", \.count), DBusField("label", \.label), DBusField("level", \.level, as: .integer(UInt32.self)),
+        ]
         var count: UInt64 = 0
         var label = ""
         var level: Int8 = 0
