@@ -18,7 +18,6 @@ final class Daemon: Sendable {
     typealias P = ExposureNotificationAPI.Properties
     /// Where the daemon's state lives.
     let queue: DispatchQueue
-    private let queueMark = QueueMark()
     let store: AgentStore
     let clock: any AgentClock
     let retention: RetentionPolicy
@@ -101,12 +100,16 @@ final class Daemon: Sendable {
     var radioAgent: RadioAgent? { my.running?.radio?.agent }
 
     /// Makes `object` the API's object, whose signals the daemon sends, and announces on it the
-    /// properties whose value changed (ExportedObject leaves out those that did not).
+    /// properties whose value changed (ExportedObject leaves out those that did not). The
+    /// announcement reads the properties as a caller does, from a queue of its own, in order.
     func announceChanges(through object: ExportedObject) {
         my.announcer.serviceObject = object
+        let announcements = DispatchQueue(label: "enagent.announcements")
         my.announcer.onChange = { [logger] names in
-            do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
-                logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
+            announcements.async {
+                do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
+                    logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
+                }
             }
         }
     }
@@ -121,7 +124,6 @@ final class Daemon: Sendable {
         self.queue = queue
         onQueue = QueueBound(Confined(), queue: queue)
         self.reportStatus = reportStatus
-        queue.setSpecific(key: queueMark.key, value: true)
         self.store = store
         self.clock = clock
         self.retention = retention
@@ -131,11 +133,11 @@ final class Daemon: Sendable {
         detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrections: rssiCorrections)
     }
 
-    /// Runs `body` on `queue` and returns its result; called from `queue` itself (a property read
-    /// while PropertiesChanged is built) it runs at once instead of waiting for itself. (Under
-    /// dispatchMain the main queue runs on worker threads, so Thread.isMainThread cannot tell.)
+    /// Runs `body` on `queue` and returns its result: the way in for other threads (the D-Bus
+    /// service's handlers and property getters, the announcements).
     func perform<T>(_ body: () throws -> T) rethrows -> T {
-        try DispatchQueue.getSpecific(key: queueMark.key) != nil ? body() : queue.sync(execute: body)
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        return try queue.sync(execute: body)
     }
 
     /// Sends one of the API's signals (on `queue`), to every listener or to `destination` only; a
@@ -249,12 +251,4 @@ final class Daemon: Sendable {
 
     /// Whether the radio's queue still answers (for the watchdog).
     var isHealthy: Bool { radioAgent?.isResponsive ?? true }
-
-}
-
-/// The mark `Daemon.perform` finds on its queue. Sendable by hand: the key is a token Dispatch
-/// compares by identity only and never changes (Sendable in Swift 6.3's Dispatch, not yet in
-/// Debian's 6.0.3).
-private struct QueueMark: @unchecked Sendable {
-    let key = DispatchSpecificKey<Bool>()
 }
