@@ -134,8 +134,10 @@ struct ExposureNotificationService: Sendable {
         guard let v1 = try Self.configuration(stored ?? "").v1 else {
             throw API.Failure.notAvailable.error("the last detection had no v1 configuration (minimumRiskScore and its level values)")
         }
-        let windows = try reading { try daemon.store.exposureWindows() }
-        return ExposureInfos(exposures: v1.exposureInfos(of: windows, now: daemon.clock.now))
+        // Google's v1 (KeyExposureEvaluator.findExposures) on what the detections kept of each
+        // matched key, as enctl detect offline scores its matches; days count to now.
+        let matches = try reading { try daemon.store.v1Matches() }
+        return ExposureInfos(exposures: v1.exposureInfos(of: matches, now: daemon.clock.now))
     }
 
     func addTestResult(_ arguments: NewTestResult) throws(DBusError) -> TestResultID {
