@@ -57,10 +57,13 @@ extension Daemon {
 
     /// Starts advertising and scanning through BlueZ.
     private func startRadio(on bus: DBusConnection) throws -> RadioRun {
+        // One queue for the agent and its radio: the agent calls the radio there, the kernel's
+        // events and bluetoothd's signals are handled there.
+        let radioQueue = DispatchQueue(label: "enagent.radio")
         let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: radioSettings.adapter,
-                               mayPowerOn: radioSettings.powerOn, scanMode: radioSettings.scan.mode, store: store, logger: logger)
+                               mayPowerOn: radioSettings.powerOn, scanMode: radioSettings.scan.mode, store: store, logger: logger, queue: radioQueue)
         do {
-            let adapter = BlueZRadio.identity(of: try bluez.adapter())
+            let adapter = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })
             my.radio.adapterName = adapter.name
             my.radio.adapterAddress = adapter.address
         } catch {
@@ -73,11 +76,13 @@ extension Daemon {
         let adapterName = my.radio.adapterName
         let metadata = Metadata(transmitPower: radioSettings.txPower(adapter: adapterName.isEmpty ? nil : adapterName, logger: logger))
         let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                               clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger) { [weak self, queue] state in
+                               clock: clock, schedule: radioSettings.schedule, metadata: metadata, logger: logger, queue: radioQueue) { [weak self, queue] state in
+            // Called on the radio's queue, where the radio's adapter is read.
+            let adapterInUse = bluez.adapterInUse
             queue.async { [weak self] in
                 guard let self else { return }
                 self.my.radio.state = state
-                if let adapter = bluez.adapterInUse {
+                if let adapter = adapterInUse {
                     self.my.radio.adapterName = adapter.name
                     self.my.radio.adapterAddress = adapter.address
                 }
@@ -85,7 +90,7 @@ extension Daemon {
             }
         }
         var subscriptions = try bluez.follow(for: agent, logger: logger)
-        let managementWatch = bluez.watchManagement(for: agent, logger: logger)
+        let managementWatch = radioQueue.sync { bluez.watchManagement(for: agent, logger: logger) }
         let sleep = SleepInhibitor(connection: bus, logger: logger)
         // Off the daemon's queue: a bus without logind may take its time to say so.
         DispatchQueue.global().async { sleep.inhibit() }
