@@ -193,13 +193,18 @@ final class ManagementSocket: Sendable {
     /// in order. Called on the watch's queue, where the events would otherwise wait for the work
     /// in progress to end.
     func deliverPending() {
-        while let (event, read, watch) = state.withLock({ state -> (ManagementEvent, PacketNumber, Watch.Registration)? in
+        // Taken a batch at a time: Device Found comes by the hundred a second while a command waits.
+        while let (batch, watch) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration)? in
             guard let watch = state.watch, !state.events.isEmpty else { return nil }
-            let (event, read) = state.events.removeFirst()
-            return (event, read, watch)
+            defer { state.events = [] }
+            return (state.events, watch)
         }) {
             dispatchPrecondition(condition: .onQueue(watch.queue))
-            watch.handler(event, read)
+            for (event, read) in batch {
+                // Not after the watch was cancelled.
+                guard state.withLock({ $0.watch?.id == watch.id }) else { return }
+                watch.handler(event, read)
+            }
         }
     }
 
