@@ -678,7 +678,8 @@ public final class BlueZRadio: Radio {
             guard let own = my.advertisement.advertisement, own.adapter.index == controller, own.legacy, own.instance != instance else { return }
             makeUnfit(on: controller, Failure.shared, read: read, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
         case .deviceFound(let controller, let found):
-            guard my.scanMode == .passive, case .passive(let adapter, _, _) = my.scan, adapter.index == controller,
+            // Also those read before a pause for an advertisement's address, handled during it.
+            guard my.scanMode == .passive, let adapter = my.scan.adapter, adapter.index == controller,
                   let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
             my.listener.agent?.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name,
                                                   adapterAddress: adapterInUse?.address))
