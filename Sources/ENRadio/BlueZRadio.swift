@@ -326,11 +326,11 @@ public final class BlueZRadio: Radio {
             }
             if instance != own { try store.set(StoreSettings.advertisingInstance, to: AdapterNumber(adapter: adapter.name, number: UInt16(instance))) }
             let interval = ExposureNotificationAdvertisement.intervalMilliseconds
-            let (parameters, added) = try management.exchange(AddExtendedAdvertisingParameters(
+            let parameters = try management.send(AddExtendedAdvertisingParameters(
                 instance: instance, flags: [.useInterval],
                 interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
                 transmitPower: 0), controller: controller)
-            let advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy, added: added)
+            let advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy)
             enter(.adding(advertisement, since: settingsRead), because: "its parameters are in")
             // The adapter may have turned connectable, or another program added an advertisement,
             // since the kernel was asked for its settings and instances: what the kernel said before
@@ -688,8 +688,10 @@ public final class BlueZRadio: Radio {
             // controller ended the set, hci_le_ext_adv_term_evt; power-off, hci_power_off_sync):
             // the kernel tells every socket but the remover's (hci_remove_adv_sync,
             // hci_cc_le_remove_adv_set, add_adv_complete), so never of this radio's own removals.
-            // One read before the reply that made the instance this radio's was of the one before.
-            guard let own = my.advertisement.onAir, own.adapter.index == controller, own.instance == instance, read > own.added else { return }
+            // Not while adding: every event read before the parameters' reply is handled then, so a
+            // removal of the same number then was of the instance before (or of the new one, whose
+            // data the kernel then refuses).
+            guard let own = my.advertisement.onAir, own.adapter.index == controller, own.instance == instance else { return }
             enter(.none, because: "another program or the kernel removed it")
             my.listener.agent?.advertisementRemoved()
         case .monitorRemoved(let controller, let handle):

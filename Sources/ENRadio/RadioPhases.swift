@@ -9,9 +9,6 @@ extension BlueZRadio {
         var adapter: Adapter
         /// The controller has only the legacy commands: one advertising set.
         var legacy: Bool
-        /// The reply to the parameters that made the instance this one: a removal of the same
-        /// number read before it was of the instance before.
-        var added: PacketNumber
 
         var description: String { "instance \(instance) on \(adapter.name)" }
     }
