@@ -5,8 +5,9 @@ import ENSystemd
 
 /// Advertises the device's rotating identifier, scans on a schedule and records what it hears.
 ///
-/// Runs on its own serial queue; `report(_:)` may be called from any thread. Its mutable state
-/// and the key schedule live in `onQueue`, bound to that queue.
+/// Runs on its serial queue, which it shares with its radio (it calls the radio there, and the
+/// radio hands it what it hears there); `report(_:)` may be called from any thread. Its mutable
+/// state and the key schedule live in `onQueue`, bound to that queue.
 public final class RadioAgent: RadioListener {
     private let queue: DispatchQueue
     private let radio: any Radio
@@ -108,10 +109,11 @@ public final class RadioAgent: RadioListener {
     /// How often a wait caused by the clock going back looks at the clock again.
     static let steppedClockRecheckSeconds = 60.0
 
-    public init(radio: any Radio, keys: KeySchedule, store: any RadioAgentStore, clock: any AgentClock,
-                schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
+    /// `queue`: the radio's (a radio bound to a queue is called on that one only).
+    public init(radio: any Radio, keys: KeySchedule, store: any RadioAgentStore, clock: any AgentClock, schedule: RadioSchedule, metadata: Metadata,
+                logger: Logger, queue: DispatchQueue = DispatchQueue(label: "enagent.radio"), onChange: (@Sendable (RadioState) -> Void)? = nil) {
         self.onChange = onChange
-        queue = DispatchQueue(label: "enagent.radio")
+        self.queue = queue
         onQueue = QueueBound(Confined(keys: keys, advertiser: Advertiser(logger: logger), scan: Scanner(logger: logger)), queue: queue)
         self.radio = radio
         self.store = store

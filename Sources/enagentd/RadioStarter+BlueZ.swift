@@ -12,11 +12,14 @@ extension RadioStarter {
     static func bluez(bus: DBusConnection, settings: RadioSettings, store: AgentStore, clock: any AgentClock, retention: RetentionPolicy,
                       logger: Logger) -> RadioStarter {
         RadioStarter(configuredAdapter: settings.adapter?.description) { onChange in
+            // One queue for the agent and its radio: the agent calls the radio there, the kernel's
+            // events and bluetoothd's signals are handled there.
+            let radioQueue = DispatchQueue(label: "enagent.radio")
             let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: settings.adapter,
-                                   mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger)
+                                   mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger, queue: radioQueue)
             let adapter: AdapterShown
             do {
-                let found = BlueZRadio.identity(of: try bluez.adapter())
+                let found = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })
                 adapter = AdapterShown(name: found.name, address: found.address)
             } catch {
                 // Only the TX power's source depends on it here; the agent meets the same problem at
@@ -26,11 +29,12 @@ extension RadioStarter {
             }
             let metadata = Metadata(transmitPower: settings.txPower(adapter: adapter.name.isEmpty ? nil : adapter.name, logger: logger))
             let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                                   clock: clock, schedule: settings.schedule, metadata: metadata, logger: logger) { state in
+                                   clock: clock, schedule: settings.schedule, metadata: metadata, logger: logger, queue: radioQueue) { state in
+                // Called on the radio's queue, where the radio's adapter is read.
                 onChange(state, bluez.adapterInUse.map { AdapterShown(name: $0.name, address: $0.address) })
             }
             let followed = try bluez.follow(for: agent, logger: logger)
-            let managementWatch = bluez.watchManagement(for: agent, logger: logger)
+            let managementWatch = radioQueue.sync { bluez.watchManagement(for: agent, logger: logger) }
             let sleep = SleepInhibitor(connection: bus, logger: logger)
             // Off the daemon's queue: a bus without logind may take its time to say so.
             DispatchQueue.global().async { sleep.inhibit() }
