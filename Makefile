@@ -38,7 +38,7 @@ DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man check-docs bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
-	test-builds test-radio test-cockpit bench-programs bench-smoke check-figures lab-monitor-race
+	test-builds test-radio test-cockpit bench-programs bench-smoke check-figures lab-monitor-race lab-report-test
 
 all: build
 
@@ -68,6 +68,7 @@ test: deps
 	$(MAKE) check-man
 	$(MAKE) check-docs
 	$(MAKE) check-figures
+	$(MAKE) lab-report-test
 	$(MAKE) test-cockpit
 	$(MAKE) bench-smoke
 	$(MAKE) deb
@@ -206,6 +207,12 @@ lab lab-test: deps
 	status=0; for kind in $(LAB_KINDS); do name=$${kind%%:*}; echo "== lab report: $$name controllers"; \
 		gate=$$(case " $(LAB_GATES) " in *" $$name "*) echo --check;; esac); \
 		/usr/bin/python3 lab/report.py $(LAB)/$$name $(DEBUG_BIN)/enctl $(if $(filter lab-test,$@),$$gate) || status=1; done; exit $$status
+
+# The lab's reports replayed on a recorded run (lab/test_reports.py, lab/testdata/): the same
+# verdicts, and a doctored copy failing exactly the check whose bound it breaks. No guest.
+lab-report-test:
+	$(SWIFT) build --product enctl
+	ENCTL=$(DEBUG_BIN)/enctl python3 -m unittest discover -s lab -p 'test_*.py'
 
 # The advertisement monitor's race with a power-off (lab/monitor-race.py): MONITOR_ROUNDS rounds of
 # adding a monitor as the adapter goes off (Set Powered or rfkill, 0-3 ms apart) on trixie's kernel,

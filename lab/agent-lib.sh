@@ -7,6 +7,7 @@ NOW=$(date +%s)
 START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
 ORIGIN=$(( (120 * NOW - START) / 119 ))
 LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $ORIGIN"
+. "$LAB/manifest.sh"
 rm -rf "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exposureKeyExport-LAB" "$STATE/trusted-keys"
 # The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
 openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$STATE/authority.pem"
@@ -33,20 +34,21 @@ agent() {
     exec "$BIN/enagentd" --state-dir "$STATE/$1" --adapter "$2" --api-bus "unix:path=$STATE/$1.bus" $LAB_OPTIONS \
         >> "$STATE/$1/enagentd.log" 2>&1
 }
-# sightings AGENT: the sightings AGENT has stored so far, one "RPI-hex seen_at" line each.
+# sightings AGENT: the sightings AGENT has stored so far, as JSON: [["RPI-hex", seen_at], ...].
 sightings() {
-    python3 -c 'import sqlite3, sys
+    python3 -c 'import json, sqlite3, sys
 db = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
-for rpi, seen in db.execute("SELECT hex(rpi), seen_at FROM sighting"): print(rpi.lower(), seen)' "$STATE/$1/enagent.db"
+print(json.dumps([[rpi.lower(), seen] for rpi, seen in db.execute("SELECT hex(rpi), seen_at FROM sighting")]))' "$STATE/$1/enagent.db"
 }
-# must DESCRIPTION COMMAND...: runs a phase's command; a failure is recorded in OUT/phases/failed,
-# which report.py turns into a failed check, and the phase goes on so the report can say the rest.
+# must DESCRIPTION COMMAND...: runs a phase's command; a failure is recorded as the phase
+# "failed", which the report turns into a failed check, and the phase goes on so the report can
+# say the rest. Its own words go to stderr: a command's output may be the value a phase records.
 must() {
     what=$1; shift
-    "$@" || { rc=$?; echo "FAILED: $what (exit $rc)"; echo "$what: exit $rc" >> "$OUT/phases/failed"; return $rc; }
+    "$@" || { rc=$?; echo "FAILED: $what (exit $rc)" >&2; phase failed step="$what: exit $rc"; return $rc; }
 }
 # Consent: enabling through the API, as a person would with 'enctl enable'.
 enable() {
     for _ in $(seq 50); do enctl "$1" enable > /dev/null 2>&1 && { echo "agent $1 enabled"; return; }; sleep 0.2; done
-    echo "agent $1: enctl enable failed"; echo "enctl $1 enable: never succeeded" >> "$OUT/phases/failed"
+    echo "agent $1: enctl enable failed"; phase failed step="enctl $1 enable: never succeeded"
 }

@@ -267,6 +267,10 @@ CMDLINE="console=$CONSOLE quiet panic=-1 ${BTLAB_LAB:-} btlab.init=$LAB/guest-in
 # is booted once more: under multi-threaded TCG, trixie's 6.12 once took an int3 it had just
 # patched away (a static key in sched_clock_cpu, 2.4 s into the boot, while make test loaded both
 # host cores). No code of enagent's or BlueZ's had run; any later failure still counts.
+# How loaded the host is while the guest runs (the reports print it: labframe.py): the load average
+# every 5 s, kept beside out/ until the guest is done, then moved in.
+( while :; do echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 5; done ) > "$LAB/host-load" & LOAD_SAMPLER=$!
+trap 'kill "$LOAD_SAMPLER" 2>/dev/null' EXIT
 for boot in 1 2; do
 rm -rf "$LAB/out"; mkdir -p "$LAB/out"
 log "booting $KVER ($(basename $KIMG)) under qemu (${ACCEL:-tcg})"
@@ -284,6 +288,7 @@ RC=$(cat "$LAB/out/rc" 2>/dev/null || echo 99)
 log "the guest's kernel panicked before its init ran (console.log: $(grep -m1 -o -e 'Oops.*' -e 'Kernel panic.*' "$LAB/out/console.log" | tr -d '\r')); booting it again"
 cp "$LAB/out/console.log" "$LAB/console-panic-$(date +%s).log"
 done
+kill "$LOAD_SAMPLER"; mv "$LAB/host-load" "$LAB/out/host-load"
 # The text trace, decoded on the host (quicker than in the emulated guest).
 [ -s "$LAB/out/btmon.snoop" ] && btmon -t -r "$LAB/out/btmon.snoop" > "$LAB/out/btmon.txt" 2>&1
 log "qemu exit $QRC, guest payload rc=$RC (logs: $LAB/out: console.log bluetoothd.log btmon.txt btvirt.log)"

@@ -205,7 +205,8 @@ BEACONS = [
 
 
 def beacons(out, name):
-    """Keeps BEACONS on the air on `name` until SIGTERM; writes OUT/phases/beacons when first on."""
+    """Keeps BEACONS on the air on `name` until SIGTERM; writes the phase "beacons" to the run's
+    manifest (OUT/phases.jsonl, as agent-lib.sh's phase does) when first on."""
     import signal
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     controller, turn, announced = None, 0, False
@@ -219,7 +220,9 @@ def beacons(out, name):
                 for handle, beacon in enumerate(BEACONS):
                     controller.beacon(handle, *beacon)
             if not announced:
-                open(f"{out}/phases/beacons", "w").write(f"{name} {len(BEACONS)} scannable advertisers\n")
+                with open(f"{out}/phases.jsonl", "a") as manifest:
+                    manifest.write(json.dumps({"phase": "beacons", "realtime": time.time(), "monotonic": time.monotonic(),
+                                               "adapter": name, "advertisers": len(BEACONS)}) + "\n")
                 announced = True
             turn += 1
         except (OSError, HCIError):

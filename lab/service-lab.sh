@@ -2,8 +2,8 @@
 # service-lab.sh DEB: enagent as a Debian system service, checked the way a user meets it. Boots
 # the lab's guest with systemd as PID 1 and Debian's own dbus and bluetooth services, two emulated
 # controllers (hci0 for enagentd, hci1 for phones), installs DEB with dpkg -i with the Swift
-# toolchain hidden, and runs lab/systemd/checks.sh; prints its checks and figures and fails
-# unless every check held. (make lab-service; make lab-arm64 on an arm64 guest root)
+# toolchain hidden, and runs lab/systemd/checks.sh; prints its checks and figures (lab/service-report.py)
+# and fails unless every check held. (make lab-service; make lab-arm64 on an arm64 guest root)
 # Env: LAB (default /tmp/enagent-lab), SWIFT (swift: whose directories the guest hides),
 #      BTVIRT_OPTS (-l2; -Ll2: BT 4.x controllers), INSTALL (dpkg -i; how the guest installs DEB),
 #      and lab/boot-lab.sh's ARCH, GUEST_ROOT and KERNEL_DEB (a guest root with no toolchain to hide).
@@ -19,7 +19,7 @@ for file in "$HERE"/systemd/*.service "$HERE"/systemd/radio-up.sh; do
     sed -e "s|@LAB@|$LAB|g" -e "s|@BTVIRT_OPTS@|$BTVIRT_OPTS|g" "$file" > "$SD/${file##*/}"
 done
 cp "$HERE"/systemd/checks.sh "$HERE"/systemd/advertised.py "$HERE"/systemd/beacon.py "$HERE"/bluez.sh "$HERE"/onair.py "$HERE"/phones.py \
-    "$HERE"/snapshot.py "$SD/"
+    "$HERE"/snapshot.py "$HERE"/manifest.sh "$SD/"
 # The health authority's servers of the command tests (Google's behaviour, file by file), for the share.
 mkdir -p "$SD/servers"; cp "$HERE"/../Tests/CommandTests/Servers/*.py "$SD/servers/"
 cp "$DEB" "$SD/enagent.deb"
@@ -44,11 +44,9 @@ rc=$?
 set -e
 echo
 echo "enagent as a system service (lab/systemd/checks.sh; log: $LAB/out/checks.log, journal: $LAB/out/journal.txt):"
-cat "$LAB/out/service-checks" 2>/dev/null
-echo
-cat "$LAB/out/service-figures" 2>/dev/null
-if [ "$rc" != 0 ] || ! grep -qx done "$LAB/out/service-checks" 2>/dev/null; then
-    echo "service-lab: FAILED (guest exit $rc$(grep -qx done "$LAB/out/service-checks" 2>/dev/null || echo ', the checks did not finish'))"
+report=0; python3 "$HERE/service-report.py" "$LAB/out" --check || report=$?
+if [ "$rc" != 0 ] || [ "$report" != 0 ]; then
+    echo "service-lab: FAILED (guest exit $rc, report exit $report)"
     exit 1
 fi
 echo "service-lab: every check held"

@@ -6,14 +6,15 @@
 # soak has each of them. Agent b on hci1 advertises for a to see, and its shared keys give a's
 # detections something to match. Before each kill of a, the sightings a had stored are listed;
 # after each fault, the lab's poll waits until hci0 advertises and scans again (soak-report.py times
-# that on btmon's capture, from the fault's moment, and checks).
+# that on btmon's capture, from the fault's moment or bluetoothd's offer of hci0 after its restart,
+# and checks). Each fault and list is a line of the run's manifest (manifest.sh: phase).
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=${3:-600}
 LAB=$(dirname "$0")
 . "$LAB/bluez.sh"
-rm -rf "$OUT/a" "$OUT/b" "$OUT/soak"; mkdir -p "$OUT/soak"
-echo "$SECONDS_TO_RUN" > "$OUT/soak/seconds"
+rm -rf "$OUT/a" "$OUT/b" "$OUT/phases.jsonl"
 . "$LAB/agent-lib.sh"
+phase soak seconds:="$SECONDS_TO_RUN"
 random() { echo $(( $(od -An -N2 -tu2 /dev/urandom) % $1 )); }
 
 api_bus a; api_bus b
@@ -35,21 +36,22 @@ while [ "$(date +%s)" -lt "$end" ]; do
     kind=$(echo "$round" | head -n 1); round=$(echo "$round" | tail -n +2)
     case $kind in
     0)  what=enagentd
-        sightings a > "$OUT/soak/stored-before-kill-$fault" 2>/dev/null
+        phase stored-before-kill fault:=$fault sightings:="$(sightings a 2>/dev/null)"
         kill -KILL "$A"; wait "$A"
         agent a hci0 & A=$! ;;
     1)  what=bluetoothd
         pkill -KILL -x bluetoothd; sleep 0.5
-        /usr/libexec/bluetooth/bluetoothd -n >> "$OUT/soak/bluetoothd.log" 2>&1 & ;;
+        /usr/libexec/bluetooth/bluetoothd -n >> "$OUT/bluetoothd-restarted.log" 2>&1 & ;;
     2)  what=power-off
         dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
             string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null 2>&1 ;;
     esac
-    echo "$fault $what $("$LAB/wait-radio.sh" hci0 30 "$at") $moment" | tee -a "$OUT/soak/faults"
+    phase fault number:=$fault kind=$what polled="$("$LAB/wait-radio.sh" hci0 30 "$at")" at:="$moment"; tail -n 1 "$OUT/phases.jsonl"
     # A detection now and then, through the API, while faults go on.
-    [ $((fault % 3)) -eq 0 ] && { enctl a detect "$STATE/b-signed.zip" >> "$OUT/soak/detect.log" 2>&1 \
-        && echo "detect ok" >> "$OUT/soak/detections" || echo "detect failed" >> "$OUT/soak/detections"; }
+    [ $((fault % 3)) -eq 0 ] && { enctl a detect "$STATE/b-signed.zip" >> "$OUT/detect.log" 2>&1 \
+        && phase detection result=ok || phase detection result=failed; }
 done
 
-kill -TERM "$A" "$B"; wait "$A"; echo "a $?" > "$OUT/soak/exits"; wait "$B"; echo "b $?" >> "$OUT/soak/exits"
+kill -TERM "$A" "$B"; wait "$A"; a_exit=$?; wait "$B"; b_exit=$?
+phase exits a:=$a_exit b:=$b_exit
 cp -r "$STATE/a" "$STATE/b" "$OUT/"

@@ -1,5 +1,6 @@
 import Dispatch
 import ENBus
+import Glibc
 
 /// A value that does not have the type the contract gives it: the daemon and the client disagree
 /// (different versions) or a caller sent something else.
@@ -105,16 +106,18 @@ public struct FileDescriptor: DBusScalar, Equatable {
 }
 
 /// A fixed list of named, typed members: a structure inside a reply, or the arguments of a method
-/// or signal. `members` gives names and signatures in order (introspection and error messages),
-/// `values` encodes, `init(reading:)` decodes in the same order.
+/// or signal. `fields` lists them once, in the order they travel; the members' names and
+/// signatures (introspection and error messages), the encoding and the decoding all follow from it.
 public protocol DBusRecord: DBusRepresentable {
-    static var members: [DBusArgument] { get }
-    var values: [DBusValue] { get }
-    init(reading reader: inout DBusRecordReader) throws(ContractMismatch)
+    static var fields: [DBusField<Self>] { get }
+    /// A record that decoding then fills field by field.
+    init()
 }
 
 extension DBusRecord {
+    public static var members: [DBusArgument] { fields.map(\.member) }
     public static var dbusSignature: String { "(" + members.map(\.signature).joined() + ")" }
+    public var values: [DBusValue] { Self.fields.map { $0.encode(self) } }
     public var dbusValue: DBusValue { .structure(values) }
 
     public init(dbusValue: DBusValue) throws(ContractMismatch) {
@@ -124,31 +127,84 @@ extension DBusRecord {
 
     /// Reads a record from a message's arguments (or a structure's fields): exactly `members`.
     public init(values: [DBusValue]) throws(ContractMismatch) {
-        let signature = values.map(\.signature).joined()
-        guard signature == Self.members.map(\.signature).joined() else {
-            throw ContractMismatch("expected (\(Self.members.map(\.signature).joined())), got (\(signature))")
-        }
-        var reader = DBusRecordReader(values: values, members: Self.members)
-        try self.init(reading: &reader)
+        let signature = values.map(\.signature).joined(), expected = Self.members.map(\.signature).joined()
+        guard signature == expected else { throw ContractMismatch("expected (\(expected)), got (\(signature))") }
+        var record = Self()
+        for (field, value) in zip(Self.fields, values) { try field.decode(value, &record) }
+        self = record
     }
 }
 
-/// Reads a record's members in order, naming the member in a mismatch.
-public struct DBusRecordReader {
-    private let values: [DBusValue]
-    private let members: [DBusArgument]
-    private var index = 0
+/// One member of a record: its name on the bus and the property that holds it, with the
+/// conversion between the two where the property's Swift type is not the one that travels.
+public struct DBusField<Record>: Sendable {
+    public let member: DBusArgument
+    let encode: @Sendable (Record) -> DBusValue
+    /// Sets the field of a record from a value, or names the member in the mismatch.
+    let decode: @Sendable (DBusValue, inout Record) throws(ContractMismatch) -> Void
 
-    init(values: [DBusValue], members: [DBusArgument]) {
-        self.values = values
-        self.members = members
+    /// A member that travels as its property's own type.
+    public init<Value: DBusRepresentable>(_ name: String, _ property: WritableKeyPath<Record, Value> & Sendable) {
+        self.init(name, property, as: DBusConversion(encode: { $0 }, decode: { value throws(ContractMismatch) in value }))
     }
 
-    public mutating func next<Value: DBusRepresentable>(_: Value.Type = Value.self) throws(ContractMismatch) -> Value {
-        defer { index += 1 }
-        let name = index < members.count ? members[index].name : "member \(index)"
-        guard index < values.count else { throw ContractMismatch("\(name) is missing") }
-        do { return try Value(dbusValue: values[index]) } catch { throw error.within(name) }
+    /// A property of an interface, kept in `property`.
+    public init<Value>(_ contract: PropertyContract<Value>, _ property: WritableKeyPath<Record, Value> & Sendable) {
+        self.init(contract.name, property)
+    }
+
+    /// A member that travels as `Wire`, converted both ways by `conversion`.
+    public init<Value, Wire>(_ name: String, _ property: WritableKeyPath<Record, Value> & Sendable, as conversion: DBusConversion<Value, Wire>) {
+        member = DBusArgument(name, Wire.self)
+        encode = { record in conversion.encode(record[keyPath: property]).dbusValue }
+        decode = { value, record throws(ContractMismatch) in
+            do throws(ContractMismatch) { record[keyPath: property] = try conversion.decode(try Wire(dbusValue: value)) } catch {
+                throw error.within(name)
+            }
+        }
+    }
+}
+
+/// How a property's Swift type travels as a D-Bus type: a fixed-width integer, -1 for unknown, …
+public struct DBusConversion<Value, Wire: DBusRepresentable>: Sendable {
+    let encode: @Sendable (Value) -> Wire
+    let decode: @Sendable (Wire) throws(ContractMismatch) -> Value
+
+    public init(encode: @escaping @Sendable (Value) -> Wire, decode: @escaping @Sendable (Wire) throws(ContractMismatch) -> Value) {
+        self.encode = encode
+        self.decode = decode
+    }
+}
+
+extension DBusConversion where Value: BinaryInteger & Sendable, Wire: BinaryInteger {
+    /// An integer that travels as `Wire`; a received value the Swift type cannot hold is a mismatch.
+    public static func integer(_: Wire.Type) -> Self {
+        Self(encode: { Wire($0) }, decode: { wire throws(ContractMismatch) in
+            guard let value = Value(exactly: wire) else { throw ContractMismatch("\(wire) is out of range") }
+            return value
+        })
+    }
+}
+
+extension DBusConversion where Value == Int?, Wire == Int32 {
+    /// An unknown value travels as -1.
+    public static var unknownAsMinusOne: Self {
+        Self(encode: { Int32($0 ?? -1) }, decode: { wire throws(ContractMismatch) in wire < 0 ? nil : Int(wire) })
+    }
+}
+
+extension DBusConversion {
+    /// An array whose elements travel as `WireElement`.
+    public static func integers<Element: BinaryInteger & Sendable, WireElement: BinaryInteger & DBusRepresentable>(_: WireElement.Type) -> Self
+        where Value == [Element], Wire == [WireElement] {
+        let element = DBusConversion<Element, WireElement>.integer(WireElement.self)
+        return Self(encode: { $0.map(element.encode) }, decode: { wires throws(ContractMismatch) in
+            var values = [Element]()
+            for (index, wire) in wires.enumerated() {
+                do throws(ContractMismatch) { values.append(try element.decode(wire)) } catch { throw error.within("element \(index)") }
+            }
+            return values
+        })
     }
 }
 
@@ -161,10 +217,8 @@ extension DBusArgument {
 
 /// The arguments of a method that takes or answers nothing.
 public struct NoArguments: DBusRecord, Equatable {
-    public static let members: [DBusArgument] = []
+    public static let fields: [DBusField<Self>] = []
     public init() {}
-    public var values: [DBusValue] { [] }
-    public init(reading reader: inout DBusRecordReader) {}
 }
 
 /// A method's name and arguments, whatever their Swift types: for introspection and its test.
@@ -195,14 +249,6 @@ public struct PropertyContract<Value: DBusRepresentable>: Sendable {
     public let name: String
 
     public init(_ name: String, _: Value.Type) { self.name = name }
-
-    public var declaration: DBusArgument { DBusArgument(name, Value.self) }
-
-    /// The property's value in a GetAll answer.
-    public func value(in properties: [String: DBusValue]) throws(ContractMismatch) -> Value {
-        guard let value = properties[name] else { throw ContractMismatch("the property \(name) is missing") }
-        do { return try Value(dbusValue: value) } catch { throw error.within("the property \(name)") }
-    }
 }
 
 /// One signal: its name and arguments.
@@ -220,13 +266,31 @@ public struct SignalContract<Arguments: DBusRecord>: Sendable {
 
 extension DBusMethod {
     /// A served method with typed arguments: a call whose arguments do not match the contract is
-    /// answered with `invalid` (the interface's InvalidArguments error) before `handler` runs.
+    /// answered with `invalid` (the interface's InvalidArguments error) before `handler` runs. The
+    /// file descriptors a call carries live as long as the call: they are closed once it is
+    /// answered, whether `handler` ran, refused it or never ran.
     public init<Input, Output>(_ contract: MethodContract<Input, Output>, queue: DispatchQueue? = nil, invalid: @escaping @Sendable (String) -> DBusError,
                                handler: @escaping @Sendable (DBusMessage, Input) throws(DBusError) -> Output) {
         self.init(contract.name, in: Input.members, out: Output.members, queue: queue) { call throws(DBusError) in
+            // Each reading of the arguments gives fresh copies of the descriptors: read once.
+            let arguments = call.arguments
+            defer { closeDescriptors(in: arguments) }
             let input: Input
-            do { input = try Input(values: call.arguments) } catch { throw invalid("\(contract.name): \(error)") }
+            do { input = try Input(values: arguments) } catch { throw invalid("\(contract.name): \(error)") }
             return try handler(call, input).values
+        }
+    }
+}
+
+/// Closes every descriptor among `values`, at any depth: a received one is the receiver's to close.
+private func closeDescriptors(in values: [DBusValue]) {
+    for value in values {
+        switch value {
+        case .unixFD(let descriptor): close(descriptor)
+        case .array(_, let elements), .structure(let elements): closeDescriptors(in: elements)
+        case .variant(let inner): closeDescriptors(in: [inner])
+        case .dictionary(_, _, let entries): closeDescriptors(in: entries.flatMap { [$0.key, $0.value] })
+        default: break
         }
     }
 }

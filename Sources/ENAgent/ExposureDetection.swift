@@ -212,14 +212,19 @@ public struct DetectionSession: Sendable {
     }
 
     /// Stores what the batches found as one detection: the files as processed, the exposure
-    /// windows (replacing those of earlier detections for the same keys), the configuration.
+    /// windows and what v1 needs of each matched key (replacing those of earlier detections for
+    /// the same keys), the configuration.
     public func finish() throws(DetectionError) -> DetectionOutcome {
         try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
             let windows = result.exposureWindows(configuration: configuration.v2)
+            // Whatever this configuration says of v1: GetExposureInfo scores them with the last
+            // detection's, which may be a later one's.
+            let v1Matches = result.matches.map(V1Match.init).filter { !$0.sightings.isEmpty }
             let store = detection.store, finished = detection.clock.now
             try detection.storeCall {
                 try store.recordDetection(startedAt: startedAt, finishedAt: finished, keyFiles: fresh, matchedKeyCount: result.matches.count,
-                                          windows: windows, superseding: result.matches.map(\.key.key.identity) + result.revokedKeys)
+                                          windows: windows, v1Matches: v1Matches,
+                                          superseding: result.matches.map(\.key.key.identity) + result.revokedKeys)
                 try store.set(StoreSettings.exposureConfiguration, to: configurationJSON)
             }
             return DetectionOutcome(keyFilesProcessed: fresh.count, keyFilesSkipped: keyFilesSkipped, keysChecked: result.keysChecked,

@@ -5,8 +5,9 @@ import ENSystemd
 
 /// Advertises the device's rotating identifier, scans on a schedule and records what it hears.
 ///
-/// Runs on its own serial queue; `report(_:)` may be called from any thread. Its mutable state
-/// and the key schedule live in `onQueue`, bound to that queue.
+/// Runs on its serial queue, which it shares with its radio (it calls the radio there, and the
+/// radio hands it what it hears there); `report(_:)` may be called from any thread. Its mutable
+/// state and the key schedule live in `onQueue`, bound to that queue.
 public final class RadioAgent: RadioListener {
     private let queue: DispatchQueue
     private let radio: any Radio
@@ -91,6 +92,9 @@ public final class RadioAgent: RadioListener {
     /// Sightings held in memory at most while the store cannot be written (about 10 MB); the
     /// oldest go first beyond it.
     static let maximumPending = 100_000
+    /// Ended scans held in memory at most while the store cannot be written: a month of the
+    /// standard schedule (one scan every 5 minutes); the oldest go first beyond it.
+    static let maximumPendingScans = 31 * 24 * 12
     /// While the store cannot be written, try again this often.
     static let storeRetrySeconds = 10.0
     /// Own RPIs remembered, so that the device never records itself even just after a rotation.
@@ -105,10 +109,11 @@ public final class RadioAgent: RadioListener {
     /// How often a wait caused by the clock going back looks at the clock again.
     static let steppedClockRecheckSeconds = 60.0
 
-    public init(radio: any Radio, keys: KeySchedule, store: any RadioAgentStore, clock: any AgentClock,
-                schedule: RadioSchedule, metadata: Metadata, logger: Logger, onChange: (@Sendable (RadioState) -> Void)? = nil) {
+    /// `queue`: the radio's (a radio bound to a queue is called on that one only).
+    public init(radio: any Radio, keys: KeySchedule, store: any RadioAgentStore, clock: any AgentClock, schedule: RadioSchedule, metadata: Metadata,
+                logger: Logger, queue: DispatchQueue = DispatchQueue(label: "enagent.radio"), onChange: (@Sendable (RadioState) -> Void)? = nil) {
         self.onChange = onChange
-        queue = DispatchQueue(label: "enagent.radio")
+        self.queue = queue
         onQueue = QueueBound(Confined(keys: keys, advertiser: Advertiser(logger: logger), scan: Scanner(logger: logger)), queue: queue)
         self.radio = radio
         self.store = store
@@ -424,8 +429,7 @@ public final class RadioAgent: RadioListener {
         guard let started = my.scanStartedAt else { return }
         let now = clock.now
         my.endedScans.append(started...max(started, now))
-        // Kept while the store fails, up to a month of the standard schedule; the oldest go first.
-        if my.endedScans.count > Self.maximumPending / 10 { my.endedScans.removeFirst() }
+        if my.endedScans.count > Self.maximumPendingScans { my.endedScans.removeFirst() }
         my.scanStartedAt = continuing ? now : nil
     }
 

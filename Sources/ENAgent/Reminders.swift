@@ -9,15 +9,10 @@ public enum Reminder: String, Sendable, CaseIterable {
     /// The key server refused a test result's keys for good: they were not shared.
     case uploadRefused = "upload-refused"
 
-    /// Whether the reminder tells that the person was exposed or tested positive. Those are for
-    /// root and the group enagent only (GetHealthStatus), never in the Reminders property that
-    /// anyone may read; a new reminder must say which it is.
-    public var revealsHealth: Bool {
-        switch self {
-        case .detectionOverdue: return false
-        case .recentExposure, .uploadRefused: return true
-        }
-    }
+    /// Whether the reminder tells that the person was exposed or tested positive: one with no
+    /// journal line. Those are for root and the group enagent only (GetHealthStatus), never in the
+    /// Reminders property that anyone may read.
+    public var revealsHealth: Bool { journalMessage == nil }
 
     public static let detectionOverdueSeconds = UTCDay.seconds
     public static let exposureReminderSeconds = 14 * UTCDay.seconds
@@ -33,7 +28,8 @@ public enum Reminder: String, Sendable, CaseIterable {
     }
 
     /// The journal line for this reminder; none for one that reveals health, since the journal
-    /// is readable by more than root and the group enagent (groups adm, systemd-journal).
+    /// is readable by more than root and the group enagent (groups adm, systemd-journal). A new
+    /// reminder must say which it is here.
     public var journalMessage: String? {
         switch self {
         case .detectionOverdue:

@@ -78,40 +78,56 @@ final class ManagementSocket: Sendable {
         var connection: Connection?
         var waiting: Waiting?
         var watch: Watch.Registration?
+        /// Packets read so far, on every socket this one opened: each packet's number.
+        var read = PacketNumber(0)
+        /// Events read that the watch has not been handed yet, in the order read.
+        var events = [(ManagementEvent, PacketNumber)]()
     }
 
-    /// An open socket and its reader, which closes the descriptor once cancelled.
-    /// Sendable by hand: the descriptor and the reader are constants, a dispatch source may be
-    /// cancelled, suspended and resumed from any thread (Dispatch on Linux does not mark it
-    /// Sendable), and whether it stopped is behind a lock.
-    private final class Connection: @unchecked Sendable {
+    /// An open socket and its reader, which closes the descriptor once cancelled. The reader is
+    /// behind a lock (Dispatch on Linux does not mark a source Sendable; one may be cancelled,
+    /// suspended and resumed from any thread), with whether it stopped.
+    private final class Connection: Sendable {
         let descriptor: Int32
-        let reader: any DispatchSourceRead
-        /// The reader met the end of the socket or an error, and stopped (suspended) reading.
-        private let stopped = Mutex(false)
+        private let reader: Mutex<Reader>
 
-        init(descriptor: Int32, reader: any DispatchSourceRead) {
-            self.descriptor = descriptor
-            self.reader = reader
+        private struct Reader {
+            let source: any DispatchSourceRead
+            /// The reader met the end of the socket or an error, and stopped (suspended) reading.
+            var stopped = false
         }
 
-        var failed: Bool { stopped.withLock { $0 } }
+        init(descriptor: Int32, queue: DispatchQueue) {
+            self.descriptor = descriptor
+            let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
+            source.setCancelHandler { Glibc.close(descriptor) }
+            reader = Mutex(Reader(source: source))
+        }
+
+        func start(reading: @escaping @Sendable () -> Void) {
+            reader.withLock { reader in
+                reader.source.setEventHandler(handler: reading)
+                reader.source.resume()
+            }
+        }
+
+        var failed: Bool { reader.withLock { $0.stopped } }
 
         /// At the socket's end or an error, which would wake the reader for ever; not once closing.
         func fail() {
-            stopped.withLock { stopped in
-                guard !reader.isCancelled else { return }
-                reader.suspend()
-                stopped = true
+            reader.withLock { reader in
+                guard !reader.source.isCancelled else { return }
+                reader.source.suspend()
+                reader.stopped = true
             }
         }
 
         /// Stops reading and closes the descriptor (in the reader's cancel handler, which a
         /// suspended reader runs once resumed).
         func close() {
-            stopped.withLock { stopped in
-                reader.cancel()
-                if stopped { reader.resume() }
+            reader.withLock { reader in
+                reader.source.cancel()
+                if reader.stopped { reader.source.resume() }
             }
         }
     }
@@ -121,7 +137,7 @@ final class ManagementSocket: Sendable {
         var opcode: UInt16
         var controller: UInt16
         var arrived: DispatchSemaphore
-        var answer: (status: UInt8, parameters: [UInt8])?
+        var answer: (status: UInt8, parameters: [UInt8], read: PacketNumber)?
         var failure: Int32?
     }
 
@@ -134,7 +150,7 @@ final class ManagementSocket: Sendable {
 
     deinit { state.withLock { $0.connection }?.close() }
 
-    func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
+    func exchange<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> (reply: Command.Reply, read: PacketNumber) {
         commandTurn.wait()
         defer { commandTurn.signal() }
         let connection = try connected(for: Command.name)
@@ -152,22 +168,44 @@ final class ManagementSocket: Sendable {
         let waited = state.withLock { state in defer { state.waiting = nil }; return state.waiting }
         if let answer = waited?.answer {
             guard answer.status == 0 else { throw .refused(Command.name, controller: controller, status: answer.status) }
-            return try Command.decode(answer.parameters)
+            return (try Command.decode(answer.parameters), answer.read)
         }
         if let failure = waited?.failure { throw .unreachable(Command.name, failure) }
         replace(connection)
         throw .noReply(Command.name, controller: controller)
     }
 
-    /// Calls `handler` on `queue` with every event, in order, until the watch is cancelled; one
-    /// watch at a time (a new one takes the last one's place).
-    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> Watch {
+    /// Calls `handler` on `queue` with every event and its number, in order, until the watch is
+    /// cancelled; one watch at a time (a new one takes the last one's place).
+    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent, PacketNumber) -> Void) throws(ManagementError) -> Watch {
         commandTurn.wait()
         defer { commandTurn.signal() }
         _ = try connected(for: "watching the adapters' events")
         let watch = Watch(socket: self)
-        state.withLock { $0.watch = Watch.Registration(id: ObjectIdentifier(watch), queue: queue, handler: handler) }
+        state.withLock { state in
+            state.watch = Watch.Registration(id: ObjectIdentifier(watch), queue: queue, handler: handler)
+            state.events = []
+        }
         return watch
+    }
+
+    /// Hands the watch, in line, every event read so far (every one read before the last reply),
+    /// in order. Called on the watch's queue, where the events would otherwise wait for the work
+    /// in progress to end.
+    func deliverPending() {
+        // Taken a batch at a time: Device Found comes by the hundred a second while a command waits.
+        while let (batch, watch) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration)? in
+            guard let watch = state.watch, !state.events.isEmpty else { return nil }
+            defer { state.events = [] }
+            return (state.events, watch)
+        }) {
+            dispatchPrecondition(condition: .onQueue(watch.queue))
+            for (event, read) in batch {
+                // Not after the watch was cancelled.
+                guard state.withLock({ $0.watch?.id == watch.id }) else { return }
+                watch.handler(event, read)
+            }
+        }
     }
 
     /// The events' way to a handler; cancelled (or released) it hears no more.
@@ -175,7 +213,7 @@ final class ManagementSocket: Sendable {
         struct Registration {
             var id: ObjectIdentifier
             var queue: DispatchQueue
-            var handler: @Sendable (ManagementEvent) -> Void
+            var handler: @Sendable (ManagementEvent, PacketNumber) -> Void
         }
 
         private let socket: ManagementSocket
@@ -184,7 +222,11 @@ final class ManagementSocket: Sendable {
 
         func cancel() {
             let id = ObjectIdentifier(self)
-            socket.state.withLock { if $0.watch?.id == id { $0.watch = nil } }
+            socket.state.withLock { state in
+                guard state.watch?.id == id else { return }
+                state.watch = nil
+                state.events = []
+            }
         }
 
         deinit { cancel() }
@@ -203,14 +245,11 @@ final class ManagementSocket: Sendable {
             close(descriptor)
             throw .unreachable(what, error)
         }
-        let reader = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: readerQueue)
-        let connection = Connection(descriptor: descriptor, reader: reader)
-        reader.setEventHandler { [weak self, weak connection] in
+        let connection = Connection(descriptor: descriptor, queue: readerQueue)
+        state.withLock { $0.connection = connection }
+        connection.start { [weak self, weak connection] in
             if let self, let connection { self.readPackets(from: connection) }
         }
-        reader.setCancelHandler { close(descriptor) }
-        state.withLock { $0.connection = connection }
-        reader.resume()
         return connection
     }
 
@@ -258,22 +297,27 @@ final class ManagementSocket: Sendable {
         }
     }
 
+    /// Numbers `packet` in the order read and routes it: an event waits for the watch (handed
+    /// over on its queue, or sooner by `deliverPending`), so every event read before a reply is
+    /// there for the command's sender to ask for once the reply is in.
     private func route(_ packet: [UInt8]) {
         guard packet.count < 2 || ![ManagementPacket.commandComplete, ManagementPacket.commandStatus].contains(UInt16(littleEndian: packet, at: 0)) else {
             state.withLock { state in
+                state.read = state.read.next
                 guard let waiting = state.waiting, waiting.answer == nil,
                       let answer = ManagementPacket.answer(packet, to: waiting.opcode, controller: waiting.controller) else { return }
-                state.waiting?.answer = answer
+                state.waiting?.answer = (answer.status, answer.parameters, state.read)
                 waiting.arrived.signal()
             }
             return
         }
-        guard let event = ManagementPacket.event(packet), let watch = state.withLock({ $0.watch }) else { return }
-        watch.queue.async { [weak self] in
-            // Not after the watch was cancelled.
-            guard self?.state.withLock({ $0.watch?.id == watch.id }) == true else { return }
-            watch.handler(event)
-        }
+        guard let event = ManagementPacket.event(packet), let watch = state.withLock({ state -> Watch.Registration? in
+            state.read = state.read.next
+            guard let watch = state.watch else { return nil }
+            state.events.append((event, state.read))
+            return watch
+        }) else { return }
+        watch.queue.async { [weak self] in self?.deliverPending() }
     }
 
     /// A socket on the control channel, which hears every management event of every controller.
@@ -292,6 +336,18 @@ final class ManagementSocket: Sendable {
         }
         return socket
     }
+}
+
+/// Where a packet came among those a management socket read (events and replies alike): an
+/// event numbered below a reply was read before it, so the kernel sent it before it answered.
+public struct PacketNumber: Comparable, Hashable, Sendable, CustomStringConvertible {
+    let value: UInt64
+
+    public init(_ value: UInt64) { self.value = value }
+
+    public var next: PacketNumber { PacketNumber(value + 1) }
+    public static func < (lhs: PacketNumber, rhs: PacketNumber) -> Bool { lhs.value < rhs.value }
+    public var description: String { "packet \(value)" }
 }
 
 /// The management events the agent acts on (doc/mgmt-api.txt).

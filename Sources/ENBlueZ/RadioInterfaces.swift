@@ -4,11 +4,24 @@ import ENBus
 /// The kernel's management interface as the radio uses it: a command and its reply, and the
 /// events as they happen. `KernelManagement` is the kernel's; tests put a model in its place.
 public protocol ManagementInterface: Sendable {
-    func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply
-    /// Calls `handler` on `queue` with every event until the watch is cancelled: every event of
-    /// other programs and of the kernel's own doing, none that a command `send` sent caused (the
-    /// kernel tells every socket but the sender's, and commands and events share one socket).
-    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> any ManagementWatch
+    /// Sends `command`; its reply, and the reply's number among the packets read (the events
+    /// numbered below it were read before it).
+    func exchange<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> (reply: Command.Reply, read: PacketNumber)
+    /// Calls `handler` on `queue` with every event and its number until the watch is cancelled:
+    /// every event of other programs and of the kernel's own doing, none that a command `send`
+    /// sent caused (the kernel tells every socket but the sender's, and commands and events share
+    /// one socket). Events are handed over between the pieces of work on `queue`, or in line by
+    /// `deliverPending`.
+    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent, PacketNumber) -> Void) throws(ManagementError) -> any ManagementWatch
+    /// Hands the watch's handler, in line, every event read so far, so every one read before the
+    /// last reply; called on the watch's queue.
+    func deliverPending()
+}
+
+extension ManagementInterface {
+    public func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
+        try exchange(command, controller: controller).reply
+    }
 }
 
 public protocol ManagementWatch: AnyObject {
@@ -22,13 +35,15 @@ public protocol ManagementWatch: AnyObject {
 public struct KernelManagement: ManagementInterface {
     public init() {}
 
-    public func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
-        try ManagementSocket.kernel.send(command, controller: controller)
+    public func exchange<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> (reply: Command.Reply, read: PacketNumber) {
+        try ManagementSocket.kernel.exchange(command, controller: controller)
     }
 
-    public func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> any ManagementWatch {
+    public func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent, PacketNumber) -> Void) throws(ManagementError) -> any ManagementWatch {
         try ManagementSocket.kernel.watchEvents(on: queue, handler)
     }
+
+    public func deliverPending() { ManagementSocket.kernel.deliverPending() }
 }
 
 /// bluetoothd's adapter objects as the radio uses them (`BlueZClient` on the bus; a model in tests).

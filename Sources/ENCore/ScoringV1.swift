@@ -57,48 +57,6 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
     /// Minutes in 5-minute steps (to the nearest), at most 30.
     static func reportedMinutes(seconds: Int) -> Int { min(30, (seconds + 150) / 300 * 5) }
 
-    /// One ExposureInfo per key and day of stored windows, oldest first; `now` (unix seconds) dates
-    /// "days since". enagentd's, which keeps windows only: Google's v1 works on the sightings
-    /// (`exposures(of:now:)`).
-    public func exposureInfos(of windows: [ExposureWindow], now: Int64) -> [ExposureInfo] {
-        let today = UTCDay(containing: now)
-        let groups = Dictionary(grouping: windows) { DayKey(date: $0.date, key: $0.diagnosisKey.key) }
-        return groups.map { group, windows in
-            let scans = windows.flatMap(\.scanInstances)
-            let seconds = scans.reduce(0) { $0 + $1.secondsSinceLastScan }
-            let known = scans.filter { $0.typicalAttenuation != nil }
-            let knownSeconds = known.reduce(0) { $0 + $1.secondsSinceLastScan }
-            let attenuation = knownSeconds == 0 ? nil : Int((Double(known.reduce(0) { $0 + $1.typicalAttenuation! * $1.secondsSinceLastScan }) / Double(knownSeconds)).rounded())
-            var buckets = [0, 0, 0]
-            for scan in scans {
-                let bucket = scan.typicalAttenuation.map { $0 < attenuationDurationThresholds[0] ? 0 : $0 < attenuationDurationThresholds[1] ? 1 : 2 } ?? 2
-                buckets[bucket] += scan.secondsSinceLastScan
-            }
-            let daysSince = Int(UTCDay(containing: group.date).distance(to: today))
-            let risk = group.key.transmissionRiskLevel
-            let product = attenuationLevelValues[Self.attenuationLevel(attenuation) - 1]
-                * daysSinceLastExposureLevelValues[Self.daysSinceExposureLevel(daysSince) - 1]
-                * durationLevelValues[Self.durationLevel(minutes: (seconds + 59) / 60) - 1]
-                * transmissionRiskLevelValues[max(risk, 1) - 1]
-            return ExposureInfo(
-                date: group.date, durationMinutes: Self.reportedMinutes(seconds: seconds), attenuationValue: attenuation,
-                attenuationDurationsMinutes: buckets.map(Self.reportedMinutes), transmissionRiskLevel: risk,
-                totalRiskScore: product < minimumRiskScore ? 0 : product, daysSinceExposure: daysSince)
-        }.sorted { ($0.date, $0.totalRiskScore) < ($1.date, $1.totalRiskScore) }
-    }
-
-    /// The v1 summary over `exposureInfos(of:now:)` of stored windows.
-    public func summary(of windows: [ExposureWindow], now: Int64) -> ExposureSummaryV1 {
-        let infos = exposureInfos(of: windows, now: now)
-        let durations = infos.reduce([0, 0, 0]) { sum, info in zip(sum, info.attenuationDurationsMinutes).map { min(30, $0 + $1) } }
-        return ExposureSummaryV1(
-            daysSinceLastExposure: infos.map(\.daysSinceExposure).min(),
-            matchedKeyCount: Set(windows.map(\.diagnosisKey.key.keyData)).count,
-            maximumRiskScore: infos.map(\.totalRiskScore).max() ?? 0,
-            summationRiskScore: infos.reduce(0) { $0 + $1.totalRiskScore },
-            attenuationDurationsMinutes: durations)
-    }
-
     // MARK: Google's v1
 
     /// Sightings further apart than this end an exposure (ContactTracingFeature.maxInterpolationDurationSeconds).
@@ -110,11 +68,15 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
     /// strongest sighting of each scan of each RPI; nil when it has none. `now` (unix seconds)
     /// dates "days since" from the key's start (RiskScoreCalculator.bucketLatencyDays).
     public func exposures(of match: KeyMatch, now: Int64) -> KeyExposuresV1? {
+        exposures(of: V1Match(match), now: now)
+    }
+
+    /// The v1 exposures of what v1 keeps of a matched key (enagentd's store holds these).
+    public func exposures(of match: V1Match, now: Int64) -> KeyExposuresV1? {
         // Google's tracer keeps a REVOKED key's result for later report-type changes; its API
         // documentation counts it for nothing, and so does enagent.
         guard match.key.reportType != .revoked else { return nil }
-        // Google has no sighting without an RSSI (ExposureMatchingTracer.fetchValidSightings).
-        let sightings = match.sightings.filter { $0.strongestOfItsScan && $0.attenuation != nil }
+        let sightings = match.sightings
         guard !sightings.isEmpty else { return nil }
         let start = match.key.key.rollingStartIntervalNumber.unixSeconds
         let daysSince = Int((now - start) / UTCDay.seconds)
@@ -128,7 +90,7 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
     }
 
     /// One run of sightings without a long gap (KeyExposureEvaluator.findExposures).
-    private func exposure(of sightings: ArraySlice<MatchedSighting>, daysSince: Int, transmissionRiskLevel: Int) -> ExposureV1 {
+    private func exposure(of sightings: ArraySlice<V1Sighting>, daysSince: Int, transmissionRiskLevel: Int) -> ExposureV1 {
         // bucketizeDuration: (last − first) + one scan interval, to the nearest interval, half down.
         let estimate = sightings.last!.time - sightings.first!.time + Self.scanInterval
         let excess = estimate % Self.scanInterval
@@ -136,7 +98,7 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
         // computePeriods: each sighting's attenuation holds until the next; the ends stretch half an interval.
         var weighted = 0, total = 0, durations = [0, 0, 0]
         let first = sightings.first!, last = sightings.last!
-        var previous = (time: first.time - Self.scanInterval / 2, attenuation: first.attenuation!)
+        var previous = (time: first.time - Self.scanInterval / 2, attenuation: first.attenuation)
         func hold(until time: Int64, then attenuation: Int) {
             guard time != previous.time else { return }
             let seconds = Int(time - previous.time)
@@ -147,8 +109,8 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
             durations[bucket] += seconds
             previous = (time, attenuation)
         }
-        for sighting in sightings { hold(until: sighting.time, then: sighting.attenuation!) }
-        hold(until: last.time + Self.scanInterval / 2, then: last.attenuation!)
+        for sighting in sightings { hold(until: sighting.time, then: sighting.attenuation) }
+        hold(until: last.time + Self.scanInterval / 2, then: last.attenuation)
         // weightAttenuationOfPeriods: Math.round, half up.
         let attenuation = Int((Double(weighted) / Double(total) + 0.5).rounded(.down))
         return ExposureV1(durationSeconds: duration, attenuationValue: attenuation, attenuationDurationsSeconds: durations,
@@ -169,6 +131,11 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
 
     /// One ExposureInfo per exposure of the matches (Google's v1), oldest first.
     public func exposureInfos(of matches: [KeyMatch], now: Int64) -> [ExposureInfo] {
+        exposureInfos(of: matches.map(V1Match.init), now: now)
+    }
+
+    /// One ExposureInfo per exposure of what v1 keeps of the matches, oldest first.
+    public func exposureInfos(of matches: [V1Match], now: Int64) -> [ExposureInfo] {
         matches.compactMap { exposures(of: $0, now: now) }.flatMap { key in
             key.exposures.map { exposure in
                 ExposureInfo(date: UTCDay(containing: key.date).start, durationMinutes: min(30, exposure.durationSeconds / 60),
@@ -183,6 +150,11 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
     /// The v1 summary of the matches (Google's v1): the keys with an exposure, their highest and
     /// summed risk scores, and the attenuation durations of all, in 5-minute steps up to 30.
     public func summary(of matches: [KeyMatch], now: Int64) -> ExposureSummaryV1 {
+        summary(of: matches.map(V1Match.init), now: now)
+    }
+
+    /// The v1 summary of what v1 keeps of the matches.
+    public func summary(of matches: [V1Match], now: Int64) -> ExposureSummaryV1 {
         let keys = matches.compactMap { exposures(of: $0, now: now) }
         let seconds = keys.reduce([0, 0, 0]) { sum, key in zip(sum, key.attenuationDurationsSeconds).map(+) }
         return ExposureSummaryV1(
@@ -191,13 +163,44 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
             attenuationDurationsMinutes: seconds.map(Self.reportedMinutes))
     }
 
-    private struct DayKey: Hashable {
-        var date: Int64
-        var key: TemporaryExposureKey
+}
+
+/// What Google's v1 needs of a matched key, and all that enagentd keeps of it for v1: the key and,
+/// in time order, the sightings `findExposures` takes (`V1Sighting`). Scored later, with whatever
+/// configuration and "now" GetExposureInfo has, it gives what scoring the whole match gives.
+public struct V1Match: Hashable, Sendable {
+    public var key: DiagnosisKey
+    public var sightings: [V1Sighting]
+
+    public init(key: DiagnosisKey, sightings: [V1Sighting]) {
+        self.key = key
+        self.sightings = sightings
+    }
+
+    /// The match's sightings that v1 counts: per RPI, the strongest of each scan
+    /// (ExposureMatchingTracer.getValidSightingsForRpi with aggregateSightingsFromSingleScan), and
+    /// only those with an RSSI (Google has no sighting without one: fetchValidSightings).
+    public init(_ match: KeyMatch) {
+        key = match.key
+        sightings = match.sightings.compactMap { sighting in
+            guard sighting.strongestOfItsScan, let attenuation = sighting.attenuation else { return nil }
+            return V1Sighting(time: sighting.time, attenuation: attenuation)
+        }
     }
 }
 
-/// A v1 exposure: one key on one day.
+/// A sighting as v1 weighs it: when, and its attenuation (dB, the adapter's RSSI correction applied).
+public struct V1Sighting: Hashable, Sendable {
+    public var time: Int64
+    public var attenuation: Int
+
+    public init(time: Int64, attenuation: Int) {
+        self.time = time
+        self.attenuation = attenuation
+    }
+}
+
+/// A v1 exposure (ExposureInformation): one of a key's runs of sightings, dated at the key's day.
 public struct ExposureInfo: Hashable, Sendable, Codable {
     /// Unix seconds of the UTC midnight.
     public var date: Int64

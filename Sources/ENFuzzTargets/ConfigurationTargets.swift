@@ -10,13 +10,14 @@ public func fuzzAgentConfiguration(_ input: UnsafeRawBufferPointer) {
 }
 
 /// The configuration argument of DetectExposures, decoded as enagentd decodes it (D-Bus strings
-/// are UTF-8), then applied to a few fixed exposure windows as a detection run applies it.
+/// are UTF-8), then applied to a few fixed matches as a detection run and GetExposureInfo apply it.
 public func fuzzExposureConfiguration(_ input: UnsafeRawBufferPointer) {
     guard let configuration = try? ExposureDetection.configuration(String(decoding: input, as: UTF8.self)) else { return }
-    let windows = ExposureConfigurationFixtures.matches.flatMap { ExposureWindowing.windows(for: $0, configuration: configuration.v2) }
+    let matches = ExposureConfigurationFixtures.matches
+    let windows = matches.flatMap { ExposureWindowing.windows(for: $0, configuration: configuration.v2) }
     _ = configuration.v2.dailySummaries(of: windows, now: ExposureConfigurationFixtures.now)
-    _ = configuration.v1?.summary(of: windows, now: ExposureConfigurationFixtures.now)
-    _ = configuration.v1?.exposureInfos(of: windows, now: ExposureConfigurationFixtures.now)
+    _ = configuration.v1?.summary(of: matches, now: ExposureConfigurationFixtures.now)
+    _ = configuration.v1?.exposureInfos(of: matches.map(V1Match.init), now: ExposureConfigurationFixtures.now)
 }
 
 enum ExposureConfigurationFixtures {

@@ -131,16 +131,17 @@ package struct ProtobufWire {
     }
 
     /// A base-128 varint: seven bits a byte, least significant first, at most ten bytes for 64 bits.
-    private mutating func varint(of what: String) throws(ProtobufError) -> UInt64 {
+    /// `what` is only made for an error: a string built per field was a tenth of a detection's time.
+    private mutating func varint(of what: @autoclosure () -> String) throws(ProtobufError) -> UInt64 {
         let start = offset
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard offset < end else { throw ProtobufError("\(what) is a varint cut off by the end of the message", at: start) }
+            guard offset < end else { throw ProtobufError("\(what()) is a varint cut off by the end of the message", at: start) }
             let byte = bytes[offset]
             offset += 1
             // The tenth byte holds bit 63 alone.
-            guard shift < 63 || byte <= 1 else { throw ProtobufError("\(what) is a varint longer than 64 bits", at: start) }
+            guard shift < 63 || byte <= 1 else { throw ProtobufError("\(what()) is a varint longer than 64 bits", at: start) }
             value |= UInt64(byte & 0x7f) << shift
             if byte & 0x80 == 0 { return value }
             shift += 7

@@ -6,7 +6,6 @@ import ENCore
 import ENStore
 import ENSystemd
 import Glibc
-import Synchronization
 
 /// The agent's radio: the adapter through bluetoothd, the advertisement and the scan through the
 /// kernel's management interface (both injected: enagentd wires the real ones in, tests a model).
@@ -32,6 +31,11 @@ import Synchronization
 /// and then uses it (an oops in hci_cmd_sync_work in the lab, at an rfkill block during a scan's
 /// start; the Bluetooth stack is dead until a reboot). A kernel without monitors (before 5.10)
 /// gets the discovery in any case.
+///
+/// Lives on one serial queue (`queue`), the agent's: the agent calls it there, the kernel's events
+/// are handled there between its calls (or in line where a call must know what the kernel said
+/// before a reply: `advertise`), and bluetoothd's signals hop onto it. Its advertisement and its
+/// scan are phases (`AdvertisementPhase`, `ScanPhase`), each changed only through its `enter`.
 public final class BlueZRadio: Radio {
     public enum Failure: RadioProblemError, CustomStringConvertible {
         case noAdapter(String?)
@@ -88,40 +92,31 @@ public final class BlueZRadio: Radio {
     /// Whether the kernel is making an LE connection on a controller (`LEConnections`).
     private let leConnectionBeingMade: @Sendable (_ controller: UInt16) -> Bool
     private let logger: Logger
-    private let state = Mutex(State())
+    /// The radio's queue, shared with the agent that calls it.
+    public let queue: DispatchQueue
+    private let onQueue: QueueBound<State>
+
+    private var my: State {
+        get { onQueue.value }
+        _modify { yield &onQueue.value }
+    }
 
     /// How the radio scans: passively through a kernel advertisement monitor (a kernel that
     /// refuses one turns it active), or actively through bluetoothd's discovery.
     public enum ScanMode: String, Sendable { case passive, active }
 
-    /// The scan running: on which adapter, the monitor's handle when it is passive, and whether
-    /// an active one waits for this radio's advertisement to be on the adapter (`startScan`).
-    private struct Scan {
-        var adapter: Adapter
-        var monitor: UInt16?
-        var waitsForAdvertisement = false
-    }
-
-    /// The agent's advertisement on the air.
-    private struct Advertisement {
-        var instance: UInt8
-        var adapter: Adapter
-        /// The controller has only the legacy commands: one advertising set.
-        var legacy: Bool
-        /// Another program added an advertisement, which the kernel puts on the set next.
-        var followedByAnother = false
+    /// The store's note of this radio's scan monitor: not read yet (nor a monitor a killed run
+    /// left looked for), or as last read or written.
+    private enum MonitorNote: Equatable {
+        case unread
+        case known(AdapterNumber?)
     }
 
     private struct State {
-        var advertisement: Advertisement?
-        var scan: Scan?
-        var scanMode = ScanMode.active
-        /// Whether a monitor left by a run that was killed has been looked for.
-        var leftoverMonitorChecked = false
-        /// The store's monitor setting as last read or written.
-        var monitorNote: AdapterNumber?
-        /// The adapter whose passive scan is starting (its monitor being added).
-        var scanStarting: Adapter?
+        var advertisement = AdvertisementPhase.none
+        var scan = ScanPhase.idle
+        var scanMode: ScanMode
+        var monitorNote = MonitorNote.unread
         /// The empty instances this radio left in place of its own on adapters that were off
         /// (`remove`), by adapter: its own, to be removed once the adapter is up.
         var standIns = [String: Set<UInt8>]()
@@ -130,11 +125,6 @@ public final class BlueZRadio: Radio {
         var chosenAdapter: String?
         /// The adapter found last, with its address (BlueZ's Address: the controller's own).
         var lastFound: AdapterIdentity?
-        /// What happened to controllers while this radio had no advertisement on them (it was
-        /// adding one), which `advertise` looks at once it has: turning connectable, and other
-        /// programs' advertisements added.
-        var connectableHeard = Set<UInt16>()
-        var addedByOthers = [UInt16: Set<UInt8>]()
         /// The agent, told of what the radio did unasked (`watchManagement`).
         var listener = Listener()
         /// The discoveries the kernel runs, by controller, with the address types each was started
@@ -157,14 +147,17 @@ public final class BlueZRadio: Radio {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
+    /// `queue`: the radio's, where it is called and its events are handled (the agent's).
     public init(client: any BlueZAdapters, management: any ManagementInterface, adapter: AdapterChoice?, mayPowerOn: Bool, scanMode: ScanMode,
-                store: any RadioAgentStore, logger: Logger, killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
+                store: any RadioAgentStore, logger: Logger, queue: DispatchQueue,
+                killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
                 leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) }) {
         self.client = client
         self.management = management
         self.killSwitch = killSwitch
         self.leConnectionBeingMade = leConnectionBeingMade
-        state.withLock { $0.scanMode = scanMode }
+        self.queue = queue
+        onQueue = QueueBound(State(scanMode: scanMode), queue: queue)
         self.logger = logger
         self.configuredAdapter = adapter
         self.mayPowerOn = mayPowerOn
@@ -173,7 +166,7 @@ public final class BlueZRadio: Radio {
 
     /// The configured adapter, else the first that can advertise; powered on when allowed.
     public func adapter() throws -> Adapter {
-        let chosen = state.withLock { $0.chosenAdapter }
+        let chosen = my.chosenAdapter
         let found: Adapter?
         switch configuredAdapter {
         case .name(let name)?:
@@ -188,7 +181,7 @@ public final class BlueZRadio: Radio {
                 let adapters = try client.adapters()
                 let name = choice.resolve(among: adapters.map { ($0.name, $0.address) })
                 found = adapters.first { $0.name == name }
-                state.withLock { $0.chosenAdapter = found?.name }
+                my.chosenAdapter = found?.name
             }
         case nil:
             if let chosen {
@@ -197,19 +190,19 @@ public final class BlueZRadio: Radio {
                 // Chosen once for the process's life: a restarting bluetoothd offers the adapters in
                 // any order, not yet powered, and another adapter must not take over meanwhile.
                 found = try client.adapters().first(where: \.canAdvertise)
-                state.withLock { $0.chosenAdapter = found?.name }
+                my.chosenAdapter = found?.name
             }
         }
         guard var adapter = found else { throw Failure.noAdapter(configuredAdapter?.description ?? chosen) }
-        state.withLock { $0.lastFound = Self.identity(of: adapter) }
+        my.lastFound = Self.identity(of: adapter)
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
             // bluetoothd answers only org.bluez.Error.Failed when asked to power a blocked adapter on.
             if let kill = killSwitch(adapter.name) { throw Failure.blocked(adapter.name, kill) }
             // At power-on the kernel enables the instances it kept, from new addresses: this
             // agent's goes first (the loss may not have reached the agent yet).
-            if let own = state.withLock({ state in state.advertisement.flatMap { $0.adapter.name == adapter.name ? $0 : nil } }) {
-                state.withLock { $0.advertisement = nil }
+            if let own = my.advertisement.advertisement, own.adapter.name == adapter.name {
+                enter(.none, because: "\(adapter.name) is being switched on, when the kernel would enable it again from a new address")
                 try withdraw(own.instance, from: adapter)
             }
             try client.setPowered(adapter, true)
@@ -224,30 +217,36 @@ public final class BlueZRadio: Radio {
         // While a connection is being initiated the kernel keeps a legacy controller's random
         // address for the next advertisement (hci_enable_advertising_sync → hci_set_random_addr_sync):
         // the new RPI would go out from the previous one's address, which links them. Checked before
-        // the previous advertisement is taken in hand, so that its events are not missed meanwhile.
-        if state.withLock({ $0.advertisement.map { $0.legacy && $0.adapter.name == adapter.name } ?? false }), leConnectionBeingMade(controller) {
+        // the previous advertisement is taken in hand: postponed, it stays on the air as it was.
+        let previousPhase = my.advertisement
+        if let previous = previousPhase.advertisement, previous.legacy && previous.adapter.name == adapter.name, leConnectionBeingMade(controller) {
             throw Postponed.connectionBeingMade(adapter.name)
         }
-        let (previous, scanWaited) = state.withLock { state in
-            state.connectableHeard.remove(controller)
-            state.addedByOthers[controller] = nil
-            defer { state.advertisement = nil }
-            return (state.advertisement, state.scan?.waitsForAdvertisement == true)
+        let scanWaited = my.scan.waitsForAdvertisement
+        try replace(previousPhase, by: serviceData, on: adapter, controller: controller)
+        // The scan that waited starts with the advertisement, here or as a pause for it ends.
+        guard scanWaited else { return nil }
+        startWaitingScan(on: adapter)
+        switch my.scan {
+        case .idle: return nil
+        case .waitingForAdvertisement: return .waitsForAdvertisement
+        case .passive, .active, .paused: return .started
         }
-        // The previous advertisement stays this radio's to withdraw until it is removed: a failure
-        // before then (the adapter switched off in the middle) leaves it in the kernel, which
-        // enables it again at power-on, from a new address.
+    }
+
+    /// Puts a new advertisement in place of the one in `previousPhase`, which stays this radio's
+    /// to withdraw until it is removed: a failure before then (the adapter switched off in the
+    /// middle) leaves it in the kernel, which enables it again at power-on, from a new address.
+    private func replace(_ previousPhase: AdvertisementPhase, by serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16) throws {
+        let previous = previousPhase.advertisement
+        if previous != nil { enter(.none, because: "a new advertisement replaces it") }
         var held = previous
         do {
             try advertise(serviceData, on: adapter, controller: controller, replacing: previous, held: &held)
         } catch {
-            if let held { state.withLock { if $0.advertisement == nil { $0.advertisement = held } } }
+            if held != nil, case .none = my.advertisement { enter(previousPhase, because: "the new advertisement failed, and the previous is still in the kernel") }
             throw error
         }
-        // The scan that waited starts with the advertisement, here or as a pause for it ends.
-        guard scanWaited else { return nil }
-        startWaitingScan(on: adapter)
-        return state.withLock { $0.scan.map { $0.waitsForAdvertisement ? .waitsForAdvertisement : .started } }
     }
 
     private func advertise(_ serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16, replacing previous: Advertisement?,
@@ -256,7 +255,7 @@ public final class BlueZRadio: Radio {
             try remove(previous.instance, from: previous.adapter)
             held = nil
         }
-        let settings = try management.send(ReadControllerInformation(), controller: controller)
+        let (settings, settingsRead) = try management.exchange(ReadControllerInformation(), controller: controller)
         guard !settings.contains(.connectable) else {
             // The kernel re-programs the advertisement on the air when the adapter turns connectable:
             // on a legacy controller the last RPI goes on in ADV_IND from the adapter's own address.
@@ -285,7 +284,7 @@ public final class BlueZRadio: Radio {
         // Empty stand-ins left while the adapter was off (instances held to find a free one, when
         // it went off meanwhile) go next: on a legacy controller they would take turns with ours.
         // Listed or not: the kernel's list hides instances numbered above the count.
-        let standIns = state.withLock { $0.standIns[adapter.name] ?? [] }.filter { $0 != own }
+        let standIns = (my.standIns[adapter.name] ?? []).filter { $0 != own }
         for standIn in standIns.sorted() {
             _ = try removeUnlessStuck(standIn, from: adapter)
             listed.remove(standIn)
@@ -331,18 +330,18 @@ public final class BlueZRadio: Radio {
                 instance: instance, flags: [.useInterval],
                 interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
                 transmitPower: 0), controller: controller)
+            let advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy)
+            enter(.adding(advertisement, since: settingsRead), because: "its parameters are in")
             // The adapter may have turned connectable, or another program added an advertisement,
-            // since the kernel was asked: the watch, which had no advertisement to take off then, noted it.
-            let (turnedConnectable, othersAdded) = state.withLock { state in
-                state.advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy)
-                return (state.connectableHeard.contains(controller), state.addedByOthers[controller, default: []].subtracting([instance]))
-            }
-            if turnedConnectable || legacy && !othersAdded.isEmpty {
+            // since the kernel was asked for its settings and instances: what the kernel said before
+            // this reply is heard now, before the data goes out (`handle`).
+            management.deliverPending()
+            if case .unfit(_, let failure) = my.advertisement {
                 // The instance is the previous one's, kept, unless that was stuck and forgotten.
                 held = nil
                 try withdraw(instance, from: adapter)
-                state.withLock { $0.advertisement = nil }
-                throw turnedConnectable ? Failure.connectable(adapter.name) : Failure.shared(adapter.name)
+                enter(.none, because: "withdrawn before its data went out")
+                throw failure
             }
             // 127 means the controller did not say (no extended advertising).
             let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
@@ -355,10 +354,11 @@ public final class BlueZRadio: Radio {
                 // (add_adv_complete, whose Advertising Removed goes to every socket but this
                 // radio's), not the kept one, which goes now: held, it would pass for this radio's
                 // advertisement on the air, which an active scan waits for (`startScan`).
-                state.withLock { $0.advertisement = nil }
+                enter(.none, because: "its data was refused")
                 if instance == kept, (try? withdraw(instance, from: adapter)) != nil { held = nil }
                 throw error
             }
+            enter(.onAir(advertisement), because: "its data is in")
         }
     }
 
@@ -370,16 +370,13 @@ public final class BlueZRadio: Radio {
     /// next scan again).
     private func pausingScan(on adapter: Adapter, if pause: Bool, _ body: () throws -> Void) throws {
         guard pause else { return try body() }
-        let paused = state.withLock { state in
-            // No monitor while paused: a removal the watch hears meanwhile (another program's,
-            // its own it does not hear) is not of the scan that resumes with a new one.
-            guard let scan = state.scan, scan.adapter.name == adapter.name else { return nil as Scan? }
-            state.scan?.monitor = nil
-            return scan
-        }
+        // No monitor while paused: a removal heard meanwhile (another program's, its own it does
+        // not hear) is not of the scan that resumes with a new one.
+        let paused = my.scan.adapter?.name == adapter.name ? my.scan : nil
         var ownDiscoveryLeft = false
         if let paused {
-            do { try stopScan(paused) } catch { ownDiscoveryLeft = paused.monitor == nil }
+            enter(.paused(adapter), because: "a BT 4.x controller takes an advertisement's new address only while it does not scan")
+            do { try stopScan(paused) } catch { if case .active = paused { ownDiscoveryLeft = true } }
         }
         // A discovery the kernel still runs refuses the address all the same: one a bluetoothd
         // that exited left (the kernel runs it on for up to 10.24 s, and no program stops it; the
@@ -387,11 +384,11 @@ public final class BlueZRadio: Radio {
         // program's, which bluetoothd starts again once the advertisement is on. Without the
         // watch's word, one the agent could not stop is taken for its own.
         if let controller = adapter.index,
-           let addressTypes = state.withLock({ $0.discoveries[controller] }) ?? (ownDiscoveryLeft ? leAddressTypes : nil) {
+           let addressTypes = my.discoveries[controller] ?? (ownDiscoveryLeft ? leAddressTypes : nil) {
             // Refused when it ended meanwhile (the watch hears of it a moment later): as good.
             _ = try? management.send(StopDiscovery(addressTypes: addressTypes), controller: controller)
         }
-        defer { if let paused { resumeScan(on: paused.adapter) } }
+        defer { if paused != nil { resumeScan(on: adapter) } }
         try body()
     }
 
@@ -401,11 +398,8 @@ public final class BlueZRadio: Radio {
         do {
             _ = try startScan(on: adapter)
         } catch {
-            let agent = state.withLock { state in
-                state.scan = nil
-                return state.listener.agent
-            }
-            agent?.scanStopped()
+            enter(.idle, because: "it did not start again: \(error)")
+            my.listener.agent?.scanStopped()
         }
     }
 
@@ -455,9 +449,13 @@ public final class BlueZRadio: Radio {
     }
 
     public func stopAdvertising() throws {
-        guard let advertisement = state.withLock({ state in defer { state.advertisement = nil }; return state.advertisement }) else { return }
+        let phase = my.advertisement
+        guard let advertisement = phase.advertisement else { return }
+        enter(.none, because: "the agent takes it off the air")
         // Stepping aside for another program's advertisement: the kernel puts that on the set at once.
-        try pausingScan(on: advertisement.adapter, if: advertisement.followedByAnother) {
+        var steppingAside = false
+        if case .unfit(_, .shared) = phase { steppingAside = true }
+        try pausingScan(on: advertisement.adapter, if: steppingAside) {
             try withdraw(advertisement.instance, from: advertisement.adapter)
         }
     }
@@ -483,12 +481,12 @@ public final class BlueZRadio: Radio {
             // no data and no timeout (the kernel refuses a timeout while the controller is off);
             // the agent's next advertisement takes the same instance and removes it first.
             try management.send(AddAdvertising(instance: instance, timeoutSeconds: 0, advertisingData: []), controller: controller)
-            state.withLock { _ = $0.standIns[adapter.name, default: []].insert(instance) }
+            my.standIns[adapter.name, default: []].insert(instance)
             return .emptyStandIn
         } catch {
             guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
         }
-        state.withLock { _ = $0.standIns[adapter.name]?.remove(instance) }
+        my.standIns[adapter.name]?.remove(instance)
         return .gone
     }
 
@@ -512,9 +510,11 @@ public final class BlueZRadio: Radio {
     public func startScanning() throws -> ScanStart {
         let adapter = try adapter()
         // A scan the agent lost track of (the adapter went and came back) must not run on beside the new one.
-        if let previous = state.withLock({ state in defer { state.scan = nil }; return state.scan }) {
+        let previous = my.scan
+        if let previousAdapter = previous.adapter {
+            enter(.idle, because: "a new scan replaces it")
             do { try stopScan(previous) } catch {
-                logger.debug("the previous scan on \(previous.adapter.name) did not stop: \(error)")
+                logger.debug("the previous scan on \(previousAdapter.name) did not stop: \(error)")
             }
         }
         return try startScan(on: adapter)
@@ -523,25 +523,24 @@ public final class BlueZRadio: Radio {
     /// Starts a scan on `adapter` and notes it: passive, through a monitor, or, where the kernel
     /// has no monitors, bluetoothd's discovery, which may wait for the advertisement.
     private func startScan(on adapter: Adapter) throws -> ScanStart {
-        if state.withLock({ $0.scanMode }) == .passive, let controller = adapter.index {
-            // What the controller hears as the scan starts counts: an emulated one reports each
-            // advertiser once, when the scan is enabled, before the monitor's handle is known.
-            state.withLock { $0.scanStarting = adapter }
-            defer { state.withLock { $0.scanStarting = nil } }
+        if my.scanMode == .passive, let controller = adapter.index {
             do {
                 try removeLeftoverMonitor(on: adapter)
-                let handle = try management.send(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
-                state.withLock { $0.scan = Scan(adapter: adapter, monitor: handle) }
+                // What the controller hears as the scan starts counts (an emulated one reports each
+                // advertiser once, when the scan is enabled, before the reply): its Device Found
+                // events are handled after this call, in the passive phase.
+                let (handle, added) = try management.exchange(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
+                enter(.passive(adapter, monitor: handle, added: added), because: "the kernel took its monitor")
                 // Written only when it changes (the kernel hands out the lowest free handle, so
                 // mostly the same one): a write per scan was 3 MB an hour on the SD card in the service lab.
                 let note = AdapterNumber(adapter: adapter.name, number: handle)
-                if state.withLock({ $0.monitorNote }) != note {
+                if my.monitorNote != .known(note) {
                     try store.set(StoreSettings.scanMonitor, to: note)
-                    state.withLock { $0.monitorNote = note }
+                    my.monitorNote = .known(note)
                 }
                 return .started
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
-                state.withLock { $0.scanMode = .active }
+                my.scanMode = .active
                 logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
                               + "the kernel has no passive advertisement monitors (\(error))")
             }
@@ -553,7 +552,7 @@ public final class BlueZRadio: Radio {
         // made, or against the specification, as the lab's emulator does after an extended set
         // is removed), it scans from the adapter's public address (hci_active_scan_sync), and
         // every scannable advertiser around hears that address in SCAN_REQs.
-        guard state.withLock({ $0.advertisement?.adapter.name == adapter.name }) else {
+        guard my.advertisement.onAir?.adapter.name == adapter.name else {
             return waitForAdvertisement(on: adapter, "until the advertisement is on the air: an active scan without it could go out from the adapter's public address")
         }
         // After a power-on the kernel has no random address in force and sets one for the scan
@@ -566,20 +565,19 @@ public final class BlueZRadio: Radio {
                                                      + "and the scan would go out from the adapter's public address")
         }
         try client.startDiscovery(on: adapter)
-        state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil) }
+        enter(.active(adapter), because: "bluetoothd started its discovery")
         return .started
     }
 
     /// Notes an active scan on `adapter` that waits (`why`), for the next advertisement to start it.
     private func waitForAdvertisement(on adapter: Adapter, _ why: String) -> ScanStart {
-        state.withLock { $0.scan = Scan(adapter: adapter, monitor: nil, waitsForAdvertisement: true) }
-        logger.info("the scan on \(adapter.name) waits \(why)")
+        enter(.waitingForAdvertisement(adapter), because: why)
         return .waitsForAdvertisement
     }
 
     /// Starts the active scan that waited for the advertisement now on `adapter`.
     private func startWaitingScan(on adapter: Adapter) {
-        guard state.withLock({ $0.scan?.waitsForAdvertisement == true && $0.scan?.adapter.name == adapter.name }) else { return }
+        guard my.scan.waitsForAdvertisement, my.scan.adapter?.name == adapter.name else { return }
         resumeScan(on: adapter)
     }
 
@@ -589,17 +587,15 @@ public final class BlueZRadio: Radio {
     /// handle the kernel lists is a leftover, unless a program of the management interface took
     /// it since (bluetoothd 5.66 offers monitors to no client outside experimental mode).
     private func removeLeftoverMonitor(on adapter: Adapter) throws {
-        guard let controller = adapter.index, !state.withLock({ $0.leftoverMonitorChecked }) else { return }
-        if let note = try remembered(StoreSettings.scanMonitor) {
-            state.withLock { $0.monitorNote = note }
-            if note.adapter == adapter.name, note.number != 0,
-               try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(note.number) {
-                try removeMonitor(note.number, controller: controller)
-                logger.info("removed the scan monitor a run that stopped unexpectedly left on \(adapter.name)")
-            }
+        guard let controller = adapter.index, case .unread = my.monitorNote else { return }
+        let note = try remembered(StoreSettings.scanMonitor)
+        if let note, note.adapter == adapter.name, note.number != 0,
+           try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(note.number) {
+            try removeMonitor(note.number, controller: controller)
+            logger.info("removed the scan monitor a run that stopped unexpectedly left on \(adapter.name)")
         }
         // Only once it is known gone: a failure (the adapter going off) tries again next time.
-        state.withLock { $0.leftoverMonitorChecked = true }
+        my.monitorNote = .known(note)
     }
 
     /// Removes a monitor; one gone already (bluetoothd's start removes them all) is as good.
@@ -609,24 +605,29 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    private func stopScan(_ scan: Scan) throws {
-        guard !scan.waitsForAdvertisement else { return }
-        guard let handle = scan.monitor else { return try client.stopDiscovery(on: scan.adapter) }
-        if let controller = scan.adapter.index { try removeMonitor(handle, controller: controller) }
+    /// Stops what `scan` left running in the kernel or bluetoothd.
+    private func stopScan(_ scan: ScanPhase) throws {
+        switch scan {
+        case .idle, .waitingForAdvertisement, .paused: return
+        case .active(let adapter): try client.stopDiscovery(on: adapter)
+        case .passive(let adapter, let monitor, _): if let controller = adapter.index { try removeMonitor(monitor, controller: controller) }
+        }
     }
 
     /// Forgets the devices seen also when the scan would not stop, so that the next scan
     /// reports them again; throws the first failure.
     public func stopScanning() throws {
-        guard let scan = state.withLock({ state in defer { state.scan = nil }; return state.scan }) else { return }
+        let scan = my.scan
+        guard let adapter = scan.adapter else { return }
+        enter(.idle, because: "the agent ends it")
         var failure: (any Error)?
         do { try stopScan(scan) } catch { failure = error }
-        try client.forgetDevices(on: scan.adapter)
+        try client.forgetDevices(on: adapter)
         if let failure { throw failure }
     }
 
     /// How the radio scans (passively until the kernel refused a monitor), for the log and the status.
-    public var scanMode: ScanMode { state.withLock { $0.scanMode } }
+    public var scanMode: ScanMode { my.scanMode }
 
     /// An active scan is ended and started anew before the kernel's LE discovery timeout
     /// (DISCOV_LE_TIMEOUT, 10.24 s): at that timeout bluetoothd restarts a filtered discovery at
@@ -640,117 +641,134 @@ public final class BlueZRadio: Radio {
     /// The adapter in use (for reports and the status), when one is known; its address once
     /// BlueZ has given it.
     public var adapterInUse: AdapterIdentity? {
-        state.withLock { state in
-            let configuredName: String?
-            if case .name(let name)? = configuredAdapter { configuredName = name } else { configuredName = nil }
-            guard let name = configuredName ?? state.advertisement?.adapter.name ?? state.scan?.adapter.name else { return nil }
-            return AdapterIdentity(name: name, address: state.lastFound?.name == name ? state.lastFound?.address : nil)
-        }
+        let configuredName: String?
+        if case .name(let name)? = configuredAdapter { configuredName = name } else { configuredName = nil }
+        guard let name = configuredName ?? my.advertisement.advertisement?.adapter.name ?? my.scan.adapter?.name else { return nil }
+        return AdapterIdentity(name: name, address: my.lastFound?.name == name ? my.lastFound?.address : nil)
     }
 
-    /// The kernel's events, as they happen: the adapter advertising turned connectable (the kernel
-    /// then re-programs the advertisement on the air, see `advertise`, so the agent takes it off
-    /// without waiting for its next rotation), the advertisements a passive scan hears, and its
-    /// monitor removed by another program (bluetoothd removes them all when it starts). Without
-    /// the watch (no management socket) the next rotation finds a connectable adapter, and the
-    /// scan is bluetoothd's discovery.
+    /// The kernel's events, on the radio's queue between its calls (`handle`). Without the watch
+    /// (no management socket) the next rotation finds a connectable adapter, and the scan is
+    /// bluetoothd's discovery.
     public func watchManagement(for agent: any RadioListener, logger: Logger) -> (any ManagementWatch)? {
-        state.withLock { $0.listener.agent = agent }
+        my.listener.agent = agent
         do {
-            return try management.watchEvents(on: DispatchQueue(label: "enagent.management-events")) { [self] event in
-                switch event {
-                case .newSettings(let controller, let settings):
-                    guard settings.contains(.connectable), state.withLock({ state in
-                        guard state.advertisement?.adapter.index == controller else {
-                            state.connectableHeard.insert(controller)
-                            return false
-                        }
-                        return true
-                    }) else { return }
-                    agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci\(controller) turned connectable")
-                case .advertisingAdded(let controller, let instance):
-                    // Another program's: the kernel tells every socket but the adder's (mgmt.c:
-                    // add_advertising, add_ext_adv_data), and this radio's commands go out on the watch's.
-                    guard state.withLock({ state in
-                        guard let own = state.advertisement, own.adapter.index == controller else {
-                            state.addedByOthers[controller, default: []].insert(instance)
-                            return false
-                        }
-                        guard own.legacy, own.instance != instance else { return false }
-                        state.advertisement?.followedByAnother = true
-                        return true
-                    }) else { return }
-                    agent.adapterUnfitForAdvertising(.adapterShared, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
-                case .deviceFound(let controller, let found):
-                    guard let adapter = state.withLock({ $0.scanMode == .passive ? $0.scan?.adapter ?? $0.scanStarting : nil }), adapter.index == controller,
-                          let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
-                    agent.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name, adapterAddress: adapterInUse?.address))
-                case .advertisingRemoved(let controller, let instance):
-                    // By another program (bluetoothd's start) or the kernel itself (sk NULL: the
-                    // controller ended the set, hci_le_ext_adv_term_evt; power-off, hci_power_off_sync):
-                    // the kernel tells every socket but the remover's (hci_remove_adv_sync,
-                    // hci_cc_le_remove_adv_set, add_adv_complete), so never of this radio's own removals.
-                    let foreign = state.withLock { state in
-                        guard let own = state.advertisement, own.adapter.index == controller, own.instance == instance else { return false }
-                        state.advertisement = nil
-                        return true
-                    }
-                    if foreign { agent.advertisementRemoved() }
-                case .monitorRemoved(let controller, let handle):
-                    if monitorRemoved(handle, controller: controller) { agent.scanStopped() }
-                case .discovering(let controller, let addressTypes, let active):
-                    state.withLock { $0.discoveries[controller] = active ? addressTypes : nil }
-                }
-            }
+            return try management.watchEvents(on: queue) { [self] event, read in handle(event, read: read) }
         } catch {
-            state.withLock { $0.scanMode = .active }
+            my.scanMode = .active
             logger.warning("scanning actively through bluetoothd's discovery, and an adapter turned connectable is noticed at the next rotation only: \(error)")
             return nil
         }
     }
 
-    /// Whether the monitor of this radio's scan was removed by another program: the scan is over,
-    /// and the agent starts one anew. Handle 0 is every monitor: bluetoothd removes them so as it starts
-    /// (src/adapter.c, reset_adv_monitors), and the kernel's one event carries the command's
-    /// handle (mgmt_remove_adv_monitor_complete). The kernel tells every socket but the
-    /// remover's, so this radio never hears of its own removals; a monitor the kernel still lists
-    /// was given to the scan that followed (a removal heard late).
-    private func monitorRemoved(_ handle: UInt16, controller: UInt16) -> Bool {
-        guard let monitor = state.withLock({ $0.scan?.adapter.index == controller ? $0.scan?.monitor : nil }), handle == 0 || handle == monitor else { return false }
-        do {
-            if try management.send(ReadAdvertisementMonitorFeatures(), controller: controller).contains(monitor) { return false }
-        } catch {
-            // The adapter went: its scan has gone with it either way.
+    /// One event of the kernel's, read as packet `read`: the adapter advertising turned connectable
+    /// (the kernel then re-programs the advertisement on the air, see `advertise`, so the agent takes
+    /// it off without waiting for its next rotation), another program's advertisement added beside
+    /// this radio's on a legacy controller, the advertisements a passive scan hears, this radio's
+    /// advertisement or monitor removed by another program (bluetoothd's start removes them all) or
+    /// by the kernel. Each is judged by the controller it names: another's change nothing here.
+    private func handle(_ event: ManagementEvent, read: PacketNumber) {
+        switch event {
+        case .newSettings(let controller, let settings):
+            guard settings.contains(.connectable) else { return }
+            makeUnfit(on: controller, Failure.connectable, read: read, because: "hci\(controller) turned connectable")
+        case .advertisingAdded(let controller, let instance):
+            // Another program's: the kernel tells every socket but the adder's (mgmt.c:
+            // add_advertising, add_ext_adv_data), and this radio's commands go out on the watch's.
+            guard let own = my.advertisement.advertisement, own.adapter.index == controller, own.legacy, own.instance != instance else { return }
+            makeUnfit(on: controller, Failure.shared, read: read, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
+        case .deviceFound(let controller, let found):
+            // Also those read before a pause for an advertisement's address, handled during it.
+            guard my.scanMode == .passive, let adapter = my.scan.adapter, adapter.index == controller,
+                  let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
+            my.listener.agent?.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name,
+                                                  adapterAddress: adapterInUse?.address))
+        case .advertisingRemoved(let controller, let instance):
+            // By another program (bluetoothd's start) or the kernel itself (sk NULL: the
+            // controller ended the set, hci_le_ext_adv_term_evt; power-off, hci_power_off_sync):
+            // the kernel tells every socket but the remover's (hci_remove_adv_sync,
+            // hci_cc_le_remove_adv_set, add_adv_complete), so never of this radio's own removals.
+            // Not while adding: every event read before the parameters' reply is handled then, so a
+            // removal of the same number then was of the instance before (or of the new one, whose
+            // data the kernel then refuses).
+            guard let own = my.advertisement.onAir, own.adapter.index == controller, own.instance == instance else { return }
+            enter(.none, because: "another program or the kernel removed it")
+            my.listener.agent?.advertisementRemoved()
+        case .monitorRemoved(let controller, let handle):
+            // Handle 0 is every monitor: bluetoothd removes them so as it starts (src/adapter.c,
+            // reset_adv_monitors), and the kernel's one event carries the command's handle
+            // (mgmt_remove_adv_monitor_complete). The kernel tells every socket but the remover's,
+            // so this radio never hears of its own removals; one read before the reply that
+            // added this scan's monitor was of the monitor before.
+            guard case .passive(let adapter, let monitor, let added) = my.scan, adapter.index == controller, handle == 0 || handle == monitor,
+                  read > added else { return }
+            enter(.idle, because: "another program removed its monitor (bluetoothd's start removes them all)")
+            logger.notice("the scan's monitor on hci\(controller) was removed by another program (bluetoothd's start removes them all); scanning anew")
+            my.listener.agent?.scanStopped()
+        case .discovering(let controller, let addressTypes, let active):
+            my.discoveries[controller] = active ? addressTypes : nil
         }
-        guard state.withLock({ state in
-            guard state.scan?.monitor == monitor else { return false }
-            state.scan = nil
-            return true
-        }) else { return false }
-        logger.notice("the scan's monitor on hci\(controller) was removed by another program (bluetoothd's start removes them all); scanning anew")
-        return true
+    }
+
+    /// This radio's advertisement on `controller` is unfit (`failure`): one on the air the agent
+    /// takes off, told now; one being added `advertise` withdraws before its data goes out, unless
+    /// the event was `read` before what it read of the adapter, which saw it already.
+    private func makeUnfit(on controller: UInt16, _ failure: (String) -> Failure, read: PacketNumber, because reason: String) {
+        switch my.advertisement {
+        case .onAir(let own) where own.adapter.index == controller:
+            let unfit = failure(own.adapter.name)
+            enter(.unfit(own, unfit), because: reason)
+            my.listener.agent?.adapterUnfitForAdvertising(unfit.problem, because: reason)
+        case .adding(let own, let since) where own.adapter.index == controller && read > since:
+            enter(.unfit(own, failure(own.adapter.name)), because: reason)
+        case .none, .adding, .onAir, .unfit:
+            break
+        }
+    }
+
+    /// The advertisement's only way to a new phase; logs the change.
+    private func enter(_ phase: AdvertisementPhase, because reason: String) {
+        logger.debug("advertisement: \(my.advertisement) → \(phase): \(reason)")
+        my.advertisement = phase
+    }
+
+    /// The scan's only way to a new phase; logs the change, a wait for the advertisement at info.
+    private func enter(_ phase: ScanPhase, because reason: String) {
+        if case .waitingForAdvertisement(let adapter) = phase {
+            logger.info("the scan on \(adapter.name) waits \(reason)")
+        } else {
+            logger.debug("scan: \(my.scan) → \(phase): \(reason)")
+        }
+        my.scan = phase
     }
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so
-    /// that the radio comes back by itself after either goes away.
+    /// that the radio comes back by itself after either goes away. bluetoothd's signals arrive on
+    /// the bus's thread and are judged on the radio's queue.
     public func follow(for agent: any RadioListener, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
-            // A passive scan's reports arrive as management events; bluetoothd passes them on too.
-            guard scanMode == .active, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
-            agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
-        } + client.followService { present in
-            if present {
-                agent.radioReturned()
-            } else {
-                logger.warning("bluetoothd left the bus; waiting for it to return")
-                agent.radioLost()
+            queue.async { [self] in
+                // A passive scan's reports arrive as management events; bluetoothd passes them on too.
+                guard my.scanMode == .active, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
+                agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
+            }
+        } + client.followService { [queue] present in
+            queue.async {
+                if present {
+                    agent.radioReturned()
+                } else {
+                    logger.warning("bluetoothd left the bus; waiting for it to return")
+                    agent.radioLost()
+                }
             }
         } + client.followAdapters { [self] change in
-            guard concerns(change) else { return }
-            // The adapter gone or switched off took the advertisement with it; the recovery switches
-            // it on again where allowed, or retries every second until it is back.
-            if !change.available { agent.radioLost() }
-            agent.radioReturned()
+            queue.async { [self] in
+                guard concerns(change) else { return }
+                // The adapter gone or switched off took the advertisement with it; the recovery switches
+                // it on again where allowed, or retries every second until it is back.
+                if !change.available { agent.radioLost() }
+                agent.radioReturned()
+            }
         }
     }
 
@@ -761,7 +779,7 @@ public final class BlueZRadio: Radio {
     /// address, which a replug may bring back under another name.
     private func concerns(_ change: AdapterChange) -> Bool {
         let own: String?
-        if case .name(let name)? = configuredAdapter { own = name } else { own = state.withLock { $0.chosenAdapter } }
+        if case .name(let name)? = configuredAdapter { own = name } else { own = my.chosenAdapter }
         if change.adapter == own { return true }
         guard change.available else { return false }
         if case .address? = configuredAdapter { return own == nil || change.kind == .appeared }

@@ -18,11 +18,16 @@ extension AgentStore {
     /// Records a finished detection, the key files it processed and its exposure windows in one
     /// transaction: a crash leaves either all of it or none, so no file is ever matched twice.
     ///
-    /// A key counts once however often it is published: the windows of every key in `superseding`
-    /// (those this detection matched or revoked) that earlier detections stored are removed first.
+    /// `v1Matches` is what v1 keeps of each matched key (`V1Match`): GetExposureInfo scores it
+    /// later, as Google's findExposures does, with the configuration of the last detection.
+    ///
+    /// A key counts once however often it is published: the windows and v1 records of every key in
+    /// `superseding` (those this detection matched or revoked) that earlier detections stored are
+    /// removed first.
     @discardableResult
     public func recordDetection(startedAt: Int64, finishedAt: Int64, keyFiles: [ProcessedKeyFile], matchedKeyCount: Int,
-                                windows: [ExposureWindow], superseding: [TemporaryExposureKey.Identity] = []) throws(StoreError) -> Int64 {
+                                windows: [ExposureWindow], v1Matches: [V1Match] = [],
+                                superseding: [TemporaryExposureKey.Identity] = []) throws(StoreError) -> Int64 {
         try write { db in
             try db.execute("INSERT INTO exposure_detection (started_at, finished_at, key_file_count, matched_key_count) VALUES (?, ?, ?, ?)",
                            startedAt, finishedAt, keyFiles.count, matchedKeyCount)
@@ -32,14 +37,19 @@ extension AgentStore {
                 // scan_instance rows go with their window (ON DELETE CASCADE).
                 try db.execute("DELETE FROM exposure_window WHERE key_data = ? AND rolling_start_interval_number = ?",
                                key.keyData.bytes, key.rollingStartIntervalNumber.rawValue)
+                // v1_sighting rows go with their key.
+                try db.execute("DELETE FROM v1_key WHERE key_data = ? AND rolling_start_interval_number = ?",
+                               key.keyData.bytes, key.rollingStartIntervalNumber.rawValue)
             }
             for window in windows {
+                // The window's report type: the key's, or the configuration's for a key published
+                // without one (reportTypeNoneMap); read back, it is the key's too.
                 let key = window.diagnosisKey
                 try db.execute("""
                     INSERT INTO exposure_window (detection_id, day, report_type, infectiousness, calibration_confidence, key_data,
                         rolling_start_interval_number, rolling_period, transmission_risk_level, days_since_onset_of_symptoms)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, detection, window.date, key.reportType.rawValue, window.infectiousness.rawValue,
+                    """, detection, window.date, window.reportType.rawValue, window.infectiousness.rawValue,
                     window.calibrationConfidence, key.key.keyData.bytes, key.key.rollingStartIntervalNumber.rawValue,
                     key.key.rollingPeriod, key.key.transmissionRiskLevel, key.daysSinceOnsetOfSymptoms)
                 let windowID = db.lastInsertedRowID
@@ -47,6 +57,20 @@ extension AgentStore {
                     // An unknown attenuation is stored as -1 (the columns are NOT NULL).
                     try db.execute("INSERT INTO scan_instance (window_id, min_attenuation, typical_attenuation, seconds_since_last_scan) VALUES (?, ?, ?, ?)",
                                    windowID, scan.minAttenuation ?? -1, scan.typicalAttenuation ?? -1, scan.secondsSinceLastScan)
+                }
+            }
+            for match in v1Matches {
+                guard let last = match.sightings.last else { continue }
+                let key = match.key
+                try db.execute("""
+                    INSERT INTO v1_key (detection_id, day, key_data, rolling_start_interval_number, rolling_period, transmission_risk_level,
+                        report_type, days_since_onset_of_symptoms)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, detection, UTCDay(containing: last.time).start, key.key.keyData.bytes, key.key.rollingStartIntervalNumber.rawValue,
+                    key.key.rollingPeriod, key.key.transmissionRiskLevel, key.reportType.rawValue, key.daysSinceOnsetOfSymptoms)
+                let keyID = db.lastInsertedRowID
+                for sighting in match.sightings {
+                    try db.execute("INSERT INTO v1_sighting (key_id, seen_at, attenuation) VALUES (?, ?, ?)", keyID, sighting.time, sighting.attenuation)
                 }
             }
             return detection
@@ -99,14 +123,35 @@ extension AgentStore {
         }
     }
 
+    /// What v1 keeps of every key that detections matched (`recordDetection`'s `v1Matches`), in
+    /// the order they were stored, each key's sightings in time order.
+    public func v1Matches() throws(StoreError) -> [V1Match] {
+        try read { db in
+            var sightings = [Int64: [V1Sighting]]()
+            try db.forEachRow("SELECT key_id, seen_at, attenuation FROM v1_sighting ORDER BY rowid") { row throws(SQLiteError) in
+                sightings[try row.column(0), default: []].append(V1Sighting(time: try row.column(1), attenuation: try row.column(2)))
+            }
+            return try db.fetchAll("""
+                SELECT id, key_data, rolling_start_interval_number, rolling_period, transmission_risk_level, report_type, days_since_onset_of_symptoms
+                FROM v1_key ORDER BY id
+                """) { row throws(SQLiteError) -> V1Match? in
+                guard let reportType = ReportType(rawValue: try row.column(5)) else { return nil }
+                let key = TemporaryExposureKey(keyData: try row.bytes16(1), rollingStartIntervalNumber: ENIntervalNumber(try row.column(2, as: UInt32.self)),
+                                               rollingPeriod: try row.column(3), transmissionRiskLevel: try row.column(4))
+                return V1Match(key: DiagnosisKey(key: key, reportType: reportType, daysSinceOnsetOfSymptoms: try row.column(6)),
+                               sightings: sightings[try row.column(0)] ?? [])
+            }.compactMap { $0 }
+        }
+    }
+
     // MARK: Erasing
 
-    /// Erases every key, sighting, processed key file, detection result and test result ("erase
+    /// Erases every key, sighting, processed key file, detection result (windows, v1 records) and test result ("erase
     /// local storage"); consent and settings stay. secure_delete overwrites the freed pages.
     public func eraseAllData() throws(StoreError) {
         try write { db in
-            for table in ["scan_instance", "exposure_window", "exposure_detection", "key_file", "sighting", "temporary_exposure_key",
-                          "pending_upload", "shared_key", "test_result"] {
+            for table in ["scan_instance", "exposure_window", "v1_sighting", "v1_key", "exposure_detection", "key_file", "sighting",
+                          "temporary_exposure_key", "pending_upload", "shared_key", "test_result"] {
                 try db.execute("DELETE FROM \(table)")
             }
         }

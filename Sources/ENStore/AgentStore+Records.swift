@@ -58,7 +58,7 @@ extension AgentStore {
 
     // MARK: Retention
 
-    /// Deletes keys, sightings and exposure windows older than `policy` allows at `now`.
+    /// Deletes keys, sightings, exposure windows and v1 records older than `policy` allows at `now`.
     @discardableResult
     public func applyRetention(_ policy: RetentionPolicy, now: Int64) throws(StoreError) -> RetentionReport {
         let cutoff = policy.cutoff(now: now)
@@ -72,7 +72,10 @@ extension AgentStore {
             // A window's day is its UTC midnight: it goes once the whole day is past the cutoff.
             try db.execute("DELETE FROM exposure_window WHERE day + 86400 <= ?", cutoff)
             let windows = db.changes
-            return RetentionReport(temporaryExposureKeys: keys, sightings: sightings, exposureWindows: windows)
+            // A key's v1 record goes whole once the day of its last sighting is past the cutoff:
+            // never before the last of its windows.
+            try db.execute("DELETE FROM v1_key WHERE day + 86400 <= ?", cutoff)
+            return RetentionReport(temporaryExposureKeys: keys, sightings: sightings, exposureWindows: windows, v1Keys: db.changes)
         }
     }
 }

@@ -20,6 +20,8 @@ public struct RetentionReport: Sendable, Equatable {
     public var temporaryExposureKeys: Int
     public var sightings: Int
     public var exposureWindows: Int
+    /// Matched keys whose v1 record went (with its sightings).
+    public var v1Keys = 0
 
-    public var isEmpty: Bool { temporaryExposureKeys == 0 && sightings == 0 && exposureWindows == 0 }
+    public var isEmpty: Bool { temporaryExposureKeys == 0 && sightings == 0 && exposureWindows == 0 && v1Keys == 0 }
 }

@@ -197,6 +197,32 @@ enum Schema {
             ended_at INTEGER NOT NULL CHECK (ended_at >= started_at)
         );
         """,
+        // v8: what Google's v1 (KeyExposureEvaluator.findExposures) needs of each key a detection
+        // matched, so that GetExposureInfo scores it as Google's code does, with the last
+        // detection's configuration: the key, and the strongest sighting of each scan of each of
+        // its RPIs that had an RSSI, its time and attenuation (the adapter's correction applied).
+        // day: unix seconds of the UTC midnight of the key's last such sighting (retention).
+        // Keys matched before have none: they give no v1 exposure, their windows stay.
+        """
+        CREATE TABLE v1_key (
+            id INTEGER PRIMARY KEY,
+            detection_id INTEGER NOT NULL REFERENCES exposure_detection(id) ON DELETE CASCADE,
+            day INTEGER NOT NULL,
+            key_data BLOB NOT NULL CHECK (length(key_data) = 16),
+            rolling_start_interval_number INTEGER NOT NULL,
+            rolling_period INTEGER NOT NULL,
+            transmission_risk_level INTEGER NOT NULL,
+            report_type INTEGER NOT NULL,
+            days_since_onset_of_symptoms INTEGER
+        );
+        CREATE INDEX v1_key_by_key ON v1_key(key_data, rolling_start_interval_number);
+        CREATE TABLE v1_sighting (
+            key_id INTEGER NOT NULL REFERENCES v1_key(id) ON DELETE CASCADE,
+            seen_at INTEGER NOT NULL,
+            attenuation INTEGER NOT NULL CHECK (attenuation >= 0)
+        );
+        CREATE INDEX v1_sighting_by_key ON v1_sighting(key_id);
+        """,
     ]
 
     /// The version from which sightings have `adapter_address`.

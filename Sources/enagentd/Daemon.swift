@@ -18,12 +18,11 @@ final class Daemon: Sendable {
     typealias P = ExposureNotificationAPI.Properties
     /// Where the daemon's state lives.
     let queue: DispatchQueue
-    private let queueMark = QueueMark()
     let store: AgentStore
     let clock: any AgentClock
     let retention: RetentionPolicy
-    let radioSettings: RadioSettings
-    let bus: DBusConnection?
+    /// Nil without a radio (--no-radio, or no system bus in tests).
+    let radioStarter: RadioStarter?
     let logger: Logger
     let detection: ExposureDetection
     let synchronisation: (any ClockSynchronisation)?
@@ -67,11 +66,10 @@ final class Daemon: Sendable {
     }
 
     /// The radio as the status and the properties show it: its state as the agent last derived it,
-    /// and the adapter in use ("" when none is known), with its address once BlueZ has given it.
+    /// and the adapter in use.
     struct RadioShown {
         var state = RadioState()
-        var adapterName = ""
-        var adapterAddress: BluetoothAddress?
+        var adapter = AdapterShown()
     }
 
     /// Where the daemon's changes and signals go: the API's object.
@@ -95,19 +93,23 @@ final class Daemon: Sendable {
     }
 
     var radioState: RadioState { my.radio.state }
-    var adapterName: String { my.radio.adapterName }
+    var adapterName: String { my.radio.adapter.name }
     var reminders: [Reminder] { my.reminders.due }
     /// Called on `queue` with the names of the D-Bus properties that may have changed.
     var onChange: (([String]) -> Void)? { my.announcer.onChange }
     var radioAgent: RadioAgent? { my.running?.radio?.agent }
 
     /// Makes `object` the API's object, whose signals the daemon sends, and announces on it the
-    /// properties whose value changed (ExportedObject leaves out those that did not).
+    /// properties whose value changed (ExportedObject leaves out those that did not). The
+    /// announcement reads the properties as a caller does, from a queue of its own, in order.
     func announceChanges(through object: ExportedObject) {
         my.announcer.serviceObject = object
+        let announcements = DispatchQueue(label: "enagent.announcements")
         my.announcer.onChange = { [logger] names in
-            do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
-                logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
+            announcements.async {
+                do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
+                    logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
+                }
             }
         }
     }
@@ -115,29 +117,27 @@ final class Daemon: Sendable {
     /// While the store cannot be read, look again this often.
     static let storeRetrySeconds = 10.0
 
-    /// `bus` is the system bus when the radio is in use.
+    /// `radio` starts the radio while the status allows it; nil runs none.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         radioSettings: RadioSettings, bus: DBusConnection?, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
+         radio: RadioStarter?, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
          queue: DispatchQueue = .main, reportStatus: @escaping @Sendable (String) -> Void = { Systemd.notify("STATUS=" + $0) }) {
         self.queue = queue
         onQueue = QueueBound(Confined(), queue: queue)
         self.reportStatus = reportStatus
-        queue.setSpecific(key: queueMark.key, value: true)
         self.store = store
         self.clock = clock
         self.retention = retention
         self.synchronisation = synchronisation
-        self.radioSettings = radioSettings
-        self.bus = bus
+        radioStarter = radio
         self.logger = logger
         detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrections: rssiCorrections)
     }
 
-    /// Runs `body` on `queue` and returns its result; called from `queue` itself (a property read
-    /// while PropertiesChanged is built) it runs at once instead of waiting for itself. (Under
-    /// dispatchMain the main queue runs on worker threads, so Thread.isMainThread cannot tell.)
+    /// Runs `body` on `queue` and returns its result: the way in for other threads (the D-Bus
+    /// service's handlers and property getters, the announcements).
     func perform<T>(_ body: () throws -> T) rethrows -> T {
-        try DispatchQueue.getSpecific(key: queueMark.key) != nil ? body() : queue.sync(execute: body)
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        return try queue.sync(execute: body)
     }
 
     /// Sends one of the API's signals (on `queue`), to every listener or to `destination` only; a
@@ -221,14 +221,14 @@ final class Daemon: Sendable {
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
-        status.line(StatusDetails(radioOff: bus == nil, pauseEnd: pauseEnd, adapter: my.radio.adapterName, configuredAdapter: radioSettings.adapter?.description,
+        status.line(StatusDetails(radioOff: radioStarter == nil, pauseEnd: pauseEnd, adapter: my.radio.adapter.name, configuredAdapter: radioStarter?.configuredAdapter,
                                   advertisingResumesAt: my.radio.state.advertisingResumesAt, storePath: store.path, storeReadError: my.statusLook.storeReadError,
                                   storeRetrySeconds: Int(Self.storeRetrySeconds)))
     }
 
     var adapterRssiCorrections: [AdapterRssiCorrection] {
         dispatchPrecondition(condition: .onQueue(queue))
-        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.radio.adapterName, address: my.radio.adapterAddress)
+        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.radio.adapter.name, address: my.radio.adapter.address)
     }
 
     /// The adapter in use (its name "" when there is none), then every other adapter
@@ -251,12 +251,4 @@ final class Daemon: Sendable {
 
     /// Whether the radio's queue still answers (for the watchdog).
     var isHealthy: Bool { radioAgent?.isResponsive ?? true }
-
-}
-
-/// The mark `Daemon.perform` finds on its queue. Sendable by hand: the key is a token Dispatch
-/// compares by identity only and never changes (Sendable in Swift 6.3's Dispatch, not yet in
-/// Debian's 6.0.3).
-private struct QueueMark: @unchecked Sendable {
-    let key = DispatchSpecificKey<Bool>()
 }

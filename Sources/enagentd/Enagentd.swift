@@ -112,8 +112,9 @@ struct Enagentd: ParsableCommand {
         let retention = RetentionPolicy(days: retentionDays ?? file.retentionDays ?? RetentionPolicy.protocolDefault.days)
         let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
         let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
-        let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radioSettings: radioSettings,
-                            bus: radioBus, trustedKeys: trustedKeys, rssiCorrections: file.rssiCorrections, logger: logger)
+        let radio = radioBus.map { RadioStarter.bluez(bus: $0, settings: radioSettings, store: store, clock: clock, retention: retention, logger: logger) }
+        let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radio: radio,
+                            trustedKeys: trustedKeys, rssiCorrections: file.rssiCorrections, logger: logger)
         let object = ExposureNotificationService(daemon: daemon, bus: serviceBus, logger: logger).object()
         daemon.announceChanges(through: object)
         // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that

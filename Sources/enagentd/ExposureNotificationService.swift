@@ -48,42 +48,31 @@ struct ExposureNotificationService: Sendable {
     func object() -> ExportedObject {
         typealias M = API.Methods
         typealias P = API.Properties
-        let methods = [
-            privileged(M.setEnabled, setEnabled),
-            privileged(M.pause, pause),
-            privileged(M.resume, resume),
-            privileged(M.getTemporaryExposureKeyHistory, getTemporaryExposureKeyHistory),
-            DBusMethod(M.detectExposures, queue: detectionQueue, invalid: API.Failure.invalidArguments.error) { [authorise] call, request throws(DBusError) in
-                // The descriptors are ours to close, also when the caller is refused.
-                defer { request.keyFiles.forEach { close($0.rawValue) } }
-                try authorise(call)
-                return try detectExposures(request)
-            },
-            privileged(M.startDetection) { call, request throws(DBusError) in try startDetection(request, caller: try Self.caller(call)) },
-            DBusMethod(M.addKeyFiles, queue: detectionQueue, invalid: API.Failure.invalidArguments.error) { call, batch throws(DBusError) in
-                defer { batch.keyFiles.forEach { close($0.rawValue) } }
-                return try addKeyFiles(batch, caller: try Self.caller(call))
-            },
-            DBusMethod(M.finishDetection, queue: detectionQueue, invalid: API.Failure.invalidArguments.error) { call, handle throws(DBusError) in
-                try finishDetection(handle, caller: try Self.caller(call))
-            },
+        // Privileged callers only, on the control queue, unless a row says otherwise.
+        let methods: [DBusMethod] = [
+            method(M.setEnabled, setEnabled),
+            method(M.pause, pause),
+            method(M.resume, resume),
+            method(M.getTemporaryExposureKeyHistory, getTemporaryExposureKeyHistory),
+            method(M.detectExposures, on: .detection, detectExposures),
+            method(M.startDetection, withCaller: startDetection),
+            method(M.addKeyFiles, for: .sessionOwner, on: .detection, withCaller: addKeyFiles),
+            method(M.finishDetection, for: .sessionOwner, on: .detection, withCaller: finishDetection),
             // Not on the detection queue: it stops a batch that runs there.
-            DBusMethod(M.cancelDetection, invalid: API.Failure.invalidArguments.error) { call, handle throws(DBusError) in
-                try cancelDetection(handle, caller: try Self.caller(call))
-            },
-            privileged(M.getExposureWindows, getExposureWindows),
-            privileged(M.getDailySummaries, getDailySummaries),
-            privileged(M.getExposureInfo, getExposureInfo),
-            privileged(M.addTestResult, addTestResult),
-            privileged(M.getTestResults, getTestResults),
-            privileged(M.setVerificationToken, setVerificationToken),
-            privileged(M.queueUpload, queueUpload),
-            privileged(M.getPendingUploads, getPendingUploads),
-            privileged(M.finishUpload, finishUpload),
-            privileged(M.resetData, resetData),
-            privileged(M.getHealthStatus, getHealthStatus),
-            privileged(M.watchExposures) { call, _ throws(DBusError) in try watchExposures(caller: try Self.caller(call)) },
-            privileged(M.getSightingsPerHour, getSightingsPerHour),
+            method(M.cancelDetection, for: .sessionOwner, on: .connectionThread, withCaller: cancelDetection),
+            method(M.getExposureWindows, getExposureWindows),
+            method(M.getDailySummaries, getDailySummaries),
+            method(M.getExposureInfo, getExposureInfo),
+            method(M.addTestResult, addTestResult),
+            method(M.getTestResults, getTestResults),
+            method(M.setVerificationToken, setVerificationToken),
+            method(M.queueUpload, queueUpload),
+            method(M.getPendingUploads, getPendingUploads),
+            method(M.finishUpload, finishUpload),
+            method(M.resetData, resetData),
+            method(M.getHealthStatus, getHealthStatus),
+            method(M.watchExposures, withCaller: watchExposures),
+            method(M.getSightingsPerHour, getSightingsPerHour),
         ]
         let properties = [
             property(P.enabled) { try onDaemonQueue { try daemon.enabled } },
@@ -146,8 +135,10 @@ struct ExposureNotificationService: Sendable {
         guard let v1 = try Self.configuration(stored ?? "").v1 else {
             throw API.Failure.notAvailable.error("the last detection had no v1 configuration (minimumRiskScore and its level values)")
         }
-        let windows = try reading { try daemon.store.exposureWindows() }
-        return ExposureInfos(exposures: v1.exposureInfos(of: windows, now: daemon.clock.now))
+        // Google's v1 (KeyExposureEvaluator.findExposures) on what the detections kept of each
+        // matched key, as enctl detect offline scores its matches; days count to now.
+        let matches = try reading { try daemon.store.v1Matches() }
+        return ExposureInfos(exposures: v1.exposureInfos(of: matches, now: daemon.clock.now))
     }
 
     func addTestResult(_ arguments: NewTestResult) throws(DBusError) -> TestResultID {
@@ -236,7 +227,7 @@ struct ExposureNotificationService: Sendable {
         }
     }
 
-    func watchExposures(caller: String) throws(DBusError) -> NoArguments {
+    func watchExposures(_: NoArguments, caller: String) throws(DBusError) -> NoArguments {
         try exposureWatchers.add(caller)
         return NoArguments()
     }
@@ -251,18 +242,43 @@ struct ExposureNotificationService: Sendable {
 
     // MARK: Helpers
 
-    /// A method that only privileged callers may call, answered on the connection's thread.
-    private func privileged<Input, Output>(_ contract: MethodContract<Input, Output>,
-                                           _ handler: @escaping @Sendable (Input) throws(DBusError) -> Output) -> DBusMethod {
-        privileged(contract) { _, input throws(DBusError) in try handler(input) }
+    /// Who may call a method.
+    private enum Callers {
+        /// Root, the daemon's user and the group enagent (`authorise`).
+        case privileged
+        /// Anyone: the methods of a session, which is its owner's alone (the handler checks the
+        /// caller; only a privileged caller can start one).
+        case sessionOwner
     }
 
-    private func privileged<Input, Output>(_ contract: MethodContract<Input, Output>,
-                                           _ handler: @escaping @Sendable (DBusMessage, Input) throws(DBusError) -> Output) -> DBusMethod {
-        DBusMethod(contract, queue: controlQueue, invalid: API.Failure.invalidArguments.error) { [authorise] call, input throws(DBusError) in
-            try authorise(call)
-            return try handler(call, input)
+    /// Where a method's handler runs.
+    private enum Place {
+        /// Off the connection's thread, which answers other calls while a caller is judged.
+        case control
+        /// With the detections, one at a time.
+        case detection
+        /// On the connection's own thread: only what never waits.
+        case connectionThread
+    }
+
+    /// A row of the method table: `contract` answered by `handler`, told who called, for `callers`, at `place`.
+    private func method<Input, Output>(_ contract: MethodContract<Input, Output>, for callers: Callers = .privileged, on place: Place = .control,
+                                       withCaller handler: @escaping @Sendable (Input, _ caller: String) throws(DBusError) -> Output) -> DBusMethod {
+        let queue = switch place {
+        case .control: controlQueue
+        case .detection: detectionQueue
+        case .connectionThread: DispatchQueue?.none
         }
+        return DBusMethod(contract, queue: queue, invalid: API.Failure.invalidArguments.error) { [authorise] call, input throws(DBusError) in
+            if callers == .privileged { try authorise(call) }
+            return try handler(input, try Self.caller(call))
+        }
+    }
+
+    /// A row whose handler does not ask who called.
+    private func method<Input, Output>(_ contract: MethodContract<Input, Output>, for callers: Callers = .privileged, on place: Place = .control,
+                                       _ handler: @escaping @Sendable (Input) throws(DBusError) -> Output) -> DBusMethod {
+        method(contract, for: callers, on: place, withCaller: { input, _ throws(DBusError) in try handler(input) })
     }
 
     /// Runs `body` on the daemon's queue, where its state lives; an error that is not already the

@@ -7,8 +7,7 @@ import Synchronization
 /// bus would hand a broadcast to anyone with a match rule for it, and that an exposure was found
 /// is health data. A watcher is forgotten when it leaves the bus.
 final class ExposureWatchers: Sendable {
-    /// Sendable by hand: it lives in the mutex, and a subscription is thread-safe to cancel.
-    private struct State: @unchecked Sendable {
+    private struct State {
         var names = Set<String>()
         var departures = [String: SignalSubscription]()
     }

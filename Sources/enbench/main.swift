@@ -194,6 +194,9 @@ func prepareInputs(in directory: String, sizes: BenchSizes) throws {
         let (_, seconds) = try measure { try DetectionData.generate(in: directory, sizes: sizes) }
         try sizes.writeJSON(to: complete)
         print(String(format: "(detection data generated in %.0f s)", seconds))
+        // On the disk before anything is timed: the kernel's writeback of the new files slowed
+        // the whole-process runs that followed by half.
+        sync()
     }
     let data = DetectionData(in: directory, sizes: sizes)
     let input = try benchmarkSightingInput(jsonLines: data.jsonLines, database: data.database)

@@ -19,12 +19,7 @@ struct DaemonClient {
     @discardableResult
     func call<Input, Output>(_ method: MethodContract<Input, Output>, _ input: Input, timeout: Duration = .seconds(25)) throws -> Output {
         let reply: [DBusValue]
-        do {
-            reply = try connection.call(destination: API.busName, path: API.path, interface: API.interface, member: method.name, input.values,
-                                        timeout: timeout)
-        } catch {
-            throw Self.explain(error)
-        }
+        do { reply = try send(method, input, timeout: timeout) } catch { throw Self.explain(error) }
         do { return try method.output(reply) } catch { throw Self.mismatch(error) }
     }
 
@@ -51,8 +46,7 @@ struct DaemonClient {
     func healthStatus() throws -> HealthStatus? {
         let method = API.Methods.getHealthStatus
         do {
-            return try method.output(try connection.call(destination: API.busName, path: API.path, interface: API.interface,
-                                                         member: method.name, []))
+            return try method.output(try send(method, NoArguments()))
         } catch let error as DBusError where error.name == DBusError.accessDenied || error.name == API.Failure.notAuthorized.name {
             return nil
         } catch let error as DBusError {
@@ -62,6 +56,12 @@ struct DaemonClient {
         } catch {
             throw CommandError("\(error)")
         }
+    }
+
+    /// The reply's values, or the error the daemon or the bus answered with.
+    private func send<Input, Output>(_ method: MethodContract<Input, Output>, _ input: Input,
+                                     timeout: Duration = .seconds(25)) throws(DBusError) -> [DBusValue] {
+        try connection.call(destination: API.busName, path: API.path, interface: API.interface, member: method.name, input.values, timeout: timeout)
     }
 
     static func explain(_ error: DBusError) -> CommandError {

@@ -13,20 +13,13 @@ import Testing
     @Test(arguments: GoogleMatchingFixture.scenarios.scenarios)
     func detectOfflineFindsWhatGooglesCodeFound(scenario: GoogleMatchingFixture.Scenario) throws {
         let report = try detectOffline(scenario)
-        let windows = try #require(report["exposureWindows"] as? [[String: Any]]).map(Window.init).sorted()
-        let google = scenario.expected.exposureWindows.map { Window($0, tek: scenario.keys[$0.key].tek) }.sorted()
-        #expect(windows == google)
-
-        let days = try #require(report["dailySummaries"] as? [[String: Any]])
-        let expectedDays = scenario.expected.dailySummaries
-        #expect(days.map { $0["date"] as? String } == expectedDays.map { Self.date(daysSinceEpoch: $0.daysSinceEpoch) })
-        for (day, google) in zip(days, expectedDays) {
-            for (name, value) in [("maximumScore", google.summaryData.maximumScore), ("scoreSum", google.summaryData.scoreSum),
-                                  ("weightedDurationSum", google.summaryData.weightedDurationSum)] {
-                let reported = try #require(day[name] as? Double, "\(name)")
-                #expect(abs(reported - value) <= 1e-9 * max(1, abs(value)), "\(name) of \(day["date"] ?? "?"): \(reported), Google \(value)")
-            }
+        let windows = try #require(report["exposureWindows"] as? [[String: Any]]).map(Self.window).sorted()
+        #expect(windows == scenario.expectedWindows())
+        let days = try #require(report["dailySummaries"] as? [[String: Any]]).map { day in
+            DailySummary(date: try Self.unixDay(try #require(day["date"] as? String)), maximumScore: try #require(day["maximumScore"] as? Double),
+                         scoreSum: try #require(day["scoreSum"] as? Double), weightedDurationSum: try #require(day["weightedDurationSum"] as? Double))
         }
+        scenario.expectDailySummaries(days)
     }
 
     @Test(arguments: GoogleMatchingFixture.scenarios.scenarios)
@@ -34,22 +27,21 @@ import Testing
         let report = try detectOffline(scenario)
         let v1 = try #require(report["v1"] as? [String: Any])
         let infos = try #require(v1["exposureInfos"] as? [[String: Any]]).map { info in
-            try ["date", "durationMinutes", "attenuationValue", "transmissionRiskLevel", "totalRiskScore", "daysSinceExposure"]
-                .map { try #require(info[$0] as? Int, "\($0)") }
-        }.sorted { $0.lexicographicallyPrecedes($1) }
+            let number = { (name: String) throws -> Int in try #require(info[name] as? Int, "\(name)") }
+            return ExposureInfo(date: Int64(try number("date")), durationMinutes: try number("durationMinutes"),
+                                attenuationValue: try number("attenuationValue"),
+                                attenuationDurationsMinutes: try #require(info["attenuationDurationsMinutes"] as? [Int]),
+                                transmissionRiskLevel: try number("transmissionRiskLevel"), totalRiskScore: try number("totalRiskScore"),
+                                daysSinceExposure: try number("daysSinceExposure"))
+        }
         let now = GoogleMatchingFixture.scenarios.now
-        let google = scenario.expected.v1ExposureResults.flatMap { result in
-            let start = result.dateMillisSinceEpoch / 1_000
-            return result.exposureRecords.map { record in
-                [Int(start / 86_400 * 86_400), min(30, record.durationSeconds / 60), record.attenuationValue, record.transmissionRiskLevel,
-                 record.riskScore, Int((now - start) / 86_400)]
-            }
-        }.sorted { $0.lexicographicallyPrecedes($1) }
-        #expect(infos == google)
+        #expect(GoogleMatchingFixture.Scenario.sorted(infos) == scenario.expectedExposureInfos(now: now))
         let summary = try #require(v1["summary"] as? [String: Any])
-        #expect(summary["matchedKeyCount"] as? Int == scenario.expected.v1ExposureResults.count)
-        #expect(summary["maximumRiskScore"] as? Int == scenario.expected.v1ExposureResults.map(\.maxRiskScore).max() ?? 0)
-        #expect(summary["summationRiskScore"] as? Int == scenario.expected.v1ExposureResults.reduce(0) { $0 + $1.totalRiskScore })
+        let fields = GoogleMatchingFixture.Scenario.V1SummaryFields(
+            daysSinceLastExposure: summary["daysSinceLastExposure"] as? Int, matchedKeyCount: try #require(summary["matchedKeyCount"] as? Int),
+            maximumRiskScore: try #require(summary["maximumRiskScore"] as? Int), summationRiskScore: try #require(summary["summationRiskScore"] as? Int),
+            attenuationDurationsMinutes: try #require(summary["attenuationDurationsMinutes"] as? [Int]))
+        #expect(fields == scenario.expectedV1Summary(now: now))
     }
 
     /// enctl detect offline's JSON report on the scenario: its keys in a signed file, its sightings and configurations.
@@ -68,39 +60,25 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
     }
 
-    static func date(daysSinceEpoch: Int64) -> String {
+    /// A day as enctl's JSON writes it (YYYY-MM-DD, UTC), in unix seconds of its midnight.
+    static func unixDay(_ text: String) throws -> Int64 {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withFullDate]
-        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(daysSinceEpoch * 86_400)))
+        return Int64(try #require(formatter.date(from: text), "a day: \(text)").timeIntervalSince1970)
     }
 
-    /// A window as enctl's JSON and Google's result both tell it.
-    struct Window: Comparable, CustomStringConvertible {
-        var tek: String, date: String, reportType: String, infectiousness: String, calibrationConfidence: Int
-        var scans: [[Int]]
-
-        init(_ json: [String: Any]) throws {
-            tek = try #require((json["key"] as? [String: Any])?["tek"] as? String)
-            date = try #require(json["date"] as? String)
-            reportType = try #require(json["reportType"] as? String)
-            infectiousness = try #require(json["infectiousness"] as? String)
-            calibrationConfidence = try #require(json["calibrationConfidence"] as? Int)
-            scans = try #require(json["scanInstances"] as? [[String: Any]]).map { scan in
-                try ["minAttenuation", "typicalAttenuation", "secondsSinceLastScan"].map { try #require(scan[$0] as? Int, "\($0)") }
-            }
-        }
-
-        init(_ google: GoogleMatchingFixture.Window, tek: String) {
-            self.tek = tek
-            date = GoogleMatchingCommandTests.date(daysSinceEpoch: google.daysSinceEpoch)
-            reportType = "\(ReportType(rawValue: google.reportType)!)"
-            infectiousness = "\(Infectiousness(rawValue: google.infectiousness)!)"
-            calibrationConfidence = google.calibrationConfidence
-            scans = google.scanInstances.map { [$0.minAttenuation, $0.typicalAttenuation, $0.secondsSinceLastScan] }
-        }
-
-        var description: String { "\(tek) \(date) \(reportType) \(infectiousness) confidence \(calibrationConfidence) scans \(scans)" }
-
-        static func < (lhs: Window, rhs: Window) -> Bool { lhs.description < rhs.description }
+    /// A window of enctl's JSON report, with its key.
+    static func window(_ json: [String: Any]) throws -> GoogleMatchingFixture.Scenario.ComparableWindow {
+        let reportType = try #require(json["reportType"] as? String), infectiousness = try #require(json["infectiousness"] as? String)
+        return GoogleMatchingFixture.Scenario.ComparableWindow(
+            tek: try #require((json["key"] as? [String: Any])?["tek"] as? String), date: try unixDay(try #require(json["date"] as? String)),
+            reportType: try #require(ReportType.allCases.first { "\($0)" == reportType }, "\(reportType)"),
+            infectiousness: try #require(Infectiousness.allCases.first { "\($0)" == infectiousness }, "\(infectiousness)"),
+            calibrationConfidence: try #require(json["calibrationConfidence"] as? Int),
+            scans: try #require(json["scanInstances"] as? [[String: Any]]).map { scan in
+                let number = { (name: String) throws -> Int in try #require(scan[name] as? Int, "\(name)") }
+                return ScanInstance(minAttenuation: try number("minAttenuation"), typicalAttenuation: try number("typicalAttenuation"),
+                                    secondsSinceLastScan: try number("secondsSinceLastScan"))
+            })
     }
 }

@@ -64,6 +64,37 @@ import Testing
         #expect(missing?.description == "KeyFilesSkipped is missing")
     }
 
+    /// A record of this test's own: its one field list is all it declares of the bus.
+    private struct Reading: DBusRecord, Equatable {
+        static let fields: [DBusField<Self>] = [
+            DBusField("count", \.count), DBusField("label", \.label), DBusField("level", \.level, as: .integer(UInt32.self)),
+        ]
+        var count: UInt64 = 0
+        var label = ""
+        var level: Int8 = 0
+    }
+
+    @Test func aRecordsMembersSignatureAndValuesFollowFromItsFieldList() throws {
+        let reading = Reading(count: 7, label: "x", level: 3)
+        #expect(Reading.members == [DBusArgument("count", "t"), DBusArgument("label", "s"), DBusArgument("level", "u")])
+        #expect(Reading.dbusSignature == "(tsu)")
+        #expect(reading.values == [.uint64(7), .string("x"), .uint32(3)])
+        #expect(try Reading(values: reading.values) == reading)
+        #expect(try Reading(dbusValue: .variant(reading.dbusValue)) == reading)
+
+        #expect(throws: ContractMismatch("level: 300 is out of range")) { try Reading(values: [.uint64(7), .string("x"), .uint32(300)]) }
+        #expect(throws: ContractMismatch("expected (tsu), got (ts)")) { try Reading(values: [.uint64(7), .string("x")]) }
+        #expect(throws: ContractMismatch("expected (tsu), got (tsi)")) { try Reading(values: [.uint64(7), .string("x"), .int32(3)]) }
+    }
+
+    @Test func aValueTheSwiftTypeCannotHoldNamesItsMember() {
+        let summary = DBusValue.structure([.uint64(.max), .double(1), .double(1), .double(1)])
+        let reply = [DBusValue.array(elementSignature: DailySummary.dbusSignature, [summary])]
+        #expect(throws: ContractMismatch("the reply to GetDailySummaries: summaries: element 0: date: \(UInt64.max) is out of range")) {
+            try ExposureNotificationAPI.Methods.getDailySummaries.output(reply)
+        }
+    }
+
     @Test func agentPropertiesNameAMissingOrMistypedProperty() throws {
         var properties = [String: DBusValue]()
         for declaration in AgentProperties.declarations {

@@ -35,8 +35,20 @@ struct ConfinementTests {
         #expect(found.count >= 5, "the scan finds the declarations: \(found)")
         let unexplained = found.filter { !$0.explained }.map(\.place)
         #expect(unexplained.isEmpty, "@unchecked Sendable without \"Sendable by hand:\" in its doc comment: \(unexplained)")
-        let confinedByHand = found.map(\.place).filter { place in ["class RadioAgent", "class Daemon", "class ClockGate"].contains { place.contains($0) } }
+        let confinedByHand = found.map(\.place).filter { place in
+            ["class RadioAgent", "class Daemon", "class ClockGate", "class BlueZRadio"].contains { place.contains($0) }
+        }
         #expect(confinedByHand.isEmpty, "queue-confined types Sendable by hand again: \(confinedByHand)")
+    }
+
+    /// The radio lives on the agent's queue: no lock in ENRadio, whose state the kernel's events
+    /// would otherwise change in the middle of its commands.
+    @Test func theRadioTakesNoLock() throws {
+        let radio = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/ENRadio").standardized
+        let files = try FileManager.default.contentsOfDirectory(at: radio, includingPropertiesForKeys: nil).filter { $0.pathExtension == "swift" }
+        #expect(!files.isEmpty)
+        let locking = try files.filter { try String(contentsOf: $0, encoding: .utf8).contains("import Synchronization") }.map(\.lastPathComponent)
+        #expect(locking.isEmpty, "ENRadio imports Synchronization: \(locking)")
     }
 
     /// The scan finds a declaration without the reason, and one with it.

@@ -59,6 +59,33 @@ import Testing
         #expect(after.count == 1 && after[0].scoreSum > 0)
     }
 
+    /// What v1 needs of each matched key (the strongest sighting of each scan with an RSSI) is
+    /// kept whatever the detection's configuration says of v1: GetExposureInfo scores the keys of
+    /// every detection with the last one's configuration.
+    @Test func whatV1NeedsIsKeptForEveryMatchedKey() throws {
+        let exposed = try Broadcaster(), other = try Broadcaster()
+        try store.record([try exposed.sighting(at: exposed.start + 600, rssi: -60), try exposed.sighting(at: exposed.start + 610, rssi: -50),
+                          try exposed.sighting(at: exposed.start + 900, rssi: nil), try other.sighting(at: other.start + 1_200, rssi: -70)])
+        _ = try detect(files: [try keyFile([exposed.key], batch: 1)])
+        #expect(try store.v1Matches() == [V1Match(key: exposed.key, sightings: [V1Sighting(time: exposed.start + 610, attenuation: 40)])],
+                "one scan's strongest; none without an RSSI")
+        var session = try DetectionSession(detection: detection, configurationJSON: #"{"minimumRiskScore":1}"#)
+        try session.add([try keyFile([other.key], batch: 2)])
+        _ = try session.finish()
+        #expect(try store.v1Matches().map(\.key) == [exposed.key, other.key])
+    }
+
+    /// A key published without a report type has the configuration's (reportTypeNoneMap) in its
+    /// stored windows, as in those the detection returns (Google's ExposureWindowUtils.getReportType).
+    @Test func aKeyWithoutAReportTypeIsStoredWithTheConfigurationsType() throws {
+        let exposed = try Broadcaster(reportType: .unknown)
+        try store.record([try exposed.sighting(at: exposed.start + 600)])
+        var session = try DetectionSession(detection: detection, configurationJSON: #"{"reportTypeNoneMap":3}"#)
+        try session.add([try keyFile([exposed.key], batch: 1)])
+        #expect(try session.finish().newWindows.map(\.reportType) == [.selfReport])
+        #expect(try store.exposureWindows().map(\.reportType) == [.selfReport])
+    }
+
     @Test func aLaterRevocationRemovesWhatAnEarlierDetectionFound() throws {
         let exposed = try Broadcaster()
         try store.record([try exposed.sighting(at: exposed.start + 600)])

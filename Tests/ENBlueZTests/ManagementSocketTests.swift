@@ -95,10 +95,13 @@ import Testing
     /// Collects the events a watch hears; `wait` until `count` have come.
     final class Heard: Sendable {
         let events = Mutex([ManagementEvent]())
+        /// The events' numbers in the order read.
+        let numbers = Mutex([PacketNumber]())
         private let arrived = DispatchSemaphore(value: 0)
 
-        func take(_ event: ManagementEvent) {
+        func take(_ event: ManagementEvent, _ read: PacketNumber) {
             events.withLock { $0.append(event) }
+            numbers.withLock { $0.append(read) }
             arrived.signal()
         }
 
@@ -124,14 +127,38 @@ import Testing
                 kernel.write(packet, on: 1)
             }
         }
-        let features = try socket.send(ReadAdvertisingFeatures(), controller: 0)
+        let (features, replyRead) = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
         #expect(features.instances == [2])
         #expect(sent.withLock { $0 } == [0x3D, 0x00, 0x00, 0x00, 0x00, 0x00])
         #expect(heard.wait(for: 3))
         let found = DeviceFound(address: [7, 0, 0, 0, 0, 0xC0], addressType: 1, rssi: -60, flags: 0, data: [0x02, 0x01, 0x06])
         #expect(heard.events.withLock { $0 } == [.advertisingAdded(controller: 0, instance: 3), .newSettings(controller: 0, [.powered, .connectable, .bredr, .le]),
                                                 .deviceFound(controller: 0, found)])
+        // Numbered as read: the three events, the two replies that are not this command's, then its own.
+        #expect(heard.numbers.withLock { $0 } == [PacketNumber(1), PacketNumber(2), PacketNumber(3)] && replyRead == PacketNumber(6))
         #expect(kernel.openings == 1, "commands and events share the socket")
+    }
+
+    /// The radio asks, on the watch's queue, for the events read before a reply, which would
+    /// otherwise wait for its work to end: they are handed over in line.
+    @Test func theEventsReadBeforeAReplyAreHandedOverInLineWhenAsked() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        let heard = Heard()
+        let queue = DispatchQueue(label: "test.events")
+        let watch = try socket.watchEvents(on: queue, heard.take)
+        defer { watch.cancel() }
+        DispatchQueue(label: "test.kernel").async {
+            guard kernel.command(on: 1) != nil else { return }
+            kernel.write(Self.event(0x0006, [0x83, 0x02, 0, 0]), on: 1)
+            kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([2])), on: 1)
+        }
+        let heardInLine = try queue.sync {
+            _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
+            socket.deliverPending()
+            return heard.events.withLock { $0 }
+        }
+        #expect(heardInLine == [.newSettings(controller: 0, [.powered, .connectable, .bredr, .le])])
     }
 
     @Test func aReplyAfterItsCommandTimedOutAnswersNoLaterCommand() throws {
@@ -142,7 +169,7 @@ import Testing
         defer { watch.cancel() }
         DispatchQueue(label: "test.kernel").async { _ = kernel.command(on: 1) }
         #expect(throws: ManagementError.noReply(ReadAdvertisingFeatures.name, controller: 0)) {
-            try socket.send(ReadAdvertisingFeatures(), controller: 0)
+            try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
         }
         // The reply comes late, on the socket the command went out on.
         kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([1])), on: 1)
@@ -155,7 +182,7 @@ import Testing
             guard kernel.command(on: 2) != nil else { return }
             kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([2])), on: 2)
         }
-        #expect(try socket.send(ReadAdvertisingFeatures(), controller: 0).instances == [2])
+        #expect(try socket.exchange(ReadAdvertisingFeatures(), controller: 0).reply.instances == [2])
     }
 
     @Test func thousandsOfDevicesFoundWhileNoCommandRunsLeaveRoomForTheNextReply() throws {
@@ -173,7 +200,7 @@ import Testing
             guard kernel.command(on: 1) != nil else { return }
             kernel.write(Self.reply(to: ReadControllerInformation.opcode, [UInt8](repeating: 0, count: 13) + [0x01, 0x02, 0, 0]), on: 1)
         }
-        #expect(try socket.send(ReadControllerInformation(), controller: 0) == [.powered, .le])
+        #expect(try socket.exchange(ReadControllerInformation(), controller: 0).reply == [.powered, .le])
     }
 
     @Test func aSocketThatWouldNotOpenOrFailedIsOpenedAnewForTheNextCommand() throws {
@@ -181,10 +208,10 @@ import Testing
         let socket = ManagementSocket { kernel.open() }
         kernel.failOpenings(2)
         #expect(throws: ManagementError.unreachable(ReadControllerInformation.name, EAFNOSUPPORT)) {
-            try socket.send(ReadControllerInformation(), controller: 0)
+            try socket.exchange(ReadControllerInformation(), controller: 0)
         }
         #expect(throws: ManagementError.unreachable("watching the adapters' events", EAFNOSUPPORT)) {
-            try socket.watchEvents(on: DispatchQueue(label: "test.events")) { _ in }
+            try socket.watchEvents(on: DispatchQueue(label: "test.events")) { _, _ in }
         }
 
         // The socket ends while a command waits: it hears so at once, not at the timeout.
@@ -194,7 +221,7 @@ import Testing
         }
         let start = ContinuousClock.now
         #expect(throws: ManagementError.unreachable(RemoveAdvertising.name, EPIPE)) {
-            try socket.send(RemoveAdvertising(instance: 1), controller: 0)
+            try socket.exchange(RemoveAdvertising(instance: 1), controller: 0)
         }
         #expect(ContinuousClock.now - start < .milliseconds(ManagementSocket.replyTimeoutMilliseconds))
 
@@ -202,7 +229,7 @@ import Testing
             guard kernel.command(on: 2) != nil else { return }
             kernel.write(Self.reply(to: RemoveAdvertising.opcode, [1]), on: 2)
         }
-        try socket.send(RemoveAdvertising(instance: 1), controller: 0)
+        _ = try socket.exchange(RemoveAdvertising(instance: 1), controller: 0)
         #expect(kernel.openings == 2)
     }
 }

@@ -127,20 +127,22 @@ import Testing
              "transmissionRiskLevelValues":[1,2,3,4,5,6,7,8],"transmissionRiskWeight":50,
              "attenuationDurationThresholds":[50,74]}
             """)
-        // 12 minutes at typical attenuation 60 dB, 3 days ago, transmission risk 4.
-        let scans = Array(repeating: ScanInstance(minAttenuation: 55, typicalAttenuation: 60, secondsSinceLastScan: 240), count: 3)
-        let window = try window(scans, risk: 4)
-        let info = try #require(configuration.exposureInfos(of: [window], now: day + 3 * 86_400 + 600).first)
-        // attenuation 60: >51 → level 3; 3 days: >=2 → level 7; 12 min: <=15 → level 4; risk 4 → 4.
+        // Three scans 4 minutes apart at 60 dB, of a key of 3 days ago with transmission risk 4:
+        // Google's findExposures makes one exposure of (480 + 300) s, 900 s in 5-minute steps.
+        let key = DiagnosisKey(key: TemporaryExposureKey(keyData: Bytes16(high: 1, low: 2), rollingStartIntervalNumber: ENIntervalNumber(unixSeconds: day)!,
+                                                         transmissionRiskLevel: 4))
+        let match = V1Match(key: key, sightings: [0, 240, 480].map { V1Sighting(time: day + 3_600 + $0, attenuation: 60) })
+        let info = try #require(configuration.exposureInfos(of: [match], now: day + 3 * 86_400 + 600).first)
+        // attenuation 60: >51 → level 3; 3 days: >=2 → level 7; 15 min: <=15 → level 4; risk 4 → 4.
         #expect(info.totalRiskScore == 3 * 7 * 4 * 4)
-        #expect(info.durationMinutes == 10)
+        #expect(info.durationMinutes == 15)
         #expect(info.attenuationValue == 60)
-        #expect(info.attenuationDurationsMinutes == [0, 10, 0])
+        #expect(info.attenuationDurationsMinutes == [0, 15, 0], "780 s between the thresholds, the ends stretched 150 s each")
         #expect(info.daysSinceExposure == 3)
 
         var strict = configuration
         strict.minimumRiskScore = 400
-        let summary = strict.summary(of: [window], now: day + 3 * 86_400)
+        let summary = strict.summary(of: [match], now: day + 3 * 86_400)
         #expect(summary.maximumRiskScore == 0 && summary.matchedKeyCount == 1 && summary.daysSinceLastExposure == 3)
     }
 

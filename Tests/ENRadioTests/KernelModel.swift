@@ -6,8 +6,9 @@ import Synchronization
 /// The kernel's Bluetooth management interface for one controller (hci0), as far as the radio
 /// depends on it, from net/bluetooth/mgmt.c and hci_sync.c and what the lab measured (docs/radio.md:
 /// "A second advertiser", "Suspend, unplug, airplane mode"; docs/lab.md). Commands are answered at
-/// once; events wait in a queue until `deliver` (or, with `interleave`, until a command of the
-/// radio's, as the radio's event queue runs beside its commands). The radio sends its commands on
+/// once; events and replies are numbered in the order the radio's socket reads them, and events
+/// wait until the radio asks for those read so far (`deliverPending`, on its queue, in the middle
+/// of a call) or until `deliver` (its queue between two calls). The radio sends its commands on
 /// the socket its watch reads, and the kernel tells every socket but a command's sender of what the
 /// command did (mgmt.c: `mgmt_event`'s skip_sk), so the queue holds what other programs and the
 /// kernel itself did, never what the radio's commands did, but for Discovering (`mgmt_discovering`
@@ -79,8 +80,11 @@ final class KernelModel: ManagementInterface {
         /// for the next advertisement instead of setting a new one (hci_set_random_addr_sync), and
         /// with none in force the controller refuses the new one, and the advertisement fails.
         var legacyAddress: Int?
-        var events = [ManagementEvent]()
-        var handler: (@Sendable (ManagementEvent) -> Void)?
+        /// Events not handed to the radio yet, each numbered as read.
+        var events = [(ManagementEvent, PacketNumber)]()
+        /// The packets read: events and replies.
+        var read = PacketNumber(0)
+        var watch: (queue: DispatchQueue, handler: @Sendable (ManagementEvent, PacketNumber) -> Void)?
         /// Commands the radio sent, with the status each got (0: success).
         var commands = [(name: String, instance: UInt8?, status: UInt8)]()
         var seconds = 0.0
@@ -94,22 +98,18 @@ final class KernelModel: ManagementInterface {
     /// Advertising sets: a BT 5 controller's own (btvirt: 3); a legacy controller's instances share one.
     let maximumInstances: UInt8
     let state = Mutex(State())
-    /// Delivers queued events before a command of the radio's, with this chance (0: only `deliver`).
-    let interleave: @Sendable () -> Bool
 
-    init(kernel: Kernel, legacy: Bool, interleave: @escaping @Sendable () -> Bool = { false }) {
+    init(kernel: Kernel, legacy: Bool) {
         self.kernel = kernel
         self.legacy = legacy
         self.maximumInstances = legacy ? 5 : 3
-        self.interleave = interleave
     }
 
     static let controller: UInt16 = 0
 
     // MARK: ManagementInterface
 
-    func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
-        if interleave() { deliver() }
+    func exchange<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> (reply: Command.Reply, read: PacketNumber) {
         if let happen = state.withLock({ state -> (@Sendable () -> Void)? in
             guard let pending = state.pending, pending.at <= state.commands.count else { return nil }
             state.pending = nil
@@ -122,29 +122,41 @@ final class KernelModel: ManagementInterface {
         let outcome: Result<[UInt8], ManagementError> = state.withLock { state in
             do throws(ManagementError) { return .success(try answer(command, state: &state)) } catch { return .failure(error) }
         }
-        state.withLock { $0.commands.append((Command.name, instance, outcome.status)) }
-        return try Command.decode(outcome.get())
+        let read = state.withLock { state in
+            state.commands.append((Command.name, instance, outcome.status))
+            state.read = state.read.next
+            return state.read
+        }
+        return (try Command.decode(outcome.get()), read)
     }
 
-    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent) -> Void) throws(ManagementError) -> any ManagementWatch {
-        state.withLock { $0.handler = handler }
+    func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent, PacketNumber) -> Void) throws(ManagementError) -> any ManagementWatch {
+        state.withLock { $0.watch = (queue, handler) }
         return Watch(model: self)
     }
 
     final class Watch: ManagementWatch {
         let model: KernelModel
         init(model: KernelModel) { self.model = model }
-        func cancel() { model.state.withLock { $0.handler = nil } }
+        func cancel() { model.state.withLock { $0.watch = nil } }
     }
 
-    /// Hands every queued event to the radio's watch, in order.
-    func deliver() {
-        while let (event, handler) = state.withLock({ state -> (ManagementEvent, @Sendable (ManagementEvent) -> Void)? in
-            guard let handler = state.handler, !state.events.isEmpty else { return nil }
-            return (state.events.removeFirst(), handler)
+    /// Hands every event read so far to the radio's watch, in order, in line: on the watch's queue.
+    func deliverPending() {
+        while let (event, read, handler) = state.withLock({ state -> (ManagementEvent, PacketNumber, @Sendable (ManagementEvent, PacketNumber) -> Void)? in
+            guard let watch = state.watch, !state.events.isEmpty else { return nil }
+            dispatchPrecondition(condition: .onQueue(watch.queue))
+            let (event, read) = state.events.removeFirst()
+            return (event, read, watch.handler)
         }) {
-            handler(event)
+            handler(event, read)
         }
+    }
+
+    /// Hands every queued event to the radio's watch on its queue, between the radio's calls.
+    func deliver() {
+        guard let queue = state.withLock({ $0.watch?.queue }) else { return }
+        queue.sync { deliverPending() }
     }
 
     // MARK: The commands
@@ -247,7 +259,7 @@ final class KernelModel: ManagementInterface {
     private func removeInstance(_ instance: UInt8, by remover: Owner, state: inout State) {
         state.instances[instance] = nil
         state.onAir[instance] = nil
-        if remover != .radio { state.events.append(.advertisingRemoved(controller: Self.controller, instance: instance)) }
+        if remover != .radio { state.happened(.advertisingRemoved(controller: Self.controller, instance: instance)) }
         if legacy && state.turn == instance {
             state.turn = nil
             nextTurn(state: &state)
@@ -302,7 +314,7 @@ final class KernelModel: ManagementInterface {
             if rfkill && kernel.rfkillLeavesStuckInstances && !legacy {
                 for key in state.instances.keys { state.instances[key]?.stuck = true }
             }
-            state.events.append(.newSettings(controller: Self.controller, state.settings))
+            state.happened(.newSettings(controller: Self.controller, state.settings))
         }
     }
 
@@ -314,7 +326,7 @@ final class KernelModel: ManagementInterface {
             for (number, instance) in state.instances.sorted(by: { $0.key < $1.key }) where instance.data != nil && !instance.stuck {
                 if legacy { if state.turn == nil { enable(number, state: &state) } } else { enable(number, state: &state) }
             }
-            state.events.append(.newSettings(controller: Self.controller, state.settings))
+            state.happened(.newSettings(controller: Self.controller, state.settings))
         }
     }
 
@@ -330,7 +342,7 @@ final class KernelModel: ManagementInterface {
                 state.onAir[turn] = aired
                 state.history.append(aired)
             }
-            state.events.append(.newSettings(controller: Self.controller, state.settings))
+            state.happened(.newSettings(controller: Self.controller, state.settings))
         }
     }
 
@@ -343,8 +355,17 @@ final class KernelModel: ManagementInterface {
                   legacy || state.instances.count < Int(maximumInstances) else { return nil }
             state.instances[free] = Instance(owner: .other, data: [0x02, 0x01, 0x06])
             if !legacy { enable(free, state: &state) } else if state.onAir.isEmpty { nextTurn(state: &state) }
-            state.events.append(.advertisingAdded(controller: Self.controller, instance: free))
+            state.happened(.advertisingAdded(controller: Self.controller, instance: free))
             return free
+        }
+    }
+
+    /// The kernel (the controller ended the set, hci_le_ext_adv_term_evt) or another program
+    /// (`btmgmt rm-adv`) removes an instance, the radio's too: the radio hears Advertising Removed.
+    func removedByAnother(_ instance: UInt8) {
+        state.withLock { state in
+            guard state.powered, state.instances[instance] != nil else { return }
+            removeInstance(instance, by: .other, state: &state)
         }
     }
 
@@ -363,7 +384,7 @@ final class KernelModel: ManagementInterface {
         state.withLock { state in
             guard state.present else { return }
             state.monitors.removeAll()
-            state.events.append(.monitorRemoved(controller: Self.controller, handle: 0))
+            state.happened(.monitorRemoved(controller: Self.controller, handle: 0))
             let count = UInt8(state.instances.count)
             guard state.powered, state.instances.keys.contains(where: { !kernel.listsOnlyUpToCount || $0 <= count }) else { return }
             for instance in state.instances.keys.sorted() where !state.instances[instance]!.stuck {
@@ -386,7 +407,7 @@ final class KernelModel: ManagementInterface {
     }
 
     /// Queues an event of `another` controller's for the radio's watch.
-    func happensOnAnotherController(_ event: ManagementEvent) { state.withLock { $0.events.append(event) } }
+    func happensOnAnotherController(_ event: ManagementEvent) { state.withLock { $0.happened(event) } }
 
     /// An LE connection begins (the kernel heard a paired device) or is made or given up.
     func setConnecting(_ on: Bool) { state.withLock { $0.connecting = on && $0.powered } }
@@ -398,13 +419,13 @@ final class KernelModel: ManagementInterface {
         let scanning = on && state.powered
         guard scanning != state.scanning else { return }
         state.scanning = scanning
-        state.events.append(.discovering(controller: Self.controller, addressTypes: leAddressTypes, active: scanning))
+        state.happened(.discovering(controller: Self.controller, addressTypes: leAddressTypes, active: scanning))
     }
 
     func unplug() {
         state.withLock { state in
             state = State(present: false, powered: false, nextAddress: state.nextAddress, history: state.history, events: state.events,
-                          handler: state.handler, commands: state.commands, seconds: state.seconds)
+                          read: state.read, watch: state.watch, commands: state.commands, seconds: state.seconds)
         }
     }
 
@@ -423,6 +444,12 @@ final class KernelModel: ManagementInterface {
 }
 
 extension KernelModel.State {
+    /// An event the kernel sends the radio's socket, numbered as read.
+    mutating func happened(_ event: ManagementEvent) {
+        read = read.next
+        events.append((event, read))
+    }
+
     var settings: ReadControllerInformation.Settings {
         var settings: ReadControllerInformation.Settings = [.le, .bredr]
         if powered { settings.insert(.powered) }

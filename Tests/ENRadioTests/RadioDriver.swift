@@ -1,3 +1,4 @@
+import Dispatch
 import ENAgent
 import ENBlueZ
 import ENCore
@@ -7,7 +8,8 @@ import Synchronization
 import TestSupport
 
 /// The radio agent's part, played step by step: what RadioAgent asks of its radio at a rotation,
-/// a loss, a return, a sleep and at what the radio tells it, without its timers.
+/// a loss, a return, a sleep and at what the radio tells it, without its timers. It calls the radio
+/// on the radio's queue, as the agent does.
 final class RadioDriver {
     let kernel: KernelModel
     let bluetoothd: BluetoothdModel
@@ -33,17 +35,21 @@ final class RadioDriver {
         generator = SeededGenerator(seed: seed)
         let kernel = kernel
         radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
-                           logger: LogCapture().logger(), killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil },
-                           leConnectionBeingMade: { _ in kernel.snapshot.connecting })
-        watch = radio.watchManagement(for: listener, logger: LogCapture().logger())
+                           logger: LogCapture().logger(), queue: DispatchQueue(label: "radio driver"),
+                           killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting })
+        let (radio, listener) = (radio, listener)
+        watch = radio.queue.sync { radio.watchManagement(for: listener, logger: LogCapture().logger()) }
         _ = try? radio.follow(for: listener, logger: LogCapture().logger())
     }
+
+    /// Runs `body` on the radio's queue, as the agent calls its radio.
+    func onQueue<T>(_ body: () throws -> T) rethrows -> T { try radio.queue.sync(execute: body) }
 
     /// A rotation: a fresh identifier, as RadioAgent.rotate asks for one.
     func rotate() {
         let serviceData = (0..<20).map { _ in UInt8.random(in: 0...255, using: &generator) }
         do {
-            let waitingScan = try radio.advertise { _ in serviceData }
+            let waitingScan = try onQueue { try radio.advertise { _ in serviceData } }
             advertising = true
             problem = nil
             advertised.append(serviceData)
@@ -60,6 +66,8 @@ final class RadioDriver {
     func settle() {
         while true {
             kernel.deliver()
+            // What bluetoothd's signals brought onto the radio's queue.
+            onQueue {}
             let heard = listener.take()
             guard !heard.isEmpty else { return }
             self.heard += heard
@@ -84,7 +92,7 @@ final class RadioDriver {
     }
 
     func stopAdvertising() {
-        try? radio.stopAdvertising()
+        try? onQueue { try radio.stopAdvertising() }
         advertising = false
     }
 
@@ -109,7 +117,7 @@ final class RadioDriver {
 
     func startScan() {
         do {
-            scanning = try radio.startScanning() == .started
+            scanning = try onQueue { try radio.startScanning() } == .started
             scanWaits = !scanning
         } catch {
             (scanning, scanWaits) = (false, false)
@@ -117,7 +125,7 @@ final class RadioDriver {
     }
 
     func stopScan() {
-        try? radio.stopScanning()
+        try? onQueue { try radio.stopScanning() }
         (scanning, scanWaits) = (false, false)
     }
 

@@ -175,10 +175,10 @@ struct RadioModelTests {
         driver.returned()
         #expect(driver.scanning)
         if setup.scanMode == .active {
-            let longest = try #require(driver.radio.longestScanSeconds)
+            let longest = try #require(driver.onQueue { driver.radio.longestScanSeconds })
             #expect(longest >= 1 && longest < 10.24)
         } else {
-            #expect(driver.radio.longestScanSeconds == nil)
+            #expect(driver.onQueue { driver.radio.longestScanSeconds } == nil)
         }
     }
 }
@@ -230,13 +230,78 @@ struct RadioDefectTests {
     @Test(arguments: Setup.all)
     func turningConnectableWhileAddingIsNoticed(setup: Setup) {
         for cut in 0..<12 {
-            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { true }, driver = RadioDriver(kernel: kernel)
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
             kernel.duringCommand(cut) { kernel.setConnectable(true) }
             driver.returned()
             driver.settle()
             #expect(RadioInvariants.broken(driver) == [], "connectable before command \(cut)")
             #expect(!driver.advertising && driver.problem == .adapterConnectable, "connectable before command \(cut)")
         }
+    }
+
+    /// The adapter turned connectable before the kernel answered the new advertisement's
+    /// parameters: the radio hears it before it adds the data (`deliverPending`), so nothing goes
+    /// on the air and the call says why.
+    @Test(arguments: Setup.all)
+    func turningConnectableBeforeTheParametersReplyKeepsTheDataOffTheAir(setup: Setup) throws {
+        let probe = RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy), scanMode: setup.scanMode)
+        probe.rotate()
+        let parameters = try #require(probe.kernel.snapshot.commands.lastIndex { $0.name == "Add Extended Advertising Parameters" })
+        let driver = RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy), scanMode: setup.scanMode)
+        let kernel = driver.kernel
+        kernel.duringCommand(parameters) { kernel.setConnectable(true) }
+        do {
+            _ = try driver.onQueue { try driver.radio.advertise { _ in [UInt8](repeating: 1, count: 20) } }
+            Issue.record("advertised on a connectable adapter")
+        } catch BlueZRadio.Failure.connectable {
+        } catch {
+            Issue.record("\(error)")
+        }
+        let state = kernel.snapshot
+        #expect(!state.commands.contains { $0.name == "Add Extended Advertising Data" } && state.history.isEmpty && state.instances.isEmpty,
+                "\(RandomSequenceTests.commands(kernel))")
+    }
+
+    /// A removal of the instance before (its number the same) read before the reply that made the
+    /// new advertisement leaves the new one alone; one read after is of the new one.
+    @Test(arguments: Setup.all)
+    func aRemovalReadBeforeTheNewInstancesReplyIsOfThePreviousOne(setup: Setup) throws {
+        let driver = RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy), scanMode: setup.scanMode)
+        let kernel = driver.kernel
+        driver.returned()
+        driver.settle()
+        let instance = try #require(kernel.exposureInstances(kernel.snapshot).first)
+        kernel.removedByAnother(instance)
+        driver.rotate()
+        #expect(kernel.exposureInstances(kernel.snapshot) == [instance], "the same number again")
+        driver.settle()
+        #expect(!driver.heard.contains(ListenerLog.Heard.removed) && driver.advertising)
+        #expect(RadioInvariants.broken(driver) == [])
+        kernel.removedByAnother(instance)
+        driver.settle()
+        #expect(driver.heard.filter { $0 == ListenerLog.Heard.removed }.count == 1, "the agent heard of the removal and advertised anew")
+        #expect(driver.advertising && RadioInvariants.broken(driver) == [])
+    }
+
+    /// The same for a passive scan's monitor: bluetoothd's start (every monitor removed) read
+    /// before the new scan's monitor was added, with the same handle, leaves that scan alone; read
+    /// after, it ends it, and the agent scans anew.
+    @Test(arguments: Setup.passive)
+    func aMonitorRemovalReadBeforeTheNewMonitorsReplyIsOfThePreviousOne(setup: Setup) {
+        let driver = RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy), scanMode: setup.scanMode)
+        let kernel = driver.kernel
+        driver.returned()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.monitors == [1])
+        kernel.bluetoothdStarts()
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.listener.scanStops == 0 && driver.scanning && kernel.snapshot.monitors == [1])
+        kernel.bluetoothdStarts()
+        driver.settle()
+        #expect(driver.listener.scanStops == 1 && driver.scanning && kernel.snapshot.monitors == [1], "scanning anew")
+        #expect(RadioInvariants.broken(driver) == [])
     }
 
     /// Another program's advertisement added to a BT 4.x controller while the radio added its own
@@ -246,7 +311,7 @@ struct RadioDefectTests {
     @Test(arguments: Setup.all)
     func anotherAdvertiserArrivingWhileAddingIsNoticed(setup: Setup) {
         for cut in 0..<11 {
-            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { true }, driver = RadioDriver(kernel: kernel)
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
             kernel.duringCommand(cut) { kernel.otherProgramAdds() }
             driver.returned()
             driver.settle()
@@ -317,7 +382,7 @@ struct RadioDefectTests {
     @Test(arguments: Setup.all)
     func bluetoothdsStartDuringTheRecoveryLeavesTheAdvertisementOnTheAir(setup: Setup) {
         for cut in 0..<16 {
-            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { true }, driver = RadioDriver(kernel: kernel)
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
             driver.returned()
             driver.bluetoothd.exits()
             driver.lost()

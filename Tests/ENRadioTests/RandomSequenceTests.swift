@@ -21,7 +21,7 @@ struct RandomSequenceTests {
     /// Runs one sequence; the steps taken and the first broken rule, if any.
     static func run(seed: UInt64, setup: RadioModelTests.Setup) -> (steps: [String], broken: [String], commands: [String]) {
         let random = Mutex(SeededGenerator(seed: seed))
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy) { random.withLock { Int.random(in: 0..<4, using: &$0) == 0 } }
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy)
         let driver = RadioDriver(kernel: kernel, seed: seed, scanMode: setup.scanMode)
         var taken = [String](), checked = 0
         driver.returned()

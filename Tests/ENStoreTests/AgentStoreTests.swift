@@ -62,7 +62,7 @@ import Testing
         let reopened = try AgentStore(path: path)
         #expect(try reopened.sightingCount() == 1)
         let tables = try reopened.read { try $0.fetchAll(String.self, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") }
-        for table in ["consent_event", "exposure_detection", "exposure_window", "key_file", "scan_instance",
+        for table in ["consent_event", "exposure_detection", "exposure_window", "key_file", "scan_instance", "v1_key", "v1_sighting",
                       "setting", "sighting", "temporary_exposure_key", "test_result", "pending_upload"] {
             #expect(tables.contains(table), "table \(table)")
         }
@@ -90,6 +90,51 @@ import Testing
         #expect(try store.latestExposureDay() == 1_740_009_600)
         try store.eraseAllData()
         #expect(try store.exposureWindows().isEmpty && !store.hasProcessedKeyFile(sha256: digest) && store.lastDetection() == nil)
+    }
+
+    /// What v1 needs of each matched key is stored with the detection, replaced when the key is
+    /// matched or revoked again, and erased with everything else.
+    @Test func aDetectionKeepsWhatV1NeedsOfEachKey() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let day: Int64 = 1_740_009_600
+        let key = { (byte: UInt8, type: ReportType) in
+            DiagnosisKey(key: TemporaryExposureKey(keyData: Bytes16(bytes: Data(repeating: byte, count: 16))!, rollingStartIntervalNumber: ENIntervalNumber(unixSeconds: day)!,
+                                                   transmissionRiskLevel: Int(byte)), reportType: type, daysSinceOnsetOfSymptoms: Int(byte) - 5)
+        }
+        let first = V1Match(key: key(3, .selfReport), sightings: [V1Sighting(time: day + 100, attenuation: 40), V1Sighting(time: day + 100, attenuation: 52),
+                                                                  V1Sighting(time: day + 900, attenuation: 0)])
+        let second = V1Match(key: key(4, .unknown), sightings: [V1Sighting(time: day + 86_400 + 60, attenuation: 70)])
+        try store.recordDetection(startedAt: 10, finishedAt: 20, keyFiles: [], matchedKeyCount: 3, windows: [],
+                                  v1Matches: [first, V1Match(key: key(5, .confirmedTest), sightings: []), second])
+        #expect(try store.v1Matches() == [first, second], "a key without sightings for v1 is left out; sightings keep their order")
+        #expect(try store.read { try $0.fetchAll(Int64.self, "SELECT day FROM v1_key ORDER BY id") } == [day, day + 86_400], "the day of the last sighting")
+
+        let again = V1Match(key: key(3, .confirmedTest), sightings: [V1Sighting(time: day + 200, attenuation: 45)])
+        try store.recordDetection(startedAt: 30, finishedAt: 40, keyFiles: [], matchedKeyCount: 1, windows: [], v1Matches: [again],
+                                  superseding: [first.key.key.identity, second.key.key.identity])
+        #expect(try store.v1Matches() == [again], "a key matched again replaces, one revoked goes")
+        #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM v1_sighting") } == 1, "with their sightings")
+        try store.eraseAllData()
+        #expect(try store.v1Matches().isEmpty && store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM v1_sighting") } == 0)
+    }
+
+    /// Keys that detections matched before schema version 8 kept only their windows: they keep
+    /// them, and give v1 nothing.
+    @Test func aVersion7DatabaseKeepsItsWindowsAndHasNoV1Records() throws {
+        let path = directory.file("v7.db")
+        let connection = try database(at: path, version: 7)
+        try connection.execute("INSERT INTO exposure_detection (id, started_at, finished_at) VALUES (1, 10, 20)")
+        try connection.execute("""
+            INSERT INTO exposure_window (id, detection_id, day, report_type, infectiousness, calibration_confidence,
+                key_data, rolling_start_interval_number, rolling_period, transmission_risk_level)
+            VALUES (1, 1, 1740009600, 1, 1, 0, zeroblob(16), 2900016, 144, 4)
+            """)
+        try connection.execute("INSERT INTO scan_instance VALUES (1, 50, 55, 120)")
+        try connection.close()
+        let store = try AgentStore(path: path)
+        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == 8)
+        #expect(try store.exposureWindows().map(\.scanInstances) == [[ScanInstance(minAttenuation: 50, typicalAttenuation: 55, secondsSinceLastScan: 120)]])
+        #expect(try store.v1Matches().isEmpty)
     }
 
     @Test func aVersion1DatabaseIsMigratedKeepingItsTestResults() throws {
@@ -358,16 +403,25 @@ import Testing
                     """, id, Int64(dayStart) * day)
                 try db.execute("INSERT INTO scan_instance VALUES (?, 50, 55, 120)", id)
             }
+            // v1 records go by the day of their key's last sighting, as windows by theirs.
+            for (id, dayStart) in [(1, 20_000 - 15), (2, 20_000 - 14)] {
+                try db.execute("""
+                    INSERT INTO v1_key (id, detection_id, day, key_data, rolling_start_interval_number, rolling_period, transmission_risk_level, report_type)
+                    VALUES (?, 1, ?, zeroblob(16), 0, 144, 0, 1)
+                    """, id, Int64(dayStart) * day)
+                try db.execute("INSERT INTO v1_sighting VALUES (?, ?, 50)", id, Int64(dayStart) * day + 100)
+            }
         }
 
         let report = try store.applyRetention(.protocolDefault, now: now)
 
         // Keys whose day ended more than 14 days ago go: ages 15 and 16; the age-14 key still
         // covers the last hour of the 14-day window.
-        #expect(report == RetentionReport(temporaryExposureKeys: 2, sightings: 1, exposureWindows: 1))
+        #expect(report == RetentionReport(temporaryExposureKeys: 2, sightings: 1, exposureWindows: 1, v1Keys: 1))
         #expect(try store.temporaryExposureKeys(validAfter: RetentionPolicy.protocolDefault.cutoff(now: now)).count == 15)
         #expect(try store.sightings().map(\.time) == [now - 14 * day, now])
         #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM scan_instance") } == 2, "a window's scans go with it")
+        #expect(try store.read { try $0.fetchAll(Int64.self, "SELECT key_id FROM v1_sighting") } == [2], "a v1 record's sightings go with it")
         #expect(try store.applyRetention(.protocolDefault, now: now) == RetentionReport(temporaryExposureKeys: 0, sightings: 0, exposureWindows: 0))
     }
 

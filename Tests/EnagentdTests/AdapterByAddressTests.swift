@@ -63,20 +63,20 @@ import Testing
     func radio(on bus: PrivateBus, adapter: String) throws -> BlueZRadio {
         BlueZRadio(client: BlueZClient(connection: try DBusConnection(address: bus.address)), management: KernelManagement(), adapter: AdapterChoice(adapter),
                    mayPowerOn: false, scanMode: .active, store: try AgentStore(path: directory.file("enagent.db")),
-                   logger: LogCapture().logger())
+                   logger: LogCapture().logger(), queue: DispatchQueue(label: "radio"))
     }
 
     @Test func theAddressFindsTheSameControllerAfterTheKernelSwapsTheNames() throws {
         let bus = try PrivateBus()
         let bluetoothd = try StandInBluetoothd(bus: bus)
         let byAddress = try radio(on: bus, adapter: Self.dongle), byName = try radio(on: bus, adapter: "hci1")
-        #expect(try byAddress.adapter().name == "hci1" && byName.adapter().name == "hci1")
-        #expect(try byAddress.adapter().name == "hci1")
+        #expect(try byAddress.adapterOnItsQueue().name == "hci1" && byName.adapterOnItsQueue().name == "hci1")
+        #expect(try byAddress.adapterOnItsQueue().name == "hci1")
         #expect(bluetoothd.listed == 1, "the name found is asked for by itself, not the whole list again")
         bluetoothd.swap()
-        let found = try byAddress.adapter()
+        let found = try byAddress.adapterOnItsQueue()
         #expect(found.name == "hci0" && found.address == Self.dongle, "the dongle, now hci0")
-        #expect(try byName.adapter().address == Self.builtIn, "hci1 is the built-in adapter now")
+        #expect(try byName.adapterOnItsQueue().address == Self.builtIn, "hci1 is the built-in adapter now")
         #expect(bluetoothd.listed == 2)
     }
 
@@ -87,7 +87,7 @@ import Testing
         let bus = try PrivateBus()
         let bluetoothd = try StandInBluetoothd(bus: bus)
         let radio = try radio(on: bus, adapter: "hci1")
-        _ = try radio.adapter()
+        _ = try radio.adapterOnItsQueue()
         let agent = LossCounter()
         let subscriptions = try radio.follow(for: agent, logger: LogCapture().logger())
         defer { subscriptions.forEach { $0.cancel() } }
@@ -117,4 +117,9 @@ import Testing
         func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {}
         func scanStopped() {}
     }
+}
+
+extension BlueZRadio {
+    /// `adapter()` on the radio's queue, where the agent calls it.
+    fileprivate func adapterOnItsQueue() throws -> Adapter { try queue.sync { try adapter() } }
 }

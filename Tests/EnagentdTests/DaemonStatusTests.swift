@@ -40,9 +40,8 @@ struct DaemonStatusTests {
     let lines = StatusLines()
 
     func daemon(_ store: AgentStore, clock: any AgentClock = SystemClock()) throws -> Daemon {
-        let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration(), kernelRelease: "6.1.0-56-amd64")
-        return Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
-                      bus: nil, trustedKeys: [], logger: Logger(label: "test"), queue: queue, reportStatus: lines.append)
+        return Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radio: nil,
+                      trustedKeys: [], logger: Logger(label: "test"), queue: queue, reportStatus: lines.append)
     }
 
     /// A database that cannot be read is said so, not taken for "no consent yet".
@@ -120,15 +119,22 @@ struct DaemonStatusTests {
             message in announced.withLock { $0.append(message.arguments.dropFirst().first?.stringKeyed?.keys.sorted() ?? []) }
         }
         defer { subscription.cancel() }
+        /// Waits for the `count`th signal, then a while for one that must not come. Each change
+        /// is announced once the one before it was: an announcement reads the values of its time.
+        func heard(_ count: Int) {
+            let deadline = Date().addingTimeInterval(5)
+            while announced.withLock({ $0.count }) < count && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
         queue.sync { daemon.apply() }
+        heard(1)
         queue.sync { daemon.apply() }
+        heard(1)
         queue.sync {
             daemon.my.radio.state = RadioState(scanning: true)
             daemon.apply()
         }
-        let deadline = Date().addingTimeInterval(5)
-        while announced.withLock({ $0.count }) < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        Thread.sleep(forTimeInterval: 0.2)  // time for a signal that must not come
+        heard(2)
         let signals = announced.withLock { $0 }
         #expect(signals.count == 2, "the second apply changed nothing and announced nothing: \(signals)")
         #expect(signals.first?.contains(ExposureNotificationAPI.Properties.status.name) == true)

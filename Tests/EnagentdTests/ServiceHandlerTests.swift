@@ -28,14 +28,15 @@ import Testing
     }
 
     /// A service on `store` without radio or bus, trusting key files signed by `signer`, whose
-    /// callers `authorise` judges.
-    static func service(store: AgentStore, trusting signer: P256PrivateKey, log: LogCapture,
+    /// callers `authorise` judges; its time is `clock`'s.
+    /// A detection session ends after `idleLimit` without a call.
+    static func service(store: AgentStore, trusting signer: P256PrivateKey, log: LogCapture, clock: any AgentClock = SystemClock(),
+                        idleLimit: Duration = .milliseconds(300),
                         authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) throws -> ExposureNotificationService {
-        let settings = try RadioSettings(options: RadioOptions.parse(["--no-radio"]), file: AgentConfiguration(), kernelRelease: "6.1.0-56-amd64")
-        let daemon = Daemon(store: store, clock: SystemClock(), retention: .protocolDefault, synchronisation: nil, radioSettings: settings,
-                            bus: nil, trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: log.logger(level: .info),
+        let daemon = Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radio: nil,
+                            trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: log.logger(level: .info),
                             queue: DispatchQueue(label: "test.daemon"))
-        return ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .milliseconds(300), logger: log.logger(level: .info)),
+        return ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: idleLimit, logger: log.logger(level: .info)),
                                            authorise: authorise)
     }
 

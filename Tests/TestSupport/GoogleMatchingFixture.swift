@@ -3,11 +3,15 @@ import Foundation
 import Testing
 
 /// Tests/ENCoreTests/Fixtures/google-matching/scenarios.json, the scenarios Google's matching code
-/// ran, as scripts/google-matching writes it; ENCoreTests compares the matching with it, and
-/// CommandTests enctl detect offline.
+/// ran, as scripts/google-matching writes it; ENCoreTests compares the matching with it,
+/// CommandTests enctl detect offline, and EnagentdTests the daemon's detection.
+/// ENAGENT_GOOGLE_MATCHING_FIXTURE names another such file (one generate.sh wrote with a fresh seed).
 public struct GoogleMatchingFixture: Decodable, Sendable {
-    public static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    public static let committedPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("ENCoreTests/Fixtures/google-matching/scenarios.json").path
+    public static let path = ProcessInfo.processInfo.environment["ENAGENT_GOOGLE_MATCHING_FIXTURE"].flatMap { $0.isEmpty ? nil : $0 } ?? committedPath
+    /// Whether the tests read the committed fixture (not another named by the environment).
+    public static var isCommitted: Bool { path == committedPath }
 
     /// The fixture; a missing or malformed one stops the tests that need it.
     public static let scenarios: GoogleMatchingFixture = {
@@ -157,6 +161,9 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
     }
 
     public struct Sighting: Decodable, Sendable {
+        /// The index of the key whose RPI it carries, and the interval of that RPI.
+        public var key: Int
+        public var interval: Int64
         public var rpi: String
         public var aem: String
         public var time: Int64

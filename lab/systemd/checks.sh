@@ -4,20 +4,22 @@
 # toolchain hidden, then run with the README's commands as an administrator, a member of the
 # group enagent and another user would, and checked: the radio on btmon's capture (onair.py),
 # the rest as the user meets it (systemctl, enctl, journalctl).
-# Writes OUT/service-checks, a line per check ("ok NAME: DETAIL" or "FAILED NAME: DETAIL"), and
-# OUT/service-figures; "done" ends both. OUT/rc says whether every check held.
+# Writes the run's manifest, OUT/phases.jsonl (manifest.sh): a phase "check" per check (its name, its
+# verdict ok or FAILED, what it saw), a phase "figure" per figure, and "done" at the end, which
+# lab/service-report.py reads; OUT/rc says whether every check held.
 set -u
 OUT=$LAB/out SD=$LAB/sd
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
 export BTSNOOP=/run/btlab.snoop
 . "$SD/bluez.sh"
-: > "$OUT/service-checks"; : > "$OUT/service-figures"
+. "$SD/manifest.sh"
+rm -f "$OUT/phases.jsonl"
 check() {  # check NAME DETAIL COMMAND...: ok when COMMAND succeeds
     name=$1 detail=$2; shift 2
     if "$@"; then verdict=ok; else verdict=FAILED; fi
-    echo "$verdict $name: $detail" | tee -a "$OUT/service-checks"
+    echo "$verdict $name: $detail"; phase check name="$name" verdict="$verdict" detail="$detail"
 }
-figure() { echo "$*" | tee -a "$OUT/service-figures"; }
+figure() { echo "$*"; phase figure text="$*"; }
 step() { echo; echo "=== $* ($(uptime_seconds) s)"; }
 now() { date +%s.%N; }
 # wait_for SECONDS COMMAND...: until COMMAND succeeds (polled every 0.5 s); fails after SECONDS.
@@ -554,6 +556,6 @@ for unit in enagentd.service enagent-detect.service; do
 done
 
 kill "$BTMON"; sleep 0.5; cp "$BTSNOOP" "$OUT/btmon.snoop"
-echo done >> "$OUT/service-checks"; echo done >> "$OUT/service-figures"
-if grep -q '^FAILED' "$OUT/service-checks"; then echo 1 > "$OUT/rc"; else echo 0 > "$OUT/rc"; fi
+phase done
+if grep -q '"verdict": "FAILED"' "$OUT/phases.jsonl"; then echo 1 > "$OUT/rc"; else echo 0 > "$OUT/rc"; fi
 sync

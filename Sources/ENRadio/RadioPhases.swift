@@ -1,0 +1,91 @@
+import ENBlueZ
+
+/// What the radio has in the kernel, as phases, each changed only by `BlueZRadio`'s
+/// `enter(_:because:)`.
+extension BlueZRadio {
+    /// The agent's advertisement in the kernel: an instance of its own on an adapter.
+    struct Advertisement: CustomStringConvertible {
+        var instance: UInt8
+        var adapter: Adapter
+        /// The controller has only the legacy commands: one advertising set.
+        var legacy: Bool
+
+        var description: String { "instance \(instance) on \(adapter.name)" }
+    }
+
+    /// Where the advertisement is, changed only by `enter(_:because:)` (docs/architecture.md,
+    /// "The radio's phases", draws the transitions).
+    enum AdvertisementPhase: CustomStringConvertible {
+        case none
+        /// Its parameters given, its data not yet: nothing of it on the air. What the kernel said
+        /// before the reply numbered `since` (the settings read first) the reads saw already.
+        case adding(Advertisement, since: PacketNumber)
+        case onAir(Advertisement)
+        /// The adapter turned connectable (the kernel re-programs the advertisement from the
+        /// public address), or another program's advertisement joined it on a legacy controller
+        /// (the kernel puts that on the one set next): it goes, by `advertise` when it was being
+        /// added, else by the agent's `stopAdvertising`.
+        case unfit(Advertisement, Failure)
+
+        /// This radio's instance in the kernel, when it has one it must withdraw.
+        var advertisement: Advertisement? {
+            switch self {
+            case .none: return nil
+            case .adding(let advertisement, _), .onAir(let advertisement), .unfit(let advertisement, _): return advertisement
+            }
+        }
+
+        /// The advertisement the kernel has enabled (an unfit one until it is withdrawn).
+        var onAir: Advertisement? {
+            switch self {
+            case .onAir(let advertisement), .unfit(let advertisement, _): return advertisement
+            case .none, .adding: return nil
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .none: return "none"
+            case .adding(let advertisement, _): return "adding \(advertisement)"
+            case .onAir(let advertisement): return "on the air, \(advertisement)"
+            case .unfit(let advertisement, let failure): return "unfit, \(advertisement): \(failure)"
+            }
+        }
+    }
+
+    /// What the scan does, changed only by `enter(_:because:)` (docs/architecture.md, "The
+    /// radio's phases").
+    enum ScanPhase: CustomStringConvertible {
+        case idle
+        /// A kernel advertisement monitor, added by the reply numbered `added`: a removal read
+        /// before it was of the monitor before with the same handle.
+        case passive(Adapter, monitor: UInt16, added: PacketNumber)
+        case active(Adapter)
+        /// An active scan waits for this radio's advertisement to be on the adapter (`startScan`).
+        case waitingForAdvertisement(Adapter)
+        /// Stopped while a legacy controller takes an advertisement's new address (`pausingScan`).
+        case paused(Adapter)
+
+        var waitsForAdvertisement: Bool {
+            if case .waitingForAdvertisement = self { return true }
+            return false
+        }
+
+        var adapter: Adapter? {
+            switch self {
+            case .idle: return nil
+            case .passive(let adapter, _, _), .active(let adapter), .waitingForAdvertisement(let adapter), .paused(let adapter): return adapter
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .idle: return "idle"
+            case .passive(let adapter, let monitor, _): return "passive on \(adapter.name), monitor \(monitor)"
+            case .active(let adapter): return "active on \(adapter.name)"
+            case .waitingForAdvertisement(let adapter): return "waiting on \(adapter.name) for the advertisement"
+            case .paused(let adapter): return "paused on \(adapter.name)"
+            }
+        }
+    }
+}

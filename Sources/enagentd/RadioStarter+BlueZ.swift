@@ -1,0 +1,59 @@
+import Dispatch
+import ENAgent
+import ENBlueZ
+import ENBus
+import ENCore
+import ENRadio
+import ENStore
+import ENSystemd
+
+extension RadioStarter {
+    /// Advertising and scanning through BlueZ on `bus`, as `settings` say.
+    static func bluez(bus: DBusConnection, settings: RadioSettings, store: AgentStore, clock: any AgentClock, retention: RetentionPolicy,
+                      logger: Logger) -> RadioStarter {
+        RadioStarter(configuredAdapter: settings.adapter?.description) { onChange in
+            // One queue for the agent and its radio: the agent calls the radio there, the kernel's
+            // events and bluetoothd's signals are handled there.
+            let radioQueue = DispatchQueue(label: "enagent.radio")
+            let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: settings.adapter,
+                                   mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger, queue: radioQueue)
+            let adapter: AdapterShown
+            do {
+                let found = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })
+                adapter = AdapterShown(name: found.name, address: found.address)
+            } catch {
+                // Only the TX power's source depends on it here; the agent meets the same problem at
+                // once and its status says so.
+                logger.info("no adapter to read the TX power from at the start: \(error)")
+                if case .name(let name)? = settings.adapter { adapter = AdapterShown(name: name) } else { adapter = AdapterShown() }
+            }
+            let metadata = Metadata(transmitPower: settings.txPower(adapter: adapter.name.isEmpty ? nil : adapter.name, logger: logger))
+            let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
+                                   clock: clock, schedule: settings.schedule, metadata: metadata, logger: logger, queue: radioQueue) { state in
+                // Called on the radio's queue, where the radio's adapter is read.
+                onChange(state, bluez.adapterInUse.map { AdapterShown(name: $0.name, address: $0.address) })
+            }
+            let followed = try bluez.follow(for: agent, logger: logger)
+            let managementWatch = radioQueue.sync { bluez.watchManagement(for: agent, logger: logger) }
+            let sleep = SleepInhibitor(connection: bus, logger: logger)
+            // Off the daemon's queue: a bus without logind may take its time to say so.
+            DispatchQueue.global().async { sleep.inhibit() }
+            let subscriptions = followed + [try sleep.follow { [logger] sleeping in
+                if sleeping {
+                    logger.info("the system is going to sleep")
+                    agent.prepareForSleep { sleep.release() }
+                } else {
+                    // Not on the bus's dispatcher thread, which the call waits on.
+                    DispatchQueue.global().async { sleep.inhibit() }
+                    agent.radioReturned()
+                }
+            }]
+            agent.start()
+            return RadioRun(agent: agent, adapter: adapter) {
+                subscriptions.forEach { $0.cancel() }
+                managementWatch?.cancel()
+                sleep.release()
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""service-report.py RUN_DIR [--check [NAME...]]: the service lab's checks (lab/systemd/checks.sh,
+judged in the guest, where systemd, the journal and enctl answer) as its manifest recorded them,
+a line each ("ok NAME: DETAIL" or "FAILED NAME: DETAIL"), then its figures. With --check it exits 1
+unless every check held and the guest's checks ran to their end."""
+import sys
+from labframe import Check, Lab, arguments, report
+
+
+def checks(lab):
+    """A check per verdict the guest recorded, in its order, then whether the guest's checks ended."""
+    return [Check(entry["name"], f"{entry['verdict']} {entry['name']}: {entry['detail']}", recorded(entry))
+            for entry in lab.entries("check")] + [Check("finished", "FIGURES", finished)]
+
+
+def recorded(entry):
+    def run(lab, fail):
+        if entry["verdict"] != "ok":
+            fail(f"{entry['name']}: {entry['detail']}")
+    return run
+
+
+def finished(lab, fail):
+    for entry in lab.entries("figure"):
+        print(entry["text"])
+    if not lab.has("done"):
+        fail("the guest's checks did not finish (no phase done in the manifest)")
+
+
+def main():
+    given = arguments(__doc__.splitlines()[0])
+    lab = Lab(given.run)
+    return report("service checks", given, lab, checks(lab))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

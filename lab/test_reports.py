@@ -1,0 +1,185 @@
+"""The lab's reports replayed on recorded runs (python3 -m unittest discover -s lab; make lab-report-test).
+
+testdata/bt5-run.tar.xz is a run of make lab-test's bt5 kind that passed every check, trimmed to
+what the checks read (btmon's capture of the agents' two controllers); testdata/soak-run.tar.xz a
+two-minute soak that passed. ENCTL names the enctl to derive and detect with (the tree's debug
+build unless set)."""
+import contextlib, glob, importlib.util, io, json, os, re, shutil, subprocess, sys, tarfile, tempfile, unittest
+import labframe, report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENCTL = os.environ.get("ENCTL") or os.path.join(HERE, "../.build/debug/enctl")
+soak_report = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("soak_report", os.path.join(HERE, "soak-report.py")))
+spec.loader.exec_module(soak_report)
+
+
+class RecordingLab(report.AgentsLab):
+    """Remembers the name of every phase the checks ask for."""
+
+    def __init__(self, folder):
+        super().__init__(folder, ENCTL)
+        self.asked = set()
+
+    def entries(self, name):
+        self.asked.add(name)
+        return super().entries(name)
+
+
+class Replay(unittest.TestCase):
+    """A recorded run (ARCHIVE, unpacked once) and copies of it with a doctored manifest."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="lab-replay-")
+        with tarfile.open(os.path.join(HERE, "testdata", cls.ARCHIVE)) as archive:
+            archive.extractall(cls.folder, filter="data")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder)
+
+    def failing(self, checks, lab):
+        """The names of the checks that failed on `lab`."""
+        with contextlib.redirect_stdout(io.StringIO()):
+            failures = labframe.run_report(checks, lab)
+        self.assertEqual(set(failures), {check.name for check in checks}, "every check ran")
+        return {name for name, found in failures.items() if found}
+
+    def assertWritten(self, names):
+        """Each phase name is written by a phase call of the lab's scripts."""
+        written = written_phases()
+        for name in sorted(names):
+            with self.subTest(phase=name):
+                self.assertTrue(any(pattern.fullmatch(name) for pattern in written), f"no phase call writes {name}")
+
+    def doctored(self, change):
+        """A copy of the recorded run whose manifest lines pass through `change`."""
+        folder = tempfile.mkdtemp(prefix="lab-doctored-")
+        self.addCleanup(shutil.rmtree, folder)
+        shutil.copytree(self.folder, folder, dirs_exist_ok=True)
+        manifest = os.path.join(folder, labframe.MANIFEST)
+        with open(manifest) as recorded:
+            entries = [json.loads(line) for line in recorded]
+        with open(manifest, "w") as out:
+            for entry in change(entries):
+                out.write(json.dumps(entry) + "\n")
+        return folder
+
+
+class ReplayedLabRun(Replay):
+    ARCHIVE = "bt5-run.tar.xz"
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(ENCTL, os.X_OK):
+            raise AssertionError(f"no enctl at {ENCTL}: build it (swift build --product enctl) or set ENCTL")
+        super().setUpClass()
+
+    def failing(self, folder):
+        return super().failing(report.checks(), RecordingLab(folder))
+
+    def test_the_recorded_run_passes_every_check(self):
+        self.assertEqual(self.failing(self.folder), set())
+
+    def test_an_agent_back_late_after_its_restart_fails_only_no_gap(self):
+        def restarted_earlier(entries):
+            for entry in entries:
+                if entry["phase"] == "a-restarted":
+                    entry["realtime"] -= report.BACK_WITHIN + 1
+            return entries
+        self.assertEqual(self.failing(self.doctored(restarted_earlier)), {"no-gap"})
+
+    def test_a_status_poll_reading_the_old_status_late_fails_only_connectable(self):
+        def late_poll(entries):
+            poll = next(entry for entry in entries if entry["phase"] == "connectable-poll")
+            turned = poll["started"]
+            late = dict(poll, started=turned + report.CONNECTABLE_STATUS_WITHIN + 1, said="active yes")
+            return [late if entry is poll else entry for entry in entries] + [poll]
+        self.assertEqual(self.failing(self.doctored(late_poll)), {"connectable"})
+
+    def test_the_report_gates_as_the_makefile_expects(self):
+        passed = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), self.folder, ENCTL, "--check"], capture_output=True, text=True)
+        self.assertEqual((passed.returncode, passed.stdout.splitlines()[-1]), (0, "lab-test: PASS"))
+        broken = self.doctored(lambda entries: entries + [{"phase": "failed", "realtime": 0, "monotonic": 0, "step": "a doctored step: exit 1"}])
+        alone = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), broken, ENCTL, "--check", "steps"], capture_output=True, text=True)
+        self.assertEqual(alone.returncode, 1)
+        self.assertNotIn("RECOVERY", alone.stdout)
+
+    def test_every_phase_the_checks_read_is_written_by_the_shell(self):
+        lab = RecordingLab(self.folder)
+        super().failing(report.checks(), lab)
+        self.assertWritten(lab.asked | {entry["phase"] for entry in lab.manifest})
+
+
+class ReplayedSoak(Replay):
+    ARCHIVE = "soak-run.tar.xz"
+
+    def failing(self, folder):
+        return super().failing(soak_report.checks(), labframe.Lab(folder))
+
+    def test_the_recorded_soak_passes_every_check(self):
+        self.assertEqual(self.failing(self.folder), set())
+
+    def test_a_recovery_after_bluetoothd_is_timed_from_its_offer(self):
+        lab = labframe.Lab(self.folder)
+        restarts = [fault for fault in lab.entries("fault") if fault["kind"] == "bluetoothd"]
+        self.assertTrue(restarts)
+        for fault in restarts:
+            offered = soak_report.onair.offered(lab.snoop, 0, fault["at"])
+            self.assertEqual(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, offered))
+            self.assertLess(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, fault["at"]))
+
+    def test_an_agent_that_did_not_stop_cleanly_fails_only_faults(self):
+        def unclean(entries):
+            return [dict(entry, b=1) if entry["phase"] == "exits" else entry for entry in entries]
+        self.assertEqual(self.failing(self.doctored(unclean)), {"faults"})
+
+    def test_every_phase_in_the_soak_manifest_is_written_by_the_shell(self):
+        self.assertWritten({entry["phase"] for entry in labframe.Lab(self.folder).manifest})
+
+
+class ServiceChecks(unittest.TestCase):
+    """The service lab's verdicts as checks.sh records them with manifest.sh's phase, read back."""
+
+    def run_in_shell(self, script):
+        folder = tempfile.mkdtemp(prefix="lab-service-")
+        self.addCleanup(shutil.rmtree, folder)
+        subprocess.run(["sh", "-c", f'OUT="{folder}"; . "{HERE}/manifest.sh"; {script}'], check=True)
+        return folder
+
+    def report(self, folder, *arguments):
+        return subprocess.run([sys.executable, os.path.join(HERE, "service-report.py"), folder, *arguments], capture_output=True, text=True)
+
+    def test_the_phase_helper_writes_json_whatever_the_value(self):
+        folder = self.run_in_shell(r"""phase check name=a verdict=ok detail='said "no" \ and
+went on'; phase figure text= number:=1.5 status:='{"status":
+ "active"}' failed:=""")
+        check, figure = labframe.Lab(folder).manifest
+        self.assertEqual(check["detail"], 'said "no" \\ and went on')
+        self.assertEqual((figure["text"], figure["number"], figure["status"], figure["failed"]), ("", 1.5, {"status": "active"}, None))
+        self.assertIsInstance(check["realtime"], float)
+
+    def test_a_failed_check_fails_the_service_report_alone(self):
+        folder = self.run_in_shell('phase check name=boot verdict=ok detail=up; phase check name=suspend verdict=FAILED detail="12 s"; phase done')
+        self.assertEqual(self.report(folder, "--check", "boot").returncode, 0)
+        failed = self.report(folder, "--check")
+        self.assertEqual((failed.returncode, failed.stdout.splitlines()[-1]), (1, "service checks: FAIL"))
+
+    def test_checks_that_did_not_finish_fail(self):
+        folder = self.run_in_shell("phase check name=boot verdict=ok detail=up")
+        self.assertIn("did not finish", self.report(folder, "--check").stdout)
+
+
+def written_phases():
+    """The phase names the lab's scripts write, as patterns ($agent and the like match a word)."""
+    patterns = set()
+    for path in glob.glob(os.path.join(HERE, "**/*.sh"), recursive=True):
+        for name in re.findall(r"(?:^|[;&|(]|then|do)\s*phase ([\w$-]+)", open(path).read(), re.M):
+            patterns.add(re.compile(re.sub(r"\\\$\w+", r"\\w+", re.escape(name))))
+    for path in glob.glob(os.path.join(HERE, "*.py")):
+        patterns |= {re.compile(re.escape(name)) for name in re.findall(r'"phase": "([\w-]+)"', open(path).read())}
+    return patterns
+
+
+if __name__ == "__main__":
+    unittest.main()
