@@ -38,7 +38,7 @@ DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man check-docs bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
-	test-builds test-radio bench-programs bench-smoke check-figures lab-monitor-race lab-report-test
+	test-builds test-radio test-cockpit bench-programs bench-smoke check-figures lab-monitor-race lab-report-test
 
 all: build
 
@@ -69,6 +69,7 @@ test: deps
 	$(MAKE) check-docs
 	$(MAKE) check-figures
 	$(MAKE) lab-report-test
+	$(MAKE) test-cockpit
 	$(MAKE) bench-smoke
 	$(MAKE) deb
 	$(MAKE) check-footprint
@@ -304,6 +305,15 @@ install:
 # Regenerates the committed man pages enctl(1) and enagentd(8) from the commands' own help, with
 # swift-argument-parser's GenerateManual plugin (after a change to an option or a help text;
 # `make test` fails while they are stale). enagent.conf(5) and key-server.conf(5) are written by hand.
+# The Cockpit page in Debian's chromium, headless, against cockpit-ws on loopback with the debug
+# enagentd on a system bus of its own, logged in as a member of the group enagent and as another
+# user (cockpit/browser-test.py); its screenshots go to $(SCRATCH)/cockpit-screenshots.
+test-cockpit:
+	@scripts/install-deps.sh cockpit-ws cockpit-bridge chromium python3-websocket openssl curl iproute2
+	$(SWIFT) build --product enagentd
+	$(SWIFT) build --product enctl
+	/usr/bin/python3 cockpit/browser-test.py $(DEBUG_BIN) $(SCRATCH)/cockpit-screenshots
+
 man: deps
 	SWIFT=$(SWIFT) scripts/generate-man.sh man $(SCRATCH)
 
@@ -317,8 +327,9 @@ check-man:
 check-docs:
 	python3 scripts/check-docs.py
 
-# The Debian package, $(DIST)/enagent_VERSION_ARCH.deb, with dpkg-buildpackage and debhelper from
-# debian/ (debian/rules says why), then lintian on it. The Swift toolchain must be on PATH.
+# The Debian packages, $(DIST)/enagent_VERSION_ARCH.deb and cockpit-enagent_VERSION_all.deb, with
+# dpkg-buildpackage and debhelper from debian/ (debian/rules says why), then lintian on them. The
+# Swift toolchain must be on PATH.
 deb: deps
 	@scripts/install-deps.sh debhelper dpkg-dev lintian man-db
 	$(MAKE) --no-print-directory deb-package
@@ -352,6 +363,7 @@ deb-package:
 
 lint-deb:
 	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb
+	scripts/lint-deb.sh $(DIST)/cockpit-enagent_$$(dpkg-parsechangelog -S Version)_all.deb
 
 # The package's and its binaries' sizes against the footprint goals, and no ICU data in them;
 # FIGURES=write records them in docs/figures/ (then scripts/render-figures.py write).

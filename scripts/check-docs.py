@@ -6,8 +6,10 @@ to a missing file or heading; when README.md is longer than 300 lines or holds a
 statuses in README's table differ from AgentStatus in Sources/ENCore/AgentStatus.swift; when the
 keys key-server.conf(5) documents differ from the keys enctl's parser takes; when a document
 makes a promise listed in BROKEN_PROMISES, which the code does not keep, or lacks one listed in
-KEPT_PROMISES.
+KEPT_PROMISES; when the Cockpit page's table of statuses (cockpit/enagent/statuses.js) is not what
+README's table makes of it (`check-docs.py --write-cockpit-statuses` writes it).
 """
+import json
 import glob
 import os
 import re
@@ -16,6 +18,7 @@ import sys
 README_MAX_LINES = 300
 STATUS_HEADING = "What each status means"
 STATUS_SOURCE = "Sources/ENCore/AgentStatus.swift"
+COCKPIT_STATUSES = "cockpit/enagent/statuses.js"
 
 # (file, pattern, why): a claim the code does not bear out, which must not come back.
 BROKEN_PROMISES = [
@@ -131,6 +134,37 @@ def readme_statuses(path):
     return heading, statuses
 
 
+def readme_status_rows(path):
+    """{status: {"meaning": ..., "todo": ...}} from README's status table, markdown as written."""
+    rows, inside = {}, False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if re.match(rf"^#+\s+{re.escape(STATUS_HEADING)}\s*$", line):
+                inside = True
+            elif inside and line.startswith("#"):
+                break
+            elif inside:
+                match = re.match(r"^\|\s*`([^`]+)`\s*\|(.*)\|(.*)\|\s*$", line)
+                if match:
+                    rows[match.group(1)] = {"meaning": match.group(2).strip(), "todo": match.group(3).strip()}
+    return rows
+
+
+def cockpit_statuses(root):
+    """statuses.js as README's table makes it: the page says what each status means and what to do."""
+    table = json.dumps(readme_status_rows(os.path.join(root, "README.md")), indent=4, ensure_ascii=False)
+    return ("// Written by scripts/check-docs.py --write-cockpit-statuses from README.md's table\n"
+            f"// \"{STATUS_HEADING}\" (make check-docs fails when it differs): edit the table, not this file.\n"
+            f"window.ENAGENT_STATUSES = {table};\n")
+
+
+def check_cockpit_statuses(root, errors):
+    path = os.path.join(root, COCKPIT_STATUSES)
+    current = open(path, encoding="utf-8").read() if os.path.exists(path) else ""
+    if current != cockpit_statuses(root):
+        errors.append(f"{COCKPIT_STATUSES}:1: not what README's table of statuses makes: run scripts/check-docs.py --write-cockpit-statuses")
+
+
 def check_readme(root, errors):
     path = os.path.join(root, "README.md")
     with open(path, encoding="utf-8") as f:
@@ -210,7 +244,11 @@ def check_promises(root, errors):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+    arguments = [argument for argument in sys.argv[1:] if argument != "--write-cockpit-statuses"]
+    root = os.path.abspath(arguments[0] if arguments else os.path.join(os.path.dirname(__file__), ".."))
+    if len(arguments) < len(sys.argv) - 1:
+        with open(os.path.join(root, COCKPIT_STATUSES), "w", encoding="utf-8") as f:
+            f.write(cockpit_statuses(root))
     errors = []
     documents = [os.path.join(root, name) for name in ("README.md", "NEWS")]
     documents += sorted(glob.glob(os.path.join(root, "docs", "*.md")) + glob.glob(os.path.join(root, "dbus", "*.md")))
@@ -220,6 +258,7 @@ def main():
     check_readme(root, errors)
     check_configuration_pages(root, errors)
     check_promises(root, errors)
+    check_cockpit_statuses(root, errors)
     for error in errors:
         print(error, file=sys.stderr)
     if errors:

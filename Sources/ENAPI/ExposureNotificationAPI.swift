@@ -40,12 +40,15 @@ public enum ExposureNotificationAPI {
         public static let getHealthStatus = MethodContract("GetHealthStatus", NoArguments.self, HealthStatus.self)
         /// Sends the caller ExposureDetected from now until it leaves the bus.
         public static let watchExposures = MethodContract("WatchExposures")
+        /// Counts only, aggregated in the daemon; privileged all the same, since they tell when people were near.
+        public static let getSightingsPerHour = MethodContract("GetSightingsPerHour", SightingsPerHourRequest.self, SightingsPerHour.self)
 
         /// Every method, in the interface's order.
         public static let all: [any MethodDeclaration] = [
             setEnabled, pause, resume, getTemporaryExposureKeyHistory, detectExposures, startDetection, addKeyFiles, finishDetection, cancelDetection,
             getExposureWindows, getDailySummaries, getExposureInfo,
             addTestResult, getTestResults, setVerificationToken, queueUpload, getPendingUploads, finishUpload, resetData, getHealthStatus, watchExposures,
+            getSightingsPerHour,
         ]
     }
 
@@ -417,6 +420,42 @@ public struct ExposureDetectedArguments: DBusRecord, Equatable {
     public var newWindows: UInt32 = 0
     public init() {}
     public init(newWindows: UInt32) { self.newWindows = newWindows }
+}
+
+// MARK: Sightings per hour
+
+/// GetSightingsPerHour's argument: a client that has the earlier hours asks for the latest only,
+/// which the daemon counts from its index on time instead of the whole table.
+public struct SightingsPerHourRequest: DBusRecord, Equatable {
+    public static let fields: [DBusField<Self>] = [DBusField("since", \.since)]
+    /// Unix seconds: the hours from the one this falls in; 0 for the whole retention period.
+    public var since: UInt64 = 0
+    public init() {}
+    public init(since: UInt64) { self.since = since }
+}
+
+/// GetSightingsPerHour's reply: every UTC hour asked for with a sighting, oldest first.
+public struct SightingsPerHour: DBusRecord, Equatable {
+    public static let fields: [DBusField<Self>] = [DBusField("hours", \.hours)]
+    public var hours: [SightingHourRecord] = []
+    public init() {}
+    public init(hours: [SightingHourRecord]) { self.hours = hours }
+}
+
+/// One hour's counts: no identifier, only how many sightings and how many distinct rolling
+/// proximity identifiers among them.
+public struct SightingHourRecord: DBusRecord, Equatable, Encodable {
+    public static let fields: [DBusField<Self>] = [
+        DBusField("hour_start", \.hourStart), DBusField("sightings", \.sightings), DBusField("distinct_identifiers", \.distinctIdentifiers),
+    ]
+    /// Unix seconds of the hour's start.
+    public var hourStart: UInt64 = 0
+    public var sightings: UInt32 = 0
+    public var distinctIdentifiers: UInt32 = 0
+    public init() {}
+    public init(hourStart: UInt64, sightings: UInt32, distinctIdentifiers: UInt32) {
+        (self.hourStart, self.sightings, self.distinctIdentifiers) = (hourStart, sightings, distinctIdentifiers)
+    }
 }
 
 // MARK: Records inside replies

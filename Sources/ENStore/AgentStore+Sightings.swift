@@ -41,6 +41,20 @@ extension AgentStore {
         try read { db in try db.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? 0 }
     }
 
+    /// The stored sightings counted per UTC hour, from the hour `since` (unix seconds) falls in,
+    /// oldest first; hours without a sighting are left out. Only counts leave the store: when
+    /// people were near, never who.
+    public func sightingsPerHour(since: Int64 = 0) throws(StoreError) -> [SightingHour] {
+        try read { db in
+            try db.fetchAll("""
+                SELECT seen_at - seen_at % 3600 AS hour, count(*), count(DISTINCT rpi) FROM sighting
+                WHERE seen_at >= ? GROUP BY hour ORDER BY hour
+                """, since - since % 3600) { row throws(SQLiteError) in
+                SightingHour(start: try row.column(0), sightings: try row.column(1), distinctIdentifiers: try row.column(2))
+            }
+        }
+    }
+
     /// Every sighting, read straight into an index for matching: one pass over the table in
     /// storage order, no list of sightings held beside the index, one snapshot (the radio may
     /// record more meanwhile). The columns are read in place, from sqlite3's own row.
@@ -85,6 +99,19 @@ extension AgentStore {
                          adapterAddress: try row.adapterAddress(5))
             }
         }
+    }
+}
+
+/// One hour's sightings: how many, and how many rolling proximity identifiers among them (about
+/// how many devices: each changes its identifier every 10 to 20 minutes).
+public struct SightingHour: Sendable, Equatable {
+    /// Unix seconds of the hour's start (UTC).
+    public var start: Int64
+    public var sightings: Int
+    public var distinctIdentifiers: Int
+
+    public init(start: Int64, sightings: Int, distinctIdentifiers: Int) {
+        (self.start, self.sightings, self.distinctIdentifiers) = (start, sightings, distinctIdentifiers)
     }
 }
 

@@ -72,6 +72,7 @@ struct ExposureNotificationService: Sendable {
             method(M.resetData, resetData),
             method(M.getHealthStatus, getHealthStatus),
             method(M.watchExposures, withCaller: watchExposures),
+            method(M.getSightingsPerHour, getSightingsPerHour),
         ]
         let properties = [
             property(P.enabled) { try onDaemonQueue { try daemon.enabled } },
@@ -229,6 +230,14 @@ struct ExposureNotificationService: Sendable {
     func watchExposures(_: NoArguments, caller: String) throws(DBusError) -> NoArguments {
         try exposureWatchers.add(caller)
         return NoArguments()
+    }
+
+    func getSightingsPerHour(_ request: SightingsPerHourRequest) throws(DBusError) -> SightingsPerHour {
+        let since = Int64(clamping: request.since)
+        return SightingsPerHour(hours: try reading { try daemon.store.sightingsPerHour(since: since) }.map {
+            SightingHourRecord(hourStart: UInt64(max(0, $0.start)), sightings: UInt32(clamping: $0.sightings),
+                               distinctIdentifiers: UInt32(clamping: $0.distinctIdentifiers))
+        })
     }
 
     // MARK: Helpers

@@ -1,3 +1,4 @@
+import ENAPI
 import ENBus
 import ENCore
 import ENKeyFileWriter
@@ -114,6 +115,29 @@ import Testing
                 #expect(!text.contains(secret), "another user learnt \(secret): \(text.prefix(3_000))")
             }
         }
+    }
+
+    /// The sightings per hour, counted by the daemon, go to root (and the group) over the shipped
+    /// policy; another user is refused by the bus, and by the daemon itself on a bus that lets
+    /// anyone call.
+    @Test func sightingsPerHourAreForTheGroupOnly() throws {
+        let service = try ServiceTests.Service(in: directory, policy: Self.shippedPolicy)
+        let hour = (Int64(Date().timeIntervalSince1970) / 3_600 - 2) * 3_600
+        let met = try Broadcaster(), other = try Broadcaster()
+        try AgentStore(path: service.state + "/enagent.db").record(try [met.sighting(at: hour + 60, rssi: -60), met.sighting(at: hour + 120, rssi: -61),
+                                                                        other.sighting(at: hour + 3_660, rssi: -70)])
+        let contract = ExposureNotificationAPI.Methods.getSightingsPerHour
+        let counts = try contract.output(try service.call(contract.name, SightingsPerHourRequest(since: 0).values))
+        #expect(counts.hours == [SightingHourRecord(hourStart: UInt64(hour), sightings: 2, distinctIdentifiers: 1),
+                                 SightingHourRecord(hourStart: UInt64(hour + 3_600), sightings: 1, distinctIdentifiers: 1)])
+
+        let refused = try send(service, ["org.enagent.ExposureNotification1.\(contract.name)", "uint64:0"])
+        #expect(refused.status != 0 && refused.standardError.contains("AccessDenied"), "the bus refuses another user: \(refused.standardError)")
+        #expect(!refused.standardOutput.contains("uint64"), "\(refused.standardOutput)")
+
+        let open = try ServiceTests.Service(in: TemporaryDirectory())
+        let refusedByDaemon = try send(open, ["org.enagent.ExposureNotification1.\(contract.name)", "uint64:0"])
+        #expect(refusedByDaemon.status != 0 && refusedByDaemon.standardError.contains("NotAuthorized"), "\(refusedByDaemon.standardError)")
     }
 
     /// enctl as the timer's unit runs it: its stderr (and stdout) is the journal, named by

@@ -193,6 +193,36 @@ import Testing
         #expect(scans.map { $0["minAttenuation"] as? Int } == [45, 65, 45])
     }
 
+    /// `enctl sightings`: every hour from the first sighting to the current one, those without a
+    /// sighting as zeros; --hours keeps the latest; on a terminal each hour gets a bar.
+    @Test func sightingsArePrintedPerHourWithABarOnATerminal() throws {
+        let service = try Service(in: directory)
+        let current = Int64(Date().timeIntervalSince1970) / 3_600 * 3_600
+        let met = try Broadcaster(), other = try Broadcaster()
+        try AgentStore(path: service.state + "/enagent.db").record(try [
+            met.sighting(at: current - 3 * 3_600 + 10, rssi: -60), met.sighting(at: current - 3 * 3_600 + 70, rssi: -60),
+            other.sighting(at: current - 3 * 3_600 + 80, rssi: -70), met.sighting(at: current - 3_600 + 5, rssi: -60),
+        ])
+
+        let json = try service.enctl("sightings", "--json")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [[String: Int]], "\(json.standardError)")
+        #expect(rows.map { $0["hourStart"] } == (0...3).map { Int(current - 3 * 3_600) + $0 * 3_600 })
+        #expect(rows.map { $0["sightings"] } == [3, 0, 1, 0])
+        #expect(rows.map { $0["distinctIdentifiers"] } == [2, 0, 1, 0])
+
+        let latest = try service.enctl("sightings", "--hours", "2")
+        let lines = latest.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3 && lines[0].hasPrefix("HOUR (UTC)"), "\(latest.standardOutput)\(latest.standardError)")
+        #expect(lines.dropFirst().map { $0.split(separator: " ").dropFirst(2).map(String.init) } == [["1", "1"], ["0", "0"]], "\(lines)")
+        #expect(!latest.standardOutput.contains("█"), "no bars into a pipe")
+
+        let terminal = try Command.run("/usr/bin/script", ["-qec", Command.executable("enctl").path + " sightings", "/dev/null"],
+                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
+        let bars = terminal.standardOutput.split(whereSeparator: \.isNewline).dropFirst().map { $0.filter { $0 == "█" }.count }
+        #expect(bars == [40, 0, 13, 0], "the largest hour is 40 blocks, the others in proportion: \(terminal.standardOutput)")
+        #expect(try service.enctl("sightings", "--hours", "0").status == 64)
+    }
+
     @Test func detectionTakesDescriptorsVerifiesAndStoresWindows() throws {
         let signer = try P256PrivateKey()
         let service = try Service.enabled(in: directory, trusting: signer)

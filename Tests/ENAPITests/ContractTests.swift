@@ -33,6 +33,7 @@ import Testing
         PendingUploadList(uploads: [PendingUploadRecord(testResultId: "abc", url: "u", body: "b", attempts: 2, lastError: "HTTP 503", nextAttemptAt: 99)]),
         UploadOutcome(testResultId: "abc", outcome: .retry, reason: "HTTP 429", retryAfter: 60), ExposureDetectedArguments(newWindows: 2), NoArguments(),
         HealthStatus(latestExposureDay: 1_699_920_000, reminders: ["recent-exposure", "upload-refused"]),
+        SightingsPerHourRequest(since: 1_699_920_000), SightingsPerHour(hours: [SightingHourRecord(hourStart: 1_699_920_000, sightings: 42, distinctIdentifiers: 7)]),
         DetectionSessionRequest(configuration: "{}", maxKeys: 1_000_000), DetectionSessionHandle(session: "4f1c"),
         KeyFileBatch(session: "4f1c", keyFiles: [FileDescriptor(5), FileDescriptor(6)]),
         DetectionProgressArguments(session: "4f1c", progress: DetectionSummary(keyFilesProcessed: 16, keysChecked: 8_000, matchedKeys: 1)),

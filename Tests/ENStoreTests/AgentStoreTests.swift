@@ -246,6 +246,28 @@ import Testing
         #expect(try store.sightingCount() == 10_000)
     }
 
+    /// Per UTC hour: every sighting, and each identifier once however often it was heard; an hour
+    /// boundary splits one identifier's sightings; hours without sightings are not listed; `since`
+    /// keeps the hour it falls in and the later ones.
+    @Test func sightingsAreCountedPerHourWithTheirDistinctIdentifiers() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let hour: Int64 = 1_764_230_400  // 2025-11-27 08:00 UTC
+        try store.record([sighting(1, time: hour), sighting(1, time: hour + 300), sighting(2, time: hour + 3_599),
+                          sighting(2, time: hour + 3_600), sighting(3, time: hour + 3 * 3_600 + 5)])
+        try store.record([sighting(1, time: hour + 1_800)])
+        #expect(try store.sightingsPerHour() == [
+            SightingHour(start: hour, sightings: 4, distinctIdentifiers: 2),
+            SightingHour(start: hour + 3_600, sightings: 1, distinctIdentifiers: 1),
+            SightingHour(start: hour + 3 * 3_600, sightings: 1, distinctIdentifiers: 1),
+        ])
+        #expect(try store.sightingsPerHour(since: hour + 3_600 + 1_800) == [
+            SightingHour(start: hour + 3_600, sightings: 1, distinctIdentifiers: 1),
+            SightingHour(start: hour + 3 * 3_600, sightings: 1, distinctIdentifiers: 1),
+        ], "from the hour `since` falls in")
+        try store.eraseAllData()
+        #expect(try store.sightingsPerHour().isEmpty)
+    }
+
     @Test func sightingsRoundTripWithUnknownRSSI() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let stored = [sighting(1, time: 10, rssi: -128), sighting(2, time: 20, rssi: nil), sighting(3, time: 30, rssi: 126)]
