@@ -270,7 +270,7 @@ CMDLINE="console=$CONSOLE quiet panic=-1 ${BTLAB_LAB:-} btlab.init=$LAB/guest-in
 # How loaded the host is while the guest runs (the reports print it: labframe.py): the load average
 # every 5 s, kept beside out/ until the guest is done, then moved in.
 ( while :; do echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"; sleep 5; done ) > "$LAB/host-load" & LOAD_SAMPLER=$!
-trap 'kill "$LOAD_SAMPLER" 2>/dev/null' EXIT
+trap 'kill "$LOAD_SAMPLER" 2>/dev/null || true' EXIT
 for boot in 1 2; do
 rm -rf "$LAB/out"; mkdir -p "$LAB/out"
 log "booting $KVER ($(basename $KIMG)) under qemu (${ACCEL:-tcg})"
