@@ -20,6 +20,8 @@ import Testing
     static let fixture = GoogleMatchingFixture.scenarios
     /// The scenarios a device's scan records can give (`deviceScans`).
     static let recordable = fixture.scenarios.filter { $0.deviceScans != nil }
+    /// The families of replayed identifiers (a closure in `@Test(arguments:)` crashes Swift 6.0.3's compiler).
+    static let replaying = fixture.scenarios.filter { ["replay", "rpi-window"].contains($0.family) }
 
     /// What the daemon cannot run: scenarios whose sightings' previous scans contradict each
     /// other, which no device's scan records give. enctl detect offline, which takes each
@@ -46,7 +48,7 @@ import Testing
     /// .getValidSightingsForRpi), through the daemon's detection: the replay family's scenarios
     /// (an encounter, then the same RPI again 1 to 5 hours later) and the rpi-window family's
     /// (sightings at the edges of their RPI's window).
-    @Test(arguments: GoogleMatchingDaemonTests.fixture.scenarios.filter { ["replay", "rpi-window"].contains($0.family) })
+    @Test(arguments: GoogleMatchingDaemonTests.replaying)
     func replayedIdentifiersCountAsGooglesCodeCounts(scenario: GoogleMatchingFixture.Scenario) throws {
         let run = try DaemonRun(scenario)
         try run.expectGooglesResults()
