@@ -4,10 +4,10 @@ import ENSQLite
 import Synchronization
 
 extension AgentStore {
-    /// Records a batch of sightings in one transaction: all of them or, on error, none.
-    /// Records sightings and the device's scans in one transaction: `scans`, each from its start to
-    /// its end as far as it went (a scan recorded again with the same start gets the later end),
-    /// also those that heard nothing, so that no sighting is stored without the scan it was heard in.
+    /// Records sightings and the device's scans in one transaction, all of them or on error none:
+    /// `scans`, each from its start to its end as far as it went (a scan recorded again with the
+    /// same start gets the later end), also those that heard nothing, so that no sighting is stored
+    /// without the scan it was heard in.
     public func record(_ sightings: [Sighting], scans: [ClosedRange<Int64>] = []) throws(StoreError) {
         guard !sightings.isEmpty || !scans.isEmpty else { return }
         try write { db in
@@ -23,6 +23,7 @@ extension AgentStore {
                     """, scan.lowerBound, scan.upperBound)
             }
         }
+        if !sightings.isEmpty { sightingsWereRecorded() }
     }
 
     /// The device's recorded scans, by start.
@@ -38,7 +39,14 @@ extension AgentStore {
     }
 
     public func sightingCount() throws(StoreError) -> Int {
-        try read { db in try db.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? 0 }
+        try read { db in try Self.sightingCount(in: db, version: Schema.migrations.count) }
+    }
+
+    /// The sightings in `db`, a database of schema `version`: its own count, or one older than
+    /// the count (`Schema.sightingCountVersion`) counted row by row.
+    static func sightingCount(in db: SQLiteConnection, version: Int) throws -> Int {
+        let query = version >= Schema.sightingCountVersion ? "SELECT sightings FROM sighting_count" : "SELECT count(*) FROM sighting"
+        return try db.fetchOne(Int.self, query) ?? 0
     }
 
     /// The stored sightings counted per UTC hour, from the hour `since` (unix seconds) falls in,
@@ -71,7 +79,7 @@ extension AgentStore {
         var scans = ScanHistory(version >= Schema.scanVersion ? try Self.scans(in: db) : [])
         // Two cores at work: this thread steps sqlite3 and copies the columns out, another
         // adds them to the index (random writes into a table of up to hundreds of MB).
-        let builder = IndexBuilder(expectedCount: try db.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? 0)
+        let builder = IndexBuilder(expectedCount: try sightingCount(in: db, version: version))
         defer { builder.finish() }
         var batch = IndexBuilder.Batch()
         batch.reserveCapacity(IndexBuilder.batchSize)

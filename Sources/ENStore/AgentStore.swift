@@ -15,6 +15,8 @@ public final class AgentStore: Sendable {
     private let writer: Mutex<SQLiteConnection>
     private let idleReaders = Mutex<[SQLiteConnection]>([])
     private let closed = Atomic<Bool>(false)
+    /// Told after each write that stored sightings (`whenSightingsRecorded`).
+    private let sightingsRecorded = Mutex<(@Sendable () -> Void)?>(nil)
     /// Readers kept open between reads; more than this are closed after their read.
     private static let idleReaderLimit = 4
 
@@ -35,6 +37,16 @@ public final class AgentStore: Sendable {
         } catch {
             throw Self.translate(error, path: path)
         }
+    }
+
+    /// Calls `body` after each write that stored sightings, on the writer's thread (the daemon
+    /// announces SightingsStored): the one place that knows when the count changes with the radio.
+    public func whenSightingsRecorded(_ body: @escaping @Sendable () -> Void) {
+        sightingsRecorded.withLock { $0 = body }
+    }
+
+    func sightingsWereRecorded() {
+        sightingsRecorded.withLock { $0 }?()
     }
 
     /// Runs `body` in one write transaction: all of it is stored, or on error nothing.

@@ -223,12 +223,26 @@ enum Schema {
         );
         CREATE INDEX v1_sighting_by_key ON v1_sighting(key_id);
         """,
+        // v9: how many sightings the table holds, kept by the database in each write's own
+        // transaction: counting the table is a pass over every row (about a second a million),
+        // which SightingsStored, read by every status and announced with each scan's batch, must not make.
+        """
+        CREATE TABLE sighting_count (
+            only INTEGER PRIMARY KEY CHECK (only = 0),
+            sightings INTEGER NOT NULL CHECK (sightings >= 0)
+        );
+        INSERT INTO sighting_count VALUES (0, (SELECT count(*) FROM sighting));
+        CREATE TRIGGER sighting_counted AFTER INSERT ON sighting BEGIN UPDATE sighting_count SET sightings = sightings + 1; END;
+        CREATE TRIGGER sighting_uncounted AFTER DELETE ON sighting BEGIN UPDATE sighting_count SET sightings = sightings - 1; END;
+        """,
     ]
 
     /// The version from which sightings have `adapter_address`.
     static let adapterAddressVersion = 6
     /// The version from which the device's scans are recorded.
     static let scanVersion = 7
+    /// The version from which the database counts its sightings (`sighting_count`).
+    static let sightingCountVersion = 9
 
     /// The migration identifiers of the GRDB store that wrote schema versions 1 to 4, in order.
     static let grdbMigrations = ["v1", "v2", "v3", "v4"]

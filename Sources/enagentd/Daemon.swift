@@ -105,13 +105,16 @@ final class Daemon: Sendable {
     func announceChanges(through object: ExportedObject) {
         my.announcer.serviceObject = object
         let announcements = DispatchQueue(label: "enagent.announcements")
-        my.announcer.onChange = { [logger] names in
+        let announce: @Sendable ([String]) -> Void = { [logger] names in
             announcements.async {
                 do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
                     logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
                 }
             }
         }
+        my.announcer.onChange = announce
+        // The radio's batches change SightingsStored (the database counts them as it stores them).
+        store.whenSightingsRecorded { announce([P.sightingsStored.name]) }
     }
 
     /// While the store cannot be read, look again this often.

@@ -3,6 +3,7 @@ import Foundation
 import ENSQLite
 @testable import ENStore
 import TestSupport
+import Synchronization
 import Testing
 
 @Suite struct AgentStoreTests {
@@ -132,7 +133,7 @@ import Testing
         try connection.execute("INSERT INTO scan_instance VALUES (1, 50, 55, 120)")
         try connection.close()
         let store = try AgentStore(path: path)
-        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == 8)
+        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == Schema.migrations.count)
         #expect(try store.exposureWindows().map(\.scanInstances) == [[ScanInstance(minAttenuation: 50, typicalAttenuation: 55, secondsSinceLastScan: 120)]])
         #expect(try store.v1Matches().isEmpty)
     }
@@ -266,6 +267,42 @@ import Testing
         ], "from the hour `since` falls in")
         try store.eraseAllData()
         #expect(try store.sightingsPerHour().isEmpty)
+    }
+
+    /// The count SightingsStored reads is the database's own, kept in each write's transaction:
+    /// after batches, retention, a failed batch and the erase, and from a version 8 database with rows.
+    @Test func theDatabaseCountsItsSightingsAsItStoresAndDeletesThem() throws {
+        let path = directory.file("v8.db")
+        let connection = try database(at: path, version: 8)
+        for index in 0..<3 {
+            try connection.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at, adapter) VALUES (?, zeroblob(4), -60, ?, 'hci0')",
+                                   [UInt8](repeating: UInt8(index), count: 16), Int64(100 + index))
+        }
+        try connection.close()
+        let store = try AgentStore(path: path)
+        func counted() throws -> (Int, Int) {
+            (try store.sightingCount(), try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM sighting") ?? -1 })
+        }
+        #expect(try counted() == (3, 3))
+        try store.record((0..<5).map { sighting(UInt64(10 + $0), time: 1_000_000) })
+        #expect(try counted() == (8, 8))
+        // 127 is no RSSI the schema takes: the third insert fails, and the batch with it.
+        let failing = [sighting(20, time: 1_000_000), sighting(21, time: 1_000_000), sighting(22, time: 1_000_000, rssi: 127)]
+        #expect(throws: StoreError.self) { try store.record(failing) }
+        #expect(try counted() == (8, 8), "a batch that failed counts none of its sightings")
+        try store.applyRetention(RetentionPolicy(days: 14), now: 2_000_000)
+        #expect(try counted() == (5, 5))
+        try store.eraseAllData()
+        #expect(try counted() == (0, 0))
+    }
+
+    @Test func aBatchOfSightingsIsToldOnceStored() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let told = Mutex(0)
+        store.whenSightingsRecorded { told.withLock { $0 += 1 } }
+        try store.record([sighting(1, time: 100), sighting(2, time: 101)])
+        try store.record([], scans: [100...104])
+        #expect(told.withLock { $0 } == 1, "a batch is told once, and scans alone change no count")
     }
 
     @Test func sightingsRoundTripWithUnknownRSSI() throws {

@@ -105,11 +105,13 @@ struct DaemonStatusTests {
     }
 
     /// PropertiesChanged names what changed only: the daemon names every property its status may
-    /// have moved, and a radio change that leaves the status alone announces no Status.
+    /// have moved, and a radio change that leaves the status alone announces no Status. A batch
+    /// of sightings stored announces SightingsStored alone.
     @Test func aRadioChangeThatLeavesTheStatusAloneAnnouncesNoStatus() throws {
         let bus = try PrivateBus()
         let server = try DBusConnection(address: bus.address), client = try DBusConnection(address: bus.address)
-        let daemon = try daemon(try AgentStore(path: directory.file("enagent.db")))
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let daemon = try daemon(store)
         let object = ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: .seconds(1), logger: Logger(label: "test")),
                                                  authorise: { _ in }).object()
         try server.export(object)
@@ -135,9 +137,12 @@ struct DaemonStatusTests {
             daemon.apply()
         }
         heard(2)
+        try store.record((1...2).map { Sighting(rpi: Bytes16(high: $0, low: 0), aem: AssociatedEncryptedMetadata(rawValue: 0), rssi: -60, time: 100, adapter: "hci0") })
+        heard(3)
         let signals = announced.withLock { $0 }
-        #expect(signals.count == 2, "the second apply changed nothing and announced nothing: \(signals)")
+        #expect(signals.count == 3, "the second apply changed nothing and announced nothing: \(signals)")
         #expect(signals.first?.contains(ExposureNotificationAPI.Properties.status.name) == true)
-        #expect(signals.last == [ExposureNotificationAPI.Properties.scanning.name])
+        #expect(signals.dropFirst().first == [ExposureNotificationAPI.Properties.scanning.name])
+        #expect(signals.last == [ExposureNotificationAPI.Properties.sightingsStored.name])
     }
 }
