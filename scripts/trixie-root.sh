@@ -56,6 +56,8 @@ bind() {  # bind SOURCE TARGET-in-root
 }
 mount -t proc proc "$ROOT/proc"; mounts+=("$ROOT/proc")
 bind /dev /dev
+# Not in /dev's bind (it takes no mount below it): the tests run enctl on a pseudo-terminal.
+bind /dev/pts /dev/pts
 mount -t tmpfs tmpfs "$ROOT/tmp"; mounts+=("$ROOT/tmp")
 bind "$PROJECT" /src
 git_rewrites=$(git config --system --get-regexp '^url\..*\.insteadof$' 2>/dev/null || true)

@@ -219,7 +219,7 @@ import Testing
         let terminal = try Command.run("/usr/bin/script", ["-qec", Command.executable("enctl").path + " sightings", "/dev/null"],
                                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address])
         let bars = terminal.standardOutput.split(whereSeparator: \.isNewline).dropFirst().map { $0.filter { $0 == "█" }.count }
-        #expect(bars == [40, 0, 13, 0], "the largest hour is 40 blocks, the others in proportion: \(terminal.standardOutput)")
+        #expect(bars == [40, 0, 13, 0], "the largest hour is 40 blocks, the others in proportion: \(terminal.standardOutput)\(terminal.standardError)")
         #expect(try service.enctl("sightings", "--hours", "0").status == 64)
     }
 
