@@ -133,7 +133,7 @@ bench-programs: deps
 	$(RELEASE) --product enctl
 	$(RELEASE) --product enagentd
 	mkdir -p $(SCRATCH)/bench
-	cc -O2 -Wall -Wno-deprecated-declarations -o $(SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
+	cc -O2 -Wall -Wno-deprecated-declarations -pthread -o $(SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
 
 # Fails when a rendered figure in docs/ differs from what scripts/render-figures.py writes from
 # its recorded run in docs/figures/ (edited by hand, or the JSON changed without rendering).

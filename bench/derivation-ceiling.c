@@ -5,7 +5,7 @@
  * HMAC's pads for the constant salt are hashed once; the per-key ones cannot be. Each message
  * fits one block, so each hash after a pad is one SHA-256 compression, as in ENCore.
  *
- *   derivation-ceiling KEYS.bin [RPIS.bin]
+ *   derivation-ceiling KEYS.bin [RPIS.bin [THREADS]]
  *
  * KEYS.bin: 16-byte TEKs, back to back. Prints the keys per second and the XOR of every RPI, so
  * that enbench can check that the baseline derives what enagent derives.
@@ -15,9 +15,14 @@
  * the number of RPIs found: the single-core floor of matching before any file is read. The set is
  * what a careful C program would build: a blocked filter of 16 bits a sighting (two bits in one
  * word; RPIs are AES output, so their bits are their hash) before an open-addressed table.
+ *
+ * With THREADS, as many threads share the keys (each its own contiguous part, its own cipher
+ * context; the set is shared, read only): derivation and lookups on that many cores, the rate a
+ * whole detection on the machine is measured against.
  */
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,64 +140,102 @@ static uint64_t rpi_set_count(const struct rpi_set *set, const uint8_t *rpis) {
     return found;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2 && argc != 3) { fprintf(stderr, "usage: %s KEYS.bin [RPIS.bin]\n", argv[0]); return 64; }
-    size_t count, sighting_count = 0;
-    uint8_t *keys = read_records(argv[1], &count);
-    struct rpi_set set = {0};
-    if (argc == 3) {
-        uint8_t *sightings = read_records(argv[2], &sighting_count);
-        set = rpi_set_build(sightings, sighting_count);
-        free(sightings);
-    }
+/* What one thread derives and looks up: keys [first, end), its findings and checksum. */
+struct share {
+    const uint8_t *keys;
+    size_t first, end;
+    const struct rpi_set *set;
+    uint64_t found, checksum[2];
+};
 
-    static uint8_t padded[INTERVALS * 16], rpis[INTERVALS * 16];
-    for (uint32_t j = 0; j < INTERVALS; j++) {
-        uint32_t interval = FIRST_INTERVAL + j;
-        memcpy(padded + j * 16, "EN-RPI", 6);
-        memset(padded + j * 16 + 6, 0, 6);
-        for (int b = 0; b < 4; b++) padded[j * 16 + 12 + b] = (uint8_t)(interval >> (8 * b));
-    }
-    static const uint8_t zeros[32], info[] = "EN-RPIK\x01";
-    SHA256_CTX salt_inner, salt_outer;
-    hmac_pads(zeros, sizeof zeros, &salt_inner, &salt_outer);
+static uint8_t padded[INTERVALS * 16];
+static SHA256_CTX salt_inner, salt_outer;
+
+static void *derive(void *argument) {
+    struct share *share = argument;
+    static const uint8_t info[] = "EN-RPIK\x01";
+    uint8_t rpis[INTERVALS * 16];
     /* The cipher is fetched once; each key then only sets its schedule. Padding stays on: it
      * only matters to EVP_EncryptFinal, never called, and OpenSSL 3 would apply a padding of 0
      * again on every init, a parameter looked up by name per key. */
     EVP_CIPHER_CTX *aes = EVP_CIPHER_CTX_new();
     EVP_EncryptInit_ex(aes, EVP_aes_128_ecb(), NULL, NULL, NULL);
-    uint64_t checksum[2] = {0, 0}, found = 0;
-
-    struct timespec start, end;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (size_t k = 0; k < count; k++) {
+    for (size_t k = share->first; k < share->end; k++) {
         uint8_t prk[32], okm[32];
-        hmac_finish(salt_inner, salt_outer, keys + 16 * k, 16, prk);
+        hmac_finish(salt_inner, salt_outer, share->keys + 16 * k, 16, prk);
         SHA256_CTX inner, outer;
         hmac_pads(prk, sizeof prk, &inner, &outer);
         hmac_finish(inner, outer, info, sizeof info - 1, okm);
         int length = 0;
         EVP_EncryptInit_ex(aes, NULL, NULL, okm, NULL);
         EVP_EncryptUpdate(aes, rpis, &length, padded, sizeof padded);
-        if (argc == 3) {
-            found += rpi_set_count(&set, rpis);
+        if (share->set) {
+            share->found += rpi_set_count(share->set, rpis);
         } else {
             for (int j = 0; j < INTERVALS; j++) {
-                checksum[0] ^= word_at(rpis + 16 * j);
-                checksum[1] ^= word_at(rpis + 16 * j + 8);
+                share->checksum[0] ^= word_at(rpis + 16 * j);
+                share->checksum[1] ^= word_at(rpis + 16 * j + 8);
             }
         }
     }
+    EVP_CIPHER_CTX_free(aes);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argc > 4) { fprintf(stderr, "usage: %s KEYS.bin [RPIS.bin [THREADS]]\n", argv[0]); return 64; }
+    size_t count, sighting_count = 0;
+    uint8_t *keys = read_records(argv[1], &count);
+    struct rpi_set set = {0};
+    if (argc >= 3) {
+        uint8_t *sightings = read_records(argv[2], &sighting_count);
+        set = rpi_set_build(sightings, sighting_count);
+        free(sightings);
+    }
+    int threads = argc == 4 ? atoi(argv[3]) : 1;
+    if (threads < 1 || threads > 1024) { fprintf(stderr, "%s: THREADS must be 1 to 1024, not %s\n", argv[0], argv[3]); return 64; }
+
+    for (uint32_t j = 0; j < INTERVALS; j++) {
+        uint32_t interval = FIRST_INTERVAL + j;
+        memcpy(padded + j * 16, "EN-RPI", 6);
+        memset(padded + j * 16 + 6, 0, 6);
+        for (int b = 0; b < 4; b++) padded[j * 16 + 12 + b] = (uint8_t)(interval >> (8 * b));
+    }
+    static const uint8_t zeros[32];
+    hmac_pads(zeros, sizeof zeros, &salt_inner, &salt_outer);
+    struct share *shares = calloc((size_t)threads, sizeof *shares);
+    pthread_t *ids = calloc((size_t)threads, sizeof *ids);
+    if (!shares || !ids) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (int t = 0; t < threads; t++)
+        shares[t] = (struct share){keys, count * (size_t)t / (size_t)threads, count * (size_t)(t + 1) / (size_t)threads,
+                                   argc >= 3 ? &set : NULL, 0, {0, 0}};
+
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    if (threads == 1) {
+        derive(&shares[0]);
+    } else {
+        for (int t = 0; t < threads; t++)
+            if (pthread_create(&ids[t], NULL, derive, &shares[t]) != 0) { fprintf(stderr, "cannot start a thread\n"); return 1; }
+        for (int t = 0; t < threads; t++) pthread_join(ids[t], NULL);
+    }
     clock_gettime(CLOCK_MONOTONIC, &end);
     double seconds = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
+    uint64_t checksum[2] = {0, 0}, found = 0;
+    for (int t = 0; t < threads; t++) {
+        found += shares[t].found;
+        checksum[0] ^= shares[t].checksum[0];
+        checksum[1] ^= shares[t].checksum[1];
+    }
     printf("%.0f ", (double)count / seconds);
-    if (argc == 3) {
+    if (argc >= 3) {
         printf("%llu\n", (unsigned long long)found);
     } else {
         for (int i = 0; i < 16; i++) printf("%02x", ((const uint8_t *)checksum)[i]);
         printf("\n");
     }
-    EVP_CIPHER_CTX_free(aes);
+    free(shares);
+    free(ids);
     free(keys);
     return 0;
 }

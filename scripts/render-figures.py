@@ -93,14 +93,31 @@ def bench_table(run):
     offline_lines, offline_database, daemon = detection["offlineJSONLines"], detection["offlineDatabase"], detection["daemon"]
     lookups = {(entry["sightings"], entry["oneDay"]): entry for entry in run["lookups"]}
 
-    def lookup_pair(sightings):
+    def lookup_pair(sightings, field="keysPerSecond"):
         every, one_day = lookups[(sightings, False)], lookups[(sightings, True)]
-        return (f"{ratio(every['keysPerSecond'] / ceiling)} / {ratio(one_day['keysPerSecond'] / ceiling)} the ceiling",
+        return (f"{ratio(every[field] / ceiling)} / {ratio(one_day[field] / ceiling)} the ceiling",
                 every["count"], one_day["count"])
 
     daemon_change = daemon["seconds"] / offline_database["seconds"] - 1
     lines_lookup, lines_count, lines_day = lookup_pair("jsonLines")
     database_lookup, database_count, database_day = lookup_pair("database")
+    cores = run["machine"]["cores"]
+    # Runs recorded before the daemon ran both sizes and C ran on every core lack these rows.
+    small_rows = [
+        ("the same from a database of those sightings",
+         f"{detection['offlineSmallDatabase']['seconds']:.2f} s, {rate(detection['offlineSmallDatabase']['keysPerSecond'])} keys/s "
+         f"({ratio(detection['offlineSmallDatabase']['keysPerSecond'] / ceiling)}), {megabytes(detection['offlineSmallDatabase']['peakMemoryMB'])}"),
+        ("that through enagentd (a detection session)",
+         f"{detection['daemonSmall']['seconds']:.2f} s, "
+         f"{faster_or_slower(detection['daemonSmall']['seconds'] / detection['offlineSmallDatabase']['seconds'] - 1)}; "
+         f"enagentd peaks at {megabytes(detection['daemonSmall']['daemonPeakMemoryMB'])}"),
+    ] if "daemonSmall" in detection else []
+    all_cores_rows = [
+        (f"C derivation and lookups, all {cores} cores, among the {count(lines_count)} sightings / among one day's {count(lines_day)}",
+         lookup_pair("jsonLines", "allCoresKeysPerSecond")[0]),
+        (f"the same among {count(database_count)} sightings / among one day's {count(database_day)}",
+         lookup_pair("database", "allCoresKeysPerSecond")[0]),
+    ] if all("allCoresKeysPerSecond" in entry for entry in run["lookups"]) else []
     rows = [
         ("derivation ceiling, C/OpenSSL, one core", f"{rate(ceiling)} keys/s"),
         ("enagent's derivation, one core",
@@ -111,6 +128,7 @@ def bench_table(run):
         (f"`enctl detect offline`, {count(sizes['smallExportKeys'])} keys × {count(sizes['jsonLinesSightings'])} JSON Lines sightings",
          f"{offline_lines['seconds']:.2f} s, {rate(offline_lines['keysPerSecond'])} keys/s "
          f"({ratio(offline_lines['keysPerSecond'] / ceiling)} the ceiling), {megabytes(offline_lines['peakMemoryMB'])}"),
+        *small_rows,
         (f"`enctl detect offline`, {count(sizes['largeExportKeys'])} keys × {count(sizes['databaseSightings'])} sightings in a database",
          f"{offline_database['seconds']:.2f} s, {rate(offline_database['keysPerSecond'])} keys/s "
          f"({ratio(offline_database['keysPerSecond'] / ceiling)}), {megabytes(offline_database['peakMemoryMB'])}"),
@@ -120,6 +138,7 @@ def bench_table(run):
         (f"C derivation and lookups, one core, among the {count(lines_count)} sightings / among one day's {count(lines_day)} of them",
          lines_lookup),
         (f"the same among {count(database_count)} sightings / among one day's {count(database_day)} of them", database_lookup),
+        *all_cores_rows,
         ("enagentd's start, exec to READY=1 (no radio, a new database)",
          f"{startup['fastestMilliseconds']:.0f} ms fastest, {startup['medianMilliseconds']:.0f} ms median of {sizes['startupRuns']}; "
          f"idle RSS {startup['idleResidentMB']:.1f} MB"),
@@ -128,30 +147,37 @@ def bench_table(run):
 
 
 def bench_goals(run):
-    """The issue's goals against this run: the best whole-process rate, and the most the C
-    baseline says these cores could reach."""
+    """Issue 49's goals against this run. The whole process is held to the C baseline deriving and
+    looking up on every core, measured in the same run: the most these cores allow before a file
+    is read. Runs recorded before the C baseline ran on every core get the older goals' lines."""
     cores, ceiling = run["machine"]["cores"], run["derivation"]["ceilingKeysPerSecond"]
-    detection, sizes = run["detection"], run["sizes"]
-    lines_rate = detection["offlineJSONLines"]["keysPerSecond"] / ceiling
-    best = max(lines_rate, detection["offlineDatabase"]["keysPerSecond"] / ceiling)
-    per_core = {(entry["sightings"], entry["oneDay"]): entry["keysPerSecond"] / ceiling for entry in run["lookups"]}
-    lines_limit = max(per_core[("jsonLines", False)], per_core[("jsonLines", True)])
-    database_limit = max(per_core[("database", False)], per_core[("database", True)])
-    peak = detection["offlineDatabase"]["peakMemoryMB"]
-    daemon_change = detection["daemon"]["seconds"] / detection["offlineDatabase"]["seconds"] - 1
+    detection, sizes, derivation = run["detection"], run["sizes"], run["derivation"]
+    lines = detection["offlineJSONLines"]
+    large = detection["offlineDatabase"]
+    daemon_change = detection["daemon"]["seconds"] / large["seconds"] - 1
 
     def verdict(met):
         return "met" if met else "not met"
 
-    return (f"- keys/s ≥ 1.6× the single-core ceiling: {verdict(best >= 1.6)}, at best {ratio(best)}. The C baseline, deriving and "
-            f"looking up with nothing else to do, reaches at most {ratio(lines_limit)} the ceiling per core among "
-            f"{count(sizes['jsonLinesSightings'])} sightings and {ratio(database_limit)} among {count(sizes['databaseSightings'])}, "
-            f"so these {cores} cores could reach at most {ratio(cores * lines_limit)} and {ratio(cores * database_limit)} before a "
-            f"file is read; enctl reaches {lines_rate / (cores * lines_limit) * 100:.0f} % of the first.\n"
-            f"- peak memory < 200 MB at {count(sizes['largeExportKeys'])} keys × {count(sizes['databaseSightings'])} sightings: "
-            f"{verdict(peak < 200)}, {megabytes(peak)}.\n"
-            f"- detection through enagentd within 10 % of offline: {verdict(daemon_change <= 0.10)}, "
-            f"{faster_or_slower(daemon_change)}.\n")
+    derivation_ratio = derivation["enagentKeysPerSecond"] / ceiling
+    goals = (f"- enagent's derivation within 5 % of the C baseline on one core: {verdict(derivation_ratio >= 0.95)}, "
+             f"{ratio(derivation_ratio)} the ceiling.\n")
+    if all("allCoresKeysPerSecond" in entry for entry in run["lookups"]):
+        limit = max(entry["allCoresKeysPerSecond"] for entry in run["lookups"] if entry["sightings"] == "jsonLines")
+        share = lines["keysPerSecond"] / limit
+        goals += (f"- `enctl detect offline`, {count(sizes['smallExportKeys'])} keys × {count(sizes['jsonLinesSightings'])} sightings, "
+                  f"at least 0.8× the C baseline's derivation and lookups on all {cores} cores ({rate(limit)} keys/s, the faster of its "
+                  f"two sets): {verdict(share >= 0.8)}, {ratio(share)}.\n")
+    goals += (f"- {count(sizes['largeExportKeys'])} keys × {count(sizes['databaseSightings'])} sightings from a database in at most "
+              f"1.5 s and 200 MB: {verdict(large['seconds'] <= 1.5 and large['peakMemoryMB'] <= 200)}, {large['seconds']:.2f} s and "
+              f"{megabytes(large['peakMemoryMB'])}.\n")
+    changes = [daemon_change]
+    if "daemonSmall" in detection:
+        changes.insert(0, detection["daemonSmall"]["seconds"] / detection["offlineSmallDatabase"]["seconds"] - 1)
+    goals += (f"- detection through enagentd within 10 % of offline"
+              f"{', both sizes' if len(changes) == 2 else ''}: {verdict(all(change <= 0.10 for change in changes))}, "
+              f"{' and '.join(faster_or_slower(change) for change in changes)}.\n")
+    return goals
 
 
 # scripts/check-footprint.sh FIGURES=write.

@@ -86,9 +86,9 @@ public final class KeyMatcher {
                 // Two passes: every RPI's filter word is loaded before any is looked up further,
                 // and the second visits only the few RPIs the filter let through.
                 if let nextDay {
-                    markCandidates(blocks, count: count) { filter.mayContain($0) || nextDay.mayContain($0) }
+                    markCandidates(blocks, count: count) { filter.mayContain(low: $0) || nextDay.mayContain(low: $0) }
                 } else {
-                    markCandidates(blocks, count: count) { filter.mayContain($0) }
+                    markCandidates(blocks, count: count) { filter.mayContain(low: $0) }
                 }
                 let words = (count + 63) / 64
                 var found = [Counted]()
@@ -169,15 +169,24 @@ public final class KeyMatcher {
         found[strongest].strongestOfScan = true
     }
 
-    /// Sets a bit in `candidates` for each of the `count` RPIs in `blocks` that `mayContain`.
+    /// Sets a bit in `candidates` for each of the `count` RPIs in `blocks` that `mayContain`
+    /// (given each RPI's low half). It runs for every RPI of every key: raw loads and wrapping
+    /// arithmetic, the bounds checked once before the loop.
     @inline(__always)
-    private func markCandidates(_ blocks: UnsafeRawBufferPointer, count: Int, _ mayContain: (RollingProximityIdentifier) -> Bool) {
-        for word in 0..<(count + 63) / 64 {
+    private func markCandidates(_ blocks: UnsafeRawBufferPointer, count: Int, _ mayContain: (UInt64) -> Bool) {
+        precondition(count >= 0 && count * 16 <= blocks.count, "fewer RPIs derived than matched")
+        let rpis = blocks.baseAddress!
+        var interval = 0, word = 0
+        while interval < count {
+            let end = min(count, interval &+ 64)
             var bits: UInt64 = 0
-            for interval in word * 64..<min(count, word * 64 + 64) {
-                bits |= (mayContain(Bytes16(blocks, offset: interval * 16)) ? 1 : 0) << (interval & 63)
+            while interval < end {
+                let low = UInt64(bigEndian: rpis.loadUnaligned(fromByteOffset: interval &* 16 &+ 8, as: UInt64.self))
+                bits |= (mayContain(low) ? 1 : 0) &<< UInt64(interval & 63)
+                interval &+= 1
             }
             candidates[word] = bits
+            word &+= 1
         }
     }
 }

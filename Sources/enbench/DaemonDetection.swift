@@ -2,17 +2,17 @@ import Foundation
 import ENHarness
 
 /// Detection through the API: enagentd without a radio on a private dbus-daemon (ENHarness's,
-/// as the service tests use it), its store a copy of the benchmark's database, and
-/// `enctl detect files` handing it the 1M-key export.
+/// as the service tests use it), its store a copy of one of the benchmark's databases, and
+/// `enctl detect files` handing it an export.
 struct DaemonDetection {
     let enagentd: String
     let enctl: String
-    let data: DetectionData
+    let publicKey: String
+    let database: String
+    let export: String
+    let keys: Int
+    let label: String
     let directory: String
-
-    init(enagentd: String, enctl: String, data: DetectionData, in directory: String) {
-        (self.enagentd, self.enctl, self.data, self.directory) = (enagentd, enctl, data, directory)
-    }
 
     func run() throws -> WholeRun {
         let bus = try PrivateBus()
@@ -21,14 +21,14 @@ struct DaemonDetection {
         let trusted = directory + "/trusted-keys"
         try? FileManager.default.removeItem(atPath: trusted)
         try FileManager.default.createDirectory(atPath: trusted, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: data.publicKey, toPath: trusted + "/bench.pem")
+        try FileManager.default.copyItem(atPath: publicKey, toPath: trusted + "/bench.pem")
         // A copy of the database, so that the daemon's records (the file processed, the windows)
         // do not change the data for the next run.
         let state = directory + "/daemon-state"
         try? FileManager.default.removeItem(atPath: state)
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: data.database + suffix) {
-            try FileManager.default.copyItem(atPath: data.database + suffix, toPath: state + "/enagent.db" + suffix)
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: database + suffix) {
+            try FileManager.default.copyItem(atPath: database + suffix, toPath: state + "/enagent.db" + suffix)
         }
         try "radio = no\nrequire-synchronised-clock = no\nstate-directory = \(state)\ntrusted-keys-directory = \(trusted)\n"
             .write(toFile: directory + "/enagent.conf", atomically: true, encoding: .utf8)
@@ -44,8 +44,8 @@ struct DaemonDetection {
             guard Date() < deadline, daemon.isRunning else { throw BenchError("enagentd did not come up on the private bus") }
             usleep(100_000)
         }
-        let run = try ChildRun.run(enctl, ["detect", "files", "--json", data.largeExport], environment: environment)
-        return WholeRun(label: "  enctl → enagentd, the same through D-Bus", keys: data.sizes.largeExportKeys, run: run,
+        let run = try ChildRun.run(enctl, ["detect", "files", "--json", export], environment: environment)
+        return WholeRun(label: label, keys: keys, run: run,
                         daemonPeakMemoryMB: try memoryMB("VmHWM", of: daemon.processIdentifier))
     }
 }

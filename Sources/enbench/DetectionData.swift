@@ -6,15 +6,17 @@ import Foundation
 
 /// Generated inputs for whole-process detection, over the last 14 days (so that the daemon's
 /// retention keeps every sighting): two signed exports (500,000 and 1,000,000 keys in full size),
-/// sightings as JSON Lines (100,000) and in an agent database (4,000,000: 14 days of a busy
-/// place). In both, `sizes.exposedKeys` of the keys were seen 10 times each; the other sightings
-/// are random RPIs.
+/// sightings as JSON Lines (100,000; the same in a small agent database, for the daemon) and in an
+/// agent database (4,000,000: 14 days of a busy place). In both, `sizes.exposedKeys` of the keys
+/// were seen 10 times each; the other sightings are random RPIs.
 struct DetectionData {
     let sizes: BenchSizes
     let publicKey: String
     let smallExport: String
     let largeExport: String
     let jsonLines: String
+    /// The JSON Lines' sightings in an agent database.
+    let smallDatabase: String
     let database: String
 
     /// The files' places in `directory`.
@@ -24,6 +26,7 @@ struct DetectionData {
         smallExport = directory + "/export-small.zip"
         largeExport = directory + "/export-large.zip"
         jsonLines = directory + "/sightings.jsonl"
+        smallDatabase = directory + "/small-state/enagent.db"
         database = directory + "/state/enagent.db"
     }
 
@@ -45,13 +48,17 @@ struct DetectionData {
 
         let exposed = try sightings(of: keys.prefix(sizes.exposedKeys))
         let window = Int64(firstDay) * 600..<now
+        let small = exposed + randomSightings(sizes.jsonLinesSightings - exposed.count, in: window)
         var text = ""
-        for sighting in exposed + randomSightings(sizes.jsonLinesSightings - exposed.count, in: window) {
+        for sighting in small {
             text += #"{"rpi":"\#(sighting.rpi.hex)","aem":"\#(sighting.aem.hex)","rssi":\#(sighting.rssi!),"time":\#(sighting.time)}"# + "\n"
         }
         try text.write(toFile: data.jsonLines, atomically: true, encoding: .utf8)
 
-        try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
+        for state in [directory + "/state", directory + "/small-state"] {
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        }
+        try AgentStore(path: data.smallDatabase).record(small)
         let store = try AgentStore(path: data.database)
         try store.record(exposed)
         for recorded in stride(from: exposed.count, to: sizes.databaseSightings, by: 100_000) {

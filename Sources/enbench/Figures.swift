@@ -60,6 +60,9 @@ struct DetectionFigures: Codable {
     var offlineJSONLines: WholeRunFigures
     var offlineDatabase: WholeRunFigures
     var daemon: WholeRunFigures
+    /// The small export against the JSON Lines' sightings in a database: offline, and through enagentd.
+    var offlineSmallDatabase: WholeRunFigures
+    var daemonSmall: WholeRunFigures
 }
 
 struct WholeRunFigures: Codable {
@@ -75,6 +78,8 @@ struct LookupFigures: Codable {
     var oneDay: Bool
     var count: Int
     var keysPerSecond: Double
+    /// The same on every core of the machine, a thread each sharing the keys.
+    var allCoresKeysPerSecond: Double
 }
 
 /// What the figures were measured on.
