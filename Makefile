@@ -147,7 +147,7 @@ bench-arm64:
 	scripts/arm64-sdk.sh
 	scripts/trixie-root.sh env $(ARM64_ENV) swift build -c release --product enbench --scratch-path $(ARM64_TEST_SCRATCH) $(ARM64_SDK)
 	mkdir -p $(ARM64_TEST_SCRATCH)/bench
-	scripts/trixie-root.sh /usr/libexec/swift/bin/clang --target=aarch64-linux-gnu -fuse-ld=lld -O2 -Wall -Wno-deprecated-declarations \
+	scripts/trixie-root.sh /usr/libexec/swift/bin/clang --target=aarch64-linux-gnu -fuse-ld=lld -O2 -Wall -Wno-deprecated-declarations -pthread \
 		-o $(ARM64_TEST_SCRATCH)/bench/derivation-ceiling bench/derivation-ceiling.c -lcrypto
 	scripts/trixie-root.sh $(ARM64_RUN) \
 		$(ARM64_TEST_SCRATCH)/release/enbench derivation $(ARM64_TEST_SCRATCH)/bench/derivation-ceiling
