@@ -123,8 +123,9 @@ public struct KeyFileSource {
 /// session stays as it was); what the batches matched is stored once, by `finish`, as one
 /// detection. A key counts once across the batches: the newest publication wins.
 ///
-/// The sightings are those stored when the first new file arrives (the index is built then and
-/// kept for the session).
+/// The sightings are those stored when the first new file arrives (the index is read then and
+/// kept for the session; what each batch finds is read from its rows as the batch ends, so a
+/// sighting that retention deleted meanwhile no longer counts).
 public struct DetectionSession: Sendable {
     public let startedAt: Int64
     /// The most keys the session checks; nil for no limit.
@@ -196,7 +197,7 @@ public struct DetectionSession: Sendable {
         if let maximumKeys, keysChecked + keys > maximumKeys {
             throw .keyLimit(maximum: maximumKeys, checked: keysChecked, batch: keys)
         }
-        if next.index == nil { next.index = MatchingIndex(try detection.storeCall { try store.sightingIndex() }) }
+        if next.index == nil { next.index = MatchingIndex(try detection.storeCall { try store.detectionIndex() }) }
         let checkedBefore = keysChecked
         let detector = ExposureDetector(index: next.index!, rssiCorrections: detection.rssiCorrections)
         var keysTaken: (@Sendable (Int) -> Void)?
@@ -205,6 +206,9 @@ public struct DetectionSession: Sendable {
             next.result.append(try detector.detect(exports, progress: keysTaken, cancellation: cancellation))
         } catch is CancellationError {
             throw .cancelled
+        } catch let error as StoreError {
+            // Reading the found sightings' rows failed: no fault of the files.
+            throw .store("\(error)")
         } catch {
             throw .badKeyFile(name: names.joined(separator: ", "), reason: "\(error)")
         }

@@ -48,8 +48,7 @@ public final class KeyMatcher {
 
     private let index: MatchingIndex
     private let crypto: ExposureCrypto
-    /// The RSSI correction of each adapter of the index, by the number the index gave it.
-    private let correctionByAdapterNumber: [Int]
+    private let rssiCorrections: RssiCorrections
     /// Per interval of the key being matched, a bit: whether the index may hold its RPI.
     private let candidates = UnsafeMutablePointer<UInt64>.allocate(capacity: KeyMatcher.candidateWords)
     private static let candidateWords = (Int(ENIntervalNumber.tekRollingPeriod) + 63) / 64
@@ -59,7 +58,7 @@ public final class KeyMatcher {
     /// - Parameter rssiCorrections: the receive calibration of each adapter, added to the RSSIs it recorded.
     public init(index: MatchingIndex, rssiCorrections: RssiCorrections = RssiCorrections()) throws {
         self.index = index
-        correctionByAdapterNumber = [rssiCorrections.defaultCorrection] + index.sightings.adapterAddresses.map(rssiCorrections.correction(for:))
+        self.rssiCorrections = rssiCorrections
         crypto = try ExposureCrypto()
     }
 
@@ -70,8 +69,24 @@ public final class KeyMatcher {
     deinit { candidates.deallocate() }
 
     /// The sightings of `key`'s RPIs that count, or nil when there are none: each RPI's within 12
-    /// intervals of its own and 20 minutes of its first counted one.
+    /// intervals of its own and 20 minutes of its first counted one. Both stages at once:
+    /// `candidates(of:)`, the details of what it found, `match(_:candidates:details:)`.
     public func match(_ key: DiagnosisKey) throws -> KeyMatch? {
+        guard let found = try candidates(of: key) else { return nil }
+        return try match(key, candidates: found, details: try index.sightings.details(of: found.map(\.sighting)))
+    }
+
+    /// A sighting of one of a key's RPIs that counts by its time, as the first stage finds it.
+    public struct Candidate: Sendable {
+        public var sighting: SightingReference
+        public var time: Int64
+    }
+
+    /// Matching's first stage, on the index's table alone (RPIs and times): the sightings of
+    /// `key`'s RPIs that count by their time, each RPI's together, in time order and without
+    /// those more than `maximumRpiSightingSpan` after its first (Google's
+    /// ExposureMatchingTracer.getValidSightingsForRpi); nil when there are none.
+    public func candidates(of key: DiagnosisKey) throws -> [Candidate]? {
         // Google's ExposureMatchingTracer.traceWithJava skips RECURSIVE keys
         // (ContactTracingFeature.enableRecursiveTekReportType is false).
         guard key.reportType != .recursive else { return nil }
@@ -81,7 +96,7 @@ public final class KeyMatcher {
         // A rolling period is at most 144 (key files are checked so); no key is derived further.
         let count = min(Int(tek.rollingPeriod), Int(ENIntervalNumber.tekRollingPeriod))
         let rpik = crypto.rollingProximityIdentifierKey(for: tek.keyData)
-        let found: [Counted] = try index.withLookup(validity: validity) { lookup, filter, nextDay in
+        let found: [Candidate] = try index.withLookup(validity: validity) { lookup, filter, nextDay in
             try crypto.withRollingProximityIdentifiers(key: rpik, from: tek.rollingStartIntervalNumber, count: count) { blocks in
                 // Two passes: every RPI's filter word is loaded before any is looked up further,
                 // and the second visits only the few RPIs the filter let through.
@@ -91,7 +106,7 @@ public final class KeyMatcher {
                     markCandidates(blocks, count: count) { filter.mayContain(low: $0) }
                 }
                 let words = (count + 63) / 64
-                var found = [Counted]()
+                var found = [Candidate]()
                 for word in 0..<words {
                     var bits = candidates[word]
                     while bits != 0 {
@@ -100,29 +115,51 @@ public final class KeyMatcher {
                         bits &= bits - 1
                         let counted = Self.countedTimes(ofRPIOf: firstInterval + Int64(offset))
                         let rpiStart = found.count
-                        lookup.forEachSighting(of: rpi) { sighting in
-                            if counted.contains(sighting.time) { found.append(Counted(rpi: rpi, sighting: sighting)) }
+                        lookup.forEachSighting(of: rpi) { time, reference in
+                            if counted.contains(time) { found.append(Candidate(sighting: SightingReference(reference: reference, rpi: rpi), time: time)) }
                         }
-                        Self.settle(&found, from: rpiStart)
+                        Self.cutToSpan(&found, from: rpiStart)
                     }
                 }
                 return found
             }
         }
-        guard !found.isEmpty else { return nil }
-        let aemk = crypto.associatedEncryptedMetadataKey(for: tek.keyData)
+        return found.isEmpty ? nil : found
+    }
+
+    /// Matching's second stage, for a key whose first stage found `candidates`: each RPI's
+    /// strongest sighting of each scan marked, the AEMs decrypted, implausible TX powers dropped,
+    /// attenuations with the receiving adapter's correction, in time order. `details` holds
+    /// each candidate's (`SightingIndex.details(of:)`); one without (its row deleted since the
+    /// index was read) does not count.
+    public func match(_ key: DiagnosisKey, candidates: [Candidate], details: [SightingReference: SightingDetails]) throws -> KeyMatch? {
+        var counted = [Counted]()
+        counted.reserveCapacity(candidates.count)
+        var start = 0
+        while start < candidates.count {
+            let rpi = candidates[start].sighting.rpi
+            var end = start + 1
+            while end < candidates.count, candidates[end].sighting.rpi == rpi { end += 1 }
+            let rpiStart = counted.count
+            for candidate in candidates[start..<end] {
+                if let found = details[candidate.sighting] { counted.append(Counted(rpi: rpi, time: candidate.time, details: found)) }
+            }
+            Self.markStrongest(&counted, from: rpiStart)
+            start = end
+        }
+        guard !counted.isEmpty else { return nil }
+        let aemk = crypto.associatedEncryptedMetadataKey(for: key.key.keyData)
         var matched = [MatchedSighting]()
-        for counted in found {
-            let sighting = counted.sighting
-            let metadata = try crypto.decryptMetadata(sighting.aem, key: aemk, rpi: counted.rpi)
+        for sighting in counted {
+            let metadata = try crypto.decryptMetadata(sighting.details.aem, key: aemk, rpi: sighting.rpi)
             guard Self.plausibleTransmitPower.contains(metadata.transmitPower) else {
                 implausibleSightings += 1
                 continue
             }
-            let correction = correctionByAdapterNumber[Int(sighting.adapterNumber)]
-            let attenuation = sighting.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + correction)) }
-            matched.append(MatchedSighting(time: sighting.time, rssi: sighting.rssi, metadata: metadata, attenuation: attenuation,
-                                           scanGap: sighting.scanGap, strongestOfItsScan: counted.strongestOfScan))
+            let correction = rssiCorrections.correction(for: sighting.details.adapterAddress)
+            let attenuation = sighting.details.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + correction)) }
+            matched.append(MatchedSighting(time: sighting.time, rssi: sighting.details.rssi, metadata: metadata, attenuation: attenuation,
+                                           scanGap: sighting.details.scanGap, strongestOfItsScan: sighting.strongestOfScan))
         }
         guard !matched.isEmpty else { return nil }
         matched.sort { ($0.time, $0.attenuation ?? -1, $0.metadata.transmitPower) < ($1.time, $1.attenuation ?? -1, $1.metadata.transmitPower) }
@@ -138,28 +175,35 @@ public final class KeyMatcher {
         (interval - clockDriftIntervals) * ENIntervalNumber.secondsPerInterval..<(interval + clockDriftIntervals + 1) * ENIntervalNumber.secondsPerInterval
     }
 
-    /// A sighting of one of the key's RPIs that counts.
+    /// A sighting of one of the key's RPIs that counts, with its details.
     struct Counted {
         var rpi: RollingProximityIdentifier
-        var sighting: IndexedSighting
+        var time: Int64
+        var details: SightingDetails
         var strongestOfScan = false
     }
 
-    /// Settles `found[start...]`, one RPI's counted sightings, as Google's
-    /// ExposureMatchingTracer.getValidSightingsForRpi does: in time order, without those more than
-    /// `maximumRpiSightingSpan` after the first, and with the strongest of each scan marked
-    /// (the first of equals; the aggregation v1 counts, ContactTracingFeature.aggregateSightingsFromSingleScan).
-    static func settle(_ found: inout [Counted], from start: Int) {
+    /// Cuts `found[start...]`, one RPI's counted sightings, as Google's
+    /// ExposureMatchingTracer.getValidSightingsForRpi does: in time order, without those more
+    /// than `maximumRpiSightingSpan` after the first.
+    static func cutToSpan(_ found: inout [Candidate], from start: Int) {
         guard found.count > start else { return }
-        found[start...].sort { $0.sighting.time < $1.sighting.time }
-        let first = found[start].sighting.time
+        found[start...].sort { $0.time < $1.time }
+        let first = found[start].time
         var end = found.count
-        while found[end - 1].sighting.time - first > maximumRpiSightingSpan { end -= 1 }
+        while found[end - 1].time - first > maximumRpiSightingSpan { end -= 1 }
         found.removeLast(found.count - end)
-        func strength(_ index: Int) -> Int { found[index].sighting.rssi.map(Int.init) ?? Int.min }
+    }
+
+    /// Marks in `found[start...]`, one RPI's counted sightings in time order, the strongest of
+    /// each scan (the first of equals; the aggregation v1 counts,
+    /// ContactTracingFeature.aggregateSightingsFromSingleScan).
+    static func markStrongest(_ found: inout [Counted], from start: Int) {
+        guard found.count > start else { return }
+        func strength(_ index: Int) -> Int { found[index].details.rssi.map(Int.init) ?? Int.min }
         var strongest = start
-        for index in start + 1..<end {
-            if !ExposureWindowing.sameScan(gap: found[index].sighting.time - found[index - 1].sighting.time) {
+        for index in start + 1..<found.count {
+            if !ExposureWindowing.sameScan(gap: found[index].time - found[index - 1].time) {
                 found[strongest].strongestOfScan = true
                 strongest = index
             } else if strength(index) > strength(strongest) {

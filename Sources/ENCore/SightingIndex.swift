@@ -1,31 +1,87 @@
 import FoundationEssentials
 import Glibc
 
-/// A sighting as the index keeps it: what matching needs, without the RPI it was found by.
+/// What matching weighs a sighting by beyond its RPI and time, read once the sighting is a
+/// candidate of a key (`SightingIndex.details(of:)`).
+public struct SightingDetails: Hashable, Sendable {
+    public var aem: AssociatedEncryptedMetadata
+    public var rssi: Int8?
+    /// The adapter that received it, which picks its RSSI correction; nil when unknown.
+    public var adapterAddress: BluetoothAddress?
+    /// Since the receiving device's previous scan.
+    public var scanGap: ScanGap
+
+    public init(aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterAddress: BluetoothAddress? = nil, scanGap: ScanGap = .unknown) {
+        self.aem = aem
+        self.rssi = rssi
+        self.adapterAddress = adapterAddress
+        self.scanGap = scanGap
+    }
+}
+
+/// A sighting as the index finds it: its time and details, without the RPI it was found by.
 public struct IndexedSighting: Hashable, Sendable {
     /// Unix seconds (times after 2106 are kept as 2106: the index stores 32 bits).
     public var time: Int64
     public var aem: AssociatedEncryptedMetadata
     public var rssi: Int8?
-    /// The index's number for the adapter that received it (`SightingIndex.adapterAddress(numbered:)`).
-    public var adapterNumber: UInt8
+    /// The adapter that received it; nil when unknown.
+    public var adapterAddress: BluetoothAddress?
     /// Since the receiving device's previous scan.
     public var scanGap: ScanGap
 
-    public init(time: Int64, aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterNumber: UInt8 = 0,
+    public init(time: Int64, aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterAddress: BluetoothAddress? = nil,
                 scanGap: ScanGap = .unknown) {
         self.time = time
         self.aem = aem
         self.rssi = rssi
-        self.adapterNumber = adapterNumber
+        self.adapterAddress = adapterAddress
         self.scanGap = scanGap
+    }
+
+    public init(time: Int64, details: SightingDetails) {
+        self.init(time: time, aem: details.aem, rssi: details.rssi, adapterAddress: details.adapterAddress, scanGap: details.scanGap)
+    }
+
+    public var details: SightingDetails { SightingDetails(aem: aem, rssi: rssi, adapterAddress: adapterAddress, scanGap: scanGap) }
+}
+
+/// A sighting an index holds by reference: its number where its details are kept (the agent
+/// database's row id) and its RPI, which the details must still be of.
+public struct SightingReference: Hashable, Sendable, Comparable {
+    public var reference: Int64
+    public var rpi: RollingProximityIdentifier
+
+    public init(reference: Int64, rpi: RollingProximityIdentifier) {
+        self.reference = reference
+        self.rpi = rpi
+    }
+
+    public static func < (left: Self, right: Self) -> Bool {
+        (left.reference, left.rpi.high, left.rpi.low) < (right.reference, right.rpi.high, right.rpi.low)
     }
 }
 
-/// Sightings by RPI: an open-addressed table, its columns in separate arrays, in about 33 bytes a
-/// sighting (4 million sightings, 14 days of a busy place, in about 127 MB). Sightings are added
-/// as they are read, so no list of them is held beside the index. Matching looks RPIs up through
-/// `MatchingIndex`, which puts a filter for each day before the table.
+/// Where an index's sightings' details are when the index does not hold them: the agent's
+/// database, read only for the few sightings a detection's keys found.
+public protocol SightingResolver: Sendable {
+    /// The details of each sighting of `sightings` (in ascending order, each once), in that
+    /// order; nil for one no longer there (deleted since the index was read, or its number now
+    /// another RPI's).
+    func details(of sightings: [SightingReference]) throws -> [SightingDetails?]
+}
+
+/// Sightings by RPI: an open-addressed table of each sighting's RPI, time and a 64-bit
+/// reference and a byte of the RPI to step over slots by, its columns in separate arrays, in
+/// about 34 bytes a sighting (4 million sightings, 14 days of a busy place, in about 136 MB). Matching looks RPIs up through
+/// `MatchingIndex`, which puts a filter for each day before the table; everything else it weighs
+/// a sighting by (AEM, RSSI, adapter, previous scan) is read only for the few sightings a key
+/// finds (`details(of:)`).
+///
+/// Two kinds of index, one table: one that holds its sightings (made from `Sighting`s: JSON
+/// Lines, or an agent database read row by row) keeps each sighting's details packed into its
+/// reference; one read from the agent database's index of sightings (`AgentStore`) keeps each
+/// sighting's row id, and its `resolver` reads the rows.
 ///
 /// RPIs are AES output, so their bits are already uniformly random and serve as their own hash.
 /// The columns sit on huge pages where the kernel allows: a million keys make 144 million
@@ -34,9 +90,11 @@ public struct SightingIndex: Sendable {
     private var storage: Storage
     /// The sightings in the index.
     public private(set) var count = 0
-    /// The receiving adapters' addresses, in the order first seen: a sighting keeps only a small
-    /// number for its adapter (0: unknown, n: the nth of these), so that matching looks its RSSI
-    /// correction up in a short array.
+    /// Where the sightings' details are; nil when the index holds them.
+    public let resolver: (any SightingResolver)?
+    /// The receiving adapters' addresses, in the order first seen, of an index that holds its
+    /// sightings: a sighting keeps only a small number for its adapter (0: unknown, n: the nth
+    /// of these).
     public private(set) var adapterAddresses = [BluetoothAddress]()
 
     /// Adapters a sighting's number can tell apart: beyond them (never seen on one machine), a
@@ -48,9 +106,17 @@ public struct SightingIndex: Sendable {
     /// cost no measurable time at 4 million sightings and saved 10 MB).
     static let maximumLoadPercent = 85
 
-    /// An index sized for about `expectedCount` sightings (it grows beyond that when needed).
+    /// An index that holds its sightings, sized for about `expectedCount` of them (it grows
+    /// beyond that when needed).
     public init(expectedCount: Int = 0) {
-        storage = Storage(capacity: max(16, expectedCount * 100 / Self.maximumLoadPercent + 1))
+        storage = Storage(capacity: Self.capacity(for: expectedCount))
+        resolver = nil
+    }
+
+    /// An index of sightings whose details `resolver` reads by reference (`add(rpi:time:reference:)`).
+    public init(expectedCount: Int = 0, resolver: any SightingResolver) {
+        storage = Storage(capacity: Self.capacity(for: expectedCount))
+        self.resolver = resolver
     }
 
     public init(_ sightings: [Sighting]) {
@@ -58,23 +124,44 @@ public struct SightingIndex: Sendable {
         for sighting in sightings { add(sighting) }
     }
 
+    private static func capacity(for expectedCount: Int) -> Int {
+        max(16, expectedCount * 100 / maximumLoadPercent + 1)
+    }
+
     public mutating func add(_ sighting: Sighting) {
         add(rpi: sighting.rpi, aem: sighting.aem, rssi: sighting.rssi, time: sighting.time, adapterAddress: sighting.adapterAddress,
             previousScanTime: sighting.previousScanTime)
     }
 
-    /// `previousScanTime`: the receiving device's previous scan (`Sighting.previousScanTime`); nil when unknown.
+    /// Adds a sighting to an index that holds its sightings. `previousScanTime`: the receiving
+    /// device's previous scan (`Sighting.previousScanTime`); nil when unknown.
     public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64,
                              adapterAddress: BluetoothAddress?, previousScanTime: Int64? = nil) {
+        precondition(resolver == nil, "an index whose sightings are read by reference takes references")
+        let packed = PackedDetails(aem: aem, rssi: rssi, adapterNumber: adapterNumber(for: adapterAddress),
+                                   scanGap: ScanGap(time: time, previousScanTime: previousScanTime))
+        insert(rpi: rpi, time: time, reference: packed.rawValue)
+    }
+
+    /// Adds a sighting whose details the index's resolver reads by `reference`.
+    public mutating func add(rpi: RollingProximityIdentifier, time: Int64, reference: Int64) {
+        precondition(resolver != nil, "an index that holds its sightings takes their details")
+        insert(rpi: rpi, time: time, reference: reference)
+    }
+
+    private mutating func insert(rpi: RollingProximityIdentifier, time: Int64, reference: Int64) {
         if (count + 1) * 100 > storage.capacity * Self.maximumLoadPercent {
             storage = storage.resized(to: max(16, count * 2 + count / 2))
         } else if !isKnownUniquelyReferenced(&storage) {
             storage = storage.resized(to: storage.capacity)
         }
-        storage.insert(rpi: rpi, aem: aem.rawValue, rssi: rssi ?? Int8(Sighting.rssiNotAvailable),
-                       time: UInt32(clamping: min(max(time, 0), Int64(Storage.emptySlot) - 1)), adapter: adapterNumber(for: adapterAddress),
-                       scanGap: ScanGap(time: time, previousScanTime: previousScanTime).minutes ?? Storage.unknownScanGap)
+        storage.insert(rpi: rpi, time: Self.storedTime(time), reference: reference)
         count += 1
+    }
+
+    /// `time` as the table keeps it: 32 bits, the last value marking an empty slot.
+    public static func storedTime(_ time: Int64) -> UInt32 {
+        UInt32(clamping: min(max(time, 0), Int64(Storage.emptySlot) - 1))
     }
 
     /// The number of the adapter at `address`, numbering it when new. A machine has a few
@@ -87,13 +174,33 @@ public struct SightingIndex: Sendable {
         return UInt8(adapterAddresses.count)
     }
 
-    /// The address of the adapter the index numbered `number`; nil for an unknown one.
-    public func adapterAddress(numbered number: UInt8) -> BluetoothAddress? {
-        number == 0 ? nil : adapterAddresses[Int(number) - 1]
+    /// The details of `sightings`, by reference: unpacked from the references of an index that
+    /// holds its sightings, read by the resolver (once, in ascending order) for one that does
+    /// not. A sighting whose details are gone has none.
+    public func details(of sightings: some Collection<SightingReference>) throws -> [SightingReference: SightingDetails] {
+        var found = [SightingReference: SightingDetails](minimumCapacity: sightings.count)
+        guard let resolver else {
+            for sighting in sightings { found[sighting] = details(packed: sighting.reference) }
+            return found
+        }
+        let wanted = Array(Set(sightings)).sorted()
+        guard !wanted.isEmpty else { return found }
+        let details = try resolver.details(of: wanted)
+        precondition(details.count == wanted.count, "a resolver answers each sighting asked for")
+        for (sighting, details) in zip(wanted, details) { found[sighting] = details }
+        return found
     }
 
-    /// Calls `body` with each sighting of `rpi` (none when it was never seen), in no particular order.
-    public func forEachSighting(of rpi: RollingProximityIdentifier, _ body: (IndexedSighting) throws -> Void) rethrows {
+    private func details(packed reference: Int64) -> SightingDetails {
+        let packed = PackedDetails(rawValue: reference)
+        return SightingDetails(aem: packed.aem, rssi: packed.rssi,
+                               adapterAddress: packed.adapterNumber == 0 ? nil : adapterAddresses[Int(packed.adapterNumber) - 1],
+                               scanGap: packed.scanGap)
+    }
+
+    /// Calls `body` with each sighting of `rpi` (none when it was never seen), its time and
+    /// reference, in no particular order.
+    public func forEachSighting(of rpi: RollingProximityIdentifier, _ body: (_ time: Int64, _ reference: Int64) throws -> Void) rethrows {
         try withLookup { try $0.forEachSighting(of: rpi, body) }
     }
 
@@ -109,33 +216,64 @@ public struct SightingIndex: Sendable {
         let tags: UnsafePointer<UInt8>
         let rpis: UnsafePointer<RollingProximityIdentifier>
         let times: UnsafePointer<UInt32>
-        let aems: UnsafePointer<UInt32>
-        let rssis: UnsafePointer<Int8>
-        let adapters: UnsafePointer<UInt8>
-        let scanGaps: UnsafePointer<Int8>
+        let references: UnsafePointer<Int64>
 
-        /// Calls `body` with each sighting of `rpi`, in no particular order.
+        /// Calls `body` with each sighting of `rpi`, its time and reference, in no particular order.
         @inline(__always)
-        public func forEachSighting(of rpi: RollingProximityIdentifier, _ body: (IndexedSighting) throws -> Void) rethrows {
+        public func forEachSighting(of rpi: RollingProximityIdentifier, _ body: (_ time: Int64, _ reference: Int64) throws -> Void) rethrows {
             var slot = Storage.reduce(rpi.high, capacity)
             let tag = Storage.tag(rpi)
             while tags[slot] != Storage.emptyTag {
-                if tags[slot] == tag, rpis[slot] == rpi {
-                    try body(IndexedSighting(time: Int64(times[slot]), aem: AssociatedEncryptedMetadata(rawValue: aems[slot]),
-                                             rssi: rssis[slot] == Int8(Sighting.rssiNotAvailable) ? nil : rssis[slot],
-                                             adapterNumber: adapters[slot],
-                                             scanGap: ScanGap(minutes: scanGaps[slot] == Storage.unknownScanGap ? nil : scanGaps[slot])))
-                }
+                if tags[slot] == tag, rpis[slot] == rpi { try body(Int64(times[slot]), references[slot]) }
                 slot = slot + 1 == capacity ? 0 : slot + 1
             }
         }
     }
 
-    /// The sightings of `rpi`, in time order.
+    /// The sightings of `rpi`, in time order, of an index that holds its sightings (one that
+    /// reads them by reference: `resolvedSightings(of:)`).
     public func sightings(of rpi: RollingProximityIdentifier) -> [IndexedSighting] {
-        var found = [IndexedSighting]()
-        forEachSighting(of: rpi) { found.append($0) }
-        return found.sorted { ($0.time, $0.aem.rawValue) < ($1.time, $1.aem.rawValue) }
+        precondition(resolver == nil, "an index whose sightings are read by reference resolves them: resolvedSightings(of:)")
+        // An index that holds its sightings reads none: it cannot fail.
+        return try! resolvedSightings(of: rpi)
+    }
+
+    /// The sightings of `rpi`, in time order, their details unpacked or read by the resolver.
+    public func resolvedSightings(of rpi: RollingProximityIdentifier) throws -> [IndexedSighting] {
+        var found = [(time: Int64, reference: SightingReference)]()
+        forEachSighting(of: rpi) { found.append(($0, SightingReference(reference: $1, rpi: rpi))) }
+        let details = try details(of: found.map(\.reference))
+        return found.compactMap { sighting in details[sighting.reference].map { IndexedSighting(time: sighting.time, details: $0) } }
+            .sorted { ($0.time, $0.aem.rawValue) < ($1.time, $1.aem.rawValue) }
+    }
+
+    /// A sighting's details in the 64 bits of its reference, for an index that holds its
+    /// sightings: the AEM (bits 0–31), the RSSI (32–39, `Sighting.rssiNotAvailable` for none),
+    /// the adapter's number (40–47), the scan gap's minutes (48–55, `Int8.min` for unknown).
+    struct PackedDetails {
+        static let unknownScanGap = Int8.min
+        let rawValue: Int64
+
+        init(rawValue: Int64) { self.rawValue = rawValue }
+
+        init(aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterNumber: UInt8, scanGap: ScanGap) {
+            let rssiByte = UInt8(bitPattern: rssi ?? Int8(Sighting.rssiNotAvailable))
+            let gapByte = UInt8(bitPattern: scanGap.minutes ?? Self.unknownScanGap)
+            rawValue = Int64(bitPattern: UInt64(aem.rawValue) | UInt64(rssiByte) << 32 | UInt64(adapterNumber) << 40 | UInt64(gapByte) << 48)
+        }
+
+        private func byte(_ shift: Int) -> UInt8 { UInt8(truncatingIfNeeded: UInt64(bitPattern: rawValue) >> shift) }
+
+        var aem: AssociatedEncryptedMetadata { AssociatedEncryptedMetadata(rawValue: UInt32(truncatingIfNeeded: rawValue)) }
+        var rssi: Int8? {
+            let rssi = Int8(bitPattern: byte(32))
+            return rssi == Int8(Sighting.rssiNotAvailable) ? nil : rssi
+        }
+        var adapterNumber: UInt8 { byte(40) }
+        var scanGap: ScanGap {
+            let minutes = Int8(bitPattern: byte(48))
+            return ScanGap(minutes: minutes == Self.unknownScanGap ? nil : minutes)
+        }
     }
 
     /// The table, in memory the index owns. Sendable by hand: `SightingIndex` writes to it only
@@ -143,8 +281,6 @@ public struct SightingIndex: Sendable {
     /// copy of the index, on another thread, can see is never written.
     final class Storage: @unchecked Sendable {
         static let emptySlot = UInt32.max
-        /// In `scanGaps`, an unknown previous scan.
-        static let unknownScanGap = Int8.min
 
         let capacity: Int
         /// A byte of each slot's RPI (`tag(_:)`), `emptyTag` where no sighting is: a lookup
@@ -156,59 +292,44 @@ public struct SightingIndex: Sendable {
         private let rpis: UnsafeMutablePointer<RollingProximityIdentifier>
         /// `emptySlot` where no sighting is.
         private let times: UnsafeMutablePointer<UInt32>
-        private let aems: UnsafeMutablePointer<UInt32>
-        /// `Sighting.rssiNotAvailable` for an unknown RSSI.
-        private let rssis: UnsafeMutablePointer<Int8>
-        /// The adapter's number in `SightingIndex.adapterAddresses` (0: unknown).
-        private let adapters: UnsafeMutablePointer<UInt8>
-        /// `ScanGap.minutes`, `unknownScanGap` for nil.
-        private let scanGaps: UnsafeMutablePointer<Int8>
+        /// A row id, or packed details (`PackedDetails`).
+        private let references: UnsafeMutablePointer<Int64>
 
         init(capacity: Int) {
             self.capacity = capacity
             tags = Self.allocate(capacity, repeating: Self.emptyTag)
             rpis = Self.allocate(capacity, repeating: .zero)
             times = Self.allocate(capacity, repeating: Self.emptySlot)
-            aems = Self.allocate(capacity, repeating: 0)
-            rssis = Self.allocate(capacity, repeating: 0)
-            adapters = Self.allocate(capacity, repeating: 0)
-            scanGaps = Self.allocate(capacity, repeating: Self.unknownScanGap)
+            references = Self.allocate(capacity, repeating: 0)
         }
 
         deinit {
             free(tags)
             free(rpis)
             free(times)
-            free(aems)
-            free(rssis)
-            free(adapters)
-            free(scanGaps)
+            free(references)
         }
 
         /// A copy of every sighting in a new table of `capacity` slots.
         func resized(to capacity: Int) -> Storage {
             let copy = Storage(capacity: capacity)
             for slot in 0..<self.capacity where times[slot] != Self.emptySlot {
-                copy.insert(rpi: rpis[slot], aem: aems[slot], rssi: rssis[slot], time: times[slot], adapter: adapters[slot],
-                            scanGap: scanGaps[slot])
+                copy.insert(rpi: rpis[slot], time: times[slot], reference: references[slot])
             }
             return copy
         }
 
-        func insert(rpi: RollingProximityIdentifier, aem: UInt32, rssi: Int8, time: UInt32, adapter: UInt8, scanGap: Int8) {
+        func insert(rpi: RollingProximityIdentifier, time: UInt32, reference: Int64) {
             var slot = Self.reduce(rpi.high, capacity)
             while tags[slot] != Self.emptyTag { slot = slot + 1 == capacity ? 0 : slot + 1 }
             tags[slot] = Self.tag(rpi)
             rpis[slot] = rpi
             times[slot] = time
-            aems[slot] = aem
-            rssis[slot] = rssi
-            adapters[slot] = adapter
-            scanGaps[slot] = scanGap
+            references[slot] = reference
         }
 
         var lookup: Lookup {
-            Lookup(capacity: capacity, tags: tags, rpis: rpis, times: times, aems: aems, rssis: rssis, adapters: adapters, scanGaps: scanGaps)
+            Lookup(capacity: capacity, tags: tags, rpis: rpis, times: times, references: references)
         }
 
         static let emptyTag: UInt8 = 0

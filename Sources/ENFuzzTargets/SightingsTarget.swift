@@ -18,7 +18,7 @@ public func fuzzSightings(_ input: UnsafeRawBufferPointer) {
     for sighting in sightings {
         precondition(index.sightings(of: sighting.rpi).contains { indexed in
             indexed.aem == sighting.aem && indexed.rssi == sighting.rssi
-                && (index.adapterAddress(numbered: indexed.adapterNumber) == sighting.adapterAddress || !everyAdapterNumbered)
+                && (indexed.adapterAddress == sighting.adapterAddress || !everyAdapterNumbered)
         }, "the index lost a sighting")
     }
 }

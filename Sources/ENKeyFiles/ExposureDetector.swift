@@ -39,6 +39,11 @@ public struct DetectionResult: Sendable {
 
 /// Matches diagnosis key files against a sighting index on all cores.
 ///
+/// In two stages (`KeyMatcher`): the workers find, for each key, the sightings of its RPIs that
+/// count by their time, from the index's RPIs and times alone; then the details of all they
+/// found are read at once (from the agent database by row id, for an index read from it), and
+/// the few keys with candidates are matched on, on one thread.
+///
 /// Every worker takes the next few hundred keys from the files itself, so reading the files
 /// overlaps with matching and no thread waits for a batch to finish; memory holds the files and
 /// what matched, however many keys they carry. A worker matches its batch day by day (servers
@@ -82,12 +87,25 @@ public struct ExposureDetector: Sendable {
             (slots.baseAddress! + worker).initialize(to: Result { try Self.work(matcher: ownMatchers[worker], cursor: cursor, progress: progress) })
         }
         if cancellation?.isSet == true { throw CancellationError() }
-        return Self.newestPublications(try shares.map { try $0.get() },
-                                           implausibleSightings: matchers.reduce(0) { $0 + $1.implausibleSightings })
+        var workerShares = try shares.map { try $0.get() }
+        // The second stage, once for every candidate the workers found: their details read
+        // together (from the database, by row, for an index read from it), then each key
+        // whose RPIs were seen matched on.
+        let details = try index.sightings.details(of: workerShares.flatMap { $0.candidates.flatMap { $0.candidates.map(\.sighting) } })
+        for worker in workerShares.indices {
+            for found in workerShares[worker].candidates {
+                if let match = try matchers[0].match(found.key, candidates: found.candidates, details: details) {
+                    workerShares[worker].matches.append((found.position, match))
+                }
+            }
+        }
+        return Self.newestPublications(workerShares, implausibleSightings: matchers.reduce(0) { $0 + $1.implausibleSightings })
     }
 
     /// What one worker found, each publication numbered by its place in the files.
     private struct WorkerShare {
+        /// The keys whose RPIs the index holds, with what matching's first stage found of them.
+        var candidates = [(position: Int, key: DiagnosisKey, candidates: [KeyMatcher.Candidate])]()
         var matches = [(position: Int, match: KeyMatch)]()
         var revocations = [(position: Int, key: DiagnosisKey)]()
         var checked = 0
@@ -104,8 +122,8 @@ public struct ExposureDetector: Sendable {
                 let key = keys[offset]
                 if key.reportType == .revoked {
                     share.revocations.append((first + offset, key))
-                } else if let match = try matcher.match(key) {
-                    share.matches.append((first + offset, match))
+                } else if let candidates = try matcher.candidates(of: key) {
+                    share.candidates.append((first + offset, key, candidates))
                 }
             }
             share.checked += batch.count

@@ -150,7 +150,7 @@ extension AgentStore {
     /// local storage"); consent and settings stay. secure_delete overwrites the freed pages.
     public func eraseAllData() throws(StoreError) {
         try write { db in
-            for table in ["scan_instance", "exposure_window", "v1_sighting", "v1_key", "exposure_detection", "key_file", "sighting",
+            for table in ["scan_instance", "exposure_window", "v1_sighting", "v1_key", "exposure_detection", "key_file", "sighting", "sighting_batch",
                           "temporary_exposure_key", "pending_upload", "shared_key", "test_result"] {
                 try db.execute("DELETE FROM \(table)")
             }

@@ -67,6 +67,7 @@ extension AgentStore {
             let keys = db.changes
             try db.execute("DELETE FROM sighting WHERE seen_at < ?", cutoff)
             let sightings = db.changes
+            try SightingBatches.purge(before: cutoff, in: db)
             // The scan before the oldest sighting's own stays: that sighting is weighed by it.
             try db.execute("DELETE FROM scan WHERE started_at < (SELECT max(started_at) FROM scan WHERE started_at < ?)", cutoff)
             // A window's day is its UTC midnight: it goes once the whole day is past the cutoff.

@@ -11,11 +11,16 @@ extension AgentStore {
     public func record(_ sightings: [Sighting], scans: [ClosedRange<Int64>] = []) throws(StoreError) {
         guard !sightings.isEmpty || !scans.isEmpty else { return }
         try write { db in
+            // What matching needs of them goes into the database's index of sightings in the
+            // same transaction: no process killed in between can store the one without the other.
+            var batches = SightingBatches.Writer()
             for sighting in sightings {
                 try db.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at, adapter, adapter_address) VALUES (?, ?, ?, ?, ?, ?)",
                                sighting.rpi.bytes, sighting.aem.bytes, sighting.rssi, sighting.time, sighting.adapter,
                                sighting.adapterAddress.map { Int64($0.rawValue) })
+                try batches.add(id: db.lastInsertedRowID, rpi: sighting.rpi, time: sighting.time, in: db)
             }
+            try batches.finish(in: db)
             for scan in scans {
                 try db.execute("""
                     INSERT INTO scan (started_at, ended_at) VALUES (?, ?)
@@ -63,9 +68,10 @@ extension AgentStore {
         }
     }
 
-    /// Every sighting, read straight into an index for matching: one pass over the table in
-    /// storage order, no list of sightings held beside the index, one snapshot (the radio may
-    /// record more meanwhile). The columns are read in place, from sqlite3's own row.
+    /// Every sighting with all its details, read straight into an index that holds them: one
+    /// pass over the table in storage order, no list of sightings held beside the index, one
+    /// snapshot (the radio may record more meanwhile). The columns are read in place, from
+    /// sqlite3's own row. A detection reads `detectionIndex()` instead, which steps through no row.
     public func sightingIndex() throws(StoreError) -> SightingIndex {
         try read { db in try Self.sightingIndex(in: db, version: Schema.migrations.count) }
     }

@@ -9,7 +9,7 @@ import ENSystemd
 import Synchronization
 
 /// The API's detection sessions. One is open at a time: each holds a sighting index and its day
-/// filters (about 32 bytes a sighting) and its batches use every core. A session belongs to the bus connection
+/// filters (about 36 bytes a sighting) and its batches use every core. A session belongs to the bus connection
 /// that started it and ends with FinishDetection or CancelDetection, when its owner leaves the
 /// bus, or after `idleLimit` without a call, so that a client that dies holds nothing for long.
 final class DetectionSessions: Sendable {

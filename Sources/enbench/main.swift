@@ -140,7 +140,7 @@ func benchmarkInserts(batchCount: Int, batchSize: Int, in directory: String) thr
         }
     }
     let (_, seconds) = try measure { for batch in batches { try store.record(batch) } }
-    print("Sighting inserts (WAL, secure_delete, indexed by RPI and time)")
+    print("Sighting inserts (WAL, secure_delete, indexed by time, each batch's entries in the index of sightings)")
     print("  sightings/s, batches of \(batchSize):      \(rate(batchCount * batchSize, seconds))  (\(try store.sightingCount()) stored)")
     return Double(batchCount * batchSize) / seconds
 }
@@ -153,7 +153,7 @@ func benchmarkSightingInput(jsonLines: String, database: String) throws -> (json
             try bytes.split(separator: 0x0A).compactMap { line in try Sighting.jsonLine(UnsafeRawBufferPointer(rebasing: line), place: "bench") }
         }
     }
-    let (index, loadSeconds) = try measure { MatchingIndex(try AgentStore(path: database).sightingIndex()) }
+    let (index, loadSeconds) = try measure { MatchingIndex(try AgentStore(path: database).detectionIndex()) }
     print("Sighting input")
     print("  JSON Lines, lines/s:                  \(rate(parsed.count, parseSeconds))  (\(parsed.count) lines)")
     print("  agent database into the matching index, sightings/s: \(rate(index.sightings.count, loadSeconds))  (\(index.sightings.count) sightings)")

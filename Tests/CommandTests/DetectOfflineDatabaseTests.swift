@@ -108,6 +108,41 @@ import Testing
         try store.close()
     }
 
+    /// The database's index of its sightings (schema v10), a stale one (read through a pass over
+    /// the rows, since a reader cannot rebuild it) and a version 9 database without one give the
+    /// same detection, to every scan and attenuation.
+    @Test func theIndexAStaleOneAndAVersion9DatabaseDetectTheSame() throws {
+        let folder = directory.file("versions")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        chmod(folder, 0o755)
+        let store = try AgentStore(path: folder + "/current.db")
+        let device = try Broadcaster(key: exposed)
+        let noise = (0..<300).map { seed in
+            Sighting(rpi: Bytes16(high: UInt64(seed) &* 0x9E37_79B9_7F4A_7C15, low: UInt64(seed)), aem: AssociatedEncryptedMetadata(rawValue: 0),
+                     rssi: -80, time: start.unixSeconds + Int64(seed) * 20, adapter: "hci0")
+        }
+        try store.record(noise, scans: [start.unixSeconds...(start.unixSeconds + 6_000)])
+        for scan in 0..<4 {
+            let began = start.unixSeconds + 7_200 + Int64(scan) * 150
+            try store.record(try (0..<3).map { try device.sighting(at: began + Int64($0), rssi: Int8(-60 - scan * 3 - $0)) },
+                             scans: [began...(began + 5)])
+        }
+        try store.close()
+        for (name, script) in [("stale", "DELETE FROM sighting_batch WHERE first_id > 1"),
+                               ("v9", "DROP TABLE sighting_batch; CREATE INDEX sighting_by_rpi ON sighting(rpi); PRAGMA user_version = 9")] {
+            try FileManager.default.copyItem(atPath: folder + "/current.db", toPath: folder + "/\(name).db")
+            #expect(try Command.run("/usr/bin/sqlite3", [folder + "/\(name).db", script]).status == 0)
+        }
+        let reports = try ["current", "stale", "v9"].map { name in
+            let result = try Command.enctl(["detect", "offline", "--db", folder + "/\(name).db", "--keys", directory.file("inputs/keys.zip"),
+                                            "--public-key", directory.file("inputs/authority.pem"), "--now", "\(start.unixSeconds + 2 * 86_400)", "--json"])
+            #expect(result.status == 0, "\(name): \(result.standardError)")
+            return result.standardOutput
+        }
+        #expect(reports[0].contains("\"matchedKeyCount\" : 1") && reports[0].contains("\"sightingCount\" : 312"), "\(reports[0])")
+        #expect(reports[1] == reports[0] && reports[2] == reports[0])
+    }
+
     @Test func aNewerSchemaIsRefusedByName() throws {
         let path = try database(in: directory.file("newer"), mode: 0o700)
         #expect(try Command.run("/usr/bin/sqlite3", [path, "PRAGMA user_version = 99"]).status == 0)

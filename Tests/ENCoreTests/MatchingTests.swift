@@ -39,7 +39,7 @@ import Testing
         #expect(sightings.allSatisfy { sighting in
             index.sightings(of: sighting.rpi).map { IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi) }
                 == [IndexedSighting(time: sighting.time, aem: sighting.aem, rssi: sighting.rssi)]
-                && index.sightings(of: sighting.rpi).map { index.adapterAddress(numbered: $0.adapterNumber) } == [sighting.adapterAddress]
+                && index.sightings(of: sighting.rpi).map(\.adapterAddress) == [sighting.adapterAddress]
         })
     }
 
@@ -52,8 +52,8 @@ import Testing
         }
         let index = SightingIndex(sightings)
         #expect(index.adapterAddresses.count == SightingIndex.maximumAdapterCount)
-        #expect(index.sightings(of: rpi(254)).map(\.adapterNumber) == [255])
-        #expect(index.sightings(of: rpi(255)).map(\.adapterNumber) == [0] && index.adapterAddress(numbered: 0) == nil)
+        #expect(index.sightings(of: rpi(254)).map(\.adapterAddress) == [BluetoothAddress(rawValue: 254)])
+        #expect(index.sightings(of: rpi(255)).map(\.adapterAddress) == [nil])
     }
 
     @Test func bluetoothAddressesReadAsBlueZPrintsThem() {

@@ -329,7 +329,7 @@ import Testing
         let index = try store.sightingIndex()
         #expect(Set(index.adapterAddresses) == [dongle, highest])
         #expect(stored.allSatisfy { sighting in
-            index.sightings(of: sighting.rpi).map { index.adapterAddress(numbered: $0.adapterNumber) } == [sighting.adapterAddress]
+            index.sightings(of: sighting.rpi).map(\.adapterAddress) == [sighting.adapterAddress]
         })
     }
 
