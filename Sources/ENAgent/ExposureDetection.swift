@@ -120,8 +120,8 @@ public struct KeyFileSource: Sendable {
 
 /// A detection that takes its key files in batches, as the Contact Tracing API's sessions do: a
 /// client can stream hundreds of files without holding them all, and stop at a key budget.
-/// Each batch is verified whole before it is matched (one bad file refuses the batch, and the
-/// session stays as it was); what the batches matched is stored once, by `finish`, as one
+/// Each batch's files stream through the matching, each verified at its end (one bad file
+/// refuses the batch, and the session stays as it was); what the batches matched is stored once, by `finish`, as one
 /// detection. A key counts once across the batches: the newest publication wins.
 ///
 /// The sightings are those stored when the first new file arrives (the index is built then and
