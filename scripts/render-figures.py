@@ -132,6 +132,7 @@ def bench_table(run):
         (f"`enctl detect offline`, {count(sizes['largeExportKeys'])} keys × {count(sizes['databaseSightings'])} sightings in a database",
          f"{offline_database['seconds']:.2f} s, {rate(offline_database['keysPerSecond'])} keys/s "
          f"({ratio(offline_database['keysPerSecond'] / ceiling)}), {megabytes(offline_database['peakMemoryMB'])}"),
+        memory_row(sizes, detection),
         ("the same through enagentd (a detection session)",
          f"{daemon['seconds']:.2f} s, {faster_or_slower(daemon_change)}; "
          f"enagentd peaks at {megabytes(daemon['daemonPeakMemoryMB'])}"),
@@ -144,6 +145,28 @@ def bench_table(run):
          f"idle RSS {startup['idleResidentMB']:.1f} MB"),
     ]
     return "| measure | figure |\n|---|---|\n" + "".join(f"| {measure} | {figure} |\n" for measure, figure in rows)
+
+
+def memory_by_keys(sizes, detection):
+    """Peak memory of `enctl detect offline` against the database's sightings with fewer keys and
+    with all of them, or None for a run recorded before it was measured."""
+    fewer = detection.get("offlineDatabaseFewerKeys")
+    if fewer is None or "fewerExportKeys" not in sizes:
+        return None
+    return (sizes["fewerExportKeys"], fewer["peakMemoryMB"], sizes["largeExportKeys"], detection["offlineDatabase"]["peakMemoryMB"])
+
+
+MEMORY_GOAL_MB = 10
+
+
+def memory_row(sizes, detection):
+    measure = "`enctl detect offline`, peak memory at {} keys / at {} keys, the same {} sightings in a database"
+    figures = memory_by_keys(sizes, detection)
+    if figures is None:
+        return (measure.format("100k", "1M", count(sizes["databaseSightings"])), "not measured in this run")
+    fewer_keys, fewer_mb, all_keys, all_mb = figures
+    return (measure.format(count(fewer_keys), count(all_keys), count(sizes["databaseSightings"])),
+            f"{megabytes(fewer_mb)} / {megabytes(all_mb)} ({all_mb - fewer_mb:+.0f} MB)")
 
 
 def bench_goals(run):
@@ -177,7 +200,18 @@ def bench_goals(run):
     goals += (f"- detection through enagentd within 10 % of offline"
               f"{', both sizes' if len(changes) == 2 else ''}: {verdict(all(change <= 0.10 for change in changes))}, "
               f"{' and '.join(faster_or_slower(change) for change in changes)}.\n")
-    return goals
+    return goals + memory_goal(sizes, detection)
+
+
+def memory_goal(sizes, detection):
+    """Peak memory independent of keys: within MEMORY_GOAL_MB from the fewer keys to all of them."""
+    figures = memory_by_keys(sizes, detection)
+    if figures is None:
+        return "- peak memory independent of keys: not measured in this run.\n"
+    fewer_keys, fewer_mb, all_keys, all_mb = figures
+    met = "met" if all_mb - fewer_mb <= MEMORY_GOAL_MB else "not met"
+    return (f"- peak memory independent of keys (within {MEMORY_GOAL_MB} MB): {met}, {megabytes(fewer_mb)} at {count(fewer_keys)} "
+            f"and {megabytes(all_mb)} at {count(all_keys)}.\n")
 
 
 # scripts/check-footprint.sh FIGURES=write.

@@ -100,27 +100,28 @@ public struct ExposureDetection: Sendable {
     }
 }
 
-/// A key file for a detection session: its name (for errors) and how to read it. The session
-/// reads each file when it reaches it and keeps only what it parsed, so a batch never holds two
-/// files' bytes, nor any while it matches.
-public struct KeyFileSource {
+/// A key file for a detection session: its name (for errors) and how to open it. The session
+/// streams each file when it reaches it (`KeyFileStream`), so a batch never holds a whole file,
+/// however many keys it has.
+public struct KeyFileSource: Sendable {
     public let name: String
-    let read: () throws(DetectionError) -> Data
+    let open: @Sendable () throws(DetectionError) -> KeyFileContents
 
-    public init(name: String, read: @escaping () throws(DetectionError) -> Data) {
+    public init(name: String, open: @escaping @Sendable () throws(DetectionError) -> KeyFileContents) {
         self.name = name
-        self.read = read
+        self.open = open
     }
 
     public init(name: String, data: Data) {
-        self.init(name: name) { data }
+        let contents = KeyFileContents(data)
+        self.init(name: name) { contents }
     }
 }
 
 /// A detection that takes its key files in batches, as the Contact Tracing API's sessions do: a
 /// client can stream hundreds of files without holding them all, and stop at a key budget.
-/// Each batch is verified whole before it is matched (one bad file refuses the batch, and the
-/// session stays as it was); what the batches matched is stored once, by `finish`, as one
+/// Each batch's files stream through the matching, each verified at its end (one bad file
+/// refuses the batch, and the session stays as it was); what the batches matched is stored once, by `finish`, as one
 /// detection. A key counts once across the batches: the newest publication wins.
 ///
 /// The sightings are those stored when the first new file arrives (the index is read then and
@@ -169,49 +170,67 @@ public struct DetectionSession: Sendable {
     }
 
     /// The session with the batch added; `self` is left as it was when the batch is refused.
+    ///
+    /// Each file is hashed first (a pass over its bytes, a chunk at a time), to tell the files
+    /// processed before, which are read and checked but not matched. Then the files stream through
+    /// the detector: keys are matched as they come, and a file refused at its end (its signature
+    /// among the checks) refuses the batch before anything of it is kept.
     private func adding(_ files: [KeyFileSource], progress: (@Sendable (Int) -> Void)?,
                         cancellation: CancellationFlag?) throws(DetectionError) -> DetectionSession {
-        let limits = detection.limits, store = detection.store
-        var next = self, exports = [KeyExport](), names = [String]()
+        let limits = detection.limits, store = detection.store, trustedKeys = trustedKeys
+        var next = self, streamed = [ExposureDetector.File](), freshDigests = [(digest: [UInt8], name: String)]()
+        // The session's first batch reads the index of sightings on another core while the
+        // files are hashed (as enctl reads its sightings while it opens the files): unused when
+        // every file was processed before.
+        let indexRead = next.index == nil ? BackgroundWork { MatchingIndex(try store.detectionIndex()) } : nil
         for file in files {
-            let data = try file.read()
-            guard data.count <= limits.maximumFileSize else {
-                throw .badKeyFile(name: file.name, reason: "\(KeyFileError.tooLarge(bytes: data.count, limit: limits.maximumFileSize))")
+            let contents = try file.open(), name = file.name
+            guard contents.size <= UInt64(limits.maximumFileSize) else {
+                throw .badKeyFile(name: name, reason: "\(KeyFileError.tooLarge(bytes: Int(clamping: contents.size), limit: limits.maximumFileSize))")
             }
-            let export: KeyExport
-            do { export = try KeyExport(contentsOf: data, limits: limits) } catch { throw .badKeyFile(name: file.name, reason: "\(error)") }
-            let status = export.signatureStatus(trustedKeys: trustedKeys)
-            guard status == .verified else { throw .unverified(name: file.name, status: status) }
-            let digest = SHA256.digest(data)
+            let digest: [UInt8]
+            do { digest = try contents.sha256() } catch { throw .badKeyFile(name: name, reason: "\(error)") }
             next.filesReceived += 1
-            if try detection.storeCall({ try store.hasProcessedKeyFile(sha256: digest) }) || !next.digests.insert(digest).inserted {
-                next.keyFilesSkipped += 1
-            } else {
-                next.fresh.append(ProcessedKeyFile(sha256: digest, name: file.name, region: export.region, keyCount: export.keyCount))
-                exports.append(export)
-                names.append(file.name)
-            }
+            let seen = try detection.storeCall({ try store.hasProcessedKeyFile(sha256: digest) }) || !next.digests.insert(digest).inserted
+            if seen { next.keyFilesSkipped += 1 } else { freshDigests.append((digest, name)) }
+            streamed.append(ExposureDetector.File(name: name, matched: !seen, open: { try KeyFileStream(contents, limits: limits) }) { summary in
+                let status = summary.signatureStatus(trustedKeys: trustedKeys)
+                guard status == .verified else { throw DetectionError.unverified(name: name, status: status) }
+            })
         }
-        guard !exports.isEmpty else { return next }
-        let keys = exports.reduce(0) { $0 + $1.keyCount }
-        if let maximumKeys, keysChecked + keys > maximumKeys {
-            throw .keyLimit(maximum: maximumKeys, checked: keysChecked, batch: keys)
-        }
-        if next.index == nil { next.index = MatchingIndex(try detection.storeCall { try store.detectionIndex() }) }
-        let checkedBefore = keysChecked
-        let detector = ExposureDetector(index: next.index!, rssiCorrections: detection.rssiCorrections)
-        var keysTaken: (@Sendable (Int) -> Void)?
-        if let progress { keysTaken = { taken in progress(checkedBefore + taken) } }
+        var batch = DetectionResult()
         do {
-            next.result.append(try detector.detect(exports, progress: keysTaken, cancellation: cancellation))
+            if freshDigests.isEmpty {
+                // Nothing to match: each file is still read and checked, as a new one would be.
+                for file in streamed { try file.check() }
+                return next
+            }
+            if let indexRead { next.index = try detection.storeCall { try indexRead.result() } }
+            let checkedBefore = keysChecked
+            let detector = ExposureDetector(index: next.index!, rssiCorrections: detection.rssiCorrections)
+            var keysTaken: (@Sendable (Int) -> Void)?
+            if let progress { keysTaken = { taken in progress(checkedBefore + taken) } }
+            batch = try detector.detect(streamed, progress: keysTaken, cancellation: cancellation)
         } catch is CancellationError {
             throw .cancelled
+        } catch let error as DetectionError {
+            throw error
+        } catch let refusal as KeyFileRefusal {
+            throw .badKeyFile(name: refusal.name, reason: "\(refusal.error)")
         } catch let error as StoreError {
             // Reading the found sightings' rows failed: no fault of the files.
             throw .store("\(error)")
         } catch {
-            throw .badKeyFile(name: names.joined(separator: ", "), reason: "\(error)")
+            throw .badKeyFile(name: freshDigests.map(\.name).joined(separator: ", "), reason: "\(error)")
         }
+        let keys = batch.files.reduce(0) { $0 + $1.keyCount }
+        if let maximumKeys, keysChecked + keys > maximumKeys {
+            throw .keyLimit(maximum: maximumKeys, checked: keysChecked, batch: keys)
+        }
+        for (fresh, summary) in zip(freshDigests, batch.files) {
+            next.fresh.append(ProcessedKeyFile(sha256: fresh.digest, name: fresh.name, region: summary.region, keyCount: summary.keyCount))
+        }
+        next.result.append(batch)
         return next
     }
 

@@ -33,27 +33,56 @@ public enum RawDeflate {
     public static func inflate<Output: RangeReplaceableCollection<UInt8>>(
         _ input: UnsafeRawBufferPointer, limit: Int, as _: Output.Type = Output.self
     ) throws(Failure) -> Output {
-        var stream = z_stream()
-        // Negative window bits: raw DEFLATE.
-        guard inflateInit2_(&stream, -15, CENZLIB_VERSION, CENZLIB_STREAM_SIZE) == Z_OK else { throw .corrupt }
-        defer { inflateEnd(&stream) }
+        let inflater = try Inflater()
         var output = Output()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        // zlib never writes through next_in; its declaration is merely not const.
-        stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
-        var remaining = input.count
+        var consumed = 0
         while true {
-            stream.feed(&remaining)
-            let status = chunk.withUnsafeMutableBufferPointer { buffer -> Int32 in
-                stream.next_out = buffer.baseAddress
-                stream.avail_out = UInt32(buffer.count)
-                return CENZlib.inflate(&stream, Z_NO_FLUSH)
+            let step = try chunk.withMutableBytes { buffer throws(Failure) in
+                try inflater.inflate(UnsafeRawBufferPointer(rebasing: input[consumed...]), into: buffer, inputEnds: true)
             }
-            let produced = chunk.count - Int(stream.avail_out)
-            guard output.count + produced <= limit else { throw .tooLarge(limit: limit) }
-            output.append(contentsOf: chunk[..<produced])
-            if status == Z_STREAM_END { return output }
-            guard status == Z_OK, produced > 0 || stream.avail_in > 0 || remaining > 0 else { throw .corrupt }
+            consumed += step.consumed
+            guard output.count + step.produced <= limit else { throw .tooLarge(limit: limit) }
+            output.append(contentsOf: chunk[..<step.produced])
+            if step.finished { return output }
+        }
+    }
+
+    /// Raw DEFLATE inflated a piece at a time: compressed bytes in as they are read, inflated bytes
+    /// out into the caller's buffer, so that neither side is ever held whole. zlib's state is
+    /// about 40 KB (its 32 KB window among it). Not Sendable: one thread uses it at a time.
+    public final class Inflater {
+        private var stream = z_stream()
+
+        public init() throws(Failure) {
+            // Negative window bits: raw DEFLATE.
+            guard inflateInit2_(&stream, -15, CENZLIB_VERSION, CENZLIB_STREAM_SIZE) == Z_OK else { throw .corrupt }
+        }
+
+        deinit { inflateEnd(&stream) }
+
+        /// Inflates from `input` into `output` until one of them runs out or the stream ends, and
+        /// says how many bytes each side took and whether the stream ended. `inputEnds`: nothing
+        /// follows `input`, so a stream that needs more is cut short (`corrupt`).
+        public func inflate(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer,
+                            inputEnds: Bool) throws(Failure) -> (consumed: Int, produced: Int, finished: Bool) {
+            // avail_in and avail_out are 32 bits: larger buffers go in a slice at a time, over calls.
+            let inputCount = min(input.count, Int(UInt32.max)), outputCount = min(output.count, Int(UInt32.max))
+            // zlib never writes through next_in; its declaration is merely not const.
+            stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
+            stream.avail_in = UInt32(inputCount)
+            stream.next_out = output.baseAddress?.assumingMemoryBound(to: Bytef.self)
+            stream.avail_out = UInt32(outputCount)
+            let status = CENZlib.inflate(&stream, Z_NO_FLUSH)
+            let consumed = inputCount - Int(stream.avail_in), produced = outputCount - Int(stream.avail_out)
+            stream.next_in = nil
+            stream.next_out = nil
+            if status == Z_STREAM_END { return (consumed, produced, true) }
+            // Z_BUF_ERROR: no progress was possible this time, for want of input or of output space.
+            guard status == Z_OK || status == Z_BUF_ERROR else { throw .corrupt }
+            // With room left for output, zlib stopped for want of input: there is none to come.
+            if inputEnds && consumed == input.count && produced < output.count { throw .corrupt }
+            return (consumed, produced, false)
         }
     }
 

@@ -61,6 +61,15 @@ public final class P256PublicKey: @unchecked Sendable {
                                 message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count) == 1
     }
 
+    /// Whether `signature` (ASN.1 DER) is this key's ECDSA signature of a message whose SHA-256 is
+    /// `digest`: the same check as `isValidSignature(_:for:)`, for a message hashed as it streamed by.
+    public func isValidSignature(_ signature: [UInt8], forSHA256 digest: [UInt8]) -> Bool {
+        guard digest.count == 32, let context = EVP_PKEY_CTX_new(key, nil) else { return false }
+        defer { EVP_PKEY_CTX_free(context); ERR_clear_error() }
+        guard EVP_PKEY_verify_init(context) == 1, EVP_PKEY_CTX_set_signature_md(context, EVP_sha256()) == 1 else { return false }
+        return EVP_PKEY_verify(context, signature, signature.count, digest, digest.count) == 1
+    }
+
     /// The DER SubjectPublicKeyInfo.
     public var subjectPublicKeyInfo: [UInt8] { derSubjectPublicKeyInfo(of: key) }
 

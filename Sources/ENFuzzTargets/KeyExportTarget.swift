@@ -30,7 +30,7 @@ public func fuzzKeyExport(_ input: UnsafeRawBufferPointer) {
     precondition(keys == export.keyCount && revisions == export.revisedKeyCount, "forEachKey disagrees with the counts KeyExport read")
     _ = export.signatureStatus(trustedKeys: KeyExportFixtures.trustedKeys)
     let detector = ExposureDetector(index: KeyExportFixtures.sightings, threads: 1)
-    if let (result, windows) = try? detector.exposureWindows(of: [export], configuration: ExposureConfigurationV2()) {
+    if let (result, windows) = try? detector.exposureWindows(of: [ExposureDetector.File(export)], configuration: ExposureConfigurationV2()) {
         _ = ExposureConfigurationV2().dailySummaries(of: windows, now: KeyExportFixtures.now)
         _ = ExposureConfigurationV1().summary(of: result.matches, now: KeyExportFixtures.now)
     }

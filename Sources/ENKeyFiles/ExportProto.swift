@@ -4,8 +4,8 @@ import ENCore
 /// when absent, so that "absent" and "the default" stay apart as the format needs (rolling
 /// period defaults to 144, a missing rolling start is an error).
 ///
-/// TemporaryExposureKeyExport itself is not decoded whole: `KeyExport` walks its fields so that
-/// its keys are never all held at once.
+/// TemporaryExposureKeyExport itself is not decoded whole: `KeyFileStream` reads its fields as
+/// export.bin streams by, so that its keys are never all held at once.
 package enum ExportProto {
     package struct TemporaryExposureKeyExport {
         package var startTimestamp: UInt64?

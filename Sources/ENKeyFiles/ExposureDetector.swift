@@ -15,9 +15,13 @@ public struct DetectionResult: Sendable {
     public var keysChecked: Int
     /// Sightings that matched but carried an implausible TX power.
     public var implausibleSightings: Int
+    /// What each file matched held besides its keys, in order.
+    public var files: [KeyFileSummary]
 
-    public init(matches: [KeyMatch] = [], revokedKeys: [TemporaryExposureKey.Identity] = [], keysChecked: Int = 0, implausibleSightings: Int = 0) {
+    public init(matches: [KeyMatch] = [], revokedKeys: [TemporaryExposureKey.Identity] = [], keysChecked: Int = 0, implausibleSightings: Int = 0,
+                files: [KeyFileSummary] = []) {
         (self.matches, self.revokedKeys, self.keysChecked, self.implausibleSightings) = (matches, revokedKeys, keysChecked, implausibleSightings)
+        self.files = files
     }
 
     /// Adds what files published after these found: a key `later` matched or revoked takes the
@@ -28,6 +32,7 @@ public struct DetectionResult: Sendable {
         revokedKeys = revokedKeys.filter { !renewed.contains($0) } + later.revokedKeys
         keysChecked += later.keysChecked
         implausibleSightings += later.implausibleSightings
+        files += later.files
     }
 
     /// The matches grouped into exposure windows under `configuration`, ordered by day, then by key.
@@ -44,10 +49,15 @@ public struct DetectionResult: Sendable {
 /// found are read at once (from the agent database by row id, for an index read from it), and
 /// the few keys with candidates are matched on, on one thread.
 ///
-/// Every worker takes the next few hundred keys from the files itself, so reading the files
-/// overlaps with matching and no thread waits for a batch to finish; memory holds the files and
-/// what matched, however many keys they carry. A worker matches its batch day by day (servers
-/// shuffle the keys of a file), so that lookups go to one day's filter while it is in the cache.
+/// The files stream (`KeyFileStream`): every worker takes the next batch of keys from the file
+/// being read itself, so reading overlaps with matching and no thread waits for a batch to finish;
+/// memory holds a few batches of keys, one file's reading buffers and what matched, however many
+/// keys the files carry. A worker matches its batch day by day (servers shuffle the keys of a
+/// file), so that lookups go to one day's filter while it is in the cache.
+///
+/// A file is only known good once it was read to its end (its size, CRC-32 and signature are
+/// checked there): keys are matched as they come, but a file refused at its end, or by `accept`,
+/// fails the whole detection, so nothing from it is ever reported.
 public struct ExposureDetector: Sendable {
     /// Keys a worker takes at a time, and matches sorted by day. Large, so that a day's filter
     /// loaded into the cache serves many keys: a day of 4 million sightings has a filter of about
@@ -55,6 +65,41 @@ public struct ExposureDetector: Sendable {
     /// them missing; 16,384 keys a batch (180,000 lookups a day) took 30 % less CPU time in all
     /// (`make bench`'s 1M keys × 4M sightings). A batch's keys are 1 MB at most.
     public static let batchSize = 16_384
+
+    /// A key file for a detection: opened when the detection reaches it (so files are read one
+    /// at a time), read as a stream, and judged by `accept` once read to its end, before the next
+    /// file opens and before anything of the detection is reported.
+    public struct File: Sendable {
+        public let name: String
+        /// Whether its keys are matched; a file processed before is read and checked, not matched.
+        public let matched: Bool
+        let open: @Sendable () throws -> KeyFileStream
+        let accept: @Sendable (KeyFileSummary) throws -> Void
+
+        /// `open` and `accept` may throw errors of their own, which the detection throws as they
+        /// are; a `KeyFileError` of the file is a `KeyFileRefusal` naming it.
+        public init(name: String, matched: Bool = true, open: @escaping @Sendable () throws -> KeyFileStream,
+                    accept: @escaping @Sendable (KeyFileSummary) throws -> Void = { _ in }) {
+            (self.name, self.matched, self.open, self.accept) = (name, matched, open, accept)
+        }
+
+        /// A file read whole before (tests, the fuzzer), read again as a stream.
+        public init(_ export: KeyExport, name: String = "key file") {
+            self.init(name: name) { try export.stream() }
+        }
+
+        /// Reads the file to its end without handing out its keys, and judges it: a file not to
+        /// be matched is checked as one to be matched is.
+        public func check() throws {
+            do {
+                let stream = try open()
+                while try stream.next() != nil {}
+                try accept(stream.summary)
+            } catch let error as KeyFileError {
+                throw KeyFileRefusal(name: name, error: error)
+            }
+        }
+    }
 
     public let index: MatchingIndex
     public var rssiCorrections: RssiCorrections
@@ -74,11 +119,12 @@ public struct ExposureDetector: Sendable {
 
     /// `progress`, when given, is called from the workers with the number of keys taken so far,
     /// every `batchSize` keys. Once `cancellation` is set, the workers stop within a batch and
-    /// the call throws CancellationError.
-    public func detect(_ exports: [KeyExport], progress: (@Sendable (Int) -> Void)? = nil,
+    /// the call throws CancellationError. A file refused throws its `KeyFileRefusal` (or what its
+    /// `open` or `accept` threw), the first in file order, and nothing is returned of any file.
+    public func detect(_ files: [File], progress: (@Sendable (Int) -> Void)? = nil,
                        cancellation: CancellationFlag? = nil) throws -> DetectionResult {
         let matchers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrections: rssiCorrections) }
-        let cursor = KeyCursor(exports, cancellation: cancellation)
+        let cursor = KeyCursor(files, cancellation: cancellation)
         // Each worker initialises only its own slot and uses only its own matcher.
         let shares = UnsafeMutableBufferPointer<Result<WorkerShare, any Error>>.allocate(capacity: threads)
         defer { shares.deinitialize().deallocate() }
@@ -87,6 +133,7 @@ public struct ExposureDetector: Sendable {
             (slots.baseAddress! + worker).initialize(to: Result { try Self.work(matcher: ownMatchers[worker], cursor: cursor, progress: progress) })
         }
         if cancellation?.isSet == true { throw CancellationError() }
+        let read = try cursor.finished()
         var workerShares = try shares.map { try $0.get() }
         // The second stage, once for every candidate the workers found: their details read
         // together (from the database, by row, for an index read from it), then each key
@@ -99,7 +146,15 @@ public struct ExposureDetector: Sendable {
                 }
             }
         }
-        return Self.newestPublications(workerShares, implausibleSightings: matchers.reduce(0) { $0 + $1.implausibleSightings })
+        var result = Self.newestPublications(workerShares, implausibleSightings: matchers.reduce(0) { $0 + $1.implausibleSightings })
+        result.files = read
+        return result
+    }
+
+    /// Files read whole before, each read again as a stream (tests, the fuzzer).
+    public func detect(_ exports: [KeyExport], progress: (@Sendable (Int) -> Void)? = nil,
+                       cancellation: CancellationFlag? = nil) throws -> DetectionResult {
+        try detect(exports.map { File($0) }, progress: progress, cancellation: cancellation)
     }
 
     /// What one worker found, each publication numbered by its place in the files.
@@ -112,12 +167,10 @@ public struct ExposureDetector: Sendable {
     }
 
     private static func work(matcher: KeyMatcher, cursor: KeyCursor, progress: (@Sendable (Int) -> Void)?) throws -> WorkerShare {
-        var share = WorkerShare(), batch = [KeyExport.EncodedKey](), keys = [DiagnosisKey]()
-        batch.reserveCapacity(batchSize)
+        var share = WorkerShare(), keys = [DiagnosisKey]()
         keys.reserveCapacity(batchSize)
-        while let first = cursor.next(batchSize, into: &batch) {
-            progress?(first + batch.count)
-            keys.append(contentsOf: batch.lazy.map { $0.decode() })
+        while let first = cursor.next(batchSize, into: &keys) {
+            progress?(first + keys.count)
             for offset in keys.indices.sorted(by: { keys[$0].key.rollingStartIntervalNumber < keys[$1].key.rollingStartIntervalNumber }) {
                 let key = keys[offset]
                 if key.reportType == .revoked {
@@ -126,8 +179,7 @@ public struct ExposureDetector: Sendable {
                     share.candidates.append((first + offset, key, candidates))
                 }
             }
-            share.checked += batch.count
-            batch.removeAll(keepingCapacity: true)
+            share.checked += keys.count
             keys.removeAll(keepingCapacity: true)
         }
         return share
@@ -153,36 +205,75 @@ public struct ExposureDetector: Sendable {
     }
 }
 
-/// The keys of a list of files, handed out a batch at a time to whichever worker asks, each
-/// batch with the place of its first key (publications are numbered in file order).
+/// A key file refused during a detection: its name, and what is wrong with it.
+public struct KeyFileRefusal: Error, Equatable, CustomStringConvertible {
+    public let name: String
+    public let error: KeyFileError
+
+    public var description: String { "\(name): \(error)" }
+}
+
+/// The keys of a list of files, streamed a batch at a time to whichever worker asks, each batch
+/// with the place of its first key (publications are numbered in file order). One file is open
+/// at a time; the first refusal stops the handing out, and `finished` throws it.
 private final class KeyCursor: Sendable {
     private struct Place {
         var file = 0
-        var offset: Int? = KeyExport.firstFieldOffset
+        /// The file being read.
+        var stream: KeyFileStream?
         var position = 0
+        var failure: (any Error)?
+        var read = [KeyFileSummary]()
     }
 
-    private let exports: [KeyExport]
+    private let files: [ExposureDetector.File]
     private let cancellation: CancellationFlag?
     private let place = Mutex(Place())
 
-    init(_ exports: [KeyExport], cancellation: CancellationFlag?) {
-        self.exports = exports
+    init(_ files: [ExposureDetector.File], cancellation: CancellationFlag?) {
+        self.files = files
         self.cancellation = cancellation
     }
 
-    /// Fills `batch` with up to `limit` keys and returns the first one's place, or nil when every
-    /// key has been handed out or the work is cancelled.
-    func next(_ limit: Int, into batch: inout [KeyExport.EncodedKey]) -> Int? {
+    /// Fills `keys` with up to `limit` keys and returns the first one's place, or nil when every
+    /// key has been handed out, a file was refused or the work is cancelled.
+    func next(_ limit: Int, into keys: inout [DiagnosisKey]) -> Int? {
         if cancellation?.isSet == true { return nil }
         return place.withLock { place in
-            while batch.count < limit, place.file < exports.count {
-                place.offset = exports[place.file].encodedKeys(from: place.offset!, limit: limit - batch.count, into: &batch)
-                if place.offset == nil { place.file += 1; place.offset = KeyExport.firstFieldOffset }
+            guard place.failure == nil else { return nil }
+            while keys.count < limit, place.file < files.count {
+                let file = files[place.file]
+                do {
+                    if file.matched {
+                        let stream = try place.stream ?? file.open()
+                        place.stream = stream
+                        if try stream.nextKeys(limit - keys.count, into: &keys) { continue }
+                        // Read to its end and found whole.
+                        try file.accept(stream.summary)
+                        place.read.append(stream.summary)
+                    } else {
+                        try file.check()
+                    }
+                } catch let error as KeyFileError {
+                    place.failure = KeyFileRefusal(name: file.name, error: error)
+                } catch {
+                    place.failure = error
+                }
+                place.stream = nil
+                if place.failure != nil { return nil }
+                place.file += 1
             }
-            guard !batch.isEmpty else { return nil }
-            defer { place.position += batch.count }
+            guard !keys.isEmpty else { return nil }
+            defer { place.position += keys.count }
             return place.position
+        }
+    }
+
+    /// The summaries of the files matched, once the workers are done; or the refusal that stopped them.
+    func finished() throws -> [KeyFileSummary] {
+        try place.withLock { place in
+            if let failure = place.failure { throw failure }
+            return place.read
         }
     }
 }
@@ -196,11 +287,11 @@ public final class CancellationFlag: Sendable {
 }
 
 extension ExposureDetector {
-    /// Matches `exports` and groups the matches into exposure windows under `configuration`,
+    /// Matches `files` and groups the matches into exposure windows under `configuration`,
     /// ordered by day, then by key.
-    public func exposureWindows(of exports: [KeyExport], configuration: ExposureConfigurationV2) throws
+    public func exposureWindows(of files: [File], configuration: ExposureConfigurationV2) throws
         -> (result: DetectionResult, windows: [ExposureWindow]) {
-        let result = try detect(exports)
+        let result = try detect(files)
         return (result, result.exposureWindows(configuration: configuration))
     }
 }

@@ -1,3 +1,4 @@
+import ENArchive
 import ENCore
 import FoundationEssentials
 
@@ -32,164 +33,80 @@ public struct ExportSignature: Sendable {
     public var signature: [UInt8]
 }
 
-/// A diagnosis key export: export.bin (and export.sig when present), checked on reading.
-///
-/// The keys are not held decoded: `forEachKey` walks them one at a time, so a file with a
-/// million keys costs its own size in memory and no more.
+/// What a key file held besides its keys, known once it was read to its end (`KeyFileStream`).
+public struct KeyFileSummary: Sendable {
+    public var startTimestamp: UInt64 = 0
+    public var endTimestamp: UInt64 = 0
+    public var region = ""
+    public var batchNumber = 0
+    public var batchSize = 0
+    public var signatureInfos = [SignatureInfo]()
+    public var keyCount = 0
+    public var revisedKeyCount = 0
+    /// SHA-256 of export.bin, which export.sig's signatures sign.
+    public var exportBinSHA256 = [UInt8]()
+    /// export.sig's signatures (read when the file was opened); nil when the file has none.
+    public var signatures: [ExportSignature]?
+}
+
+/// A diagnosis key export read whole and checked: what `enctl keys inspect` and `keys sign`, the
+/// fuzzer and the tests look at. A detection streams its files instead (`KeyFileStream`); this
+/// reads through the same stream, keeping the file's bytes (not its keys) to walk them again.
+@dynamicMemberLookup
 public struct KeyExport: Sendable {
     /// The 16 bytes every export.bin starts with.
     public static let header = Array("EK Export v1    ".utf8)
 
-    public let exportBin: Data
-    /// nil when the file has no export.sig.
-    public let signatures: [ExportSignature]?
-    public let startTimestamp: UInt64
-    public let endTimestamp: UInt64
-    public let region: String
-    public let batchNumber: Int
-    public let batchSize: Int
-    public let signatureInfos: [SignatureInfo]
-    public let keyCount: Int
-    public let revisedKeyCount: Int
+    public let summary: KeyFileSummary
+    /// How to read the file again.
+    private let open: @Sendable () throws(KeyFileError) -> KeyFileStream
+
+    public subscript<Value>(dynamicMember field: KeyPath<KeyFileSummary, Value>) -> Value { summary[keyPath: field] }
 
     /// Reads a key file: a zip archive with export.bin and export.sig, or a bare export.bin.
     public init(contentsOf file: Data, limits: KeyFileLimits = .standard) throws(KeyFileError) {
-        guard file.count <= limits.maximumFileSize else { throw .tooLarge(bytes: file.count, limit: limits.maximumFileSize) }
-        if file.starts(with: Self.header) {
-            try self.init(exportBin: file, signatureList: nil)
-        } else {
-            let entries = try ZipEntries(file, limits: limits)
-            try self.init(exportBin: try entries.read("export.bin"), signatureList: try entries.readIfPresent("export.sig"))
-        }
+        let contents = KeyFileContents(file)
+        try self.init { () throws(KeyFileError) in try KeyFileStream(contents, limits: limits) }
     }
 
     /// Checks the header and every key of `exportBin`, and parses `signatureList` (export.sig).
     public init(exportBin: Data, signatureList: Data?) throws(KeyFileError) {
-        guard exportBin.starts(with: Self.header) else { throw .badHeader }
-        // Key ranges are offsets from 0: a slice is rebased once here.
-        let exportBin = exportBin.startIndex == 0 ? exportBin : Data(exportBin)
-        self.exportBin = exportBin
-        signatures = try signatureList.map(Self.parseSignatures)
-        var start: UInt64 = 0, end: UInt64 = 0, batchNumber = 0, batchSize = 0
-        var region = "", infos = [SignatureInfo](), keys = 0, revised = 0
-        try Self.withBytes(of: exportBin) { bytes throws(KeyFileError) in
-            var wire = ProtobufWire(bytes, in: Self.firstFieldOffset..<bytes.count)
-            do {
-                while let field = try wire.next() {
-                    switch field.number {
-                    case 1: start = try field.fixed64("start_timestamp")
-                    case 2: end = try field.fixed64("end_timestamp")
-                    case 3: region = try field.string("region", in: bytes)
-                    case 4: batchNumber = Int(try field.int32("batch_num"))
-                    case 5: batchSize = Int(try field.int32("batch_size"))
-                    case 6: infos.append(SignatureInfo(try field.message("signature_infos", in: bytes) as ExportProto.SignatureInfo))
-                    case 7:
-                        _ = try Self.decodeKey(in: bytes, try field.contents("keys"), index: keys)
-                        keys += 1
-                    case 8:
-                        _ = try Self.decodeKey(in: bytes, try field.contents("revised_keys"), index: keys + revised)
-                        revised += 1
-                    default:
-                        break  // Unknown fields from a newer format version are skipped.
-                    }
-                }
-            } catch let error as KeyFileError {
-                throw error
-            } catch {
-                throw .malformedExport("\(error)")
-            }
-        }
-        startTimestamp = start
-        endTimestamp = end
-        self.region = region
-        self.batchNumber = batchNumber
-        self.batchSize = batchSize
-        signatureInfos = infos
-        keyCount = keys
-        revisedKeyCount = revised
+        try self.init { () throws(KeyFileError) in try KeyFileStream(exportBin: exportBin, signatureList: signatureList) }
     }
 
-    /// A key still in its protobuf encoding: walking a file hands these out cheaply, and
-    /// `decode()` can then run on any thread.
-    public struct EncodedKey: Sendable {
-        /// The whole export.bin (shared, not copied) and where in it the key is.
-        let exportBin: Data
-        let range: Range<Int>
-        /// From the revised_keys field: a change to a key published earlier.
-        public let isRevision: Bool
-
-        /// The key; it was checked when the file was read, so decoding cannot fail.
-        public func decode() -> DiagnosisKey {
-            exportBin.withUnsafeBytes { try! KeyExport.decodeKey(in: $0, range, index: 0) }
-        }
+    private init(open: @escaping @Sendable () throws(KeyFileError) -> KeyFileStream) throws(KeyFileError) {
+        let stream = try open()
+        while try stream.next() != nil {}
+        (summary, self.open) = (stream.summary, open)
     }
 
-    /// Calls `body` with each key, in file order, still encoded; rethrows what `body` throws
-    /// (the file itself was checked when it was read).
-    public func forEachEncodedKey(_ body: (EncodedKey) throws -> Void) throws {
-        try exportBin.withUnsafeBytes { bytes in
-            var wire = ProtobufWire(bytes, in: Self.firstFieldOffset..<bytes.count)
-            while let field = try! wire.next() {
-                if let key = encodedKey(field) { try body(key) }
-            }
-        }
-    }
-
-    /// Where `encodedKeys(from:limit:into:)` starts: the first field after the header.
-    public static let firstFieldOffset = header.count
-
-    /// Appends up to `limit` keys from the field at byte `offset` on, in file order, and returns
-    /// where the next call goes on (nil at the end of the file). Lets several threads take keys
-    /// from one file a batch at a time.
-    public func encodedKeys(from offset: Int, limit: Int, into batch: inout [EncodedKey]) -> Int? {
-        exportBin.withUnsafeBytes { bytes in
-            var wire = ProtobufWire(bytes, in: offset..<bytes.count)
-            var taken = 0
-            // The file was walked whole when it was read, so walking it again cannot fail.
-            while taken < limit, let field = try! wire.next() {
-                guard let key = encodedKey(field) else { continue }
-                batch.append(key)
-                taken += 1
-            }
-            return wire.offset < bytes.count ? wire.offset : nil
-        }
-    }
-
-    /// The key a keys or revised_keys field holds; nil for any other field.
-    private func encodedKey(_ field: ProtobufField) -> EncodedKey? {
-        guard field.number == 7 || field.number == 8, case .bytes(let range) = field.value else { return nil }
-        return EncodedKey(exportBin: exportBin, range: range, isRevision: field.number == 8)
-    }
-
-    /// Calls `body` with each key and whether it is a revision of an earlier one.
+    /// Calls `body` with each key, in file order, and whether it is a revision of an earlier one
+    /// (from revised_keys); rethrows what `body` throws (the file itself was checked when it was read).
     public func forEachKey(_ body: (_ key: DiagnosisKey, _ isRevision: Bool) throws -> Void) throws {
-        try forEachEncodedKey { try body($0.decode(), $0.isRevision) }
+        let stream = try open()
+        while let (key, isRevision) = try stream.next() { try body(key, isRevision) }
     }
 
-    /// `body` with the bytes of `data` in place, keeping its typed error (`withUnsafeBytes` only rethrows).
-    private static func withBytes<Value>(of data: Data, _ body: (UnsafeRawBufferPointer) throws(KeyFileError) -> Value) throws(KeyFileError) -> Value {
-        let outcome = data.withUnsafeBytes { bytes -> Result<Value, KeyFileError> in
-            do throws(KeyFileError) { return .success(try body(bytes)) } catch { return .failure(error) }
-        }
-        return try outcome.get()
-    }
+    /// The file as a stream again, for a detection (`ExposureDetector.File`).
+    public func stream() throws(KeyFileError) -> KeyFileStream { try open() }
 
-    /// Decodes and checks the key at `range` of `exportBin`, read in place (no copy of the bytes).
-    private static func decodeKey(in exportBin: UnsafeRawBufferPointer, _ range: Range<Int>, index: Int) throws(KeyFileError) -> DiagnosisKey {
-        if let scanned = scannedKey(UnsafeRawBufferPointer(rebasing: exportBin[range])) { return scanned }
-        return try decodedKey(in: exportBin, range, index: index)
+    /// Decodes and checks the key at `range` of `bytes`, read in place (no copy of the bytes);
+    /// `bytes` start at byte `origin` of export.bin, which a refusal's offsets count from.
+    static func decodeKey(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>, index: Int, origin: Int = 0) throws(KeyFileError) -> DiagnosisKey {
+        if let scanned = scannedKey(UnsafeRawBufferPointer(rebasing: bytes[range])) { return scanned }
+        return try decodedKey(in: bytes, range, index: index, origin: origin)
     }
 
     /// A TemporaryExposureKey message decoded in full and checked; a refusal names the key by its
     /// `index` in the file, and what is wrong.
     public static func decodedKey(_ message: Data, index: Int = 0) throws(KeyFileError) -> DiagnosisKey {
-        try withBytes(of: message) { bytes throws(KeyFileError) in try decodedKey(in: bytes, 0..<bytes.count, index: index) }
+        try message.withBytes { bytes throws(KeyFileError) in try decodedKey(in: bytes, 0..<bytes.count, index: index, origin: 0) }
     }
 
-    private static func decodedKey(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>, index: Int) throws(KeyFileError) -> DiagnosisKey {
+    private static func decodedKey(in bytes: UnsafeRawBufferPointer, _ range: Range<Int>, index: Int, origin: Int) throws(KeyFileError) -> DiagnosisKey {
         let message: ExportProto.TemporaryExposureKey
         do { message = try ExportProto.TemporaryExposureKey(bytes, in: range) } catch {
-            throw .invalidKey(index: index, reason: "not a TemporaryExposureKey message (\(error))")
+            throw .invalidKey(index: index, reason: "not a TemporaryExposureKey message (\(error.moved(by: origin)))")
         }
         return try diagnosisKey(message, index: index)
     }
@@ -253,7 +170,7 @@ public struct KeyExport: Sendable {
     /// two. Each is a P-256 verification, so a file with thousands would buy a stranger CPU time.
     public static let maximumSignatures = 16
 
-    private static func parseSignatures(_ data: Data) throws(KeyFileError) -> [ExportSignature] {
+    static func parseSignatures(_ data: Data) throws(KeyFileError) -> [ExportSignature] {
         let list: ExportProto.TEKSignatureList
         do { list = try ExportProto.TEKSignatureList(serializedBytes: data) } catch { throw .malformedSignatureList(error.description) }
         guard list.signatures.count <= maximumSignatures else {

@@ -11,6 +11,8 @@ public enum KeyFileError: Error, Equatable, CustomStringConvertible {
     case malformedExport(String)
     case malformedSignatureList(String)
     case invalidKey(index: Int, reason: String)
+    /// The file's bytes could not be read (a read error, or a file that changed while it was read).
+    case unreadable(String)
 
     public var description: String {
         switch self {
@@ -32,6 +34,8 @@ public enum KeyFileError: Error, Equatable, CustomStringConvertible {
             return "export.sig is not a valid signature list: \(reason)"
         case .invalidKey(let index, let reason):
             return "key #\(index + 1) is invalid: \(reason)"
+        case .unreadable(let reason):
+            return "cannot read the file: \(reason)"
         }
     }
 }

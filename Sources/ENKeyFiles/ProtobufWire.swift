@@ -6,11 +6,29 @@ package struct ProtobufError: Error, Equatable, CustomStringConvertible {
     /// From the start of the buffer read: for a key file's messages, of export.bin (header
     /// included) or export.sig.
     package let offset: Int
+    /// Set when the message went on past the bytes a `ProtobufWire` reading a piece of it had
+    /// (`isLastPiece` false): not an error yet, but a field to read again with more bytes.
+    package let unfinished: Unfinished?
 
-    package init(_ reason: String, at offset: Int) {
+    /// What a field cut off by the end of a piece is known to be so far.
+    package struct Unfinished: Equatable {
+        /// The field's number, once its tag was read.
+        package let field: Int?
+        /// Where a length-delimited field ends, once its length was read; where that length is,
+        /// and where the field's contents start.
+        package let end: Int?
+        package var lengthOffset: Int? = nil
+        package var contentStart: Int? = nil
+    }
+
+    package init(_ reason: String, at offset: Int, unfinished: Unfinished? = nil) {
         self.reason = reason
         self.offset = offset
+        self.unfinished = unfinished
     }
+
+    /// The same error with its offset counted from `origin` on: for a piece that starts there.
+    package func moved(by origin: Int) -> ProtobufError { ProtobufError(reason, at: offset + origin, unfinished: unfinished) }
 
     package var description: String { "\(reason) (at byte \(offset))" }
 }
@@ -55,15 +73,30 @@ package struct ProtobufWire {
 
     private let bytes: UnsafeRawBufferPointer
     private let end: Int
+    /// Whether the message ends where `end` is; otherwise a field cut off there throws an error
+    /// that says it is `unfinished`, and the reader of a streamed message reads it again with more.
+    private let isLastPiece: Bool
     /// Where the next field starts.
     package private(set) var offset: Int
+    /// The number of the field being read, for an unfinished one.
+    private var fieldNumber: Int?
 
-    /// Reads the message that fills `range` of `bytes`; offsets stay those of `bytes`.
-    package init(_ bytes: UnsafeRawBufferPointer, in range: Range<Int>) {
+    /// Reads the message that fills `range` of `bytes`; offsets stay those of `bytes`. With
+    /// `isLastPiece` false, the range is a piece of a message that goes on after it.
+    package init(_ bytes: UnsafeRawBufferPointer, in range: Range<Int>, isLastPiece: Bool = true) {
         precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "the range \(range) is outside the buffer")
         self.bytes = bytes
         self.offset = range.lowerBound
         self.end = range.upperBound
+        self.isLastPiece = isLastPiece
+    }
+
+    /// `error` for a field cut off by the end of the bytes: as it is in the last piece, an
+    /// unfinished field in any other.
+    private func cutOff(_ error: @autoclosure () -> ProtobufError, fieldEnd: Int? = nil, lengthOffset: Int? = nil) -> ProtobufError {
+        if isLastPiece { return error() }
+        return ProtobufError("the message goes on after this piece", at: offset,
+                             unfinished: .init(field: fieldNumber, end: fieldEnd, lengthOffset: lengthOffset, contentStart: fieldEnd.map { _ in offset }))
     }
 
     package init(_ bytes: UnsafeRawBufferPointer) {
@@ -77,12 +110,14 @@ package struct ProtobufWire {
 
     private mutating func field(groupDepth: Int) throws(ProtobufError) -> ProtobufField {
         let start = offset
+        if groupDepth == 0 { fieldNumber = nil }
         let tag = try varint(of: "a field tag")
         let number = tag >> 3
         guard number > 0, number <= Self.maximumFieldNumber else {
             throw ProtobufError("field number \(number) is outside 1...\(Self.maximumFieldNumber)", at: start)
         }
         let field = Int(number)
+        if groupDepth == 0 { fieldNumber = field }
         let value: ProtobufField.Value
         switch tag & 7 {
         case 0:
@@ -93,7 +128,8 @@ package struct ProtobufWire {
             let lengthOffset = offset
             let length = try varint(of: "the length of field \(field)")
             guard length <= UInt64(end - offset) else {
-                throw ProtobufError("field \(field) claims \(length) bytes but only \(end - offset) remain", at: lengthOffset)
+                throw cutOff(ProtobufError("field \(field) claims \(length) bytes but only \(end - offset) remain", at: lengthOffset),
+                             fieldEnd: length <= UInt64(Int.max - offset) ? offset + Int(length) : nil, lengthOffset: lengthOffset)
             }
             value = .bytes(offset..<offset + Int(length))
             offset += Int(length)
@@ -127,7 +163,7 @@ package struct ProtobufWire {
             offset = tagOffset
             _ = try self.field(groupDepth: depth)
         }
-        throw ProtobufError("the group of field \(field) has no end-group tag", at: start)
+        throw cutOff(ProtobufError("the group of field \(field) has no end-group tag", at: start))
     }
 
     /// A base-128 varint: seven bits a byte, least significant first, at most ten bytes for 64 bits.
@@ -137,7 +173,7 @@ package struct ProtobufWire {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
-            guard offset < end else { throw ProtobufError("\(what()) is a varint cut off by the end of the message", at: start) }
+            guard offset < end else { throw cutOff(ProtobufError("\(what()) is a varint cut off by the end of the message", at: start)) }
             let byte = bytes[offset]
             offset += 1
             // The tenth byte holds bit 63 alone.
@@ -151,7 +187,7 @@ package struct ProtobufWire {
     private mutating func fixed<T: FixedWidthInteger>(_: T.Type, of field: Int) throws(ProtobufError) -> T {
         let size = MemoryLayout<T>.size
         guard end - offset >= size else {
-            throw ProtobufError("field \(field) needs \(size) bytes but only \(end - offset) remain", at: offset)
+            throw cutOff(ProtobufError("field \(field) needs \(size) bytes but only \(end - offset) remain", at: offset))
         }
         defer { offset += size }
         return T(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: T.self))

@@ -39,8 +39,8 @@ public enum SignatureStatus: String, Sendable, Codable {
     case unknownKey = "unknown-key"
 }
 
-extension KeyExport {
-    /// Checks the signatures over export.bin against `trustedKeys`.
+extension KeyFileSummary {
+    /// Checks export.sig's signatures over export.bin against `trustedKeys`.
     public func signatureStatus(trustedKeys: [TrustedKey]) -> SignatureStatus {
         guard let signatures, !signatures.isEmpty else { return .unsigned }
         var sawTrustedKey = false
@@ -49,11 +49,15 @@ extension KeyExport {
             guard !candidates.isEmpty else { continue }
             sawTrustedKey = true
             guard signature.info.isECDSAP256SHA256 else { continue }
-            let verified = exportBin.withUnsafeBytes { bytes in
-                candidates.contains { $0.publicKey.isValidSignature(signature.signature, for: bytes) }
-            }
-            if verified { return .verified }
+            if candidates.contains(where: { $0.publicKey.isValidSignature(signature.signature, forSHA256: exportBinSHA256) }) { return .verified }
         }
         return sawTrustedKey ? .invalid : .unknownKey
+    }
+}
+
+extension KeyExport {
+    /// Checks the signatures over export.bin against `trustedKeys`.
+    public func signatureStatus(trustedKeys: [TrustedKey]) -> SignatureStatus {
+        summary.signatureStatus(trustedKeys: trustedKeys)
     }
 }

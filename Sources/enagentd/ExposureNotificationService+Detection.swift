@@ -77,13 +77,10 @@ extension ExposureNotificationService {
                 : (limits.maximumFileSize, "the limit of \(limits.maximumFileSize >> 20) MiB per key file")
             let size = try KeyFileDescriptor.check(descriptor.rawValue, limit: limit, limitName: limitName, name: name)
             total += size
-            return KeyFileSource(name: name) { () throws(DetectionError) in
-                do throws(DBusError) {
-                    return try KeyFileDescriptor.read(descriptor.rawValue, size: size, limit: limit, limitName: limitName, name: name)
-                } catch {
-                    throw .unreadable(error.message)
-                }
-            }
+            // The size checked now is what is read (`pread`, a chunk at a time): bytes the file
+            // gains meanwhile are not, and one that shrinks is refused as it is read.
+            let raw = descriptor.rawValue
+            return KeyFileSource(name: name) { KeyFileContents(descriptor: raw, size: size, closes: false) }
         }
     }
 

@@ -5,15 +5,17 @@ import ENStore
 import Foundation
 
 /// Generated inputs for whole-process detection, over the last 14 days (so that the daemon's
-/// retention keeps every sighting): two signed exports (500,000 and 1,000,000 keys in full size),
-/// sightings as JSON Lines (100,000; the same in a small agent database, for the daemon) and in an
-/// agent database (4,000,000: 14 days of a busy place). In both, `sizes.exposedKeys` of the keys
-/// were seen 10 times each; the other sightings are random RPIs.
+/// retention keeps every sighting): three signed exports (100,000, 500,000 and 1,000,000 keys in
+/// full size, each the first keys of the next), sightings as JSON Lines (100,000; the same in a
+/// small agent database, for the daemon) and in an agent database (4,000,000: 14 days of a busy
+/// place). In both, `sizes.exposedKeys` of the keys were seen 10 times each; the other sightings
+/// are random RPIs.
 struct DetectionData {
     let sizes: BenchSizes
     let publicKey: String
     let smallExport: String
     let largeExport: String
+    let fewerExport: String
     let jsonLines: String
     /// The JSON Lines' sightings in an agent database.
     let smallDatabase: String
@@ -25,6 +27,7 @@ struct DetectionData {
         publicKey = directory + "/public.pem"
         smallExport = directory + "/export-small.zip"
         largeExport = directory + "/export-large.zip"
+        fewerExport = directory + "/export-fewer.zip"
         jsonLines = directory + "/sightings.jsonl"
         smallDatabase = directory + "/small-state/enagent.db"
         database = directory + "/state/enagent.db"
@@ -45,6 +48,7 @@ struct DetectionData {
         let writer = KeyExportWriter(region: "US", startTimestamp: 0, endTimestamp: 1, signer: (signer, SignatureInfo(keyId: "bench", keyVersion: "1")))
         try writer.zip(keys: Array(keys.prefix(sizes.smallExportKeys))).write(to: URL(fileURLWithPath: data.smallExport))
         try writer.zip(keys: keys).write(to: URL(fileURLWithPath: data.largeExport))
+        try writer.zip(keys: Array(keys.prefix(sizes.fewerExportKeys))).write(to: URL(fileURLWithPath: data.fewerExport))
 
         let exposed = try sightings(of: keys.prefix(sizes.exposedKeys))
         let window = Int64(firstDay) * 600..<now

@@ -9,6 +9,8 @@ struct BenchSizes: Codable, Equatable {
     var insertBatchSize: Int
     var smallExportKeys: Int
     var largeExportKeys: Int
+    /// Keys of the export that the large one's peak memory is compared with (its first keys).
+    var fewerExportKeys: Int
     var jsonLinesSightings: Int
     var databaseSightings: Int
     /// Keys of the exports seen ten times each among the sightings: what a detection must find.
@@ -16,10 +18,10 @@ struct BenchSizes: Codable, Equatable {
     var startupRuns: Int
 
     static let full = BenchSizes(derivationKeys: 200_000, insertBatches: 10, insertBatchSize: 10_000, smallExportKeys: 500_000,
-                                 largeExportKeys: 1_000_000, jsonLinesSightings: 100_000, databaseSightings: 4_000_000,
+                                 largeExportKeys: 1_000_000, fewerExportKeys: 100_000, jsonLinesSightings: 100_000, databaseSightings: 4_000_000,
                                  exposedKeys: 100, startupRuns: 7)
     static let smoke = BenchSizes(derivationKeys: 2_000, insertBatches: 2, insertBatchSize: 1_000, smallExportKeys: 2_000,
-                                  largeExportKeys: 4_000, jsonLinesSightings: 1_000, databaseSightings: 20_000,
+                                  largeExportKeys: 4_000, fewerExportKeys: 400, jsonLinesSightings: 1_000, databaseSightings: 20_000,
                                   exposedKeys: 10, startupRuns: 2)
 }
 
@@ -59,6 +61,9 @@ struct InputFigures: Codable {
 struct DetectionFigures: Codable {
     var offlineJSONLines: WholeRunFigures
     var offlineDatabase: WholeRunFigures
+    /// The same sightings as `offlineDatabase` with `fewerExportKeys` keys: whether peak memory
+    /// depends on the number of keys.
+    var offlineDatabaseFewerKeys: WholeRunFigures
     var daemon: WholeRunFigures
     /// The small export against the JSON Lines' sightings in a database: offline, and through enagentd.
     var offlineSmallDatabase: WholeRunFigures

@@ -139,7 +139,7 @@ extension Detect {
             if let region = keyServer.region {
                 let limits = KeyFileInput.limits(maximumFileSizeMiB: size.maxFileSize)
                 for entry in pending {
-                    let export = try KeyFileInput.load(cache.file(for: entry), limits: limits)
+                    let export = try KeyFileInput.summary(cache.file(for: entry), limits: limits)
                     guard export.region == region else {
                         try? FileManager.default.removeItem(atPath: cache.file(for: entry))  // a copy left behind is loaded and refused again
                         throw CommandError("\(entry): the key file is for region \"\(export.region)\", not \"\(region)\" (key-server.conf: region); refusing it")
@@ -228,22 +228,34 @@ extension Detect {
             let sightingsRead = BackgroundWork { [sightings, db] in
                 MatchingIndex(try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!))
             }
-            var exports = [KeyExport](), files = [DetectionReport.File]()
-            for path in keyFiles + self.files {
-                let export = try KeyFileInput.load(path, limits: limits)
-                let status = export.signatureStatus(trustedKeys: trusted)
-                guard status == .verified || insecureSkipVerify else {
-                    throw CommandError("\(path): the signature is \(status.rawValue); refusing the file (is --public-key the authority's key?)")
+            // Each file is opened now (a missing or oversized one refused before any work), and
+            // streamed when the matching reaches it: its signature is checked at its end, and a
+            // file refused there stops the command before anything is reported.
+            let skipVerify = insecureSkipVerify
+            let files = try (keyFiles + self.files).map { path in
+                let contents = try KeyFileInput.open(path, limits: limits)
+                return ExposureDetector.File(name: path, open: { try KeyFileStream(contents, limits: limits) }) { summary in
+                    let status = summary.signatureStatus(trustedKeys: trusted)
+                    guard status == .verified || skipVerify else {
+                        throw CommandError("\(path): the signature is \(status.rawValue); refusing the file (is --public-key the authority's key?)")
+                    }
                 }
-                exports.append(export)
-                files.append(DetectionReport.File(path: path, region: export.region, keyCount: export.keyCount, signature: status))
             }
             let recorded = try sightingsRead.result()
-            let (result, windows) = try ExposureDetector(index: recorded, rssiCorrections: RssiCorrectionArgument.corrections(rssiCorrections))
-                .exposureWindows(of: exports, configuration: configuration.v2)
+            let result: DetectionResult, windows: [ExposureWindow]
+            do {
+                (result, windows) = try ExposureDetector(index: recorded, rssiCorrections: RssiCorrectionArgument.corrections(rssiCorrections))
+                    .exposureWindows(of: files, configuration: configuration.v2)
+            } catch let refusal as KeyFileRefusal {
+                throw CommandError(refusal.description)
+            }
+            let reported = zip(files, result.files).map { file, summary in
+                DetectionReport.File(path: file.name, region: summary.region, keyCount: summary.keyCount,
+                                     signature: summary.signatureStatus(trustedKeys: trusted))
+            }
             let time = now ?? Int64(Date().timeIntervalSince1970)
             let report = DetectionReport(
-                files: files, sightingCount: recorded.sightings.count, keysChecked: result.keysChecked,
+                files: reported, sightingCount: recorded.sightings.count, keysChecked: result.keysChecked,
                 matchedKeyCount: result.matches.count, windows: windows,
                 dailySummaries: configuration.v2.dailySummaries(of: windows, now: time),
                 v1: configuration.v1.map { v1 in

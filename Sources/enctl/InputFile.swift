@@ -58,7 +58,8 @@ enum InputFile {
         if pending > 0 { try body(UnsafeRawBufferPointer(rebasing: buffer[..<pending]), number + 1) }
     }
 
-    private static func open(_ path: String) throws -> (descriptor: Int32, size: Int) {
+    /// `path` opened for reading, if it is a regular file, and its size.
+    static func open(_ path: String) throws -> (descriptor: Int32, size: Int) {
         // O_NONBLOCK: opening a FIFO with no writer would wait for one.
         let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw CommandError("\(path): \(String(cString: strerror(errno)))") }

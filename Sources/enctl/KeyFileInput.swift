@@ -1,15 +1,39 @@
 import ArgumentParser
 import ENKeyFiles
 import FoundationEssentials
+import Glibc
 
 /// Key files and trusted keys named on the command line.
 enum KeyFileInput {
-    /// Reads `path` as a key file, refusing one over the size limit before reading it.
+    /// Reads `path` as a key file whole (to inspect it), refusing one over the size limit before reading it.
     static func load(_ path: String, limits: KeyFileLimits) throws -> KeyExport {
         let file = try InputFile.read(path, limit: limits.maximumFileSize) { "\(KeyFileError.tooLarge(bytes: $0, limit: limits.maximumFileSize))" }
         do {
             return try KeyExport(contentsOf: file, limits: limits)
         } catch {
+            throw CommandError("\(path): \(error)")
+        }
+    }
+
+    /// `path` opened, to be streamed (`KeyFileStream`): a regular file within the size limit,
+    /// read a chunk at a time when its turn comes.
+    static func open(_ path: String, limits: KeyFileLimits) throws -> KeyFileContents {
+        let (descriptor, size) = try InputFile.open(path)
+        guard size <= limits.maximumFileSize else {
+            close(descriptor)
+            throw CommandError("\(path): \(KeyFileError.tooLarge(bytes: size, limit: limits.maximumFileSize))")
+        }
+        return KeyFileContents(descriptor: descriptor, size: size, closes: true)
+    }
+
+    /// Reads the key file at `path` to its end, checking it, without keeping its keys: what it
+    /// holds besides them.
+    static func summary(_ path: String, limits: KeyFileLimits) throws -> KeyFileSummary {
+        do {
+            let stream = try KeyFileStream(try open(path, limits: limits), limits: limits)
+            while try stream.next() != nil {}
+            return stream.summary
+        } catch let error as KeyFileError {
             throw CommandError("\(path): \(error)")
         }
     }

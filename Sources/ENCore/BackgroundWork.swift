@@ -2,11 +2,11 @@ import Dispatch
 import Synchronization
 
 /// Work started on another thread at once, its result (or error) taken when needed.
-final class BackgroundWork<Value: Sendable>: Sendable {
+public final class BackgroundWork<Value: Sendable>: Sendable {
     private let done = DispatchSemaphore(value: 0)
     private let outcome = Mutex<Result<Value, any Error>?>(nil)
 
-    init(_ work: @escaping @Sendable () throws -> Value) {
+    public init(_ work: @escaping @Sendable () throws -> Value) {
         DispatchQueue.global().async { [self] in
             let result = Result(catching: work)
             outcome.withLock { $0 = result }
@@ -14,7 +14,7 @@ final class BackgroundWork<Value: Sendable>: Sendable {
         }
     }
 
-    func result() throws -> Value {
+    public func result() throws -> Value {
         done.wait()
         return try outcome.withLock { $0! }.get()
     }
