@@ -32,6 +32,8 @@ RELEASE_BIN = $(SCRATCH)/release
 DIST ?= dist
 DEB_ARCH ?= $$(dpkg-architecture -qDEB_HOST_ARCH)
 DEB_NAME = enagent_$$(dpkg-parsechangelog -S Version)_$(DEB_ARCH)
+# The Cockpit page's package (Architecture all), beside it.
+COCKPIT_DEB = $(DIST)/cockpit-enagent_$$(dpkg-parsechangelog -S Version)_all.deb
 RUN_DIR ?= $(CURDIR)/run
 # Where `swift build` (debug) and `swift build -c release` put the binaries, for the recipes' shell.
 DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
@@ -69,10 +71,10 @@ test: deps
 	$(MAKE) check-docs
 	$(MAKE) check-figures
 	$(MAKE) lab-report-test
-	$(MAKE) test-cockpit
 	$(MAKE) bench-smoke
 	$(MAKE) deb
 	$(MAKE) check-footprint
+	$(MAKE) test-cockpit
 	$(MAKE) -j2 --output-sync=target test-builds test-radio
 test-builds:
 	nice -n 10 $(MAKE) test-swift6.0
@@ -232,11 +234,14 @@ lab-monitor-race: deps
 lab-matrix:
 	$(MAKE) lab-test LAB_KINDS="$(LAB_MATRIX_KINDS)" LAB_GATES="$(foreach kind,$(LAB_MATRIX_KINDS),$(firstword $(subst :, ,$(kind))))"
 
-# The package that `make deb` built, installed with dpkg -i in the lab's guest booted with systemd
+# The packages that `make deb` built, installed with dpkg -i in the lab's guest booted with systemd
 # as PID 1 (Debian's dbus and bluetooth services, the Swift toolchain hidden), then run and
-# checked with the README's commands (lab/service-lab.sh, lab/systemd/checks.sh). About 7 minutes.
+# checked with the README's commands (lab/service-lab.sh, lab/systemd/checks.sh); cockpit-enagent
+# too, with cockpit.socket started and a member's login over TLS on port 9090 (the guest's Cockpit
+# is the host's cockpit-ws and cockpit-bridge, installed here). About 7 minutes.
 lab-service: deps
-	LAB=$(LAB) SWIFT=$(SWIFT) lab/service-lab.sh $(DIST)/$(DEB_NAME).deb
+	@scripts/install-deps.sh cockpit-ws cockpit-bridge curl openssl
+	LAB=$(LAB) SWIFT=$(SWIFT) lab/service-lab.sh $(DIST)/$(DEB_NAME).deb $(COCKPIT_DEB)
 
 # The same on arm64: the package of make deb-arm64 installed with apt in a Debian trixie arm64
 # guest (lab/trixie-guest.sh arm64: debootstrap once, cached in /var/cache/enagent/trixie-arm64-guest, with
@@ -305,14 +310,20 @@ install:
 # Regenerates the committed man pages enctl(1) and enagentd(8) from the commands' own help, with
 # swift-argument-parser's GenerateManual plugin (after a change to an option or a help text;
 # `make test` fails while they are stale). enagent.conf(5) and key-server.conf(5) are written by hand.
-# The Cockpit page in Debian's chromium, headless, against cockpit-ws on loopback with the debug
-# enagentd on a system bus of its own, logged in as a member of the group enagent and as another
-# user (cockpit/browser-test.py); its screenshots go to $(SCRATCH)/cockpit-screenshots.
+# The packages in $(DIST) (make deb builds them when they are missing; after a change, make deb
+# again: the test fails when the package's page is not the tree's), installed with README's apt
+# commands in namespaces of the test's own (overlays on /etc, /usr and /var: nothing reaches the
+# host), the installed enagentd without a radio, and Cockpit as its units run it (TLS, port 9090);
+# Debian's chromium, headless, logs in at https://127.0.0.1:9090 as a member of the group enagent
+# and as another user (cockpit/browser-test.py). Its screenshots go to $(SCRATCH)/cockpit-screenshots.
+# What the packages depend on is installed on the host first (the namespace has no network), and
+# `cockpit` without its Recommends, as README's command installs it.
 test-cockpit:
-	@scripts/install-deps.sh cockpit-ws cockpit-bridge chromium python3-websocket openssl curl iproute2
-	$(SWIFT) build --product enagentd
-	$(SWIFT) build --product enctl
-	/usr/bin/python3 cockpit/browser-test.py $(DEBUG_BIN) $(SCRATCH)/cockpit-screenshots
+	@scripts/install-deps.sh cockpit cockpit-ws cockpit-bridge bluez chromium python3-websocket openssl curl iproute2 passwd
+	@if [ ! -f $(DIST)/$(DEB_NAME).deb ] || [ ! -f $(COCKPIT_DEB) ]; then \
+		echo "make test-cockpit: no $(DIST)/$(DEB_NAME).deb or $(COCKPIT_DEB): building them (make deb)" >&2; \
+		$(MAKE) --no-print-directory deb; fi
+	/usr/bin/python3 cockpit/browser-test.py $(DIST)/$(DEB_NAME).deb $(COCKPIT_DEB) $(SCRATCH)/cockpit-screenshots
 
 man: deps
 	SWIFT=$(SWIFT) scripts/generate-man.sh man $(SCRATCH)
@@ -363,7 +374,7 @@ deb-package:
 
 lint-deb:
 	scripts/lint-deb.sh $(DIST)/$(DEB_NAME).deb
-	scripts/lint-deb.sh $(DIST)/cockpit-enagent_$$(dpkg-parsechangelog -S Version)_all.deb
+	scripts/lint-deb.sh $(COCKPIT_DEB)
 
 # The package's and its binaries' sizes against the footprint goals, and no ICU data in them;
 # FIGURES=write records them in docs/figures/ (then scripts/render-figures.py write).

@@ -1,42 +1,56 @@
 #!/usr/bin/python3
-"""browser-test.py BIN SHOTS: the Cockpit page in Debian's chromium, headless, against cockpit-ws on
-loopback with enagentd (from BIN, a build directory) on a system bus of its own (make test-cockpit).
+"""browser-test.py ENAGENT_DEB COCKPIT_DEB SHOTS: the packages that `make deb` built, installed as
+README says (`apt install ./enagent_*.deb`, then `apt install cockpit ./cockpit-enagent_*_all.deb`),
+and the Cockpit page at https://127.0.0.1:9090 in Debian's chromium, headless, logged in through
+Cockpit's own login page (make test-cockpit).
 
 Runs as root, in mount, PID and network namespaces of its own, so that nothing it sets up outlives
-it or shows outside: overlays on /etc, with two test users (enmember, in the group enagent, and
-enother) and key-server.conf, and on /usr/share/cockpit, a dbus-daemon at the system bus's usual
-path with the system bus's default policy and enagent's, enagentd without a radio, enctl in
-/usr/local/bin, the page in /usr/share/cockpit/enagent, and cockpit-ws on 127.0.0.1. Then, over the
-Chrome DevTools protocol, it logs in as each user and checks what the page shows and does: the
-member sees every field `enctl status` shows, the sightings per hour as the database counts them,
-the exposures and tests, and pauses and resumes through the page while `enctl status` follows; the
-other user sees the status and the sentence `enctl status` gives them, no control, and nothing of
-exposure, diagnosis or sightings in the page or in the WebSocket traffic; when enagentd stops the
-page says so, and it follows enagentd when it is back. Screenshots go to SHOTS.
+it or shows outside: overlays on /etc, /usr and /var, where apt and dpkg install the two packages
+for real (maintainer scripts and triggers run: the user enagent, the state directory, the bus
+policy, the statoverride of key-server.conf), a fresh /run, two test users (enmember, added to the
+group enagent as README says, and enother), the system bus of the installed dbus
+(`dbus-daemon --system`, reading the installed policy), the installed enagentd as its unit runs it
+(user enagent) without a radio, and Cockpit as its units run it without systemd: a self-signed
+certificate from cockpit-certificate-ensure, cockpit-tls on port 9090 as cockpit-ws, and the
+cockpit-ws instances it asks for, each started on its socket's first connection as the socket
+units do (`CockpitUnits`). Then, over the Chrome DevTools protocol, it logs in as each user and
+checks what the page shows and does: the member sees every field `enctl status` shows, the
+sightings per hour as the database counts them, the exposures and tests, and pauses and resumes
+through the page while `enctl status` follows; the other user sees the status and the sentence
+`enctl status` gives them, no control, and nothing of exposure, diagnosis or sightings in the page
+or in the WebSocket traffic; when enagentd stops the page says so, and it follows enagentd when it
+is back. Screenshots go to SHOTS.
 """
 import base64
+import filecmp
 import json
 import os
+import pwd
 import re
+import select
 import shutil
+import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
 import websocket  # python3-websocket
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-PORT = 9091
+PORT = 9090  # cockpit.socket's ListenStream
 AUTHORITY_PORT = 9092
-BASE = f"http://127.0.0.1:{PORT}"
+BASE = f"https://127.0.0.1:{PORT}"
 PAGE = BASE + "/cockpit/@localhost/enagent/index.html"
 PASSWORD = "enagent-browser-test"
 MEMBER, OTHER = ("enmember", 64001), ("enother", 64002)
-GROUP_ID = 64000
-ENCTL = "/usr/local/bin/enctl"
+ENCTL = "/usr/bin/enctl"
+ENAGENTD = "/usr/sbin/enagentd"
+DATABASE = "/var/lib/enagent/enagent.db"
 # The test's files, made by main() before it enters the namespaces: a directory the test users may enter.
 WORK = None
 
@@ -53,12 +67,12 @@ def check(condition, message):
 
 def passed(message):
     """What the waits before it showed (each fails the test when it times out)."""
-    print(f"ok: {message}")
+    print(f"ok: {message}", flush=True)
 
 
-def run(*command, user=None, check_status=True):
+def run(*command, user=None, check_status=True, cwd=None):
     prefix = ["setpriv", f"--reuid={user[1]}", f"--regid={user[1]}", "--init-groups"] if user else []
-    result = subprocess.run(prefix + list(command), capture_output=True, text=True)
+    result = subprocess.run(prefix + list(command), capture_output=True, text=True, cwd=cwd)
     if check_status and result.returncode != 0:
         raise Failure(f"{' '.join(command)}: exit {result.returncode}: {result.stderr}")
     return result
@@ -74,26 +88,49 @@ def wait_for(condition, what, timeout=20):
     raise Failure(f"timed out waiting for {what}")
 
 
-# MARK: The machine as the page needs it, inside this process's own namespaces
+def as_user(name, function, *arguments):
+    """function(*arguments) in a child process running as `name` (its uid, gid and groups), its
+    JSON-able result returned: the database's files stay the daemon's, as they are when it runs."""
+    account = pwd.getpwnam(name)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(reader)
+        status = 1
+        try:
+            os.initgroups(name, account.pw_gid)
+            os.setgid(account.pw_gid)
+            os.setuid(account.pw_uid)
+            os.umask(0o077)
+            with os.fdopen(writer, "w") as f:
+                json.dump(function(*arguments), f)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writer)
+    with os.fdopen(reader) as f:
+        text = f.read()
+    _, status = os.waitpid(child, 0)
+    if status != 0:
+        raise Failure(f"{function.__name__} as {name} failed")
+    return json.loads(text)
+
+
+# MARK: The machine, inside this process's own namespaces
 
 def overlay(directory):
-    """`directory` as an overlay (in this mount namespace only), so that the test may add to it."""
+    """`directory` as an overlay (in this mount namespace only): what the test and dpkg write goes
+    to the test's directory, never to the host."""
     name = directory.strip("/").replace("/", "-")
     for part in ("upper", "work"):
         os.makedirs(f"{WORK}/{name}-{part}")
     run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={directory},upperdir={WORK}/{name}-upper,workdir={WORK}/{name}-work", directory)
 
 
-def install_page():
-    """The page where the package puts it (debian/cockpit-enagent.install)."""
-    overlay("/usr/share/cockpit")
-    run("cp", "-r", ROOT + "/cockpit/enagent", "/usr/share/cockpit/enagent")
-
-
 def add_users():
-    """The test users, with homes."""
+    """The test users, with homes (not yet in the group enagent, which the package makes)."""
     hashed = run("openssl", "passwd", "-6", PASSWORD).stdout.strip()
-    lines = {"passwd": [], "shadow": [], "group": [f"enagent:x:{GROUP_ID}:{MEMBER[0]}"], "gshadow": [f"enagent:!::{MEMBER[0]}"]}
+    lines = {"passwd": [], "shadow": [], "group": [], "gshadow": []}
     for name, uid in (MEMBER, OTHER):
         home = f"{WORK}/home/{name}"
         lines["passwd"].append(f"{name}:x:{uid}:{uid}::{home}:/bin/sh")
@@ -107,56 +144,173 @@ def add_users():
             f.write("\n".join(added) + "\n")
 
 
+def start_bus():
+    """The installed dbus's system bus, as dbus.service runs it: /usr/share/dbus-1/system.conf,
+    which reads the policies in /usr/share/dbus-1/system.d, where the package puts enagent's."""
+    os.makedirs("/run/dbus")
+    subprocess.Popen(["dbus-daemon", "--system", "--nofork", "--nopidfile"], stderr=open(WORK + "/dbus-daemon.log", "w"))
+    wait_for(lambda: os.path.exists("/run/dbus/system_bus_socket"), "the system bus")
+
+
+def install_packages(enagent_deb, cockpit_deb):
+    """README's commands, in the directory that holds the packages: apt installs them with dpkg,
+    their maintainer scripts and the triggers they set off. Nothing is downloaded: what they
+    depend on is installed on the host already (make test-cockpit sees to it), and this network
+    namespace has no way out."""
+    for command in (["apt", "install", "-y", "./" + os.path.basename(enagent_deb)],
+                    ["apt", "install", "-y", "--no-install-recommends", "cockpit", "./" + os.path.basename(cockpit_deb)]):
+        result = run(*command, cwd=os.path.dirname(enagent_deb), check_status=False)
+        with open(WORK + "/apt.log", "a") as f:
+            f.write(f"$ {' '.join(command)}\n{result.stdout}{result.stderr}\n")
+        check(result.returncode == 0, f"{' '.join(command)}" + ("" if result.returncode == 0 else f": exit {result.returncode}: {result.stdout[-1500:]}{result.stderr}"))
+    for package in ("enagent", "cockpit-enagent"):
+        status = run("dpkg-query", "-W", "-f=${Status} ${Version}", package, check_status=False).stdout
+        check(status.startswith("install ok installed"), f"dpkg has {package} installed and configured: {status}")
+    check(os.path.exists(ENAGENTD) and os.path.exists(ENCTL), f"the package's {ENAGENTD} and {ENCTL}")
+    installed = "/usr/share/cockpit/enagent"
+    tree = ROOT + "/cockpit/enagent"
+    names = sorted(os.listdir(tree))
+    same = sorted(os.listdir(installed)) == names and not filecmp.cmpfiles(tree, installed, names, shallow=False)[1]
+    if not same:
+        raise Failure(f"{cockpit_deb}'s page differs from the tree's cockpit/enagent: run make deb to test this tree's page")
+    passed("the package's page in /usr/share/cockpit/enagent is this tree's cockpit/enagent")
+    # The group, then the member in it, as README says (sudo usermod -aG enagent NAME).
+    run("usermod", "-aG", "enagent", MEMBER[0])
+    check("enagent" in run("id", "-nG", MEMBER[0]).stdout.split(), f"{MEMBER[0]} is in the group enagent the package made")
+
+
 def start_health_authority():
-    """The test servers' verification and key server, and key-server.conf for them as the package makes it (0640 root:enagent)."""
+    """The test servers' verification and key server, written into the installed key-server.conf
+    as an administrator does; the package made it 0640 root:enagent (a statoverride)."""
     log = WORK + "/publishes.jsonl"
     subprocess.Popen(["/usr/bin/python3", ROOT + "/Tests/CommandTests/Servers/health_authority.py", str(AUTHORITY_PORT), log],
                      stdout=subprocess.DEVNULL, stderr=open(WORK + "/health-authority.log", "w"))
     base = f"http://127.0.0.1:{AUTHORITY_PORT}/"
-    os.makedirs("/etc/enagent")
-    with open("/etc/enagent/key-server.conf", "w") as f:
+    path = "/etc/enagent/key-server.conf"
+    with open(path, "a") as f:
         f.write(f"url = {base}\npublish-url = {base}v1/publish\nhealth-authority = test-authority\n"
                 f"verification-url = {base}\nverification-api-key = test-api-key\n")
-    os.chown("/etc/enagent/key-server.conf", 0, GROUP_ID)
-    os.chmod("/etc/enagent/key-server.conf", 0o640)
+    mode = os.stat(path)
+    check((mode.st_mode & 0o777, mode.st_uid, mode.st_gid) == (0o640, 0, pwd.getpwnam("enagent").pw_gid),
+          "the package made key-server.conf 0640 root:enagent")
     wait_for(lambda: run("curl", "-s", "-o", "/dev/null", base, check_status=False).returncode == 0, "the health authority")
     return log
 
 
-def start_bus():
-    run("mount", "-t", "tmpfs", "tmpfs", "/run/dbus")
-    configuration = WORK + "/system.conf"
-    with open(configuration, "w") as f:
-        f.write(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>system</type>
-  <listen>unix:path=/run/dbus/system_bus_socket</listen>
-  <auth>EXTERNAL</auth>
-  <include>{ROOT}/lab/system-bus-default.conf</include>
-  <include>{ROOT}/dbus/org.enagent.ExposureNotification1.conf</include>
-</busconfig>
-""")
-    subprocess.Popen(["dbus-daemon", "--config-file", configuration, "--nofork"], stderr=subprocess.DEVNULL)
-    wait_for(lambda: os.path.exists("/run/dbus/system_bus_socket"), "the system bus")
-
-
 class Daemon:
-    def __init__(self, binaries):
-        self.binaries = binaries
-        self.configuration = WORK + "/enagent.conf"
-        self.state = WORK + "/state"
-        with open(self.configuration, "w") as f:
-            f.write(f"radio = no\nrequire-synchronised-clock = no\nstate-directory = {self.state}\n")
+    """The installed enagentd as enagentd.service runs it (User=enagent, Group=enagent,
+    SupplementaryGroups=bluetooth, UMask=0077, /etc/enagent/enagent.conf), with the radio off and
+    no wait for NTP in that file."""
+
+    def __init__(self):
+        with open("/etc/enagent/enagent.conf", "a") as f:
+            f.write("radio = no\nrequire-synchronised-clock = no\n")
         self.process = None
 
     def start(self):
-        self.process = subprocess.Popen([self.binaries + "/enagentd", "--config", self.configuration], stderr=open(WORK + "/enagentd.log", "a"))
+        self.process = subprocess.Popen(["setpriv", "--reuid=enagent", "--regid=enagent", "--groups=enagent,bluetooth", ENAGENTD],
+                                        stderr=open(WORK + "/enagentd.log", "a"), preexec_fn=lambda: os.umask(0o077))
         wait_for(lambda: run(ENCTL, "status", check_status=False).returncode == 0, "enagentd on the bus")
 
     def stop(self):
         self.process.terminate()
         self.process.wait()
+
+
+class CockpitUnits:
+    """Cockpit as cockpit.socket and the units it pulls in run it, with this test in systemd's
+    place (there is no systemd as PID 1 here):
+
+    - cockpit.socket: a socket listening on port 9090 before anything runs; its first connection
+      starts cockpit.service: ExecStartPre `cockpit-certificate-ensure --for-cockpit-tls` as root
+      (the self-signed certificate in /etc/cockpit/ws-certs.d, made as Cockpit makes it, and its
+      copy in RUNTIME_DIRECTORY), then cockpit-tls as cockpit-ws, the socket as its fd 3
+      (LISTEN_FDS, LISTEN_PID);
+    - cockpit-wsinstance-http.socket: /run/cockpit/wsinstance/http.sock (cockpit-ws --no-tls,
+      for plain http, which it redirects to https);
+    - cockpit-wsinstance-https-factory.socket (Accept=yes): cockpit-tls sends it a client
+      certificate's fingerprint and waits for "done"; Cockpit's factory asks systemd over D-Bus to
+      start the socket cockpit-wsinstance-https@FINGERPRINT.socket, and this test starts it itself:
+      https@FINGERPRINT.sock, on whose first connection `cockpit-ws --for-tls-proxy --port=0`
+      starts as cockpit-wsinstance.
+
+    As with systemd, a service that exits (cockpit-tls and cockpit-ws exit when idle) starts
+    again on its socket's next connection."""
+
+    SOCKETS = "/run/cockpit/wsinstance"
+
+    def __init__(self):
+        self.instances, self.lock = {}, threading.Lock()
+        self.log = open(WORK + "/cockpit.log", "w")
+        os.makedirs(self.SOCKETS)
+        os.makedirs("/run/cockpit/tls")
+        ws = pwd.getpwnam("cockpit-ws")
+        os.chown("/run/cockpit/tls", ws.pw_uid, ws.pw_gid)
+        listener = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("::", PORT))
+        listener.listen(4096)
+        self.activate(listener, "cockpit-ws", ["/usr/lib/cockpit/cockpit-tls"], {"RUNTIME_DIRECTORY": "/run/cockpit/tls"},
+                      before=["/usr/lib/cockpit/cockpit-certificate-ensure", "--for-cockpit-tls"])
+        self.activate(self.unix_socket("http.sock"), "cockpit-wsinstance", ["/usr/lib/cockpit/cockpit-ws", "--no-tls", "--port=0"])
+        threading.Thread(target=self.factory, args=(self.unix_socket("https-factory.sock"),), daemon=True).start()
+
+    def unix_socket(self, name):
+        """A socket as the socket units make theirs: SocketUser=cockpit-ws, SocketMode=0600."""
+        path = f"{self.SOCKETS}/{name}"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        ws = pwd.getpwnam("cockpit-ws")
+        os.chown(path, ws.pw_uid, ws.pw_gid)
+        os.chmod(path, 0o600)
+        listener.listen(128)
+        return listener
+
+    def activate(self, listener, user, command, environment={}, before=None):
+        def serve():
+            descriptor = listener.fileno()
+
+            def as_fd_3():
+                os.dup2(descriptor, 3)
+                os.set_inheritable(3, True)
+            while True:
+                select.select([listener], [], [])
+                env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LISTEN_FDS": "1", **environment}
+                if before:
+                    subprocess.run(before, env=env, stdout=self.log, stderr=self.log)
+                # sh's $$ is the pid that setpriv and then the service keep through exec.
+                subprocess.run(["/bin/sh", "-c", 'LISTEN_PID=$$ exec "$@"', "sh",
+                                "setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"] + command,
+                               env=env, stdout=self.log, stderr=self.log, close_fds=False, preexec_fn=as_fd_3)
+        threading.Thread(target=serve, daemon=True).start()
+
+    def factory(self, listener):
+        while True:
+            connection, _ = listener.accept()
+            with connection:
+                connection.settimeout(10)
+                fingerprint = b""
+                while chunk := connection.recv(256):
+                    fingerprint += chunk
+                name = fingerprint.decode()
+                if not name.isalnum():
+                    continue
+                with self.lock:
+                    if name not in self.instances:
+                        self.instances[name] = self.unix_socket(f"https@{name}.sock")
+                        self.activate(self.instances[name], "cockpit-wsinstance", ["/usr/lib/cockpit/cockpit-ws", "--for-tls-proxy", "--port=0"])
+                connection.sendall(b"done")
+                connection.shutdown(socket.SHUT_WR)
+
+
+def check_cockpit_tls():
+    """What a browser meets at https://HOST:9090 before the login page."""
+    wait_for(lambda: run("curl", "-skf", "-o", "/dev/null", BASE + "/", check_status=False).returncode == 0, "Cockpit at " + BASE)
+    served = ssl.PEM_cert_to_DER_cert(ssl.get_server_certificate(("127.0.0.1", PORT)))
+    with open("/etc/cockpit/ws-certs.d/0-self-signed.cert") as f:
+        made = ssl.PEM_cert_to_DER_cert(re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----", f.read(), re.S).group(0))
+    check(served == made, "Cockpit serves TLS on port 9090 with the self-signed certificate cockpit-certificate-ensure made")
 
 
 def enctl_status(user=None):
@@ -220,7 +374,10 @@ class Browser:
     def __init__(self, name, shots):
         self.name, self.shots = name, shots
         profile = f"{WORK}/chromium-{name}"
+        # --ignore-certificate-errors: a person clicks through the warning about Cockpit's
+        # self-signed certificate (the test checks first that it is the one Cockpit made).
         self.process = subprocess.Popen(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-port=0",
+                                         "--ignore-certificate-errors",
                                          f"--user-data-dir={profile}", "--window-size=1280,1700", "about:blank"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port_file = profile + "/DevToolsActivePort"
@@ -272,6 +429,8 @@ class Browser:
     def log_in(self, user):
         self.open(BASE + "/")
         self.wait("!!document.getElementById('login-user-input')", "the login form")
+        check(self.evaluate("location.protocol") == "https:", f"{self.name}: Cockpit's login page, over https")
+        self.screenshot(f"login-{self.name}")
         self.evaluate(f"""document.getElementById('login-user-input').value = {json.dumps(user[0])};
                           document.getElementById('login-password-input').value = {json.dumps(PASSWORD)};
                           document.getElementById('login-button').click()""")
@@ -315,7 +474,7 @@ def member_sees_and_controls(browser, counts, database):
     check(all(bar[1] == 0 for bar in bars if bar[0] not in {row[0] for row in counts}), "an hour without sightings is drawn as none")
     # What a change of SightingsStored does (the radio's, which this enagentd has none of, sends it):
     # the latest hours asked for again and merged into the chart.
-    latest = add_sightings(database, 5)
+    latest = as_user("enagent", add_sightings, database, 5)
     browser.evaluate("refreshSightings(true)")
     browser.wait(f"document.querySelector('#sightings-chart rect[data-hour=\"{latest[0]}\"]').dataset.sightings === '{latest[1]}'",
                  "the chart to take the latest hour's new sightings")
@@ -393,7 +552,13 @@ def page_follows_enagentd(browser, daemon):
 
 
 def main():
-    binaries, shots = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    if len(sys.argv) != 4:
+        print(__doc__.split("\n\n")[0], file=sys.stderr)
+        return 2
+    enagent_deb, cockpit_deb, shots = (os.path.abspath(argument) for argument in sys.argv[1:])
+    for deb in (enagent_deb, cockpit_deb):
+        if not os.path.exists(deb):
+            raise Failure(f"no {deb}: make deb builds it")
     global WORK
     WORK = os.environ.get("ENAGENT_BROWSER_TEST_WORK")
     if not WORK:
@@ -409,35 +574,43 @@ def main():
         return inside.returncode
     run("ip", "link", "set", "lo", "up")
     os.makedirs(shots, exist_ok=True)
-    test(binaries, shots)
+    try:
+        test(enagent_deb, cockpit_deb, shots)
+    except Failure:
+        for name in sorted(os.listdir(WORK)):
+            if name.endswith(".log"):
+                with open(f"{WORK}/{name}", errors="replace") as f:
+                    print(f"--- {name} (its end):\n{f.read()[-3000:]}", file=sys.stderr)
+        raise
     return 0
 
 
-def test(binaries, shots):
-    overlay("/etc")
+def test(enagent_deb, cockpit_deb, shots):
+    # What apt and dpkg write, and a /run as fresh as a boot's (no systemd in it).
+    for directory in ("/etc", "/usr", "/var"):
+        overlay(directory)
+    run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run")
     add_users()
-    install_page()
-    publishes = start_health_authority()
     start_bus()
-    run("mount", "-t", "tmpfs", "tmpfs", "/usr/local/bin")
-    run("cp", binaries + "/enctl", "/usr/local/bin/enctl")
-    daemon = Daemon(binaries)
+    install_packages(enagent_deb, cockpit_deb)
+    publishes = start_health_authority()
+    daemon = Daemon()
     daemon.start()
     run(ENCTL, "enable")
-    counts, secrets = fill_database(daemon.state + "/enagent.db", int(time.time()))
+    counts, secrets = as_user("enagent", fill_database, DATABASE, int(time.time()))
     # enagentd judges its reminders as it starts (and then as things happen): anew, over the filled database.
     daemon.stop()
     daemon.start()
-    subprocess.Popen(["/usr/lib/cockpit/cockpit-ws", "--no-tls", "--address", "127.0.0.1", "--port", str(PORT)],
-                     stdout=subprocess.DEVNULL, stderr=open(WORK + "/cockpit-ws.log", "w"))
-    wait_for(lambda: run("curl", "-sf", "-o", "/dev/null", BASE + "/", check_status=False).returncode == 0, "cockpit-ws")
+    CockpitUnits()
+    check_cockpit_tls()
 
     member = Browser("member", shots)
     member.log_in(MEMBER)
     member.open(BASE + "/enagent")
+    member.wait("[...document.querySelectorAll('iframe')].some(f => f.src.includes('/enagent/'))", "Cockpit's shell to load the page")
     time.sleep(3)
     member.screenshot("member-in-cockpit")
-    member_sees_and_controls(member, counts, daemon.state + "/enagent.db")
+    member_sees_and_controls(member, counts, DATABASE)
     member_shares_with_a_code(member, publishes)
     page_follows_enagentd(member, daemon)
     member.close()

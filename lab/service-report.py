@@ -8,9 +8,21 @@ from labframe import Check, Lab, arguments, report
 
 
 def checks(lab):
-    """A check per verdict the guest recorded, in its order, then whether the guest's checks ended."""
-    return [Check(entry["name"], f"{entry['verdict']} {entry['name']}: {entry['detail']}", recorded(entry))
-            for entry in lab.entries("check")] + [Check("finished", "FIGURES", finished)]
+    """A check per verdict the guest recorded, in its order; a check of each one a phase announced
+    and the guest did not record (the Cockpit step's, when the lab was given cockpit-enagent: a
+    guest that skipped one fails); then whether the guest's checks ended."""
+    recorded_names = {entry["name"] for entry in lab.entries("check")}
+    announced = [name for entry in lab.entries("cockpit") for name in entry["checks"].split()]
+    return ([Check(entry["name"], f"{entry['verdict']} {entry['name']}: {entry['detail']}", recorded(entry))
+             for entry in lab.entries("check")]
+            + [Check(name, f"FAILED {name}: announced, never recorded", missing(name)) for name in announced if name not in recorded_names]
+            + [Check("finished", "FIGURES", finished)])
+
+
+def missing(name):
+    def run(lab, fail):
+        fail(f"{name}: the guest announced this check and did not record it")
+    return run
 
 
 def recorded(entry):

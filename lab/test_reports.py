@@ -165,6 +165,13 @@ went on'; phase figure text= number:=1.5 status:='{"status":
         failed = self.report(folder, "--check")
         self.assertEqual((failed.returncode, failed.stdout.splitlines()[-1]), (1, "service checks: FAIL"))
 
+    def test_a_check_announced_and_not_recorded_fails(self):
+        folder = self.run_in_shell('phase cockpit checks="cockpit-install cockpit-page"; phase check name=cockpit-install verdict=ok detail=0; phase done')
+        failed = self.report(folder, "--check")
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("FAILED cockpit-page: announced, never recorded", failed.stdout)
+        self.assertEqual(self.report(folder, "--check", "cockpit-install").returncode, 0)
+
     def test_checks_that_did_not_finish_fail(self):
         folder = self.run_in_shell("phase check name=boot verdict=ok detail=up")
         self.assertIn("did not finish", self.report(folder, "--check").stdout)

@@ -507,6 +507,42 @@ exported=$(cd /tmp && as member enctl keys export --format json --yes --out /tmp
 check member-export "enctl keys export --format json as a member: exit $exported_rc, $(stat -c %s /tmp/member-keys.json 2>/dev/null || echo no) bytes${exported:+, \"$exported\"}" \
     sh -c "[ $exported_rc = 0 ] && [ -s /tmp/member-keys.json ]"
 
+if [ -f "$SD/cockpit-enagent.deb" ]; then
+step "cockpit-enagent: Cockpit on port 9090 (systemctl start cockpit.socket)"
+# What README says: the page's package installed beside enagent, then https://HOST:9090 and a
+# login with one's own account, here with curl as Cockpit's login page does it (basic auth to
+# /cockpit/login, the cookie it sets for what follows). The service-report requires these checks
+# once this phase is written.
+phase cockpit checks="cockpit-install cockpit-tls cockpit-login cockpit-page"
+$install_command "$SD/cockpit-enagent.deb" > "$OUT/dpkg-cockpit.log" 2>&1; cockpit_rc=$?
+tail -3 "$OUT/dpkg-cockpit.log"
+check cockpit-install "$install_command cockpit-enagent.deb exit $cockpit_rc; $(dpkg-query -W -f='${Package} ${Version}: ${Status}' cockpit-enagent 2>&1)" \
+    sh -c "[ $cockpit_rc = 0 ] && dpkg-query -W -f='\${Status}' cockpit-enagent | grep -q 'install ok installed'"
+systemctl start cockpit.socket
+cockpit_answers() { [ "$(curl -sk -o /dev/null -w '%{http_code}' https://127.0.0.1:9090/)" = 200 ]; }
+wait_for 30 cockpit_answers
+served=$(openssl s_client -connect 127.0.0.1:9090 < /dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256 2>/dev/null)
+made=$(openssl x509 -in /etc/cockpit/ws-certs.d/0-self-signed.cert -noout -fingerprint -sha256 2>/dev/null)
+cockpit_tls() { cockpit_answers && [ -n "$made" ] && [ "$served" = "$made" ] && systemctl -q is-active cockpit.socket cockpit.service; }
+check cockpit-tls "https://127.0.0.1:9090/: $(curl -sk -o /dev/null -w '%{http_code}' https://127.0.0.1:9090/), cockpit.socket $(systemctl is-active cockpit.socket), cockpit.service $(systemctl is-active cockpit.service) (started by the socket); the certificate served: ${served#*=}, the self-signed one cockpit-certificate-ensure made: ${made#*=}" \
+    cockpit_tls
+password=enagent-lab-$RANDOM
+echo "member:$password" | chpasswd
+rm -f /run/cockpit-jar
+refused_code=$(curl -sk -o /dev/null -w '%{http_code}' -u "member:not-$password" https://127.0.0.1:9090/cockpit/login)
+login_code=$(curl -sk -c /run/cockpit-jar -o "$OUT/cockpit-login.json" -w '%{http_code}' -u "member:$password" https://127.0.0.1:9090/cockpit/login)
+logged_in() { [ "$refused_code" = 401 ] && [ "$login_code" = 200 ] && grep -qP '\tcockpit\t' /run/cockpit-jar && grep -q csrf-token "$OUT/cockpit-login.json"; }
+check cockpit-login "GET /cockpit/login as member (group enagent) with basic auth: $login_code, cookie $(grep -cP '\tcockpit\t' /run/cockpit-jar 2>/dev/null); a wrong password: $refused_code" \
+    logged_in
+page_served() {  # page_served FILE: the installed page's FILE, through the member's session
+    curl -sk -b /run/cockpit-jar -o "/run/cockpit-$1" "https://127.0.0.1:9090/cockpit/@localhost/enagent/$1" && cmp -s "/run/cockpit-$1" "/usr/share/cockpit/enagent/$1"
+}
+anonymous=$(curl -sk -o /run/cockpit-anonymous.html https://127.0.0.1:9090/cockpit/@localhost/enagent/index.html; cmp -s /run/cockpit-anonymous.html /usr/share/cockpit/enagent/index.html && echo served || echo "not served")
+cockpit_page() { page_served manifest.json && page_served index.html && [ "$anonymous" = "not served" ]; }
+check cockpit-page "with the login's cookie, /cockpit/@localhost/enagent/{manifest.json,index.html} are the package's files ($(dpkg -S /usr/share/cockpit/enagent/index.html 2>&1)); without it: $anonymous" \
+    cockpit_page
+fi
+
 step "the journal"
 journalctl -o export > /run/journal.export
 python3 - "$database" /run/journal.export <<'PY' > /run/journal-keys
