@@ -9,15 +9,15 @@ import Glibc
 /// fourteenth of one filter for all the sightings, so that it stays in a core's cache while the
 /// keys of that day are matched (4 million sightings: 680 kB instead of 8 MB).
 ///
-/// Built once from a finished index, in passes over its table; the index is kept, so sightings
-/// added to it later are not seen here.
+/// Built once from a finished index, in one pass over its table (sized by the index's sightings
+/// per hour); the index is kept, so sightings added to it later are not seen here.
 public struct MatchingIndex: Sendable {
     public let sightings: SightingIndex
     private let filters: DayFilters
 
     public init(_ sightings: SightingIndex) {
         self.sightings = sightings
-        filters = sightings.withLookup { DayFilters($0) }
+        filters = sightings.withLookup { DayFilters($0, hours: sightings.hours) }
     }
 
     /// Calls `body` with the table's lookup and the filter (or the two, when the key's validity
@@ -85,23 +85,22 @@ private final class DayFilters: @unchecked Sendable {
     private let offsets: [Int]
     private let words: UnsafeMutablePointer<UInt64>
 
-    init(_ table: SightingIndex.Lookup) {
+    /// The filters of `table`'s sightings, sized from `hours` (its sightings by hour): one pass
+    /// over the table, to fill them. A day's filter and its ±2 h are whole hours, so each hour's
+    /// sightings count wholly towards the same days.
+    init(_ table: SightingIndex.Lookup, hours: HourCounts) {
         let empty = SightingIndex.Storage.emptySlot
-        var earliest = Int64.max, latest = Int64.min
-        for slot in 0..<table.capacity where table.times[slot] != empty {
-            earliest = min(earliest, Int64(table.times[slot]))
-            latest = max(latest, Int64(table.times[slot]))
-        }
-        guard earliest <= latest else {
+        guard let first = hours.counts.firstIndex(where: { $0 > 0 }), let last = hours.counts.lastIndex(where: { $0 > 0 }) else {
             (firstDay, offsets) = (0, [0])
             words = SightingIndex.Storage.allocate(1, repeating: 0)
             return
         }
-        firstDay = MatchingIndex.days(holding: earliest).lowerBound
-        let dayCount = Int(MatchingIndex.days(holding: latest).upperBound - firstDay) + 1
+        func hourStart(_ index: Int) -> Int64 { (hours.firstHour + Int64(index)) * 3_600 }
+        firstDay = MatchingIndex.days(holding: hourStart(first)).lowerBound
+        let dayCount = Int(MatchingIndex.days(holding: hourStart(last)).upperBound - firstDay) + 1
         var sightings = [Int](repeating: 0, count: dayCount)
-        for slot in 0..<table.capacity where table.times[slot] != empty {
-            for day in MatchingIndex.days(holding: Int64(table.times[slot])) { sightings[Int(day - firstDay)] += 1 }
+        for hour in first...last where hours.counts[hour] > 0 {
+            for day in MatchingIndex.days(holding: hourStart(hour)) { sightings[Int(day - firstDay)] += hours.counts[hour] }
         }
         var offsets = [0]
         offsets.reserveCapacity(dayCount + 1)

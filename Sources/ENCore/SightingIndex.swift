@@ -92,6 +92,12 @@ public struct SightingIndex: Sendable {
     public private(set) var count = 0
     /// Where the sightings' details are; nil when the index holds them.
     public let resolver: (any SightingResolver)?
+    /// Whether `resolver` is nil: what each add checks, where a look at the existential would
+    /// copy it, a retain and a release per sighting.
+    private let holdsDetails: Bool
+    /// The sightings by the hour of their (stored) time, so that `MatchingIndex` sizes its day
+    /// filters without a pass over the table.
+    public private(set) var hours = HourCounts()
     /// The receiving adapters' addresses, in the order first seen, of an index that holds its
     /// sightings: a sighting keeps only a small number for its adapter (0: unknown, n: the nth
     /// of these).
@@ -111,12 +117,14 @@ public struct SightingIndex: Sendable {
     public init(expectedCount: Int = 0) {
         storage = Storage(capacity: Self.capacity(for: expectedCount))
         resolver = nil
+        holdsDetails = true
     }
 
     /// An index of sightings whose details `resolver` reads by reference (`add(rpi:time:reference:)`).
     public init(expectedCount: Int = 0, resolver: any SightingResolver) {
         storage = Storage(capacity: Self.capacity(for: expectedCount))
         self.resolver = resolver
+        holdsDetails = false
     }
 
     public init(_ sightings: [Sighting]) {
@@ -137,7 +145,7 @@ public struct SightingIndex: Sendable {
     /// device's previous scan (`Sighting.previousScanTime`); nil when unknown.
     public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64,
                              adapterAddress: BluetoothAddress?, previousScanTime: Int64? = nil) {
-        precondition(resolver == nil, "an index whose sightings are read by reference takes references")
+        precondition(holdsDetails, "an index whose sightings are read by reference takes references")
         let packed = PackedDetails(aem: aem, rssi: rssi, adapterNumber: adapterNumber(for: adapterAddress),
                                    scanGap: ScanGap(time: time, previousScanTime: previousScanTime))
         insert(rpi: rpi, time: time, reference: packed.rawValue)
@@ -145,7 +153,7 @@ public struct SightingIndex: Sendable {
 
     /// Adds a sighting whose details the index's resolver reads by `reference`.
     public mutating func add(rpi: RollingProximityIdentifier, time: Int64, reference: Int64) {
-        precondition(resolver != nil, "an index that holds its sightings takes their details")
+        precondition(!holdsDetails, "an index that holds its sightings takes their details")
         insert(rpi: rpi, time: time, reference: reference)
     }
 
@@ -155,7 +163,9 @@ public struct SightingIndex: Sendable {
         } else if !isKnownUniquelyReferenced(&storage) {
             storage = storage.resized(to: storage.capacity)
         }
-        storage.insert(rpi: rpi, time: Self.storedTime(time), reference: reference)
+        let stored = Self.storedTime(time)
+        storage.insert(rpi: rpi, time: stored, reference: reference)
+        hours.count(Int64(stored))
         count += 1
     }
 
@@ -364,5 +374,31 @@ public struct SightingIndex: Sendable {
             column.initialize(repeating: value, count: count)
             return column
         }
+    }
+}
+
+/// How many times fell in each hour (UTC, whole hours since the epoch), from the first hour to
+/// the last one counted: counting one costs an index into an array, grown when a time falls
+/// outside it.
+public struct HourCounts: Sendable, Equatable {
+    /// The first hour counted; `counts[i]` is hour `firstHour + i`'s.
+    public private(set) var firstHour: Int64 = 0
+    public private(set) var counts = [Int]()
+
+    public init() {}
+
+    @inline(__always)
+    mutating func count(_ time: Int64) {
+        let hour = time / 3_600
+        if counts.isEmpty {
+            firstHour = hour
+            counts = [0]
+        } else if hour < firstHour {
+            counts.insert(contentsOf: repeatElement(0, count: Int(firstHour - hour)), at: 0)
+            firstHour = hour
+        } else if hour - firstHour >= counts.count {
+            counts.append(contentsOf: repeatElement(0, count: Int(hour - firstHour) - counts.count + 1))
+        }
+        counts[Int(hour - firstHour)] += 1
     }
 }
