@@ -186,11 +186,17 @@ def bench_goals(run):
     goals = (f"- enagent's derivation within 5 % of the C baseline on one core: {verdict(derivation_ratio >= 0.95)}, "
              f"{ratio(derivation_ratio)} the ceiling.\n")
     if all("allCoresKeysPerSecond" in entry for entry in run["lookups"]):
-        limit = max(entry["allCoresKeysPerSecond"] for entry in run["lookups"] if entry["sightings"] == "jsonLines")
-        share = lines["keysPerSecond"] / limit
+        # The C program on the same sightings as enctl; among one day's alone (a smaller set, as
+        # if every key were of one day) it is faster still: the bound beside the goal.
+        lookups = {(entry["sightings"], entry["oneDay"]): entry["allCoresKeysPerSecond"] for entry in run["lookups"]}
+        one_day_count = next(entry["count"] for entry in run["lookups"] if entry["sightings"] == "jsonLines" and entry["oneDay"])
+        share = lines["keysPerSecond"] / lookups[("jsonLines", False)]
         goals += (f"- `enctl detect offline`, {count(sizes['smallExportKeys'])} keys × {count(sizes['jsonLinesSightings'])} sightings, "
-                  f"at least 0.8× the C baseline's derivation and lookups on all {cores} cores ({rate(limit)} keys/s, the faster of its "
-                  f"two sets): {verdict(share >= 0.8)}, {ratio(share)}.\n")
+                  f"at least 0.8× the C program's derivation and lookups among the same sightings on all {cores} cores "
+                  f"({rate(lookups[('jsonLines', False)])} keys/s): {verdict(share >= 0.8)}, {ratio(share)}; "
+                  f"{ratio(lines['keysPerSecond'] / lookups[('jsonLines', True)])} of its rate among one day's "
+                  f"{count(one_day_count)} "
+                  f"of them ({rate(lookups[('jsonLines', True)])} keys/s).\n")
     goals += (f"- {count(sizes['largeExportKeys'])} keys × {count(sizes['databaseSightings'])} sightings from a database in at most "
               f"1.5 s and 200 MB: {verdict(large['seconds'] <= 1.5 and large['peakMemoryMB'] <= 200)}, {large['seconds']:.2f} s and "
               f"{megabytes(large['peakMemoryMB'])}.\n")

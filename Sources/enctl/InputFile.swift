@@ -27,13 +27,14 @@ enum InputFile {
         return text
     }
 
-    /// Calls `body` with each line of `path` (without its newline, valid only during the call)
-    /// and its number from 1, reading 1 MiB at a time: memory stays within the chunk and
+    /// Calls `body` with the lines of `path` a block at a time: whole lines, each but perhaps the
+    /// file's last ended by its newline, and the number of the block's first line (from 1).
+    /// The file is read `chunk` bytes at a time: memory stays within a chunk and
     /// `maximumLineLength`, whatever the file.
-    static func forEachLine(_ path: String, maximumLineLength: Int, _ body: (UnsafeRawBufferPointer, Int) throws -> Void) throws {
+    static func forEachBlockOfLines(_ path: String, maximumLineLength: Int, chunk: Int = 1 << 22,
+                                    _ body: (_ lines: UnsafeRawBufferPointer, _ firstNumber: Int) throws -> Void) throws {
         let (descriptor, _) = try open(path)
         defer { close(descriptor) }
-        let chunk = 1 << 20
         // A chunk, after the unfinished line the previous one left at the start.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumLineLength + chunk, alignment: 16)
         defer { buffer.deallocate() }
@@ -42,20 +43,43 @@ enum InputFile {
             let count = try readSome(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[pending..<pending + chunk]), path: path)
             if count == 0 { break }
             let filled = pending + count
-            var start = 0
-            while let newline = memchr(buffer.baseAddress! + start, 0x0A, filled - start) {
-                let end = buffer.baseAddress!.distance(to: newline)
-                number += 1
-                try body(UnsafeRawBufferPointer(rebasing: buffer[start..<end]), number)
-                start = end + 1
+            // The block ends after the chunk's last newline; what follows waits for the next chunk.
+            var end = filled
+            while end > 0, buffer[end - 1] != 0x0A { end -= 1 }
+            if end > 0 {
+                let lines = UnsafeRawBufferPointer(rebasing: buffer[..<end])
+                try body(lines, number + 1)
+                number += lineCount(lines)
             }
-            pending = filled - start
+            pending = filled - end
             guard pending <= maximumLineLength else {
                 throw CommandError("\(path):\(number + 1): a line longer than \(maximumLineLength) bytes")
             }
-            buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: pending)
+            buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + end, byteCount: pending)
         }
         if pending > 0 { try body(UnsafeRawBufferPointer(rebasing: buffer[..<pending]), number + 1) }
+    }
+
+    /// Calls `body` with each line of `lines` (without its newline) and its number, the first
+    /// being `firstNumber`.
+    static func forEachLine(in lines: UnsafeRawBufferPointer, firstNumber: Int, _ body: (UnsafeRawBufferPointer, Int) throws -> Void) rethrows {
+        var start = 0, number = firstNumber
+        while start < lines.count {
+            let end = memchr(lines.baseAddress! + start, 0x0A, lines.count - start).map { lines.baseAddress!.distance(to: $0) } ?? lines.count
+            try body(UnsafeRawBufferPointer(rebasing: lines[start..<end]), number)
+            number += 1
+            start = end + 1
+        }
+    }
+
+    /// The lines of `lines`: its newlines, and one more for a last line without one.
+    static func lineCount(_ lines: UnsafeRawBufferPointer) -> Int {
+        var count = 0, start = 0
+        while start < lines.count, let newline = memchr(lines.baseAddress! + start, 0x0A, lines.count - start) {
+            count += 1
+            start = lines.baseAddress!.distance(to: newline) + 1
+        }
+        return count + (start < lines.count ? 1 : 0)
     }
 
     /// `path` opened for reading, if it is a regular file, and its size.
