@@ -61,6 +61,8 @@ def megabytes(value):
 
 def faster_or_slower(change):
     """A time against offline's, from their ratio minus one: 14 % faster than offline."""
+    if round(abs(change) * 100) == 0:
+        return "as fast as offline (within 0.5 %)"
     return f"{abs(change) * 100:.0f} % {'faster' if change < 0 else 'slower'} than offline"
 
 
