@@ -163,13 +163,18 @@ private struct JSONLineScanner {
         case rpi, aem, time, rssi, adapter, adapterAddress, previousScanTime, other
 
         init(_ key: Slice<UnsafeRawBufferPointer>) {
-            if key.elementsEqual("rpi".utf8) { self = .rpi }
-            else if key.elementsEqual("aem".utf8) { self = .aem }
-            else if key.elementsEqual("time".utf8) { self = .time }
-            else if key.elementsEqual("rssi".utf8) { self = .rssi }
-            else if key.elementsEqual("adapter".utf8) { self = .adapter }
-            else if key.elementsEqual("adapterAddress".utf8) { self = .adapterAddress }
-            else if key.elementsEqual("previousScanTime".utf8) { self = .previousScanTime }
+            // The length first, then the bytes: a generic comparison of each key with each name
+            // took an eighth of the time of a line.
+            func named(_ name: StaticString) -> Bool {
+                key.count == name.utf8CodeUnitCount && memcmp(key.base.baseAddress! + key.startIndex, name.utf8Start, key.count) == 0
+            }
+            if named("rpi") { self = .rpi }
+            else if named("aem") { self = .aem }
+            else if named("time") { self = .time }
+            else if named("rssi") { self = .rssi }
+            else if named("adapter") { self = .adapter }
+            else if named("adapterAddress") { self = .adapterAddress }
+            else if named("previousScanTime") { self = .previousScanTime }
             else { self = .other }
         }
     }
@@ -239,14 +244,11 @@ private struct JSONLineScanner {
     private static func hexWord(_ digits: Slice<UnsafeRawBufferPointer>) -> UInt64? {
         var word: UInt64 = 0
         for digit in digits {
+            // A digit is 0x30...0x39; a letter, lowered by its 0x20 bit, 0x61...0x66.
+            let decimal = digit &- UInt8(ascii: "0"), letter = (digit | 0x20) &- UInt8(ascii: "a")
             let value: UInt8
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = digit - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = digit - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = digit - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            word = word << 4 | UInt64(value)
+            if decimal < 10 { value = decimal } else if letter < 6 { value = letter &+ 10 } else { return nil }
+            word = word &<< 4 | UInt64(value)
         }
         return word
     }
