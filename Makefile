@@ -40,7 +40,7 @@ DEBUG_BIN = $$($(SWIFT) build --show-bin-path)
 
 .PHONY: all deps build release test bench fuzz run lab lab-test lab-matrix lab-service lab-arm64 soak install install-files verify-units interface-xml uninstall clean \
 	man check-man check-docs bench-arm64 deb deb-arm64 deb-package lint-deb check-footprint test-swift6.0 test-arm64 \
-	test-builds test-radio test-cockpit bench-programs bench-smoke check-figures lab-monitor-race lab-report-test
+	test-builds test-radio test-cockpit test-cockpit-trixie bench-programs bench-smoke check-figures lab-monitor-race lab-report-test
 
 all: build
 
@@ -55,7 +55,8 @@ release: deps
 	$(RELEASE) --product enctl
 
 # The unit and integration tests, the units, man pages and documents, the figures in docs/ against
-# their recorded runs, a short run of the benchmark and the amd64 package with lintian; then two
+# their recorded runs, a short run of the benchmark, the amd64 package with lintian and its Cockpit
+# page in Debian 12's Cockpit (the host's) and in Debian 13's (a trixie root's); then two
 # chains side by side, each step after the one before: the builds (the tests with Debian trixie's
 # Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer for
 # TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
@@ -75,6 +76,7 @@ test: deps
 	$(MAKE) deb
 	$(MAKE) check-footprint
 	$(MAKE) test-cockpit
+	$(MAKE) test-cockpit-trixie
 	$(MAKE) -j2 --output-sync=target test-builds test-radio
 test-builds:
 	nice -n 10 $(MAKE) test-swift6.0
@@ -324,6 +326,16 @@ test-cockpit:
 		echo "make test-cockpit: no $(DIST)/$(DEB_NAME).deb or $(COCKPIT_DEB): building them (make deb)" >&2; \
 		$(MAKE) --no-print-directory deb; fi
 	/usr/bin/python3 cockpit/browser-test.py $(DIST)/$(DEB_NAME).deb $(COCKPIT_DEB) $(SCRATCH)/cockpit-screenshots
+
+# The same test against Debian 13's own Cockpit (337, what Raspberry Pi OS gets from apt), with the
+# same amd64 packages, in a trixie root that scripts/trixie-cockpit-root.sh makes with debootstrap
+# once and caches (/var/cache/enagent/trixie-cockpit, TRIXIE_COCKPIT_ROOT=; about 1.1 GB: Cockpit,
+# chromium and what the packages depend on). Its screenshots go to $(SCRATCH)/cockpit-screenshots-trixie.
+test-cockpit-trixie:
+	@if [ ! -f $(DIST)/$(DEB_NAME).deb ] || [ ! -f $(COCKPIT_DEB) ]; then \
+		echo "make test-cockpit-trixie: no $(DIST)/$(DEB_NAME).deb or $(COCKPIT_DEB): building them (make deb)" >&2; \
+		$(MAKE) --no-print-directory deb; fi
+	scripts/trixie-cockpit-root.sh /usr/bin/python3 cockpit/browser-test.py $(DIST)/$(DEB_NAME).deb $(COCKPIT_DEB) $(SCRATCH)/cockpit-screenshots-trixie
 
 man: deps
 	SWIFT=$(SWIFT) scripts/generate-man.sh man $(SCRATCH)

@@ -27,8 +27,11 @@ const REMINDERS = {
 // As the person, or as root when they turned on Cockpit's administrative access ("try": else as themselves).
 const ACCESS = { superuser: "try" };
 // The bus itself, for NameOwnerChanged: a client for enagentd's name ends when the name has no
-// owner as it opens, and this says when enagentd comes.
-const bus = cockpit.dbus(null, { bus: "system", ...ACCESS });
+// owner as it opens, and this says when enagentd comes. A client of the bus's own name, so that
+// its matches take their sender from it: Cockpit's C bridge (Debian 12's Cockpit 287) refuses a
+// match without a sender on a client without a name, and its Python bridge (Debian 13's Cockpit
+// 337) fails on the "name" field that the C bridge took for the sender.
+const bus = cockpit.dbus("org.freedesktop.DBus", { bus: "system", ...ACCESS });
 // enagentd's name, while it has an owner or had one since the client opened; else null.
 let client = null;
 let proxy = null;
@@ -384,7 +387,7 @@ function connect() {
 }
 
 function watch() {
-    const appeared = { name: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged", arg0: SERVICE };
+    const appeared = { path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged", arg0: SERVICE };
     bus.subscribe(appeared, (path, iface, signal, [, , owner]) => {
         if (owner && !client) connect();
     });
