@@ -26,26 +26,7 @@ PACKAGES="cockpit cockpit-ws cockpit-bridge cockpit-system chromium python3 pyth
 bluez dbus dbus-daemon libbluetooth3 libcurl4t64 libdbus-1-3 libsqlite3-0 libssl3t64 libsystemd0 zlib1g init-system-helpers
 openssl curl iproute2 passwd util-linux mount ca-certificates"
 
-if [ ! -e "$ROOT/.complete" ]; then
-    [ "$(id -u)" = 0 ] || { echo "trixie-cockpit-root: making the root needs root (debootstrap, chroot)" >&2; exit 1; }
-    "$HERE/install-deps.sh" debootstrap
-    echo "trixie-cockpit-root: making $ROOT (debootstrap trixie, then Cockpit and chromium: some 2 minutes, about 1.1 GB)" >&2
-    rm -rf "$ROOT.partial"
-    mkdir -p "$(dirname "$ROOT")"
-    log=$(dirname "$ROOT")/trixie-cockpit
-    debootstrap --variant=minbase trixie "$ROOT.partial" "$MIRROR" > "$log-debootstrap.log" 2>&1 \
-        || { tail -20 "$log-debootstrap.log" >&2; echo "trixie-cockpit-root: debootstrap failed" >&2; exit 1; }
-    mount -t proc proc "$ROOT.partial/proc"
-    trap 'umount "$ROOT.partial/proc" 2>/dev/null || true' EXIT
-    chroot "$ROOT.partial" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $PACKAGES)" \
-        > "$log-apt.log" 2>&1 || { tail -20 "$log-apt.log" >&2; echo "trixie-cockpit-root: installing Cockpit failed" >&2; exit 1; }
-    chroot "$ROOT.partial" apt-get clean
-    umount "$ROOT.partial/proc"
-    trap - EXIT
-    touch "$ROOT.partial/.complete"
-    rm -rf "$ROOT"
-    mv "$ROOT.partial" "$ROOT"
-fi
+make_trixie_root trixie-cockpit-root "$ROOT" "$(dirname "$ROOT")"/trixie-cockpit "Cockpit and chromium: some 2 minutes, about 1.1 GB" $PACKAGES
 install_missing trixie-cockpit-root "$ROOT" "$(dirname "$ROOT")/trixie-cockpit-apt.log" $PACKAGES
 [ $# -gt 0 ] || { echo "$ROOT"; exit 0; }
 

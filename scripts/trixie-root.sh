@@ -22,26 +22,8 @@ MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PACKAGES="swiftlang lld g++ git ca-certificates pkg-config make python3 python3-cryptography python3-cffi-backend sqlite3 openssl dbus-daemon dbus
 libssl-dev libdbus-1-dev libsystemd-dev libsqlite3-dev zlib1g-dev libbluetooth-dev libcurl4-openssl-dev"
 
-if [ ! -e "$ROOT/.complete" ]; then
-    [ "$(id -u)" = 0 ] || { echo "trixie-root: making the root needs root (debootstrap, chroot)" >&2; exit 1; }
-    "$HERE/install-deps.sh" debootstrap
-    echo "trixie-root: making $ROOT (debootstrap trixie, then swiftlang: a few minutes, about 3 GB)" >&2
-    rm -rf "$ROOT.partial"
-    mkdir -p "$(dirname "$ROOT")"
-    debootstrap --variant=minbase trixie "$ROOT.partial" "$MIRROR" > "$(dirname "$ROOT")/debootstrap.log" 2>&1 \
-        || { tail -20 "$(dirname "$ROOT")/debootstrap.log" >&2; echo "trixie-root: debootstrap failed" >&2; exit 1; }
-    mount -t proc proc "$ROOT.partial/proc"
-    trap 'umount "$ROOT.partial/proc" 2>/dev/null || true' EXIT
-    chroot "$ROOT.partial" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(echo $PACKAGES)" \
-        > "$(dirname "$ROOT")/apt.log" 2>&1 || { tail -20 "$(dirname "$ROOT")/apt.log" >&2; echo "trixie-root: installing Swift failed" >&2; exit 1; }
-    chroot "$ROOT.partial" apt-get clean
-    umount "$ROOT.partial/proc"
-    trap - EXIT
-    touch "$ROOT.partial/.complete"
-    rm -rf "$ROOT"
-    mv "$ROOT.partial" "$ROOT"
-fi
-install_missing trixie-root "$ROOT" "$(dirname "$ROOT")/apt.log" $PACKAGES
+make_trixie_root trixie-root "$ROOT" "$(dirname "$ROOT")"/trixie-swift "swiftlang: a few minutes, about 3 GB" $PACKAGES
+install_missing trixie-root "$ROOT" "$(dirname "$ROOT")/trixie-swift-apt.log" $PACKAGES
 [ $# -gt 0 ] || { echo "$ROOT"; exit 0; }
 
 # The host's git rewrites github.com to a local mirror of the Swift packages: the same inside.
