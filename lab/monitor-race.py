@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
 """monitor-race.py OUT ROUNDS [hciN]: the advertisement monitor's race with a power-off, in the guest.
+monitor-race.py --strand hciN: on an adapter that is off, removes every monitor, then adds one,
+and prints the kernel's status for it ("0x03": failed, which 6.12.117 keeps pending, refusing
+every later monitor as Busy until the adapter is next switched off): what the agent's own
+monitor met in CI when it reached an adapter rfkill had just closed (agents.sh, airplane mode).
 
 Passive scanning adds a kernel advertisement monitor (the management interface's Add
 Advertisement Patterns Monitor). Kernel 6.1 frees such a command still queued when the adapter
@@ -69,7 +73,19 @@ def kernel_log():
     return subprocess.run(["dmesg"], capture_output=True, text=True).stdout.splitlines()
 
 
+def strand(adapter):
+    index = int(adapter.removeprefix("hci"))
+    management = Management()
+    removed = management.call(REMOVE_ADV_MONITOR, index, b"\x00\x00")
+    added = management.call(ADD_ADV_PATTERNS_MONITOR, index, monitor_for_exposure_notification())
+    if removed is None or added is None:
+        raise SystemExit(f"monitor-race --strand: {adapter} did not answer")
+    print(f"0x{added[0]:02x}")
+
+
 def main():
+    if sys.argv[1] == "--strand":
+        return strand(sys.argv[2])
     out, rounds = sys.argv[1], int(sys.argv[2])
     adapter = sys.argv[3] if len(sys.argv) > 3 else "hci0"
     index = int(adapter.removeprefix("hci"))

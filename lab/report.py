@@ -646,6 +646,16 @@ def airplane_mode(lab, fail):
                      extra=f"; its log {'names' if said else 'does NOT name'} the block")
         if not said:
             fail(f"agent {agent}'s log does not say that {adapter} is blocked")
+    # A monitor stranded on hci0 while it was blocked (agents.sh, where a scans passively).
+    if lab.has("monitor-stranded"):
+        status = lab.phase("monitor-stranded")["status"]
+        # No monitor of anyone's is refused as Busy in the lab but after this one.
+        busy = len(re.findall(r"\[hci0\].*\n\s+Add Advertisement Patterns Monitor \(0x0052\)\n\s+Status: Busy", open(lab.path("btmon.txt"), errors="replace").read()))
+        fell_back = "scanning actively through bluetoothd's discovery until the kernel takes the scan's monitor again" in open(lab.path("a/enagentd.log")).read()
+        print(f"  a monitor added to hci0 while blocked: status {status}; the kernel refused a's monitors as Busy {busy} time(s) after it (btmon); "
+              f"a's log {'says' if fell_back else 'does NOT say'} it scans through bluetoothd's discovery until the kernel takes its monitor again")
+        if busy and not fell_back:
+            fail("the kernel refused agent a's monitor as Busy, and a did not say it scans through bluetoothd's discovery meanwhile")
 
 def second_advertiser(lab, fail):
     started = lab.at("second-advertiser")

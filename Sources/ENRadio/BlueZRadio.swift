@@ -131,6 +131,9 @@ public final class BlueZRadio: Radio {
         /// for (the watch's Discovering events): the agent's, another program's, or one left by a
         /// bluetoothd that exited.
         var discoveries = [UInt16: UInt8]()
+        /// The kernel answered the last monitor with Busy (`startScan`): scans go through
+        /// bluetoothd's discovery until it takes one again.
+        var monitorRefused = false
     }
 
     /// Weak: the agent holds the radio.
@@ -505,7 +508,8 @@ public final class BlueZRadio: Radio {
     }
 
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
-    private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D, invalidIndex: UInt8 = 0x11
+    private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, busy: UInt8 = 0x0A, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D,
+                       invalidIndex: UInt8 = 0x11
 
     public func startScanning() throws -> ScanStart {
         let adapter = try adapter()
@@ -521,11 +525,13 @@ public final class BlueZRadio: Radio {
     }
 
     /// Starts a scan on `adapter` and notes it: passive, through a monitor, or, where the kernel
-    /// has no monitors, bluetoothd's discovery, which may wait for the advertisement.
+    /// has no monitors or refuses this one as Busy, bluetoothd's discovery, which may wait for the
+    /// advertisement.
     private func startScan(on adapter: Adapter) throws -> ScanStart {
         if my.scanMode == .passive, let controller = adapter.index {
             do {
                 try removeLeftoverMonitor(on: adapter)
+                try checkPoweredForMonitor(adapter, controller: controller)
                 // What the controller hears as the scan starts counts (an emulated one reports each
                 // advertiser once, when the scan is enabled, before the reply): its Device Found
                 // events are handled after this call, in the passive phase.
@@ -538,11 +544,28 @@ public final class BlueZRadio: Radio {
                     try store.set(StoreSettings.scanMonitor, to: note)
                     my.monitorNote = .known(note)
                 }
+                if my.monitorRefused {
+                    my.monitorRefused = false
+                    logger.notice("the kernel took the scan's monitor on \(adapter.name) again: scanning passively")
+                }
                 return .started
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
                 my.scanMode = .active
                 logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
                               + "the kernel has no passive advertisement monitors (\(error))")
+            } catch let error as ManagementError where error.status == Self.busy {
+                // Kernel 6.12.117 keeps a monitor it failed (one that reached a controller already
+                // down: hci_cmd_sync_queue's ENETDOWN in __add_adv_patterns_monitor) pending, and
+                // refuses every later one as Busy until the adapter next goes off
+                // (__mgmt_power_off answers every pending command). Meanwhile this scan, and each
+                // next one that is refused, is bluetoothd's discovery, with its rules below.
+                if my.monitorRefused {
+                    logger.debug("still scanning through bluetoothd's discovery: \(error)")
+                } else {
+                    my.monitorRefused = true
+                    logger.notice("scanning actively through bluetoothd's discovery until the kernel takes the scan's monitor again: \(error) "
+                                  + "(a monitor it failed stays pending until \(adapter.name) is next switched off)")
+                }
             }
         }
         // An active scan starts only while this radio's advertisement is on the adapter. The
@@ -579,6 +602,17 @@ public final class BlueZRadio: Radio {
     private func startWaitingScan(on adapter: Adapter) {
         guard my.scan.waitsForAdvertisement, my.scan.adapter?.name == adapter.name else { return }
         resumeScan(on: adapter)
+    }
+
+    /// bluetoothd's Powered follows the kernel's by a moment: a monitor sent to a controller the
+    /// kernel has just switched off is failed, and the kernel then refuses every later one until
+    /// the adapter next goes off (`startScan`). The kernel's own settings, read just before,
+    /// leave only the moment between this read and the monitor for that (the kernel reports the
+    /// adapter off before it marks the controller down, in hci_dev_close_sync).
+    private func checkPoweredForMonitor(_ adapter: Adapter, controller: UInt16) throws {
+        guard try !management.send(ReadControllerInformation(), controller: controller).contains(.powered) else { return }
+        if let kill = killSwitch(adapter.name) { throw Failure.blocked(adapter.name, kill) }
+        throw Failure.poweredOff(adapter.name)
     }
 
     /// Removes the monitor a run that was killed left on `adapter`, once per process: the kernel
@@ -629,6 +663,10 @@ public final class BlueZRadio: Radio {
     /// How the radio scans (passively until the kernel refused a monitor), for the log and the status.
     public var scanMode: ScanMode { my.scanMode }
 
+    /// Whether the scan's reports come from bluetoothd's discovery (else from the kernel's Device
+    /// Found events, which a discovery also brings: one source, so that nothing counts twice).
+    private var scansThroughDiscovery: Bool { my.scanMode == .active || my.monitorRefused }
+
     /// An active scan is ended and started anew before the kernel's LE discovery timeout
     /// (DISCOV_LE_TIMEOUT, 10.24 s): at that timeout bluetoothd restarts a filtered discovery at
     /// once (src/adapter.c `discovering_callback`), whether the advertisement is on the air or not.
@@ -636,7 +674,7 @@ public final class BlueZRadio: Radio {
     /// lab's emulated guest a piece of 9 s ended after 10.19 s (docs/radio.md, "The scan").
     public static let longestActiveScanSeconds = 8.0
 
-    public var longestScanSeconds: Double? { scanMode == .active ? Self.longestActiveScanSeconds : nil }
+    public var longestScanSeconds: Double? { scansThroughDiscovery ? Self.longestActiveScanSeconds : nil }
 
     /// The adapter in use (for reports and the status), when one is known; its address once
     /// BlueZ has given it.
@@ -679,7 +717,7 @@ public final class BlueZRadio: Radio {
             makeUnfit(on: controller, Failure.shared, read: read, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
         case .deviceFound(let controller, let found):
             // Also those read before a pause for an advertisement's address, handled during it.
-            guard my.scanMode == .passive, let adapter = my.scan.adapter, adapter.index == controller,
+            guard !scansThroughDiscovery, let adapter = my.scan.adapter, adapter.index == controller,
                   let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
             my.listener.agent?.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name,
                                                   adapterAddress: adapterInUse?.address))
@@ -749,7 +787,7 @@ public final class BlueZRadio: Radio {
         try client.followDevices { [self] report in
             queue.async { [self] in
                 // A passive scan's reports arrive as management events; bluetoothd passes them on too.
-                guard my.scanMode == .active, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
+                guard scansThroughDiscovery, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
                 agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
             }
         } + client.followService { [queue] present in

@@ -23,12 +23,18 @@ final class KernelModel: ManagementInterface {
         /// After rfkill closed a BT 5 controller, the kernel keeps the instances the controller
         /// lost and fails (status Failed) commands that touch them (6.1, measured in the lab).
         var rfkillLeavesStuckInstances: Bool
+        /// An advertisement monitor sent to a controller that is down is failed (Failed) and stays
+        /// pending: every later monitor, and every removal, is Busy until the adapter next goes
+        /// off (6.12.117, measured in the lab: __add_adv_patterns_monitor leaves the command it
+        /// added when hci_cmd_sync_queue refuses it; __mgmt_power_off answers every pending one).
+        /// Not modelled on 6.1, whose use after free keeps the agent from monitors there.
+        var strandsFailedMonitor: Bool
 
-        static let bookworm = Kernel(name: "6.1", listsOnlyUpToCount: true, rfkillLeavesStuckInstances: true)
+        static let bookworm = Kernel(name: "6.1", listsOnlyUpToCount: true, rfkillLeavesStuckInstances: true, strandsFailedMonitor: false)
         /// 6.12 limits instance numbers to the controller's sets (hci_add_adv_instance), so none
         /// hides above the count, and clears instances at rfkill as at power-off (issue 39's lab
         /// to confirm the second).
-        static let trixie = Kernel(name: "6.12", listsOnlyUpToCount: false, rfkillLeavesStuckInstances: false)
+        static let trixie = Kernel(name: "6.12", listsOnlyUpToCount: false, rfkillLeavesStuckInstances: false, strandsFailedMonitor: true)
 
         var description: String { name }
     }
@@ -72,6 +78,8 @@ final class KernelModel: ManagementInterface {
         /// during a discovery. They stay across a power cycle (the kernel keeps them).
         var monitors = Set<UInt16>()
         var scansPassively: Bool { powered && !monitors.isEmpty }
+        /// A failed monitor the kernel keeps pending (`Kernel.strandsFailedMonitor`).
+        var strandedMonitor = false
         /// The kernel makes an LE connection (bluetoothd reconnecting a paired device): a controller
         /// that is initiating refuses a new random address. Power-off ends it.
         var connecting = false
@@ -161,7 +169,7 @@ final class KernelModel: ManagementInterface {
 
     // MARK: The commands
 
-    private static let failed: UInt8 = 0x03, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C,
+    private static let failed: UInt8 = 0x03, busy: UInt8 = 0x0A, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C,
                        invalidParameters: UInt8 = 0x0D, notPowered: UInt8 = 0x0F, invalidIndex: UInt8 = 0x11
 
     private func answer<Command: ManagementCommand>(_ command: Command, state: inout State) throws(ManagementError) -> [UInt8] {
@@ -224,11 +232,17 @@ final class KernelModel: ManagementInterface {
             let handles = state.monitors.sorted()
             return [UInt8](repeating: 0, count: 11) + UInt16(handles.count).littleEndianBytes + handles.flatMap(\.littleEndianBytes)
         case is AddAdvertisementPatternsMonitor:
-            guard state.powered else { throw refuse(Self.notPowered) }
+            guard !state.strandedMonitor else { throw refuse(Self.busy) }
+            guard state.powered else {
+                guard kernel.strandsFailedMonitor else { throw refuse(Self.notPowered) }
+                state.strandedMonitor = true
+                throw refuse(Self.failed)
+            }
             let handle = (1...UInt16.max).first { !state.monitors.contains($0) }!
             state.monitors.insert(handle)
             return handle.littleEndianBytes
         case let remove as RemoveAdvertisementMonitor:
+            guard !state.strandedMonitor else { throw refuse(Self.busy) }
             guard state.monitors.remove(remove.handle) != nil else { throw refuse(Self.invalidParameters) }
             // Advertisement Monitor Removed goes to every socket but the radio's (mgmt_remove_adv_monitor_complete).
             return []
@@ -304,6 +318,7 @@ final class KernelModel: ManagementInterface {
     /// Power off (bluetoothd or rfkill): the kernel keeps the instances, nothing on the air.
     func powerOff(rfkill: Bool = false) {
         state.withLock { state in
+            if state.powered { state.strandedMonitor = false }
             state.powered = false
             state.blocked = state.blocked || rfkill
             state.onAir = [:]
@@ -331,6 +346,18 @@ final class KernelModel: ManagementInterface {
     }
 
     func unblock() { state.withLock { $0.blocked = false } }
+
+    /// What the lab's monitor-race.py --strand does to the controller while it is off: every
+    /// monitor removed (handle 0, which the kernel does while the controller is down), then one
+    /// added, which the kernel fails, and strands where it strands one.
+    func strandMonitor() {
+        state.withLock { state in
+            guard !state.powered else { return }
+            state.monitors.removeAll()
+            state.happened(.monitorRemoved(controller: Self.controller, handle: 0))
+            state.strandedMonitor = kernel.strandsFailedMonitor
+        }
+    }
 
     /// The adapter's connectable setting: the kernel re-programs the advertisement on the air, on
     /// a legacy controller as ADV_IND from the public address.

@@ -17,6 +17,8 @@ struct RadioModelTests {
         static let everyScanMode = all.flatMap { setup in [BlueZRadio.ScanMode.active, .passive].map { Setup(kernel: setup.kernel, legacy: setup.legacy, scanMode: $0) } }
         /// Each setup scanning passively. (A closure in @Test's arguments crashes Swift 6.0.3.)
         static let passive = all.map { Setup(kernel: $0.kernel, legacy: $0.legacy, scanMode: .passive) }
+        /// Scanning passively on a kernel that strands a failed monitor.
+        static let passiveStranding = passive.filter(\.kernel.strandsFailedMonitor)
     }
 
     func driver(_ setup: Setup) -> RadioDriver {
@@ -419,6 +421,67 @@ struct RadioDefectTests {
         driver.settle()
         let refused = kernel.snapshot.commands.filter { $0.name == "Add Extended Advertising Data" && $0.status != 0 }
         #expect(refused.isEmpty && driver.advertising, "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
+    /// CI's trixie BT 4.x lab (2026-11-27): as rfkill closed hci0, the scan's monitor reached it
+    /// before bluetoothd's Powered said so; the kernel failed it and kept it pending, refused every
+    /// later monitor as Busy, and the agent advertised on without a scan until the lab ended. Cut
+    /// at each of the scan's commands: no monitor goes to a controller the kernel has switched off,
+    /// and one stranded in the moment between the settings read and the monitor leaves the radio
+    /// scanning through bluetoothd's discovery, passively again after the next power cycle.
+    @Test(arguments: Setup.passiveStranding)
+    func aPowerOffAsTheScanStartsLeavesTheRadioScanning(setup: Setup) {
+        for cut in 0..<3 {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel, scanMode: setup.scanMode)
+            driver.returned()
+            driver.settle()
+            driver.stopScan()
+            kernel.duringCommand(cut) { kernel.powerOff(rfkill: true) }
+            driver.startScan()
+            kernel.runPending()
+            driver.settle()
+            let stranded = kernel.snapshot.strandedMonitor
+            #expect(stranded == (cut == 1), "only the moment between the read and the monitor strands one (rfkill before command \(cut))")
+            driver.lost()
+            kernel.unblock()
+            driver.returned()
+            driver.settle()
+            #expect(driver.scanning && RadioInvariants.broken(driver) == [], "rfkill before command \(cut): \(RandomSequenceTests.commands(kernel))")
+            #expect(driver.bluetoothd.isDiscovering == stranded && kernel.snapshot.monitors.count == (stranded ? 0 : 1), "rfkill before command \(cut)")
+            // The next power cycle ends the stranded command; the scan after it is passive.
+            kernel.powerOff()
+            driver.lost()
+            driver.stopScan()
+            driver.returned()
+            driver.settle()
+            #expect(driver.scanning && !driver.bluetoothd.isDiscovering && kernel.snapshot.monitors.count == 1, "rfkill before command \(cut)")
+            #expect(RadioInvariants.broken(driver) == [])
+        }
+    }
+
+    /// The lab's airplane mode on trixie: a monitor sent while rfkill blocks the adapter, after
+    /// every monitor was removed (monitor-race.py --strand), strands there; the radio scans
+    /// through bluetoothd's discovery once the adapter is back, never before its advertisement is
+    /// on the air, and asks for its monitor again at each scan.
+    @Test(arguments: Setup.passiveStranding)
+    func aMonitorStrandedWhileBlockedLeavesTheRadioScanningThroughDiscovery(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel, scanMode: setup.scanMode)
+        driver.returned()
+        driver.settle()
+        kernel.powerOff(rfkill: true)
+        kernel.strandMonitor()
+        driver.settle()
+        driver.lost()
+        kernel.unblock()
+        driver.returned()
+        driver.settle()
+        #expect(driver.advertising && driver.scanning && driver.bluetoothd.isDiscovering && kernel.snapshot.monitors.isEmpty)
+        // Each next scan asks the kernel for the monitor again.
+        driver.stopScan()
+        driver.startScan()
+        let monitors = kernel.snapshot.commands.filter { $0.name == AddAdvertisementPatternsMonitor.name }
+        #expect(monitors.suffix(2).map { $0.status } == [0x0A, 0x0A] && driver.scanning && driver.bluetoothd.isDiscovering)
         #expect(RadioInvariants.broken(driver) == [])
     }
 }
