@@ -14,6 +14,9 @@ public final class BackgroundWork<Value: Sendable>: Sendable {
         }
     }
 
+    /// Whether the work has ended (`result` returns at once).
+    public var isDone: Bool { outcome.withLock { $0 != nil } }
+
     public func result() throws -> Value {
         done.wait()
         return try outcome.withLock { $0! }.get()

@@ -22,12 +22,19 @@ public func fuzzKeyExport(_ input: UnsafeRawBufferPointer) {
         _ = export.signatureStatus(trustedKeys: KeyExportFixtures.trustedKeys)
     }
     guard let export = try? KeyExport(contentsOf: file, limits: .standard) else { return }
-    var keys = 0, revisions = 0
-    try? export.forEachKey { key, isRevision in
+    var keys = 0, revisions = 0, read = [DiagnosisKey: Int]()
+    let walked = (try? export.forEachKey { key, isRevision in
         if isRevision { revisions += 1 } else { keys += 1 }
+        read[key, default: 0] += 1
         _ = key.key.rollingEndIntervalNumber
-    }
+    }) != nil
     precondition(keys == export.keyCount && revisions == export.revisedKeyCount, "forEachKey disagrees with the counts KeyExport read")
+    // The stream, as a detection reads it (`nextKeys`, whose plain keys skip `next`), reads the same keys.
+    if walked, let stream = try? KeyFileStream(KeyFileContents(file), limits: .standard) {
+        var streamed = [DiagnosisKey](), whole = true
+        do { while try stream.nextKeys(7, into: &streamed) {} } catch { whole = false }
+        precondition(!whole || Dictionary(streamed.map { ($0, 1) }, uniquingKeysWith: +) == read, "the stream read other keys than the whole file's reader")
+    }
     _ = export.signatureStatus(trustedKeys: KeyExportFixtures.trustedKeys)
     let detector = ExposureDetector(index: KeyExportFixtures.sightings, threads: 1)
     if let (result, windows) = try? detector.exposureWindows(of: [ExposureDetector.File(export)], configuration: ExposureConfigurationV2()) {

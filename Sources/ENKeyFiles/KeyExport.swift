@@ -117,20 +117,24 @@ public struct KeyExport: Sendable {
     /// then matched), so this skips what the full reader spends on the unusual (repeats, unknown
     /// fields, errors worded). The fuzzer checks that the two agree.
     public static func scannedKey(_ message: UnsafeRawBufferPointer) -> DiagnosisKey? {
-        var wire = ProtobufWire(message)
         var keyData: Bytes16?, risk: UInt64?, start: UInt64?, period: UInt64?, reportType: UInt64?, onset: UInt64?
-        while true {
-            let next: ProtobufField?
-            do { next = try wire.next() } catch { return nil }
-            guard let field = next else { break }
-            switch (field.number, field.value) {
-            case (1, .bytes(let range)) where keyData == nil && range.count == 16:
-                keyData = Bytes16(message, offset: range.lowerBound)
-            case (2, .varint(let value)) where risk == nil && value <= 8: risk = value
-            case (3, .varint(let value)) where start == nil && value <= UInt64(Int32.max): start = value
-            case (4, .varint(let value)) where period == nil && (1...144).contains(value): period = value
-            case (5, .varint(let value)) where reportType == nil && value <= UInt64(ReportType.revoked.rawValue): reportType = value
-            case (6, .varint(let value)) where onset == nil && value <= UInt64(UInt32.max): onset = value
+        var at = 0
+        // Byte by byte, each field's one-byte tag: field number and wire type as servers write them.
+        while at < message.count {
+            let tag = message[at]
+            at += 1
+            switch tag {
+            case 0x0A:  // 1, key_data: length 16 in one byte, then the bytes
+                guard keyData == nil, message.count - at >= 17, message[at] == 16 else { return nil }
+                keyData = Bytes16(message, offset: at + 1)
+                at += 17
+            case 0x10: guard risk == nil, let value = shortVarint(message, &at), value <= 8 else { return nil }; risk = value
+            case 0x18: guard start == nil, let value = shortVarint(message, &at), value <= UInt64(Int32.max) else { return nil }; start = value
+            case 0x20: guard period == nil, let value = shortVarint(message, &at), (1...144).contains(value) else { return nil }; period = value
+            case 0x28:
+                guard reportType == nil, let value = shortVarint(message, &at), value <= UInt64(ReportType.revoked.rawValue) else { return nil }
+                reportType = value
+            case 0x30: guard onset == nil, let value = shortVarint(message, &at), value <= UInt64(UInt32.max) else { return nil }; onset = value
             default: return nil
             }
         }
@@ -140,6 +144,22 @@ public struct KeyExport: Sendable {
                                       rollingPeriod: UInt32(period ?? 144), transmissionRiskLevel: Int(risk ?? 0)),
             reportType: ReportType(rawValue: Int(reportType ?? 0))!,
             daysSinceOnsetOfSymptoms: onset.map { Int(ProtobufField.sint32(zigZag: $0)) })
+    }
+
+    /// The varint at `at` in `message` when it takes at most five bytes (every value a key's
+    /// fields may hold fits in 32 bits), moving `at` past it; nil for a longer one or one cut
+    /// off, which `decodedKey` reads and judges.
+    @inline(__always)
+    private static func shortVarint(_ message: UnsafeRawBufferPointer, _ at: inout Int) -> UInt64? {
+        var value: UInt64 = 0, shift: UInt64 = 0
+        while at < message.count, shift < 35 {
+            let byte = message[at]
+            at += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return value }
+            shift += 7
+        }
+        return nil
     }
 
     private static func diagnosisKey(_ message: ExportProto.TemporaryExposureKey, index: Int) throws(KeyFileError) -> DiagnosisKey {

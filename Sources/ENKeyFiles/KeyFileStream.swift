@@ -203,11 +203,38 @@ public final class KeyFileStream {
 
     /// Up to `limit` keys appended to `keys`; false at the end of the file (after its checks passed).
     public func nextKeys(_ limit: Int, into keys: inout [DiagnosisKey]) throws(KeyFileError) -> Bool {
-        for _ in 0..<limit {
+        var taken = 0
+        while taken < limit {
+            taken += takePlainKeys(limit - taken, into: &keys)
+            guard taken < limit else { break }
             guard let (key, _) = try next() else { return false }
             keys.append(key)
+            taken += 1
         }
         return true
+    }
+
+    /// The keys from here on as servers write them, up to `limit`, appended to `keys`, and their
+    /// count: keys (field 7) whose message lies whole in the buffer, with a one-byte length (a
+    /// plain key takes at most 41 bytes), that `KeyExport.scannedKey` reads. They are most of a
+    /// file's fields, and `next`, which reads any field, spends more on each than the key's own
+    /// reading; it takes what this stops at.
+    private func takePlainKeys(_ limit: Int, into keys: inout [DiagnosisKey]) -> Int {
+        guard skipping == 0 else { return 0 }
+        var at = start, taken = 0
+        buffer.withUnsafeBytes { bytes in
+            while taken < limit, filled - at >= 2, bytes[at] == 0x3A, bytes[at + 1] < 0x80 {
+                let length = Int(bytes[at + 1]), contents = at + 2
+                guard filled - contents >= length, let key = KeyExport.scannedKey(UnsafeRawBufferPointer(rebasing: bytes[contents..<contents + length]))
+                else { break }
+                keys.append(key)
+                taken += 1
+                at = contents + length
+            }
+        }
+        start = at
+        header.keyCount += taken
+        return taken
     }
 
     /// What the file held, once `next()` returned nil.

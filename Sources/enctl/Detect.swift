@@ -224,7 +224,7 @@ extension Detect {
             let trusted = publicKeys
             let limits = KeyFileInput.limits(maximumFileSizeMiB: size.maxFileSize)
             // The sightings are read, and their day filters built, on another core while the key
-            // files are read and verified.
+            // files' first keys are read (`ExposureDetector.Keys.readAhead`).
             let sightingsRead = BackgroundWork { [sightings, db] in
                 MatchingIndex(try sightings.map(SightingsInput.jsonLines) ?? SightingsInput.database(db!))
             }
@@ -241,11 +241,13 @@ extension Detect {
                     }
                 }
             }
+            let keys = ExposureDetector.Keys(files)
+            keys.readAhead { !sightingsRead.isDone }
             let recorded = try sightingsRead.result()
             let result: DetectionResult, windows: [ExposureWindow]
             do {
                 (result, windows) = try ExposureDetector(index: recorded, rssiCorrections: RssiCorrectionArgument.corrections(rssiCorrections))
-                    .exposureWindows(of: files, configuration: configuration.v2)
+                    .exposureWindows(of: keys, configuration: configuration.v2)
             } catch let refusal as KeyFileRefusal {
                 throw CommandError(refusal.description)
             }

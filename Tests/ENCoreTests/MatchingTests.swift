@@ -207,7 +207,7 @@ import Testing
                 let spansTwoDays = (validity.upperBound - 1) / day > validity.lowerBound / day
                 #expect((nextDay != nil) == spansTwoDays)
                 let unseen = (100_000..<110_000).filter { n in filter.mayContain(rpi(n)) }
-                #expect(unseen.count < 100, "\(unseen.count) of 10,000 RPIs never seen pass the filter of \(validity)")
+                #expect(unseen.count < 300, "\(unseen.count) of 10,000 RPIs never seen pass the filter of \(validity) (1.7 % should, on average)")
             }
         }
         // A day far from every sighting has an empty filter.

@@ -39,6 +39,15 @@ import Testing
         return (keys, stream.summary)
     }
 
+    /// The same read `batch` keys at a time, as the detection reads them (`nextKeys`, whose
+    /// plain keys skip `next`).
+    static func read(_ file: Data, chunkSize: Int, batch: Int) throws -> (keys: [DiagnosisKey], summary: KeyFileSummary) {
+        let stream = try KeyFileStream(KeyFileContents(file), chunkSize: chunkSize)
+        var keys = [DiagnosisKey]()
+        while try stream.nextKeys(batch, into: &keys) {}
+        return (keys, stream.summary)
+    }
+
     @Test(arguments: [ZipWriter.Method.deflated, .stored])
     func keysStraddlingEveryChunkBoundaryReadTheSame(method: ZipWriter.Method) throws {
         let keys = try KeyExportWriterTests.randomKeys(300)
@@ -50,11 +59,12 @@ import Testing
         #expect(whole.region == "DE" && whole.keyCount == 300 && whole.signatureStatus(trustedKeys: Self.trusted) == .verified)
         // A key message is about 30 bytes: pieces of 1 to 37 bytes cut each one at every place.
         for chunkSize in Array(1...37) + [64, 1_000, 4_096] {
-            let (read, summary) = try Self.read(file, chunkSize: chunkSize)
-            #expect(read == keys, "pieces of \(chunkSize) bytes")
-            #expect(summary.region == "DE" && summary.startTimestamp == 10 && summary.endTimestamp == 20 && summary.keyCount == 300)
-            #expect(summary.exportBinSHA256 == whole.exportBinSHA256, "pieces of \(chunkSize) bytes")
-            #expect(summary.signatureStatus(trustedKeys: Self.trusted) == .verified)
+            for (read, summary) in [try Self.read(file, chunkSize: chunkSize), try Self.read(file, chunkSize: chunkSize, batch: 7)] {
+                #expect(read == keys, "pieces of \(chunkSize) bytes")
+                #expect(summary.region == "DE" && summary.startTimestamp == 10 && summary.endTimestamp == 20 && summary.keyCount == 300)
+                #expect(summary.exportBinSHA256 == whole.exportBinSHA256, "pieces of \(chunkSize) bytes")
+                #expect(summary.signatureStatus(trustedKeys: Self.trusted) == .verified)
+            }
         }
     }
 
@@ -97,17 +107,21 @@ import Testing
 
     // MARK: A detection over streamed files
 
-    /// A detection that matches a sighting of `keys[1]`, with `files` checked against the trusted key.
-    func detect(_ files: [(name: String, data: Data)], exposing key: DiagnosisKey) throws -> DetectionResult {
+    /// A detection that matches a sighting of `keys[1]`, with `files` checked against the trusted
+    /// key; `readAhead` batches read ahead first.
+    func detect(_ files: [(name: String, data: Data)], exposing key: DiagnosisKey, readAhead: Int = 0) throws -> DetectionResult {
         let sighting = try Broadcaster(key: key, metadata: Metadata(transmitPower: -8))
             .sighting(at: key.key.rollingStartIntervalNumber.unixSeconds + 60, rssi: -65)
         let trusted = Self.trusted
-        return try ExposureDetector(index: SightingIndex([sighting]), threads: 2).detect(files.map { name, data in
+        let keys = ExposureDetector.Keys(files.map { name, data in
             ExposureDetector.File(name: name, open: { try KeyFileStream(KeyFileContents(data)) }) { summary in
                 let status = summary.signatureStatus(trustedKeys: trusted)
                 guard status == .verified else { throw Unverified(name: name, status: status) }
             }
         })
+        var asked = 0
+        keys.readAhead { asked += 1; return asked <= readAhead }
+        return try ExposureDetector(index: SightingIndex([sighting]), threads: 2).detect(keys)
     }
 
     struct Unverified: Error, Equatable {
@@ -129,6 +143,36 @@ import Testing
         let result = try detect([("good", try Self.writer.zip(keys: keys))], exposing: keys[1])
         #expect(result.matches.map(\.key) == [keys[1]])
         #expect(result.keysChecked == 20_000 && result.files.map(\.keyCount) == [20_000])
+    }
+
+    /// Batches read ahead (while enctl's sightings are read) are matched as those the workers
+    /// read: every key counted once, a key's newest publication winning across files.
+    @Test(arguments: [1, 3, 100])
+    func keysReadAheadMatchAsTheOthers(batches: Int) throws {
+        let keys = try Self.confirmedKeys(3 * ExposureDetector.batchSize)
+        var revoked = keys[1]
+        revoked.reportType = .revoked
+        let files = [("first", try Self.writer.zip(keys: keys)), ("second", try Self.writer.zip(keys: [keys[5], revoked]))]
+        let plain = try detect(files, exposing: keys[1])
+        let readAhead = try detect(files, exposing: keys[1], readAhead: batches)
+        #expect(plain.matches.isEmpty && plain.revokedKeys == [keys[1].key.identity] && plain.keysChecked == keys.count + 2)
+        #expect(readAhead.matches.isEmpty && readAhead.revokedKeys == plain.revokedKeys && readAhead.keysChecked == plain.keysChecked)
+        #expect(try detect(Array(files.prefix(1)), exposing: keys[1], readAhead: batches).matches.map(\.key) == [keys[1]])
+    }
+
+    /// A worker's batch is matched day by day: every key once, the days in order, whether the
+    /// keys span a fortnight (counted into days) or centuries (sorted).
+    @Test(arguments: [14, 1 << 20])
+    func aBatchIsMatchedDayByDay(days: Int) throws {
+        let keys = try KeyExportWriterTests.randomKeys(1_000).map { key -> DiagnosisKey in
+            var key = key
+            key.key.rollingStartIntervalNumber = ENIntervalNumber(UInt32(2_700_000 + Int.random(in: 0..<days) * 144 + Int.random(in: 0..<144)))
+            return key
+        }
+        let order = ExposureDetector.dayOrder(keys)
+        let days = order.map { keys[$0].key.rollingStartIntervalNumber.rawValue / 144 }
+        #expect(order.sorted() == Array(keys.indices) && days == days.sorted())
+        #expect(ExposureDetector.dayOrder([]).isEmpty)
     }
 
     @Test func aBadSignatureFailsTheDetectionWithNothingReported() throws {
@@ -165,8 +209,10 @@ import Testing
         let bin = Data(KeyExport.header + export.serializedBytes())
         let late = try zipArchive([("export.bin", bin), ("export.sig", try Self.writer.signatureList(for: bin))])
         let exposed = try KeyExport.decodedKey(Data(keys[1].serializedBytes()))
-        #expect(throws: KeyFileRefusal(name: "late", error: .invalidKey(index: 39_999, reason: "key data is 15 bytes, not 16"))) {
-            try detect([("late", late)], exposing: exposed)
+        for readAhead in [0, ExposureDetector.readAheadBatches] {
+            #expect(throws: KeyFileRefusal(name: "late", error: .invalidKey(index: 39_999, reason: "key data is 15 bytes, not 16"))) {
+                try detect([("late", late)], exposing: exposed, readAhead: readAhead)
+            }
         }
 
         // The CRC-32 of export.bin in the central directory, changed: found once it is all inflated.
