@@ -1,5 +1,5 @@
 import ENAgent
-import ENBlueZ
+@testable import ENBlueZ
 import ENBus
 import ENCore
 import Synchronization
@@ -87,7 +87,20 @@ final class BluetoothdModel: BlueZAdapters {
         kernel.setScanning(false)
     }
 
-    func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription] { [] }
+    func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription] {
+        deviceReports.withLock { $0 = handler }
+        return []
+    }
+
+    private let deviceReports = Mutex<(@Sendable (DeviceReport) -> Void)?>(nil)
+
+    /// A phone's EN advertisement heard: the kernel's Device Found events (`KernelModel.phoneHeard`),
+    /// and bluetoothd's report of the device while its discovery runs.
+    func phoneHeard(_ serviceData: [UInt8]) {
+        kernel.phoneHeard(serviceData)
+        guard isDiscovering else { return }
+        deviceReports.withLock { $0 }?(DeviceReport(devicePath: "/org/bluez/hci0/dev_46_05_04_03_02_01", adapter: "hci0", serviceData: serviceData, rssi: -60))
+    }
     func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] { [] }
     func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription] {
         adapterChanges.withLock { $0 = handler }
@@ -108,7 +121,11 @@ final class ListenerLog: RadioListener {
     enum Heard: Equatable { case removed, unfit(AgentStatus), lost, returned, scanStopped }
     private let heard = Mutex<[Heard]>([])
 
-    func report(_ report: RadioReport) {}
+    func report(_ report: RadioReport) { reports.withLock { $0 += 1 } }
+
+    private let reports = Mutex(0)
+    /// The sightings the radio reported.
+    var reported: Int { reports.withLock { $0 } }
     func radioLost() { heard.withLock { $0.append(.lost) } }
     func radioReturned() { heard.withLock { $0.append(.returned) } }
     func advertisementRemoved() { heard.withLock { $0.append(.removed) } }

@@ -1,5 +1,5 @@
 import Dispatch
-import ENBlueZ
+@testable import ENBlueZ
 import Glibc
 import Synchronization
 
@@ -346,6 +346,16 @@ final class KernelModel: ManagementInterface {
     }
 
     func unblock() { state.withLock { $0.blocked = false } }
+
+    /// A phone's EN advertisement with `serviceData` heard by the controller: a Device Found event
+    /// for every socket while it scans, passively or in a discovery.
+    func phoneHeard(_ serviceData: [UInt8]) {
+        state.withLock { state in
+            guard state.scanning || state.scansPassively else { return }
+            let data: [UInt8] = [3, 0x03, 0x6F, 0xFD, UInt8(3 + serviceData.count), 0x16, 0x6F, 0xFD] + serviceData
+            state.happened(.deviceFound(controller: Self.controller, DeviceFound(address: [1, 2, 3, 4, 5, 0x46], addressType: 2, rssi: -60, flags: 4, data: data)))
+        }
+    }
 
     /// What the lab's monitor-race.py --strand does to the controller while it is off: every
     /// monitor removed (handle 0, which the kernel does while the controller is down), then one

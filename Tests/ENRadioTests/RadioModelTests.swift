@@ -483,5 +483,24 @@ struct RadioDefectTests {
         let monitors = kernel.snapshot.commands.filter { $0.name == AddAdvertisementPatternsMonitor.name }
         #expect(monitors.suffix(2).map { $0.status } == [0x0A, 0x0A] && driver.scanning && driver.bluetoothd.isDiscovering)
         #expect(RadioInvariants.broken(driver) == [])
+        // A phone heard meanwhile is one sighting: the discovery brings the kernel's Device Found
+        // events and bluetoothd's report of it, and the radio takes bluetoothd's.
+        let before = driver.listener.reported
+        driver.bluetoothd.phoneHeard(Array(repeating: 7, count: 20))
+        driver.settle()
+        #expect(driver.listener.reported == before + 1)
+    }
+
+    /// Scanning passively, the kernel's Device Found events are the sightings (bluetoothd does
+    /// not report what no discovery of its own heard).
+    @Test(arguments: Setup.passive)
+    func aPhoneHeardInAPassiveScanIsOneSighting(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel, scanMode: setup.scanMode)
+        driver.returned()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.monitors.count == 1 && !driver.bluetoothd.isDiscovering)
+        driver.bluetoothd.phoneHeard(Array(repeating: 7, count: 20))
+        driver.settle()
+        #expect(driver.listener.reported == 1)
     }
 }
