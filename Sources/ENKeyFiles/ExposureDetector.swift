@@ -144,12 +144,11 @@ public struct ExposureDetector: Sendable {
     /// `open` or `accept` threw), the first in file order, and nothing is returned of any file.
     public func detect(_ files: [File], progress: (@Sendable (Int) -> Void)? = nil,
                        cancellation: CancellationFlag? = nil) throws -> DetectionResult {
-        try detect(Keys(files, cancellation: cancellation), progress: progress, cancellation: cancellation)
+        try detect(Keys(files, cancellation: cancellation), progress: progress)
     }
 
-    /// `detect` of keys some of which may have been read ahead.
-    public func detect(_ keys: Keys, progress: (@Sendable (Int) -> Void)? = nil,
-                       cancellation: CancellationFlag? = nil) throws -> DetectionResult {
+    /// `detect` of keys some of which may have been read ahead; cancelled by their `cancellation`.
+    public func detect(_ keys: Keys, progress: (@Sendable (Int) -> Void)? = nil) throws -> DetectionResult {
         let matchers = try (0..<threads).map { _ in try KeyMatcher(index: index, rssiCorrections: rssiCorrections) }
         let cursor = keys.cursor
         // Each worker initialises only its own slot and uses only its own matcher.
@@ -159,7 +158,7 @@ public struct ExposureDetector: Sendable {
         DispatchQueue.concurrentPerform(iterations: threads) { worker in
             (slots.baseAddress! + worker).initialize(to: Result { try Self.work(matcher: ownMatchers[worker], cursor: cursor, progress: progress) })
         }
-        if cancellation?.isSet == true { throw CancellationError() }
+        if cursor.isCancelled { throw CancellationError() }
         let read = try cursor.finished()
         var workerShares = try shares.map { try $0.get() }
         // The second stage, once for every candidate the workers found: their details read
@@ -217,18 +216,18 @@ public struct ExposureDetector: Sendable {
     /// comparison sort of a batch took 2 % of a detection's time), unless the keys span more days
     /// than a batch has keys.
     static func dayOrder(_ keys: [DiagnosisKey]) -> [Int] {
-        func day(_ key: DiagnosisKey) -> Int { Int(key.key.rollingStartIntervalNumber.rawValue / ENIntervalNumber.tekRollingPeriod) }
-        var firstDay = Int.max, lastDay = Int.min
-        for key in keys { (firstDay, lastDay) = (min(firstDay, day(key)), max(lastDay, day(key))) }
-        guard !keys.isEmpty, lastDay - firstDay < keys.count else { return keys.indices.sorted { day(keys[$0]) < day(keys[$1]) } }
+        let days = keys.map { Int($0.key.rollingStartIntervalNumber.rawValue / ENIntervalNumber.tekRollingPeriod) }
+        guard let firstDay = days.min(), let lastDay = days.max(), lastDay - firstDay < keys.count else {
+            return keys.indices.sorted { days[$0] < days[$1] }
+        }
         // Where each day's keys begin in the order, then each key in its day's place.
         var starts = [Int](repeating: 0, count: lastDay - firstDay + 2)
-        for key in keys { starts[day(key) - firstDay + 1] += 1 }
+        for day in days { starts[day - firstDay + 1] += 1 }
         for index in 1..<starts.count { starts[index] += starts[index - 1] }
         var order = [Int](repeating: 0, count: keys.count)
-        for (offset, key) in keys.enumerated() {
-            order[starts[day(key) - firstDay]] = offset
-            starts[day(key) - firstDay] += 1
+        for (offset, day) in days.enumerated() {
+            order[starts[day - firstDay]] = offset
+            starts[day - firstDay] += 1
         }
         return order
     }
@@ -286,10 +285,12 @@ private final class KeyCursor: Sendable {
         self.cancellation = cancellation
     }
 
+    var isCancelled: Bool { cancellation?.isSet == true }
+
     /// Fills `keys` (empty) with up to `limit` keys and returns the first one's place, or nil when
     /// every key has been handed out, a file was refused or the work is cancelled.
     func next(_ limit: Int, into keys: inout [DiagnosisKey]) -> Int? {
-        if cancellation?.isSet == true { return nil }
+        if isCancelled { return nil }
         return place.withLock { place in
             guard place.failure == nil else { return nil }
             if !place.readAhead.isEmpty {
@@ -303,7 +304,7 @@ private final class KeyCursor: Sendable {
 
     /// Reads up to `batches` batches into memory while `keepReading` says so.
     func readAhead(batches: Int, while keepReading: () -> Bool) {
-        while keepReading(), cancellation?.isSet != true {
+        while keepReading(), !isCancelled {
             let more = place.withLock { place in
                 guard place.failure == nil, place.readAhead.count < batches else { return false }
                 var keys = [DiagnosisKey]()
