@@ -27,31 +27,35 @@ install_missing trixie-root "$ROOT" "$(dirname "$ROOT")/trixie-swift-apt.log" $P
 [ $# -gt 0 ] || { echo "$ROOT"; exit 0; }
 
 # The host's git rewrites github.com to a local mirror of the Swift packages: the same inside.
-mounts=()
-# A mount still busy (a process of the command's not yet gone) is detached lazily, never left.
-cleanup() { for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" 2>/dev/null || true; done; }
-trap cleanup EXIT
-bind() {  # bind SOURCE TARGET-in-root
-    mkdir -p "$ROOT$2"
-    mount --bind "$1" "$ROOT$2"
-    mounts+=("$ROOT$2")
-}
-mount -t proc proc "$ROOT/proc"; mounts+=("$ROOT/proc")
-bind /dev /dev
-# Not in /dev's bind (it takes no mount below it): the tests run enctl on a pseudo-terminal.
-bind /dev/pts /dev/pts
-mount -t tmpfs tmpfs "$ROOT/tmp"; mounts+=("$ROOT/tmp")
-bind "$PROJECT" /src
 git_rewrites=$(git config --system --get-regexp '^url\..*\.insteadof$' 2>/dev/null || true)
+mirrors=()
 while read -r key value; do
     [ -n "$key" ] || continue
     directory=${key#url.}; directory=${directory%.insteadof}
-    [ -d "$directory" ] && ! mountpoint -q "$ROOT$directory" && bind "$directory" "$directory"
+    [ -d "$directory" ] && mirrors+=("$directory")
     chroot "$ROOT" git config --system --add "$key" "$value"
 done <<< "$git_rewrites"
 status=0
-chroot "$ROOT" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-    sh -c 'cd /src && exec "$@"' trixie-root "$@" || status=$?
+# A mount namespace of its own, with private propagation, as scripts/trixie-cockpit-root.sh has:
+# every mount is gone when the command ends, whatever way it ends. Mounts on the host outlived a
+# run killed before its cleanup, and a bind of a project deleted since refused every later run's.
+# The root's own bind carries none of the mounts below it, so none left by such a run either.
+unshare --mount --propagation private /bin/bash -c '
+set -eu
+root=$1 project=$2; shift 2
+mount --bind "$root" "$root"
+mount -t proc proc "$root/proc"
+mount --bind /dev "$root/dev"
+# Not in /dev'"'"'s bind (it takes no mount below it): the tests run enctl on a pseudo-terminal.
+mount --bind /dev/pts "$root/dev/pts"
+mount -t tmpfs tmpfs "$root/tmp"
+mkdir -p "$root/src"
+mount --bind "$project" "$root/src"
+while [ "$1" != -- ]; do mkdir -p "$root$1"; mount --bind "$1" "$root$1"; shift; done
+shift
+exec chroot "$root" env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+    sh -c "cd /src && exec \"\$@\"" trixie-root "$@"
+' trixie-root "$ROOT" "$PROJECT" ${mirrors[@]+"${mirrors[@]}"} -- "$@" || status=$?
 # The rewrites were for this run: the next adds them again.
 while read -r key value; do [ -n "$key" ] && chroot "$ROOT" git config --system --unset-all "$key" || true; done <<< "$git_rewrites"
 exit $status
