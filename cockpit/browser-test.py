@@ -453,9 +453,29 @@ def enctl_status(user=None):
     return json.loads(run(ENCTL, "status", "--json", user=user).stdout)
 
 
+def record_verdict(db, detection, now, day, risk):
+    """A detection's verdict, as enagentd stores it (the risk_verdict table): `risk` on `day`, one encounter."""
+    low, increased = risk == "low", risk == "increased"
+    db.execute("""INSERT INTO risk_verdict (detection_id, assessed_at, model, total, low_risk_days, increased_risk_days, latest_low_risk_day,
+                  latest_increased_risk_day, low_risk_encounters, increased_risk_encounters) VALUES (?, ?, 'en-express', ?, ?, ?, ?, ?, ?, ?)""",
+               (detection, now, risk, int(low), int(increased), day if low else None, day if increased else None, int(low), int(increased)))
+
+
+def raise_risk(path, now):
+    """A later detection whose verdict is increased risk on the exposure windows' day."""
+    db = sqlite3.connect(path)
+    day = now - now % 86400 - 3 * 86400
+    detection = db.execute("INSERT INTO exposure_detection (started_at, finished_at, key_file_count, matched_key_count) VALUES (?, ?, 1, 1)",
+                           (now - 60, now - 50)).lastrowid
+    record_verdict(db, detection, now - 50, day, "increased")
+    db.commit()
+    db.close()
+
+
 def fill_database(path, now):
     """What the member's page draws: sightings over the last 30 hours, two exposure windows three
-    days ago, a positive test and yesterday's key. Returns the facts the other user must not learn."""
+    days ago with a verdict of low risk, a positive test and yesterday's key. Returns the facts the
+    other user must not learn."""
     hour = now - now % 3600
     db = sqlite3.connect(path)
     rows = []
@@ -475,6 +495,7 @@ def fill_database(path, now):
         for scan in range(6):
             db.execute("INSERT INTO scan_instance (window_id, min_attenuation, typical_attenuation, seconds_since_last_scan) VALUES (?, ?, ?, 300)",
                        (window, minimum + scan, minimum + scan + 4))
+    record_verdict(db, detection, now - 590, day, "low")
     # Yesterday's key, rolled, for sharing.
     yesterday = now - now % 86400 - 86400
     db.execute("INSERT INTO temporary_exposure_key (rolling_start_interval_number, key_data, rolling_period, created_at) VALUES (?, ?, 144, ?)",
@@ -600,6 +621,28 @@ def enctl_status_fields(user=None):
     return [re.split(r"\s{2,}", line.strip())[0] for line in text.splitlines() if line.strip() and line.split()[0] != "Status"]
 
 
+def member_sees_low_then_increased_risk(browser, database, daemon):
+    """Below the alert threshold the page says low risk and nothing says "exposed"; a verdict of
+    increased risk turns the card red and brings the reminder."""
+    browser.wait("document.getElementById('risk-level').textContent === 'low'", "the risk card to show low risk")
+    check(not browser.evaluate("document.getElementById('risk-card').hidden"), "the member sees the risk card")
+    check("below your health authority's alert threshold" in browser.evaluate("document.getElementById('risk-advice').textContent"),
+          "low risk is shown as encounters below the alert threshold")
+    check("exposed" not in browser.evaluate("document.body.innerText"), "nothing on the page says exposed for low risk")
+    check(enctl_status(MEMBER).get("risk") == "low" and "recent-exposure" not in enctl_status(MEMBER)["reminders"], "enctl status agrees: low, no reminder")
+    browser.screenshot("member-low-risk")
+    as_user("enagent", raise_risk, database, int(time.time()))
+    daemon.stop()  # enagentd judges its reminders as it starts
+    daemon.start()
+    browser.wait("document.getElementById('risk-level').textContent === 'increased'", "the risk card to show increased risk")
+    check(browser.evaluate("document.getElementById('risk-card').className").endswith("en-risk-increased"), "the card is drawn as increased")
+    check(browser.evaluate("document.getElementById('risk-advice').textContent").startswith("Increased risk: you were exposed on"),
+          "the card says what the verdict asks")
+    browser.wait("document.getElementById('reminders').textContent.startsWith('You were exposed on')", "the reminder of the exposure")
+    browser.screenshot("member-increased-risk")
+    passed("the page shows low risk without an alarm, then increased risk with its reminder")
+
+
 def member_sees_and_controls(browser, counts, database):
     browser.open(PAGE)
     browser.wait("!document.getElementById('status-card').hidden && document.getElementById('status-name').textContent === 'active'", "the status")
@@ -622,7 +665,6 @@ def member_sees_and_controls(browser, counts, database):
     check(browser.evaluate("document.querySelectorAll('#exposure-timeline rect.en-window').length") == 2, "the timeline draws both windows")
     check(browser.evaluate("document.querySelectorAll('#summaries tbody tr').length") == 1, "one daily summary")
     check(browser.evaluate("document.querySelectorAll('#test-results tbody tr').length") == 1, "the positive test")
-    check(browser.evaluate("document.getElementById('reminders').textContent").startswith("You were exposed on"), "the reminder of the exposure")
     browser.screenshot("member")
 
     browser.evaluate("document.getElementById('pause-for').value = '7200'; document.getElementById('pause').click()")
@@ -660,7 +702,7 @@ def other_user_sees_status_only(browser, secrets):
     told = run(ENCTL, "status", user=OTHER).stdout
     check(" ".join(hidden.split()) in " ".join(told.split()), "the page says what more needs the group, as enctl status says it to the same user")
     check(page_status_fields(browser) == enctl_status_fields(OTHER), "the other user's page shows the fields enctl status shows them")
-    for card in ("controls", "sightings-card", "exposures-card", "tests-card"):
+    for card in ("controls", "risk-card", "sightings-card", "exposures-card", "tests-card"):
         check(browser.evaluate(f"document.getElementById('{card}').hidden"), f"the other user is offered no {card}")
     time.sleep(2)  # what else the page might still ask for
     dom = browser.evaluate("document.documentElement.outerHTML")
@@ -691,7 +733,7 @@ def page_follows_enagentd(browser, daemon):
 
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--call":  # as_user's child
-        print(json.dumps({"fill_database": fill_database, "add_sightings": add_sightings}[sys.argv[2]](*json.loads(sys.argv[3]))))
+        print(json.dumps({"fill_database": fill_database, "add_sightings": add_sightings, "raise_risk": raise_risk}[sys.argv[2]](*json.loads(sys.argv[3]))))
         return 0
     if len(sys.argv) != 4:
         print(__doc__.split("\n\n")[0], file=sys.stderr)
@@ -752,6 +794,7 @@ def test(enagent_deb, cockpit_deb, shots):
     time.sleep(3)
     member.screenshot("member-in-cockpit")
     member_sees_and_controls(member, counts, DATABASE)
+    member_sees_low_then_increased_risk(member, DATABASE, daemon)
     member_shares_with_a_code(member, publishes)
     page_follows_enagentd(member, daemon)
     member.close()

@@ -404,22 +404,64 @@ public struct UploadOutcome: DBusRecord, Equatable {
     }
 }
 
-/// GetHealthStatus's reply: what tells that the person was exposed or tested positive.
+/// GetHealthStatus's reply: what tells that the person was exposed or tested positive: the
+/// latest detection's risk verdict by the health authority's rules, and the reminders.
 public struct HealthStatus: DBusRecord, Equatable, Encodable {
-    public static let fields: [DBusField<Self>] = [DBusField("latest_exposure_day", \.latestExposureDay), DBusField("reminders", \.reminders)]
-    /// Unix seconds of the UTC midnight of the latest exposure; 0 for none.
+    public static let fields: [DBusField<Self>] = [
+        DBusField("latest_exposure_day", \.latestExposureDay), DBusField("reminders", \.reminders),
+        DBusField("risk", \.risk), DBusField("risk_model", \.riskModel), DBusField("risk_assessed_at", \.riskAssessedAt),
+        DBusField("increased_risk_days", \.increasedRiskDays), DBusField("increased_risk_encounters", \.increasedRiskEncounters),
+        DBusField("latest_low_risk_day", \.latestLowRiskDay), DBusField("low_risk_days", \.lowRiskDays),
+        DBusField("low_risk_encounters", \.lowRiskEncounters),
+    ]
+    /// Unix seconds of the UTC midnight of the latest day of increased risk (the only exposure
+    /// that alarms); 0 for none.
     public var latestExposureDay: UInt64 = 0
     /// Every reminder due, those about exposure and diagnosis included.
     public var reminders: [String] = []
+    /// RiskLevel's raw value: none, low or increased.
+    public var risk = RiskLevel.none.rawValue
+    /// RiskConfiguration.Model's raw value; "" before any detection gave a verdict.
+    public var riskModel = ""
+    /// Unix seconds of the verdict; 0 for none.
+    public var riskAssessedAt: UInt64 = 0
+    public var increasedRiskDays: UInt32 = 0
+    public var increasedRiskEncounters: UInt32 = 0
+    /// Unix seconds of the UTC midnight of the latest day of low risk; 0 for none.
+    public var latestLowRiskDay: UInt64 = 0
+    public var lowRiskDays: UInt32 = 0
+    public var lowRiskEncounters: UInt32 = 0
     public init() {}
-    public init(latestExposureDay: UInt64, reminders: [String]) { (self.latestExposureDay, self.reminders) = (latestExposureDay, reminders) }
+
+    /// `verdict` nil: no detection has given one yet.
+    public init(verdict: RiskVerdict?, model: String, assessedAt: Int64, reminders: [String]) {
+        self.reminders = reminders
+        guard let verdict else { return }
+        (risk, riskModel, riskAssessedAt) = (verdict.total.rawValue, model, UInt64(clamping: assessedAt))
+        latestExposureDay = UInt64(clamping: verdict.latestIncreasedRiskDay ?? 0)
+        (increasedRiskDays, increasedRiskEncounters) = (UInt32(clamping: verdict.increasedRiskDays), UInt32(clamping: verdict.increasedRiskEncounters))
+        latestLowRiskDay = UInt64(clamping: verdict.latestLowRiskDay ?? 0)
+        (lowRiskDays, lowRiskEncounters) = (UInt32(clamping: verdict.lowRiskDays), UInt32(clamping: verdict.lowRiskEncounters))
+    }
+
+    /// The verdict as the daemon gave it; nil before any.
+    public var verdict: RiskVerdict? {
+        guard !riskModel.isEmpty, let total = RiskLevel(rawValue: risk) else { return nil }
+        return RiskVerdict(total: total, lowRiskDays: Int(lowRiskDays), increasedRiskDays: Int(increasedRiskDays),
+                           latestLowRiskDay: latestLowRiskDay > 0 ? Int64(latestLowRiskDay) : nil,
+                           latestIncreasedRiskDay: latestExposureDay > 0 ? Int64(latestExposureDay) : nil,
+                           lowRiskEncounters: Int(lowRiskEncounters), increasedRiskEncounters: Int(increasedRiskEncounters))
+    }
 }
 
+/// ExposureDetected's arguments: sent when a detection's verdict rises to increased risk, or finds
+/// it on a later day or from more encounters.
 public struct ExposureDetectedArguments: DBusRecord, Equatable {
-    public static let fields: [DBusField<Self>] = [DBusField("new_windows", \.newWindows)]
-    public var newWindows: UInt32 = 0
+    public static let fields: [DBusField<Self>] = [DBusField("latest_exposure_day", \.latestExposureDay)]
+    /// Unix seconds of the UTC midnight of the latest day of increased risk.
+    public var latestExposureDay: UInt64 = 0
     public init() {}
-    public init(newWindows: UInt32) { self.newWindows = newWindows }
+    public init(latestExposureDay: UInt64) { self.latestExposureDay = latestExposureDay }
 }
 
 // MARK: Sightings per hour

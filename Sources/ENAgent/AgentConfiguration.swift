@@ -17,6 +17,8 @@ public struct AgentConfiguration: Equatable, Sendable {
     public var passiveScan: Bool?
     public var requireSynchronisedClock: Bool?
     public var trustedKeysDirectory: String?
+    /// The health authority's risk configuration (JSON), read at each detection.
+    public var riskConfiguration: String?
     /// dB added to every RSSI an adapter not named below reports, before attenuation is computed.
     public var rssiCorrection: Int?
     /// The same for the adapters named by address (`rssi-correction.ADDRESS`).
@@ -32,7 +34,7 @@ public struct AgentConfiguration: Equatable, Sendable {
     /// The keys, in the order the documentation lists them.
     public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
                               "rotation-seconds", "scan-seconds", "scan-interval-seconds", "passive-scan", "require-synchronised-clock",
-                              "trusted-keys-directory", "rssi-correction", adapterCorrectionPrefix + "ADDRESS"]
+                              "trusted-keys-directory", "risk-configuration", "rssi-correction", adapterCorrectionPrefix + "ADDRESS"]
 
     /// A key of this prefix and an adapter's address sets that adapter's RSSI correction.
     public static let adapterCorrectionPrefix = "rssi-correction."
@@ -64,6 +66,7 @@ public struct AgentConfiguration: Equatable, Sendable {
             case "passive-scan": passiveScan = try Self.boolean(value, key: key, fail)
             case "require-synchronised-clock": requireSynchronisedClock = try Self.boolean(value, key: key, fail)
             case "trusted-keys-directory": trustedKeysDirectory = try checked(Value.absolutePath)
+            case "risk-configuration": riskConfiguration = try checked(Value.absolutePath)
             case "rssi-correction": rssiCorrection = try Self.integer(value, in: RssiCorrections.plausible, key: key, fail)
             case _ where key.hasPrefix(Self.adapterCorrectionPrefix):
                 let name = key.dropFirst(Self.adapterCorrectionPrefix.count)

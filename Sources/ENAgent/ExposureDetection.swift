@@ -41,6 +41,10 @@ public struct DetectionOutcome: Sendable, Equatable {
     public var matchedKeyCount: Int
     /// The exposure windows this run added.
     public var newWindows: [ExposureWindow]
+    /// The verdict on every window stored, this run's included.
+    public var assessment: RiskAssessment
+    /// Whether the verdict asks for an alarm the one before did not (`RiskVerdict.alarms(after:)`).
+    public var alarms: Bool
 }
 
 /// Where a detection's trusted keys come from: read when each session starts, so that a key
@@ -63,13 +67,17 @@ public struct ExposureDetection: Sendable {
     /// dB added to each sighting's RSSI: the receive calibration of the adapter that recorded it
     /// (enagent.conf's `rssi-correction` and `rssi-correction.ADDRESS`).
     public let rssiCorrections: RssiCorrections
+    /// The health authority's rules for the verdict.
+    public let riskConfiguration: RiskConfigurationSource
     public var limits = KeyFileLimits.standard
 
-    public init(store: AgentStore, clock: any AgentClock, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections()) {
+    public init(store: AgentStore, clock: any AgentClock, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(),
+                riskConfiguration: RiskConfigurationSource = .standard) {
         self.store = store
         self.clock = clock
         self.trustedKeys = trustedKeys
         self.rssiCorrections = rssiCorrections
+        self.riskConfiguration = riskConfiguration
     }
 
     /// Parses the configuration JSON (empty means the defaults).
@@ -244,14 +252,17 @@ public struct DetectionSession: Sendable {
             // detection's, which may be a later one's.
             let v1Matches = result.matches.map(V1Match.init).filter { !$0.sightings.isEmpty }
             let store = detection.store, finished = detection.clock.now
-            try detection.storeCall {
-                try store.recordDetection(startedAt: startedAt, finishedAt: finished, keyFiles: fresh, matchedKeyCount: result.matches.count,
-                                          windows: windows, v1Matches: v1Matches,
-                                          superseding: result.matches.map(\.key.key.identity) + result.revokedKeys)
+            let risk = detection.riskConfiguration.current(store: store)
+            let recorded = try detection.storeCall {
+                let recorded = try store.recordDetection(startedAt: startedAt, finishedAt: finished, keyFiles: fresh, matchedKeyCount: result.matches.count,
+                                                         windows: windows, v1Matches: v1Matches,
+                                                         superseding: result.matches.map(\.key.key.identity) + result.revokedKeys, risk: risk)
                 try store.set(StoreSettings.exposureConfiguration, to: configurationJSON)
+                return recorded
             }
             return DetectionOutcome(keyFilesProcessed: fresh.count, keyFilesSkipped: keyFilesSkipped, keysChecked: result.keysChecked,
-                                    matchedKeyCount: result.matches.count, newWindows: windows)
+                                    matchedKeyCount: result.matches.count, newWindows: windows, assessment: recorded.assessment,
+                                    alarms: recorded.assessment.verdict.alarms(after: recorded.previousAssessment?.verdict))
         }
     }
 }

@@ -1,6 +1,26 @@
 import ENCore
 import ENSQLite
 
+/// The verdict a detection gave on the exposure windows stored then, by the model it used.
+public struct RiskAssessment: Sendable, Equatable {
+    public var verdict: RiskVerdict
+    public var model: RiskConfiguration.Model
+    /// Unix seconds.
+    public var assessedAt: Int64
+
+    public init(verdict: RiskVerdict, model: RiskConfiguration.Model, assessedAt: Int64) {
+        (self.verdict, self.model, self.assessedAt) = (verdict, model, assessedAt)
+    }
+}
+
+/// What `recordDetection` kept: the detection's row and its verdict, with the one before.
+public struct RecordedDetection: Sendable, Equatable {
+    public var id: Int64
+    public var assessment: RiskAssessment
+    /// The latest verdict before this one; nil for none.
+    public var previousAssessment: RiskAssessment?
+}
+
 /// One run of exposure detection, as kept in the store.
 public struct DetectionRecord: Sendable, Equatable {
     public var id: Int64
@@ -24,11 +44,16 @@ extension AgentStore {
     /// A key counts once however often it is published: the windows and v1 records of every key in
     /// `superseding` (those this detection matched or revoked) that earlier detections stored are
     /// removed first.
+    ///
+    /// `risk` judges every window stored once this detection's are in (the risk verdict), in the
+    /// same transaction: a detection is never kept without its verdict.
     @discardableResult
     public func recordDetection(startedAt: Int64, finishedAt: Int64, keyFiles: [ProcessedKeyFile], matchedKeyCount: Int,
                                 windows: [ExposureWindow], v1Matches: [V1Match] = [],
-                                superseding: [TemporaryExposureKey.Identity] = []) throws(StoreError) -> Int64 {
+                                superseding: [TemporaryExposureKey.Identity] = [],
+                                risk: RiskConfiguration = .standard) throws(StoreError) -> RecordedDetection {
         try write { db in
+            let previous = try Self.latestRiskAssessment(in: db)
             try db.execute("INSERT INTO exposure_detection (started_at, finished_at, key_file_count, matched_key_count) VALUES (?, ?, ?, ?)",
                            startedAt, finishedAt, keyFiles.count, matchedKeyCount)
             let detection = db.lastInsertedRowID
@@ -73,8 +98,36 @@ extension AgentStore {
                     try db.execute("INSERT INTO v1_sighting (key_id, seen_at, attenuation) VALUES (?, ?, ?)", keyID, sighting.time, sighting.attenuation)
                 }
             }
-            return detection
+            let verdict = risk.verdict(of: try Self.exposureWindows(in: db), now: finishedAt)
+            let assessment = RiskAssessment(verdict: verdict, model: risk.model, assessedAt: finishedAt)
+            try db.execute("""
+                INSERT INTO risk_verdict (detection_id, assessed_at, model, total, low_risk_days, increased_risk_days, latest_low_risk_day,
+                    latest_increased_risk_day, low_risk_encounters, increased_risk_encounters)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, detection, assessment.assessedAt, assessment.model.rawValue, verdict.total.rawValue, verdict.lowRiskDays,
+                verdict.increasedRiskDays, verdict.latestLowRiskDay, verdict.latestIncreasedRiskDay, verdict.lowRiskEncounters,
+                verdict.increasedRiskEncounters)
+            return RecordedDetection(id: detection, assessment: assessment, previousAssessment: previous)
         }
+    }
+
+    /// The verdict of the latest detection that gave one, or nil.
+    public func latestRiskAssessment() throws(StoreError) -> RiskAssessment? {
+        try read { db in try Self.latestRiskAssessment(in: db) }
+    }
+
+    private static func latestRiskAssessment(in db: SQLiteConnection) throws(SQLiteError) -> RiskAssessment? {
+            try db.fetchAll("""
+                SELECT assessed_at, model, total, low_risk_days, increased_risk_days, latest_low_risk_day, latest_increased_risk_day,
+                    low_risk_encounters, increased_risk_encounters
+                FROM risk_verdict ORDER BY detection_id DESC LIMIT 1
+                """) { row throws(SQLiteError) -> RiskAssessment? in
+                guard let model = RiskConfiguration.Model(rawValue: try row.column(1)), let total = RiskLevel(rawValue: try row.column(2)) else { return nil }
+                let verdict = RiskVerdict(total: total, lowRiskDays: try row.column(3), increasedRiskDays: try row.column(4),
+                                          latestLowRiskDay: try row.column(5), latestIncreasedRiskDay: try row.column(6),
+                                          lowRiskEncounters: try row.column(7), increasedRiskEncounters: try row.column(8))
+                return RiskAssessment(verdict: verdict, model: model, assessedAt: try row.column(0))
+            }.first ?? nil
     }
 
     /// Records a detection that failed, so that its error can be shown.
@@ -98,29 +151,31 @@ extension AgentStore {
 
     /// Every stored exposure window, oldest day first.
     public func exposureWindows() throws(StoreError) -> [ExposureWindow] {
-        try read { db in
-            var scans = [Int64: [ScanInstance]]()
-            try db.forEachRow("SELECT window_id, min_attenuation, typical_attenuation, seconds_since_last_scan FROM scan_instance ORDER BY rowid") { row throws(SQLiteError) in
-                // An unknown attenuation is stored as -1.
-                let minimum: Int = try row.column(1), typical: Int = try row.column(2)
-                scans[try row.column(0), default: []].append(
-                    ScanInstance(minAttenuation: minimum < 0 ? nil : minimum, typicalAttenuation: typical < 0 ? nil : typical,
-                                 secondsSinceLastScan: try row.column(3)))
-            }
-            return try db.fetchAll("""
-                SELECT id, day, report_type, infectiousness, calibration_confidence, key_data, rolling_start_interval_number, rolling_period,
-                    transmission_risk_level, days_since_onset_of_symptoms
-                FROM exposure_window ORDER BY day, id
-                """) { row throws(SQLiteError) -> ExposureWindow? in
-                guard let reportType = ReportType(rawValue: try row.column(2)), let infectiousness = Infectiousness(rawValue: try row.column(3))
-                else { return nil }
-                let key = TemporaryExposureKey(keyData: try row.bytes16(5), rollingStartIntervalNumber: ENIntervalNumber(try row.column(6, as: UInt32.self)),
-                                               rollingPeriod: try row.column(7), transmissionRiskLevel: try row.column(8))
-                return ExposureWindow(date: try row.column(1), reportType: reportType, infectiousness: infectiousness,
-                                      calibrationConfidence: try row.column(4), scanInstances: scans[try row.column(0)] ?? [],
-                                      diagnosisKey: DiagnosisKey(key: key, reportType: reportType, daysSinceOnsetOfSymptoms: try row.column(9)))
-            }.compactMap { $0 }
+        try read { db in try Self.exposureWindows(in: db) }
+    }
+
+    private static func exposureWindows(in db: SQLiteConnection) throws(SQLiteError) -> [ExposureWindow] {
+        var scans = [Int64: [ScanInstance]]()
+        try db.forEachRow("SELECT window_id, min_attenuation, typical_attenuation, seconds_since_last_scan FROM scan_instance ORDER BY rowid") { row throws(SQLiteError) in
+            // An unknown attenuation is stored as -1.
+            let minimum: Int = try row.column(1), typical: Int = try row.column(2)
+            scans[try row.column(0), default: []].append(
+                ScanInstance(minAttenuation: minimum < 0 ? nil : minimum, typicalAttenuation: typical < 0 ? nil : typical,
+                             secondsSinceLastScan: try row.column(3)))
         }
+        return try db.fetchAll("""
+            SELECT id, day, report_type, infectiousness, calibration_confidence, key_data, rolling_start_interval_number, rolling_period,
+                transmission_risk_level, days_since_onset_of_symptoms
+            FROM exposure_window ORDER BY day, id
+            """) { row throws(SQLiteError) -> ExposureWindow? in
+            guard let reportType = ReportType(rawValue: try row.column(2)), let infectiousness = Infectiousness(rawValue: try row.column(3))
+            else { return nil }
+            let key = TemporaryExposureKey(keyData: try row.bytes16(5), rollingStartIntervalNumber: ENIntervalNumber(try row.column(6, as: UInt32.self)),
+                                           rollingPeriod: try row.column(7), transmissionRiskLevel: try row.column(8))
+            return ExposureWindow(date: try row.column(1), reportType: reportType, infectiousness: infectiousness,
+                                  calibrationConfidence: try row.column(4), scanInstances: scans[try row.column(0)] ?? [],
+                                  diagnosisKey: DiagnosisKey(key: key, reportType: reportType, daysSinceOnsetOfSymptoms: try row.column(9)))
+        }.compactMap { $0 }
     }
 
     /// What v1 keeps of every key that detections matched (`recordDetection`'s `v1Matches`), in
@@ -150,7 +205,7 @@ extension AgentStore {
     /// local storage"); consent and settings stay. secure_delete overwrites the freed pages.
     public func eraseAllData() throws(StoreError) {
         try write { db in
-            for table in ["scan_instance", "exposure_window", "v1_sighting", "v1_key", "exposure_detection", "key_file", "sighting", "sighting_batch",
+            for table in ["scan_instance", "exposure_window", "v1_sighting", "v1_key", "risk_verdict", "exposure_detection", "key_file", "sighting", "sighting_batch",
                           "temporary_exposure_key", "pending_upload", "shared_key", "test_result"] {
                 try db.execute("DELETE FROM \(table)")
             }
@@ -164,8 +219,4 @@ extension AgentStore {
         try read { db in try db.fetchOne(Int64?.self, "SELECT max(finished_at) FROM exposure_detection WHERE error IS NULL") ?? nil }
     }
 
-    /// The most recent day with an exposure window (unix seconds of its UTC midnight), or nil.
-    public func latestExposureDay() throws(StoreError) -> Int64? {
-        try read { db in try db.fetchOne(Int64?.self, "SELECT max(day) FROM exposure_window") ?? nil }
-    }
 }

@@ -258,6 +258,24 @@ enum Schema {
         );
         DROP INDEX sighting_by_rpi;
         """,
+        // v11: the verdict of each successful detection on the exposure windows then stored, by
+        // the health authority's rules (RiskConfiguration): what `enctl status`, the reminders
+        // and ExposureDetected follow. Days are unix seconds of UTC midnights; model is
+        // RiskConfiguration.Model's name.
+        """
+        CREATE TABLE risk_verdict (
+            detection_id INTEGER PRIMARY KEY REFERENCES exposure_detection(id) ON DELETE CASCADE,
+            assessed_at INTEGER NOT NULL,
+            model TEXT NOT NULL,
+            total TEXT NOT NULL CHECK (total IN ('none', 'low', 'increased')),
+            low_risk_days INTEGER NOT NULL CHECK (low_risk_days >= 0),
+            increased_risk_days INTEGER NOT NULL CHECK (increased_risk_days >= 0),
+            latest_low_risk_day INTEGER,
+            latest_increased_risk_day INTEGER,
+            low_risk_encounters INTEGER NOT NULL CHECK (low_risk_encounters >= 0),
+            increased_risk_encounters INTEGER NOT NULL CHECK (increased_risk_encounters >= 0)
+        );
+        """,
     ]
 
     /// Work the migration to `version` needs beyond its SQL, run in its transaction after the script.

@@ -27,6 +27,9 @@ public enum StoreSettings {
     public static let advertisedInterval = StoreSetting<UInt32>(name: "advertised-interval", encode: { String($0) }, decode: { UInt32($0) })
     /// The exposure configuration of the last detection (JSON), which the v1 API's answers use.
     public static let exposureConfiguration = StoreSetting<String>(name: "exposure-configuration", encode: { $0 }, decode: { $0 })
+    /// The last risk configuration (JSON) that was read and accepted: the one in force while the
+    /// file is refused.
+    public static let riskConfiguration = StoreSetting<String>(name: "risk-configuration", encode: { $0 }, decode: { $0 })
     /// The advertising instance the radio added last ("ADAPTER INSTANCE"): one a run killed left
     /// goes before the next advertisement.
     public static let advertisingInstance = adapterNumber("advertising-instance")
@@ -35,7 +38,8 @@ public enum StoreSettings {
     public static let scanMonitor = adapterNumber("scan-monitor")
 
     /// Every setting's name (a test checks that each setting has a name of its own).
-    public static let names = [pausedUntil.name, advertisedInterval.name, exposureConfiguration.name, advertisingInstance.name, scanMonitor.name]
+    public static let names = [pausedUntil.name, advertisedInterval.name, exposureConfiguration.name, riskConfiguration.name, advertisingInstance.name,
+                               scanMonitor.name]
 
     private static func adapterNumber(_ name: String) -> StoreSetting<AdapterNumber> {
         StoreSetting(name: name, encode: { "\($0.adapter) \($0.number)" }, decode: { text in

@@ -4,7 +4,8 @@ import ENCore
 
 /// What to remind the person of (Reminder), checked every minute.
 extension Daemon {
-    var latestExposureDay: Int64? { get throws { try store.latestExposureDay() } }
+    /// The latest day of increased risk in the latest verdict: the only exposure that alarms.
+    var latestExposureDay: Int64? { get throws { try store.latestRiskAssessment()?.verdict.latestIncreasedRiskDay } }
 
     /// Checks now and every minute what to remind the person of; a reminder that reveals no
     /// health goes to the journal when it arises and once a day while it lasts.

@@ -122,7 +122,8 @@ final class Daemon: Sendable {
 
     /// `radio` starts the radio while the status allows it; nil runs none.
     init(store: AgentStore, clock: any AgentClock, retention: RetentionPolicy, synchronisation: (any ClockSynchronisation)?,
-         radio: RadioStarter?, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(), logger: Logger,
+         radio: RadioStarter?, trustedKeys: TrustedKeySource, rssiCorrections: RssiCorrections = RssiCorrections(),
+         riskConfiguration: RiskConfigurationSource = .standard, logger: Logger,
          queue: DispatchQueue = .main, reportStatus: @escaping @Sendable (String) -> Void = { Systemd.notify("STATUS=" + $0) }) {
         self.queue = queue
         onQueue = QueueBound(Confined(), queue: queue)
@@ -133,7 +134,8 @@ final class Daemon: Sendable {
         self.synchronisation = synchronisation
         radioStarter = radio
         self.logger = logger
-        detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrections: rssiCorrections)
+        detection = ExposureDetection(store: store, clock: clock, trustedKeys: trustedKeys, rssiCorrections: rssiCorrections,
+                                      riskConfiguration: riskConfiguration)
     }
 
     /// Runs `body` on `queue` and returns its result: the way in for other threads (the D-Bus

@@ -113,8 +113,10 @@ struct Enagentd: ParsableCommand {
         let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
         let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
         let radio = radioBus.map { RadioStarter.bluez(bus: $0, settings: radioSettings, store: store, clock: clock, retention: retention, logger: logger) }
+        // Read at each detection too; a file refused leaves the last good one in force.
+        let riskConfiguration = RiskConfigurationSource(path: file.riskConfiguration ?? RiskConfigurationSource.defaultPath) { logger.warning("\($0)") }
         let daemon = Daemon(store: store, clock: clock, retention: retention, synchronisation: synchronisation, radio: radio,
-                            trustedKeys: trustedKeys, rssiCorrections: file.rssiCorrections, logger: logger)
+                            trustedKeys: trustedKeys, rssiCorrections: file.rssiCorrections, riskConfiguration: riskConfiguration, logger: logger)
         let object = ExposureNotificationService(daemon: daemon, bus: serviceBus, logger: logger).object()
         daemon.announceChanges(through: object)
         // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that

@@ -102,15 +102,16 @@ extension ExposureNotificationService {
     /// Stores the session's findings; what changes on the daemon is posted to its queue.
     private func finish(_ session: DetectionSession) throws(DBusError) -> DetectionReply {
         let outcome = try detecting { () throws(DetectionError) in try session.finish() }
-        let newWindows = UInt32(outcome.newWindows.count)
-        let watchers = newWindows > 0 ? exposureWatchers.names : []
+        // Only a verdict of increased risk alarms: a window below the authority's threshold does not.
+        let watchers = outcome.alarms ? exposureWatchers.names : []
+        let alarm = ExposureDetectedArguments(latestExposureDay: UInt64(clamping: outcome.assessment.verdict.latestIncreasedRiskDay ?? 0))
         daemon.queue.async { [daemon] in
             daemon.onChange?([API.Properties.lastDetection.name, API.Properties.lastDetectionError.name])
             daemon.checkReminders()
-            for watcher in watchers { daemon.emit(API.Signals.exposureDetected, ExposureDetectedArguments(newWindows: newWindows), to: watcher) }
+            for watcher in watchers { daemon.emit(API.Signals.exposureDetected, alarm, to: watcher) }
         }
         var summary = Self.summary(of: session)
-        summary.newExposureWindows = newWindows
+        summary.newExposureWindows = UInt32(outcome.newWindows.count)
         // That it ran and what it checked, never what it found: the journal is readable by groups
         // adm and systemd-journal, and an exposure is for root and the group enagent only.
         sessions.logger.notice("exposure detection finished: \(summary.keyFilesProcessed) key files, \(summary.keysChecked) keys checked",

@@ -223,7 +223,9 @@ struct ExposureNotificationService: Sendable {
 
     func getHealthStatus(_: NoArguments) throws(DBusError) -> HealthStatus {
         try onDaemonQueue {
-            HealthStatus(latestExposureDay: UInt64(max(0, try daemon.latestExposureDay ?? 0)), reminders: daemon.reminders.map(\.rawValue))
+            let assessment = try daemon.store.latestRiskAssessment()
+            return HealthStatus(verdict: assessment?.verdict, model: assessment?.model.rawValue ?? "", assessedAt: assessment?.assessedAt ?? 0,
+                                reminders: daemon.reminders.map(\.rawValue))
         }
     }
 

@@ -9,8 +9,10 @@ struct Status: ParsableCommand {
         Reads enagentd's properties over D-Bus; anyone may. The status is one of \
         \(AgentStatus.allCases.map(\.rawValue).joined(separator: ", ")). Under RSSI correction come \
         the adapter in use and every adapter enagent.conf names, each with the correction its \
-        sightings get. The latest exposure and the reminders of an exposure or a refused upload \
-        are shown to root and members of the group enagent only; for others the status says so. \
+        sightings get. The exposure risk (the latest detection's verdict by the health \
+        authority's rules: none, low or increased; 'enctl risk' shows it whole) and the \
+        reminders of an exposure or a refused upload are shown to root and members of the group \
+        enagent only; for others the status says so. Only increased risk says "You were exposed". \
         Times are UTC. Exit status: 0, or 1 when enagentd is not running.
         """)
 
@@ -21,9 +23,15 @@ struct Status: ParsableCommand {
         let report = StatusReport(properties: try client.properties(), health: try client.healthStatus())
         if output.json { return try printJSON(report) }
         let properties = report.properties
-        var latestExposure = "only for root and members of the group \(DaemonClient.API.privilegedGroup)"
+        var exposureRisk = "only for root and members of the group \(DaemonClient.API.privilegedGroup)"
         if let health = report.health {
-            latestExposure = health.latestExposureDay > 0 ? utcDay(Int64(health.latestExposureDay)) + " (UTC day)" : "none"
+            exposureRisk = health.verdict.map { verdict in
+                switch verdict.total {
+                case .increased: return "increased (\(utcDay(verdict.latestIncreasedRiskDay ?? 0)), UTC day)"
+                case .low: return "low (below the alert threshold)"
+                case .none: return "none"
+                }
+            } ?? "none (no detection yet)"
         }
         printColumns([
             ["Status", properties.status],
@@ -37,7 +45,7 @@ struct Status: ParsableCommand {
             ["Last detection error", properties.lastDetectionError.isEmpty ? "-" : properties.lastDetectionError],
             ["RSSI correction", Self.decibels(properties.rssiCorrection) + " by default"],
         ] + properties.adapterRssiCorrections.map(Self.adapterRow) + [
-            ["Latest exposure", latestExposure],
+            ["Exposure risk", exposureRisk],
             ["Version", properties.version],
         ])
         for reminder in report.reminders {
@@ -45,9 +53,14 @@ struct Status: ParsableCommand {
             case "detection-overdue": print("\nWarning: no exposure detection has succeeded for more than 24 hours.")
             case "upload-refused": print("\nThe key server refused your keys for good: they were not shared. See 'enctl test-result list'.")
             case "recent-exposure":
-                print("\nYou were exposed on \(utcDay(Int64(report.health?.latestExposureDay ?? 0))): see 'enctl windows' and follow your health authority's advice.")
+                print("\nYou were exposed on \(utcDay(Int64(report.health?.latestExposureDay ?? 0))), with increased risk by your health authority's rules: "
+                      + "see 'enctl risk' and follow your health authority's advice.")
             default: print("\nReminder: \(reminder)")
             }
+        }
+        if let verdict = report.health?.verdict, verdict.total == .low {
+            print("\nLow risk: \(verdict.lowRiskEncounters) encounter\(verdict.lowRiskEncounters == 1 ? "" : "s") below your health authority's "
+                  + "alert threshold, the latest on \(utcDay(verdict.latestLowRiskDay ?? 0)). No action is needed; see 'enctl risk'.")
         }
         if report.health == nil {
             print("\nWhether you were exposed or shared a positive test is shown to root and members of the group "
@@ -66,8 +79,8 @@ struct Status: ParsableCommand {
 }
 
 /// What `enctl status` shows: the properties, and for root and the group enagent what tells
-/// exposure or diagnosis. Its JSON is the properties' with `latestExposureDay` and every reminder
-/// added, or `healthShown: false` for others.
+/// exposure or diagnosis. Its JSON is the properties' with `latestExposureDay` (of increased risk),
+/// `risk` and every reminder added, or `healthShown: false` for others.
 struct StatusReport: Encodable {
     let properties: AgentProperties
     /// nil when the caller may not see it.
@@ -76,7 +89,7 @@ struct StatusReport: Encodable {
     var reminders: [String] { health?.reminders ?? properties.reminders }
 
     private enum CodingKeys: String, CodingKey {
-        case latestExposureDay, reminders, healthShown
+        case latestExposureDay, risk, reminders, healthShown
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -84,7 +97,10 @@ struct StatusReport: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(health != nil, forKey: .healthShown)
         try container.encode(reminders, forKey: .reminders)
-        if let health { try container.encode(health.latestExposureDay, forKey: .latestExposureDay) }
+        if let health {
+            try container.encode(health.latestExposureDay, forKey: .latestExposureDay)
+            try container.encode(health.risk, forKey: .risk)
+        }
     }
 }
 

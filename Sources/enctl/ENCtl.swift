@@ -30,7 +30,7 @@ struct ENCtl: ParsableCommand {
             """,
         version: ExposureNotificationAPI.packageVersion,
         subcommands: [Status.self, Enable.self, Disable.self, Pause.self, Resume.self, Keys.self, Detect.self,
-                      Windows.self, Summary.self, Exposures.self, Sightings.self, TestResultCommand.self, Share.self, Watch.self, Reset.self, Derive.self])
+                      Windows.self, Summary.self, Exposures.self, Risk.self, Sightings.self, TestResultCommand.self, Share.self, Watch.self, Reset.self, Derive.self])
 
     static func main() {
         // ArgumentParser reads `pause -1h` as the flags -1 and -h, and shows the help with exit

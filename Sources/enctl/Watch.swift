@@ -8,13 +8,15 @@ import FoundationEssentials
 /// `enctl watch`: desktop notifications of exposures, for a person's session.
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Notify the desktop when enagentd finds an exposure (runs until stopped).",
+        abstract: "Notify the desktop when enagentd finds an exposure of increased risk (runs until stopped).",
         discussion: """
             Asks enagentd for its ExposureDetected signal on the system bus (WatchExposures: \
             root and members of the group enagent only, since the signal tells of an exposure) \
             and shows each as \
             a desktop notification through org.freedesktop.Notifications on the session bus \
-            ($DBUS_SESSION_BUS_ADDRESS). Without a desktop session it only prints a line per \
+            ($DBUS_SESSION_BUS_ADDRESS). enagentd sends it only when a detection's verdict, by \
+            the health authority's rules, is increased risk where it was not, or on a later day: \
+            encounters below the authority's alert threshold raise nothing (see 'enctl risk'). Without a desktop session it only prints a line per \
             exposure: notifications are best effort, and enagentd never depends on them. Run \
             it in a desktop session, e.g. as the user unit enagent-notify.service. When its \
             output is the journal (JOURNAL_STREAM, as under that unit), which groups adm and \
@@ -31,14 +33,15 @@ struct Watch: ParsableCommand {
             let signal = DaemonClient.API.Signals.exposureDetected
             subscription = try client.connection.subscribe(MatchRule(sender: DaemonClient.API.busName, path: DaemonClient.API.path,
                                                                       interface: DaemonClient.API.interface, member: signal.name)) { message in
-                let windows: UInt32
-                do { windows = try signal.arguments(message.arguments).newWindows } catch {
+                let day: UInt64
+                do { day = try signal.arguments(message.arguments).latestExposureDay } catch {
                     return StandardStream.error.write("enctl: an ExposureDetected signal this enctl does not understand: \(error)\n")
                 }
-                if report { StandardStream.output.write("Exposure detected: \(windows) new exposure window\(windows == 1 ? "" : "s"). See 'enctl windows'.\n") }
+                if report { StandardStream.output.write("Increased risk: you were exposed on \(utcDay(Int64(clamping: day))). See 'enctl risk'.\n") }
                 do throws(DBusError) {
-                    try notifier.notify(summary: "Possible exposure to COVID-19",
-                                        body: "Someone you were near has reported a positive test. Run 'enctl windows' and follow your health authority's advice.")
+                    try notifier.notify(summary: "Increased risk of exposure to COVID-19",
+                                        body: "You were near someone who has reported a positive test, on \(utcDay(Int64(clamping: day))). "
+                                            + "Run 'enctl risk' and follow your health authority's advice.")
                 } catch {
                     if report { StandardStream.error.write("enctl: no desktop notification (\(error.message))\n") }
                 }

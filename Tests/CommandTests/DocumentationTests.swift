@@ -21,7 +21,7 @@ import Testing
 /// options, and the command line refuses what the file refuses, with the same words.
 @Suite struct ConfigurationDocumentationTests {
     /// Keys that only the file sets, and the one option whose name is not its key's.
-    static let fileOnly: Set = ["trusted-keys-directory", "rssi-correction", AgentConfiguration.adapterCorrectionPrefix + "ADDRESS"]
+    static let fileOnly: Set = ["trusted-keys-directory", "risk-configuration", "rssi-correction", AgentConfiguration.adapterCorrectionPrefix + "ADDRESS"]
     static let optionNames = ["state-directory": "state-dir"]
     static let project = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

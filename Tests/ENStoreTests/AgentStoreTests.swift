@@ -82,15 +82,19 @@ import Testing
         try store.recordDetection(startedAt: 10, finishedAt: 20,
                                   keyFiles: [ProcessedKeyFile(sha256: digest, name: "1.zip", region: "CH", keyCount: 1),
                                              ProcessedKeyFile(sha256: Array(repeating: 8, count: 32), name: "2.zip", region: "CH", keyCount: 5)],
-                                  matchedKeyCount: 1, windows: [window])
+                                  matchedKeyCount: 1, windows: [window], risk: .anyWindow)
         try store.recordFailedDetection(startedAt: 30, error: "bad file")
         #expect(try store.exposureWindows() == [window], "windows round-trip, unknown attenuations included")
         #expect(try store.hasProcessedKeyFile(sha256: digest))
         #expect(try store.lastSuccessfulDetection() == 20)
         #expect(try store.lastDetection()?.error == "bad file")
-        #expect(try store.latestExposureDay() == 1_740_009_600)
+        #expect(try store.latestRiskAssessment() == RiskAssessment(
+            verdict: RiskVerdict(total: .increased, lowRiskDays: 0, increasedRiskDays: 1, latestLowRiskDay: nil, latestIncreasedRiskDay: 1_740_009_600,
+                                 lowRiskEncounters: 0, increasedRiskEncounters: 1),
+            model: .anyWindow, assessedAt: 20))
         try store.eraseAllData()
         #expect(try store.exposureWindows().isEmpty && !store.hasProcessedKeyFile(sha256: digest) && store.lastDetection() == nil)
+        #expect(try store.latestRiskAssessment() == nil)
     }
 
     /// What v1 needs of each matched key is stored with the detection, replaced when the key is

@@ -186,7 +186,7 @@ import Testing
         try connection.close()
 
         let store = try AgentStore(path: path)
-        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == Schema.sightingBatchVersion)
+        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == Schema.migrations.count, "migrated to the latest version")
         #expect(try store.read { try $0.fetchAll(Int64.self, "SELECT entry_count FROM sighting_batch ORDER BY first_id") }
                 == [3, Int64(SightingBatches.maximumEntries), 5])
         #expect(try entries(store) == rows(store) && entries(store).count == ids.count)

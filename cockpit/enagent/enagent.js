@@ -4,7 +4,8 @@
 // sharing to root and the group enagent only. It asks for the latter only after GetHealthStatus
 // answered, so another user's page sends no request whose answer would be health data. Live: it
 // redraws on the properties' change signals, on ExposureDetected (after WatchExposures) and when
-// enagentd comes or goes; it never polls.
+// enagentd comes or goes; it never polls. The risk card is the latest detection's verdict, by the
+// health authority's rules: only increased risk says "exposed".
 "use strict";
 
 const SERVICE = "org.enagent.ExposureNotification1";
@@ -21,7 +22,13 @@ const REMINDERS = {
     "detection-overdue": () => "Warning: no exposure detection has succeeded for more than 24 hours.",
     "upload-refused": () => "The key server refused your keys for good: they were not shared. See the test results below.",
     "recent-exposure": (health) => "You were exposed on " + utcDay(health.latestExposureDay) +
-        ": see the exposure windows below and follow your health authority's advice.",
+        ", with increased risk by your health authority's rules: see the risk below and follow your health authority's advice.",
+};
+// As `enctl risk` says them.
+const RISK_ADVICE = {
+    increased: (health) => "Increased risk: you were exposed on " + utcDay(health.latestExposureDay) + ". Follow your health authority's advice.",
+    low: () => "Low risk: encounters with someone who tested positive, below your health authority's alert threshold. No action is needed.",
+    none: () => "No risk: no encounter that counts by your health authority's rules.",
 };
 
 // As the person, or as root when they turned on Cockpit's administrative access ("try": else as themselves).
@@ -84,8 +91,8 @@ function call(method, args, signature) {
 // MARK: Status
 
 function statusRows(p) {
-    let latestExposure = "only for root and members of the group " + GROUP;
-    if (health) latestExposure = health.latestExposureDay > 0 ? utcDay(health.latestExposureDay) + " (UTC day)" : "none";
+    let exposureRisk = "only for root and members of the group " + GROUP;
+    if (health) exposureRisk = exposureRiskText(health);
     const rows = [
         ["Enabled", p.Enabled ? "yes" : "no"],
         ["Paused until", p.PausedUntil > 0 ? utcTime(p.PausedUntil) : "-"],
@@ -102,11 +109,48 @@ function statusRows(p) {
         if (!configured) notes.push("the default");
         rows.push(["\u2003" + (name || address), decibels(correction) + " (" + notes.join(", ") + ")"]);
     }
-    rows.push(["Latest exposure", latestExposure], ["Version", p.Version]);
+    rows.push(["Exposure risk", exposureRisk], ["Version", p.Version]);
     return rows;
 }
 
+// As `enctl status` says it.
+function exposureRiskText(health) {
+    if (!health.riskModel) return "none (no detection yet)";
+    if (health.risk === "increased") return "increased (" + utcDay(health.latestExposureDay) + ", UTC day)";
+    if (health.risk === "low") return "low (below the alert threshold)";
+    return "none";
+}
+
+function renderRisk() {
+    $("risk-card").hidden = !running || !health;
+    if ($("risk-card").hidden) return;
+    const level = health.riskModel ? health.risk : "none";
+    $("risk-card").className = "en-card en-risk en-risk-" + level;
+    $("risk-level").textContent = health.riskModel ? level : "no verdict yet";
+    $("risk-level").className = "en-badge en-risk-" + level;
+    $("risk-advice").textContent = health.riskModel ? RISK_ADVICE[level](health) : "No verdict yet: no exposure detection has finished.";
+    const days = (count, latest) => count === 0 ? "none" : count + ", the latest " + utcDay(latest);
+    const fields = $("risk-fields");
+    fields.textContent = "";
+    const rows = health.riskModel ? [
+        ["Increased-risk days", days(health.increasedRiskDays, health.latestExposureDay)],
+        ["Increased-risk encounters", String(health.increasedRiskEncounters)],
+        ["Low-risk days", days(health.lowRiskDays, health.latestLowRiskDay)],
+        ["Low-risk encounters", String(health.lowRiskEncounters)],
+        ["Assessed", utcTime(health.riskAssessedAt)],
+    ] : [];
+    for (const [name, value] of rows) {
+        const term = document.createElement("dt");
+        term.textContent = name;
+        const detail = document.createElement("dd");
+        detail.textContent = value;
+        fields.append(term, detail);
+    }
+    $("risk-model").textContent = health.riskModel ? "Model: " + health.riskModel + "." : "";
+}
+
 function renderStatus() {
+    renderRisk();
     $("not-running").hidden = running;
     $("status-card").hidden = !running || !proxy || !proxy.valid;
     if ($("status-card").hidden) return;
@@ -320,8 +364,12 @@ function refreshExposures() {
 }
 
 function refreshHealth() {
-    return call("GetHealthStatus").then(([latestExposureDay, reminders]) => {
-        health = { latestExposureDay, reminders };
+    return call("GetHealthStatus").then(([latestExposureDay, reminders, risk, riskModel, riskAssessedAt, increasedRiskDays,
+        increasedRiskEncounters, latestLowRiskDay, lowRiskDays, lowRiskEncounters]) => {
+        health = {
+            latestExposureDay, reminders, risk, riskModel, riskAssessedAt, increasedRiskDays, increasedRiskEncounters,
+            latestLowRiskDay, lowRiskDays, lowRiskEncounters,
+        };
     }, (error) => {
         if (!refused(error)) throw error;
         health = false;
