@@ -249,7 +249,8 @@ public struct DetectionSession: Sendable {
         try detection.recordingFailure(startedAt: startedAt) { () throws(DetectionError) in
             let windows = result.exposureWindows(configuration: configuration.v2)
             // Whatever this configuration says of v1: GetExposureInfo scores them with the last
-            // detection's, which may be a later one's.
+            // detection's, which may be a later one's. Keys of infectiousness NONE too, which
+            // give no window: v1 knows no infectiousness (KeyExposureEvaluator.findExposures).
             let v1Matches = result.matches.map(V1Match.init).filter { !$0.sightings.isEmpty }
             let store = detection.store, finished = detection.clock.now
             let risk = detection.riskConfiguration.current(store: store)

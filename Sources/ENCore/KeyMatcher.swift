@@ -7,7 +7,8 @@ public struct MatchedSighting: Hashable, Sendable {
     public var attenuation: Int?
     /// Since the receiving device's previous scan.
     public var scanGap: ScanGap
-    /// Whether it is the strongest sighting of its RPI in its scan, the one v1 counts.
+    /// Whether it is the strongest sighting of its RPI in its scan (by its RSSI with the receiving
+    /// adapter's correction), the one v1 counts.
     public var strongestOfItsScan: Bool
 
     public init(time: Int64, rssi: Int8?, metadata: Metadata, attenuation: Int?, scanGap: ScanGap = .unknown, strongestOfItsScan: Bool = true) {
@@ -128,10 +129,10 @@ public final class KeyMatcher {
     }
 
     /// Matching's second stage, for a key whose first stage found `candidates`: each RPI's
-    /// strongest sighting of each scan marked, the AEMs decrypted, implausible TX powers dropped,
-    /// attenuations with the receiving adapter's correction, in time order. `details` holds
-    /// each candidate's (`SightingIndex.details(of:)`); one without (its row deleted since the
-    /// index was read) does not count.
+    /// strongest sighting of each scan marked (by corrected RSSI), the AEMs decrypted, implausible
+    /// TX powers dropped, attenuations with the receiving adapter's correction, in time order.
+    /// `details` holds each candidate's (`SightingIndex.details(of:)`); one without (its row
+    /// deleted since the index was read) does not count.
     public func match(_ key: DiagnosisKey, candidates: [Candidate], details: [SightingReference: SightingDetails]) throws -> KeyMatch? {
         var counted = [Counted]()
         counted.reserveCapacity(candidates.count)
@@ -144,7 +145,7 @@ public final class KeyMatcher {
             for candidate in candidates[start..<end] {
                 if let found = details[candidate.sighting] { counted.append(Counted(rpi: rpi, time: candidate.time, details: found)) }
             }
-            Self.markStrongest(&counted, from: rpiStart)
+            markStrongest(&counted, from: rpiStart)
             start = end
         }
         guard !counted.isEmpty else { return nil }
@@ -197,10 +198,18 @@ public final class KeyMatcher {
 
     /// Marks in `found[start...]`, one RPI's counted sightings in time order, the strongest of
     /// each scan (the first of equals; the aggregation v1 counts,
-    /// ContactTracingFeature.aggregateSightingsFromSingleScan).
-    static func markStrongest(_ found: inout [Counted], from start: Int) {
+    /// ContactTracingFeature.aggregateSightingsFromSingleScan). Strongest by the RSSI with its
+    /// adapter's correction: Google compares the RSSIs it stored (ExposureMatchingTracer
+    /// .getValidSightingsForRpi), which are calibrated as they are stored
+    /// (ble/scanner/BleScannerImpl.BleSightingCallback.getAdjustedRssi: the RSSI + rssiOffset), so
+    /// of two adapters that heard one scan the one whose corrected RSSI is higher wins, whichever
+    /// reported more.
+    private func markStrongest(_ found: inout [Counted], from start: Int) {
         guard found.count > start else { return }
-        func strength(_ index: Int) -> Int { found[index].details.rssi.map(Int.init) ?? Int.min }
+        func strength(_ index: Int) -> Int {
+            let details = found[index].details
+            return details.rssi.map { Int($0) + rssiCorrections.correction(for: details.adapterAddress) } ?? Int.min
+        }
         var strongest = start
         for index in start + 1..<found.count {
             if !ExposureWindowing.sameScan(gap: found[index].time - found[index - 1].time) {

@@ -76,6 +76,9 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
         // Google's tracer keeps a REVOKED key's result for later report-type changes; its API
         // documentation counts it for nothing, and so does enagent.
         guard match.key.reportType != .revoked else { return nil }
+        // v1 knows no infectiousness: a key whose days since onset map to NONE, which gives no
+        // exposure window, is scored as any other and counts among the summary's matched keys
+        // (KeyExposureEvaluator.findExposures reads nothing of the data mapping but the report type).
         let sightings = match.sightings
         guard !sightings.isEmpty else { return nil }
         let start = match.key.key.rollingStartIntervalNumber.unixSeconds
@@ -129,22 +132,28 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
         return product < minimumRiskScore ? 0 : product
     }
 
-    /// One ExposureInfo per exposure of the matches (Google's v1), oldest first.
+    /// One ExposureInfo per exposure of the matches (Google's v1), in the order of
+    /// `exposureInfos(of:now:)` on what v1 keeps of them.
     public func exposureInfos(of matches: [KeyMatch], now: Int64) -> [ExposureInfo] {
         exposureInfos(of: matches.map(V1Match.init), now: now)
     }
 
-    /// One ExposureInfo per exposure of what v1 keeps of the matches, oldest first.
+    /// One ExposureInfo per exposure of what v1 keeps of the matches: the keys oldest day first,
+    /// keys of one day in the matches' order, and each key's exposures in the order Google lists
+    /// them, its runs of sightings in time order (KeyExposureEvaluator.findExposures adds one
+    /// ExposureRecord per run as it reaches the run's end), whatever their risk scores.
     public func exposureInfos(of matches: [V1Match], now: Int64) -> [ExposureInfo] {
-        matches.compactMap { exposures(of: $0, now: now) }.flatMap { key in
+        let keys = matches.compactMap { exposures(of: $0, now: now) }.enumerated()
+            .sorted { ($0.element.day, $0.offset) < ($1.element.day, $1.offset) }.map(\.element)
+        return keys.flatMap { key in
             key.exposures.map { exposure in
-                ExposureInfo(date: UTCDay(containing: key.date).start, durationMinutes: min(30, exposure.durationSeconds / 60),
+                ExposureInfo(date: key.day, durationMinutes: min(30, exposure.durationSeconds / 60),
                              attenuationValue: exposure.attenuationValue,
                              attenuationDurationsMinutes: exposure.attenuationDurationsSeconds.map(Self.reportedMinutes),
                              transmissionRiskLevel: key.key.key.transmissionRiskLevel, totalRiskScore: exposure.riskScore,
                              daysSinceExposure: key.daysSinceExposure)
             }
-        }.sorted { ($0.date, $0.totalRiskScore) < ($1.date, $1.totalRiskScore) }
+        }
     }
 
     /// The v1 summary of the matches (Google's v1): the keys with an exposure, their highest and
@@ -249,7 +258,11 @@ public struct KeyExposuresV1: Hashable, Sendable {
     public var date: Int64
     /// Whole days from the key's start to the detection.
     public var daysSinceExposure: Int
+    /// In time order, as findExposures lists them.
     public var exposures: [ExposureV1]
+
+    /// Unix seconds of the UTC midnight of the key's start, its exposures' ExposureInfo date.
+    public var day: Int64 { UTCDay(containing: date).start }
 
     public var maximumRiskScore: Int { exposures.map(\.riskScore).max() ?? 0 }
     public var totalRiskScore: Int { exposures.reduce(0) { $0 + $1.riskScore } }

@@ -35,7 +35,7 @@ import Testing
                                 daysSinceExposure: try number("daysSinceExposure"))
         }
         let now = GoogleMatchingFixture.scenarios.now
-        #expect(GoogleMatchingFixture.Scenario.sorted(infos) == scenario.expectedExposureInfos(now: now))
+        #expect(infos == scenario.expectedExposureInfos(now: now), "in Google's order")
         let summary = try #require(v1["summary"] as? [String: Any])
         let fields = GoogleMatchingFixture.Scenario.V1SummaryFields(
             daysSinceLastExposure: summary["daysSinceLastExposure"] as? Int, matchedKeyCount: try #require(summary["matchedKeyCount"] as? Int),
@@ -44,7 +44,7 @@ import Testing
         #expect(fields == scenario.expectedV1Summary(now: now))
     }
 
-    /// enctl detect offline's JSON report on the scenario: its keys in a signed file, its sightings and configurations.
+    /// enctl detect offline's JSON report on the scenario: its keys in a signed file, its sightings, configurations and RSSI corrections.
     func detectOffline(_ scenario: GoogleMatchingFixture.Scenario) throws -> [String: Any] {
         let signer = try P256PrivateKey()
         let keys = directory.file("keys.zip"), publicKey = directory.file("authority.pem")
@@ -54,8 +54,9 @@ import Testing
         try writer.zip(keys: try scenario.diagnosisKeys).write(to: URL(fileURLWithPath: keys))
         try scenario.jsonLines.write(toFile: sightings, atomically: true, encoding: .utf8)
         try scenario.configurationJSON.write(toFile: config, atomically: true, encoding: .utf8)
-        let result = try Command.enctl("detect", "offline", "--sightings", sightings, "--keys", keys, "--public-key", publicKey,
-                                       "--config", config, "--now", "\(GoogleMatchingFixture.scenarios.now)", "--json")
+        let result = try Command.enctl(["detect", "offline", "--sightings", sightings, "--keys", keys, "--public-key", publicKey,
+                                        "--config", config, "--now", "\(GoogleMatchingFixture.scenarios.now)", "--json"]
+                                       + scenario.rssiCorrectionArguments)
         #expect(result.status == 0, "\(result.standardError)")
         return try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
     }

@@ -11,7 +11,8 @@ import TestSupport
 
     @Test func theFixtureCoversEveryFamily() {
         let families = Set(Self.fixture.scenarios.map(\.family))
-        #expect(families == ["minute-arithmetic", "scan-merge", "rpi-window", "replay", "data-mapping", "calibration", "report-types", "v1-risk", "mixed"])
+        #expect(families == ["minute-arithmetic", "scan-merge", "rpi-window", "replay", "data-mapping", "calibration", "report-types", "v1-risk", "mixed",
+                             "infectiousness-none", "exposure-order", "adapters"])
         #expect(Self.fixture.scenarios.contains { !$0.expected.exposureWindows.isEmpty })
     }
 
@@ -36,12 +37,13 @@ import TestSupport
 
     @Test(arguments: GoogleMatchingTests.fixture.scenarios)
     func v1ExposuresAreGoogles(scenario: GoogleMatchingFixture.Scenario) throws {
-        let matcher = try KeyMatcher(index: SightingIndex(try scenario.enagentSightings))
-        let v1 = scenario.v1Configuration
-        let results = try scenario.diagnosisKeys.enumerated().compactMap { index, key in
-            try matcher.match(key).flatMap { v1.exposures(of: $0, now: Self.fixture.now) }.map { V1Result(key: index, $0) }
-        }
+        let matcher = try scenario.matcher()
+        let v1 = scenario.v1Configuration, now = Self.fixture.now
+        let matches = try scenario.diagnosisKeys.enumerated().compactMap { index, key in try matcher.match(key).map { (key: index, match: $0) } }
+        let results = matches.compactMap { found in v1.exposures(of: found.match, now: now).map { V1Result(key: found.key, $0) } }
         #expect(results == scenario.expected.v1ExposureResults.map(V1Result.init))
+        #expect(v1.exposureInfos(of: matches.map(\.match), now: now) == scenario.expectedExposureInfos(now: now), "in Google's order")
+        #expect(GoogleMatchingFixture.Scenario.V1SummaryFields(v1.summary(of: matches.map(\.match), now: now)) == scenario.expectedV1Summary(now: now))
     }
 
     /// Google weighs with doubles of 0...2.5, enagent with percentages: the same to rounding.

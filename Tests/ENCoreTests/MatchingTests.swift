@@ -106,6 +106,22 @@ import Testing
         #expect(match.sightings.allSatisfy { $0.rssi == -70 })
     }
 
+    /// Two adapters heard one RPI in one scan: the one v1 counts is the strongest after each
+    /// adapter's correction (Google stores RSSIs calibrated), not the one that reported more.
+    @Test func theStrongestOfAScanIsTheStrongestCorrectedRSSI() throws {
+        let device = try Broadcaster(metadata: Metadata(transmitPower: -10))
+        let dongle = try #require(BluetoothAddress("00:1A:7D:DA:71:13")), builtIn = try #require(BluetoothAddress("B8:27:EB:00:00:01"))
+        let sightings = [
+            try device.sighting(at: device.start + 600, rssi: -68, adapterAddress: builtIn),
+            try device.sighting(at: device.start + 610, rssi: -70, adapterAddress: dongle),
+        ]
+        let corrections = RssiCorrections(byAdapter: [dongle: 5, builtIn: -4])
+        let match = try #require(try KeyMatcher(index: SightingIndex(sightings), rssiCorrections: corrections).match(device.key))
+        // -68 - 4 = -72 against -70 + 5 = -65: the dongle's, attenuation -10 - (-65) = 55.
+        #expect(match.sightings.map(\.strongestOfItsScan) == [false, true])
+        #expect(V1Match(match).sightings == [V1Sighting(time: device.start + 610, attenuation: 55)])
+    }
+
     /// Keys of part of a day, a whole day (from midnight) and one from the afternoon into the next
     /// day: an RPI counts from 12 intervals before its own to the end of the 12th after, past its
     /// key's end too (Google's RollingProximityIdValidator).

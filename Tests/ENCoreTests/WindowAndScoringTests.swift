@@ -146,6 +146,24 @@ import Testing
         #expect(summary.maximumRiskScore == 0 && summary.matchedKeyCount == 1 && summary.daysSinceLastExposure == 3)
     }
 
+    /// A key's exposures come in time order, as findExposures lists them, whatever their risk
+    /// scores; keys by day, keys of one day in the matches' order.
+    @Test func v1ExposureInfosKeepGooglesOrder() {
+        let configuration = ExposureConfigurationV1()
+        let key = { (low: UInt64, day: Int64) in
+            DiagnosisKey(key: TemporaryExposureKey(keyData: Bytes16(high: 1, low: low), rollingStartIntervalNumber: ENIntervalNumber(unixSeconds: day)!,
+                                                   transmissionRiskLevel: 4))
+        }
+        // Runs of sightings 40 minutes apart: 15 minutes, 5, 10, 5 (a longer one scores more).
+        let runs: [Int64] = [0, 240, 480, 720, 3_120, 5_520, 5_760, 8_160]
+        let sightings = runs.map { V1Sighting(time: day + 3_600 + $0, attenuation: 60) }
+        let twoDays = V1Match(key: key(2, day + 86_400), sightings: sightings.map { V1Sighting(time: $0.time + 86_400, attenuation: 60) })
+        let matches = [twoDays, V1Match(key: key(3, day), sightings: sightings), V1Match(key: key(4, day), sightings: Array(sightings.prefix(1)))]
+        let infos = configuration.exposureInfos(of: matches, now: day + 5 * 86_400)
+        #expect(infos.map(\.date) == [day, day, day, day, day, day + 86_400, day + 86_400, day + 86_400, day + 86_400])
+        #expect(infos.map(\.durationMinutes) == [15, 5, 10, 5, 5, 15, 5, 10, 5], "each key's runs in time order")
+    }
+
     @Test func v1LevelBucketsFollowTheSpec() {
         #expect([74, 73, 64, 63, 52, 51, 34, 33, 28, 27, 16, 15, 11, 10, 0].map(ExposureConfigurationV1.attenuationLevel)
                 == [1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8])

@@ -81,7 +81,7 @@ import Testing
 }
 
 /// One scenario through the daemon: a store of its own, its sightings and scans recorded, its keys
-/// detected in a session, the service answering at the fixture's "now".
+/// detected in a session with its adapters' RSSI corrections, the service answering at the fixture's "now".
 private struct DaemonRun {
     let scenario: GoogleMatchingFixture.Scenario
     let directory = TemporaryDirectory()
@@ -95,7 +95,7 @@ private struct DaemonRun {
         store = try AgentStore(path: directory.file("enagent.db"))
         signer = try P256PrivateKey()
         service = try ServiceHandlerTests.service(store: store, trusting: signer, log: LogCapture(), clock: SimulatedClock(now),
-                                                  idleLimit: .seconds(600)) { _ in }
+                                                  rssiCorrections: try scenario.adapterRssiCorrections, idleLimit: .seconds(600)) { _ in }
         let scans = try #require(scenario.deviceScans)
         try store.record(try scenario.enagentSightings, scans: scans)
         try detect()
@@ -143,7 +143,7 @@ private struct DaemonRun {
         scenario.expectDailySummaries(try service.getDailySummaries(ConfigurationArgument(configuration: try scenario.configurationJSON)).summaries)
 
         let infos = try service.getExposureInfo(NoArguments()).exposures
-        #expect(GoogleMatchingFixture.Scenario.sorted(infos) == scenario.expectedExposureInfos(now: now))
+        #expect(infos == scenario.expectedExposureInfos(now: now), "in Google's order")
         // The daemon has no method for the v1 summary: it is what GetExposureInfo's configuration
         // (the last detection's) makes of what the detection stored.
         let v1 = try #require(try ExposureDetection.configuration(try scenario.configurationJSON).v1)

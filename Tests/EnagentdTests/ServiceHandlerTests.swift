@@ -31,10 +31,10 @@ import Testing
     /// callers `authorise` judges; its time is `clock`'s.
     /// A detection session ends after `idleLimit` without a call.
     static func service(store: AgentStore, trusting signer: P256PrivateKey, log: LogCapture, clock: any AgentClock = SystemClock(),
-                        idleLimit: Duration = .milliseconds(300),
+                        rssiCorrections: RssiCorrections = RssiCorrections(), idleLimit: Duration = .milliseconds(300),
                         authorise: @escaping @Sendable (DBusMessage) throws(DBusError) -> Void) throws -> ExposureNotificationService {
         let daemon = Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radio: nil,
-                            trustedKeys: [TrustedKey(publicKey: signer.publicKey)], logger: log.logger(level: .info),
+                            trustedKeys: [TrustedKey(publicKey: signer.publicKey)], rssiCorrections: rssiCorrections, logger: log.logger(level: .info),
                             queue: DispatchQueue(label: "test.daemon"))
         return ExposureNotificationService(daemon: daemon, sessions: DetectionSessions(bus: nil, idleLimit: idleLimit, logger: log.logger(level: .info)),
                                            authorise: authorise)

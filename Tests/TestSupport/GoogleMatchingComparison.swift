@@ -66,13 +66,17 @@ extension GoogleMatchingFixture.Scenario {
         }
     }
 
-    /// Google's v1 exposures as enagent reports them (ExposureInfo), in a fixed order: one per
-    /// exposure record, dated at its key's UTC day, durations in minutes (at most 30), the
-    /// attenuation durations in 5-minute steps (to the nearest, at most 30), days since the key's
-    /// start at `now`.
+    /// Google's v1 exposures as enagent reports them (ExposureInfo), in Google's order: its
+    /// results in the order it matched their keys (the scenario's), each key's exposure records
+    /// in the order findExposures made them, oldest day first (keys of one day as Google's order
+    /// has them). One per exposure record, dated at its key's UTC day, durations in minutes (at
+    /// most 30), the attenuation durations in 5-minute steps (to the nearest, at most 30), days
+    /// since the key's start at `now`.
     public func expectedExposureInfos(now: Int64) -> [ExposureInfo] {
         let minutes = { (seconds: Int) in min(30, (seconds + 150) / 300 * 5) }
-        return Self.sorted(expected.v1ExposureResults.flatMap { result in
+        let day = { (result: GoogleMatchingFixture.ExposureResult) in result.dateMillisSinceEpoch / 86_400_000 }
+        let byDay = expected.v1ExposureResults.enumerated().sorted { (day($0.element), $0.offset) < (day($1.element), $1.offset) }
+        return byDay.flatMap { _, result in
             let start = result.dateMillisSinceEpoch / 1_000
             return result.exposureRecords.map { record in
                 ExposureInfo(date: start / 86_400 * 86_400, durationMinutes: min(30, record.durationSeconds / 60),
@@ -80,12 +84,7 @@ extension GoogleMatchingFixture.Scenario {
                              transmissionRiskLevel: record.transmissionRiskLevel, totalRiskScore: record.riskScore,
                              daysSinceExposure: Int((now - start) / 86_400))
             }
-        })
-    }
-
-    /// `infos` in the order `expectedExposureInfos` has.
-    public static func sorted(_ infos: [ExposureInfo]) -> [ExposureInfo] {
-        infos.sorted { "\($0)" < "\($1)" }
+        }
     }
 
     /// The v1 summary's fields, as enagent gives them.

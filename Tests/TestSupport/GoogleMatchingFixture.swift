@@ -34,6 +34,8 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
         public var diagnosisKeysDataMapping: DataMapping
         public var dailySummariesConfig: DailySummariesConfig
         public var exposureConfiguration: ExposureConfiguration
+        /// dB added to the RSSIs of the adapter at each address (the adapters family); none: 0.
+        public var rssiCorrections: [String: Int]?
         public var expected: Expected
 
         public var testDescription: String { name }
@@ -111,8 +113,25 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
         public var jsonLines: String {
             sightings.map { sighting in
                 let previous = sighting.previousScanTime.map { #","previousScanTime":\#($0)"# } ?? ""
-                return #"{"rpi":"\#(sighting.rpi)","aem":"\#(sighting.aem)","rssi":\#(sighting.rssi),"time":\#(sighting.time)\#(previous)}"#
+                let adapter = sighting.adapterAddress.map { #","adapterAddress":"\#($0)""# } ?? ""
+                return #"{"rpi":"\#(sighting.rpi)","aem":"\#(sighting.aem)","rssi":\#(sighting.rssi),"time":\#(sighting.time)\#(previous)\#(adapter)}"#
             }.joined(separator: "\n") + "\n"
+        }
+
+        /// The scenario's corrections in enagent's terms, as enagent.conf's rssi-correction.ADDRESS gives them.
+        public var adapterRssiCorrections: RssiCorrections {
+            get throws {
+                var byAdapter = [BluetoothAddress: Int]()
+                for (address, decibels) in rssiCorrections ?? [:] {
+                    byAdapter[try #require(BluetoothAddress(address), "an adapter's address: \(address)")] = decibels
+                }
+                return RssiCorrections(byAdapter: byAdapter)
+            }
+        }
+
+        /// The same as enctl detect offline's --rssi-correction arguments.
+        public var rssiCorrectionArguments: [String] {
+            (rssiCorrections ?? [:]).sorted { $0.key < $1.key }.flatMap { ["--rssi-correction", "\($0.key)=\($0.value)"] }
         }
 
         public var diagnosisKeys: [DiagnosisKey] {
@@ -130,18 +149,24 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
             get throws {
                 try sightings.map {
                     ENCore.Sighting(rpi: try Bytes16(hex: $0.rpi), aem: try AssociatedEncryptedMetadata(hex: $0.aem), rssi: $0.rssi,
-                                    time: $0.time, adapter: "fixture", previousScanTime: $0.previousScanTime)
+                                    time: $0.time, adapter: "fixture", adapterAddress: try $0.adapterAddress.map { try #require(BluetoothAddress($0)) },
+                                    previousScanTime: $0.previousScanTime)
                 }
             }
         }
 
         /// enagent's windows, with the index of the key of each, keys in the scenario's order.
         public func enagentWindows() throws -> [(key: Int, window: ExposureWindow)] {
-            let matcher = try KeyMatcher(index: SightingIndex(try enagentSightings))
+            let matcher = try self.matcher()
             let configuration = configuration
             return try diagnosisKeys.enumerated().flatMap { index, key in
                 try matcher.match(key).map { ExposureWindowing.windows(for: $0, configuration: configuration).map { (index, $0) } } ?? []
             }
+        }
+
+        /// A matcher of the scenario's sightings, with its adapters' RSSI corrections.
+        public func matcher() throws -> KeyMatcher {
+            try KeyMatcher(index: SightingIndex(try enagentSightings), rssiCorrections: try adapterRssiCorrections)
         }
     }
 
@@ -169,6 +194,8 @@ public struct GoogleMatchingFixture: Decodable, Sendable {
         public var time: Int64
         public var rssi: Int8
         public var previousScanTime: Int64?
+        /// The address of the adapter that heard it (the adapters family); none: one without a correction.
+        public var adapterAddress: String?
     }
 
     public struct DataMapping: Decodable, Sendable {

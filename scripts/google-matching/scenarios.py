@@ -5,7 +5,9 @@ Each family aims at one rule where enagent and Google's code can differ (docs/de
 "Matching as Google's code does it"). A sighting names its key and the interval whose RPI it
 carries; the harness derives the RPI and AEM with Google's own generators. "previousScanTime" is
 the receiving device's previous scan, whatever that scan saw; a sighting without it has an
-unknown one. Times are before "now", keys start at UTC midnight 1-12 days before it.
+unknown one. "adapterAddress" names the adapter that heard a sighting, and the scenario's
+"rssiCorrections" its correction (dB added to its RSSIs; none: 0). Times are before "now", keys
+start at UTC midnight 1-12 days before it.
 
     scenarios.py --seed N --now UNIX > scenarios.json
 """
@@ -71,8 +73,9 @@ class Builder:
     def start(self, key):
         return self.scenario["keys"][key]["rollingStartIntervalNumber"]
 
-    def sight(self, key, time, rssi=None, interval=None, previous_scan=None, tx_power=-20, confidence=0):
-        """A sighting at time of the RPI of interval (by default the one of time)."""
+    def sight(self, key, time, rssi=None, interval=None, previous_scan=None, tx_power=-20, confidence=0, adapter=None):
+        """A sighting at time of the RPI of interval (by default the one of time), heard by the
+        adapter at address `adapter` (by default one without an RSSI correction)."""
         if time >= self.now:
             raise ValueError(f"{self.scenario['name']}: a sighting at {time} is not before now {self.now}")
         sighting = {
@@ -85,6 +88,8 @@ class Builder:
         }
         if previous_scan is not None:
             sighting["previousScanTime"] = previous_scan
+        if adapter is not None:
+            sighting["adapterAddress"] = adapter
         self.scenario["sightings"].append(sighting)
 
     def encounter(self, key, first, scans, gap=(150, 330), first_previous=None, unknown_share=0.0, **sighting):
@@ -218,7 +223,71 @@ def mixed(b):
                     unknown_share=0.2, tx_power=b.rng.choice([-30, -20, -10, 0, 21]))
 
 
-FAMILIES = [minute_arithmetic, scan_merge, rpi_window, replay, data_mapping, calibration, report_types, v1_risk, mixed]
+def infectiousness_none(b):
+    """v1 knows no infectiousness: a key whose days since onset map to NONE gives no window, yet
+    Google's findExposures scores it (and counts it among the matched keys) as any other."""
+    mapping = b.scenario["diagnosisKeysDataMapping"]
+    none_days = b.rng.sample(range(-14, 15), 10)
+    mapping["daysSinceOnsetToInfectiousness"] = {
+        str(day): 0 if day in none_days else b.rng.choice([1, 2]) for day in range(-14, 15)}
+    mapping["infectiousnessWhenDaysSinceOnsetMissing"] = b.rng.choice([0, 1])
+    infectious_days = [day for day in range(-14, 15) if day not in none_days]
+    onsets = b.rng.sample(none_days, 2) + [b.rng.choice(infectious_days), b.rng.choice([None, b.rng.choice(none_days)])]
+    for onset, days_ago in zip(onsets, b.rng.sample(range(1, 11), len(onsets))):
+        key = b.key(days_ago, days_since_onset=onset, transmission_risk=b.rng.randint(1, 8))
+        time = b.in_day(key, b.rng.randint(6, 18) * 3600)
+        for _ in range(b.rng.randint(1, 2)):
+            time = b.encounter(key, time, b.rng.randint(1, 6), gap=(120, 400), first_previous=time - 240) + 900
+
+
+def exposure_order(b):
+    """A key's exposures come in time order, whatever their risk scores: runs of sightings over 10
+    minutes apart, long and short in turn, scored by their duration, on keys of the same day."""
+    config = b.scenario["exposureConfiguration"]
+    config["durationScores"] = sorted(b.rng.randint(1, 8) for _ in range(8))
+    config["minimumRiskScore"] = 1
+    days_ago = b.rng.randint(1, 10)
+    time = None
+    for _ in range(b.rng.randint(1, 2)):
+        key = b.key(days_ago, transmission_risk=b.rng.randint(1, 8))
+        # The second key's encounters follow the first's, as one device hears them.
+        time = time or b.in_day(key, b.rng.randint(2, 14) * 3600)
+        for scans in b.rng.sample([1, 2, 4, 7], 3):
+            time = b.encounter(key, time, scans, gap=(200, 300), first_previous=time - 240) + b.rng.choice([700, 1200, 2400])
+
+
+RSSI_CORRECTED_ADAPTERS = ["00:1A:7D:DA:71:01", "00:1A:7D:DA:71:02"]
+
+
+def adapters(b):
+    """Two adapters with RSSI corrections of their own hear an RPI in one scan: Google stores RSSIs
+    calibrated (BleScannerImpl.BleSightingCallback.getAdjustedRssi), so the strongest of a scan,
+    the sighting v1 counts, is the strongest after the correction; here the other one is stronger
+    before it."""
+    low, gap = b.rng.randint(-8, 4), b.rng.randint(3, 9)
+    weaker, stronger = b.rng.sample(RSSI_CORRECTED_ADAPTERS, 2)
+    b.scenario["rssiCorrections"] = {weaker: low, stronger: low + gap}
+    key = b.key(b.rng.randint(1, 10), transmission_risk=b.rng.randint(1, 8))
+    time = b.in_day(key, b.rng.randint(6, 18) * 3600)
+    previous = time - 240
+    for _ in range(b.rng.randint(3, 7)):
+        # The adapter of the smaller correction reports up to gap - 1 dB more, which its
+        # correction more than takes back; in either order, a few seconds apart.
+        rssi = b.rng.randint(-90, -55)
+        heard = [(weaker, rssi + b.rng.randint(1, gap - 1)), (stronger, rssi)]
+        if b.rng.random() < 0.2:
+            heard = [b.rng.choice(heard)]
+        b.rng.shuffle(heard)
+        scan_start = time
+        for adapter, adapter_rssi in heard:
+            b.sight(key, time, rssi=adapter_rssi, previous_scan=previous, adapter=adapter)
+            time += b.rng.randint(1, 20)
+        previous = scan_start
+        time = scan_start + b.rng.randint(150, 420)
+
+
+FAMILIES = [minute_arithmetic, scan_merge, rpi_window, replay, data_mapping, calibration, report_types, v1_risk, mixed,
+            infectiousness_none, exposure_order, adapters]
 
 
 def main():

@@ -103,9 +103,11 @@ public final class Main {
         for (JsonElement key : scenario.getAsJsonArray("keys")) {
             keys.add(temporaryExposureKey(key.getAsJsonObject()));
         }
+        JsonObject rssiCorrections =
+                scenario.has("rssiCorrections") ? scenario.getAsJsonObject("rssiCorrections") : new JsonObject();
         JsonArray sightings = new JsonArray();
         for (JsonElement sighting : scenario.getAsJsonArray("sightings")) {
-            sightings.add(storeSighting(sighting.getAsJsonObject().deepCopy(), keys));
+            sightings.add(storeSighting(sighting.getAsJsonObject().deepCopy(), keys, rssiCorrections));
         }
 
         ExposureConfiguration v1Configuration =
@@ -235,10 +237,13 @@ public final class Main {
      * "interval", the metadata: version 1.1 with the calibration confidence in bits 3:2 (Google
      * reads them whatever the version; before 1.1 the specification has them reserved), and the
      * TX power), stores it as Google's SightingRecord, and returns the sighting with "rpi" and
-     * "aem" added.
+     * "aem" added. The stored RSSI is calibrated, as BleScannerImpl.BleSightingCallback
+     * .getAdjustedRssi stores it: the RSSI plus the correction of the adapter that heard it
+     * ("rssiCorrections" by "adapterAddress"; none: 0), Google's one rssiOffset per device becoming
+     * one per adapter.
      */
-    private static JsonObject storeSighting(JsonObject sighting, List<TemporaryExposureKey> keys)
-            throws Exception {
+    private static JsonObject storeSighting(
+            JsonObject sighting, List<TemporaryExposureKey> keys, JsonObject rssiCorrections) throws Exception {
         TemporaryExposureKey key = keys.get(sighting.get("key").getAsInt());
         int interval = sighting.get("interval").getAsInt();
         RollingProximityId rpi = null;
@@ -261,7 +266,7 @@ public final class Main {
         SightingRecord.Builder record =
                 SightingRecord.newBuilder()
                         .setEpochSeconds(sighting.get("time").getAsInt())
-                        .setRssi(sighting.get("rssi").getAsInt())
+                        .setRssi(calibratedRssi(sighting, rssiCorrections))
                         .setAssociatedEncryptedMetadata(ByteString.copyFrom(aem));
         if (sighting.has("previousScanTime")) {
             record.setPreviousScanEpochSeconds(sighting.get("previousScanTime").getAsInt());
@@ -270,6 +275,23 @@ public final class Main {
         sighting.addProperty("rpi", Hex.bytesToStringLowercase(rpi.getDirect()));
         sighting.addProperty("aem", Hex.bytesToStringLowercase(aem));
         return sighting;
+    }
+
+    /**
+     * BleScannerImpl.BleSightingCallback.getAdjustedRssi's sum; the scenarios stay clear of its
+     * clamp to -127...126.
+     */
+    private static int calibratedRssi(JsonObject sighting, JsonObject rssiCorrections) {
+        int correction = 0;
+        if (sighting.has("adapterAddress")) {
+            JsonElement adapterCorrection = rssiCorrections.get(sighting.get("adapterAddress").getAsString());
+            correction = adapterCorrection == null ? 0 : adapterCorrection.getAsInt();
+        }
+        int calibrated = sighting.get("rssi").getAsInt() + correction;
+        if (calibrated < -127 || calibrated > 126) {
+            throw new IllegalArgumentException("a calibrated RSSI of " + calibrated + " dBm would be clamped");
+        }
+        return calibrated;
     }
 
     private static List<GeneratedRollingProximityId> rollingProximityIds(TemporaryExposureKey key) throws Exception {
