@@ -19,6 +19,8 @@ public final class AgentStore: Sendable {
     private let sightingsRecorded = Mutex<(@Sendable () -> Void)?>(nil)
     /// Readers kept open between reads; more than this are closed after their read.
     private static let idleReaderLimit = 4
+    /// Bytes the write-ahead log file keeps once a checkpoint has emptied it.
+    static let walSizeLimit = 512 * 1024
 
     /// Opens (creating when absent) the database at `path`, migrates it and checks its integrity.
     public init(path: String) throws(StoreError) {
@@ -27,7 +29,14 @@ public final class AgentStore: Sendable {
         do {
             let connection = try SQLiteConnection(path: path)
             // foreign_keys: the schema's ON DELETE CASCADE (scan_instance, shared_key, pending_upload).
-            try connection.execute(script: "PRAGMA journal_mode = WAL; PRAGMA secure_delete = ON; PRAGMA foreign_keys = ON")
+            // synchronous FULL: each commit is on the disk when it returns, a power cut loses no
+            // consent, key or sighting the agent was told is stored; stated here, not left to the
+            // build's default (Debian's is FULL, others' NORMAL, which in WAL mode may lose the last commits).
+            // journal_size_limit: the log file is cut back to it whenever a checkpoint has emptied it.
+            try connection.execute(script: """
+                PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.walSizeLimit);
+                PRAGMA secure_delete = ON; PRAGMA foreign_keys = ON
+                """)
             let problems = try connection.fetchAll(String.self, "PRAGMA quick_check")
             if problems != ["ok"] {
                 throw StoreError.corrupt(path: path, detail: problems.prefix(3).joined(separator: "; "))
@@ -83,6 +92,19 @@ public final class AgentStore: Sendable {
         let connection = try SQLiteConnection(path: path, create: false)
         try connection.execute(script: "PRAGMA query_only = ON")
         return connection
+    }
+
+    /// Folds the write-ahead log into the database file while the store stays open, as `close`
+    /// does at its end: a daemon that runs for months (and loses power instead of closing) keeps
+    /// its log small, the next write starting it anew within `walSizeLimit`. Passive: it waits for
+    /// no reader (a detection reads for seconds); what a reader still needs waits for the next call.
+    public func checkpoint() throws(StoreError) {
+        try checkOpen()
+        do {
+            try writer.withLock { connection in try connection.execute(script: "PRAGMA wal_checkpoint(PASSIVE)") }
+        } catch {
+            throw Self.translate(error, path: path)
+        }
     }
 
     /// Folds the write-ahead log into the database file and closes it; later calls fail.

@@ -5,7 +5,8 @@ import ENStore
 import ENSystemd
 
 /// The daemon's periodic work: make sure the day's key exists (so it is in the history even
-/// when nothing asked for it) and forget what is past the retention period.
+/// when nothing asked for it), forget what is past the retention period, and fold the database's
+/// write-ahead log into it (a daemon killed by a power cut never reaches its close).
 final class Upkeep {
     static let period = DispatchTimeInterval.seconds(60)
 
@@ -48,6 +49,7 @@ final class Upkeep {
             let key = try KeySchedule.dayKey(at: now, in: store)
             logger.debug("current key", metadata: ["rolling-start": "\(key.rollingStartIntervalNumber)"])
         }
+        try store.checkpoint()
         guard synchronisation?.isSynchronised ?? true else {
             logger.debug("retention waits for a synchronised clock")
             return step != 0 || resumed

@@ -534,3 +534,33 @@ struct ScanHistoryTests {
         #expect(empty.previousScanStart(forSightingAt: 1) == nil)
     }
 }
+
+/// Durability stated, not inherited from the build: every commit synced, the log kept small.
+@Suite struct DurabilityTests {
+    let directory = TemporaryDirectory()
+
+    @Test func commitsAreSyncedInFull() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        #expect(try store.write { try $0.fetchOne(Int.self, "PRAGMA synchronous") } == 2, "FULL")
+        #expect(try store.write { try $0.fetchOne(String.self, "PRAGMA journal_mode") } == "wal")
+    }
+
+    /// A run that never closes the store (a power cut) still folds its log: after a checkpoint
+    /// the next write starts the log anew, cut back to its limit.
+    @Test func aCheckpointKeepsTheLogSmallWhileTheStoreIsOpen() throws {
+        let path = directory.file("enagent.db")
+        let store = try AgentStore(path: path)
+        let walSize = { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? -1 }
+        for batch in 0..<40 {
+            try store.record((0..<200).map { index in
+                Sighting(rpi: Bytes16(high: UInt64(batch), low: UInt64(index)), aem: AssociatedEncryptedMetadata(rawValue: 0), rssi: -60,
+                         time: 1_700_000_000 + Int64(batch), adapter: "hci0")
+            })
+        }
+        #expect(walSize() > AgentStore.walSizeLimit, "the log grew: \(walSize())")
+        try store.checkpoint()
+        try store.record([Sighting(rpi: Bytes16(high: 99, low: 0), aem: AssociatedEncryptedMetadata(rawValue: 0), rssi: -60, time: 1_700_000_100, adapter: "hci0")])
+        #expect(walSize() <= AgentStore.walSizeLimit, "the log was cut back: \(walSize())")
+        #expect(try store.sightingCount() == 8_001)
+    }
+}
