@@ -6,6 +6,9 @@ import Glibc
 
 /// Sightings for offline detection: a JSON Lines file or an agent database.
 enum SightingsInput {
+    /// The most sightings the index is sized for before it holds any: 4 M, some 14 days of a crowded place.
+    static let presizedSightings = 1 << 22
+
     /// One sighting per line: {"rpi":"<32 hex>","aem":"<8 hex>","rssi":-60,"time":<unix seconds>};
     /// an RSSI of 127 or null is unknown. Blank lines are skipped. The parsing is
     /// `Sighting.jsonLine` (ENCore), which the fuzzers reach too.
@@ -15,9 +18,11 @@ enum SightingsInput {
     /// index is the one a line at a time would make); the first bad line in the file is the one
     /// named.
     static func jsonLines(_ path: String) throws -> SightingIndex {
-        // Sized for a line of 80 bytes (a sighting's takes about 85), so that it seldom grows.
+        // Sized for a line of 80 bytes (a sighting's takes about 85), so that it seldom grows; at
+        // most for `presizedSightings`, since the size is a stranger's claim until the lines are
+        // read (a sparse terabyte asked for 14 billion slots at once, and the process died).
         var status = stat()
-        var index = SightingIndex(expectedCount: stat(path, &status) == 0 ? Int(status.st_size) / 80 : 0)
+        var index = SightingIndex(expectedCount: min(stat(path, &status) == 0 ? Int(status.st_size) / 80 : 0, presizedSightings))
         let parts = ProcessInfo.processInfo.activeProcessorCount
         try InputFile.forEachBlockOfLines(path, maximumLineLength: maximumLineLength) { block, firstNumber in
             for sightings in try parsedInParallel(block, firstNumber: firstNumber, parts: parts, path: path) {
