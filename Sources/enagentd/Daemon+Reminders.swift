@@ -7,11 +7,12 @@ extension Daemon {
     /// The latest day of increased risk in the latest verdict: the only exposure that alarms.
     var latestExposureDay: Int64? { get throws { try store.latestRiskAssessment()?.verdict.latestIncreasedRiskDay } }
 
-    /// Checks now and every minute what to remind the person of; a reminder that reveals no
-    /// health goes to the journal when it arises and once a day while it lasts.
+    /// Checks now, before it returns, and then every minute what to remind the person of; a
+    /// reminder that reveals no health goes to the journal when it arises and once a day while it lasts.
     func startReminders() {
+        checkReminders()
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now(), repeating: .seconds(60))
+        timer.schedule(deadline: .now() + .seconds(60), repeating: .seconds(60))
         timer.setEventHandler { [weak self] in self?.checkReminders() }
         timer.resume()
         my.reminders.timer = timer

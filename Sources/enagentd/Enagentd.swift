@@ -122,6 +122,9 @@ struct Enagentd: ParsableCommand {
         // A caller flooding the API is refused beyond 200 calls at once and 100 a second, so that
         // the calls of others queued behind the flood are answered soon.
         serviceBus.limitCalls(CallBudget(burst: 200, perSecond: 100))
+        // The reminders are judged before the name is taken: a client that asks as soon as
+        // enagentd appears gets them, and a change of those that tell of health is never announced.
+        daemon.startReminders()
         do {
             try serviceBus.export(object)
             try serviceBus.requestName(ExposureNotificationAPI.busName)
@@ -140,10 +143,7 @@ struct Enagentd: ParsableCommand {
         Systemd.notify("READY=1")
         logger.info("enagentd started", metadata: ["database": "\(store.path)"])
         if radioSettings.enabled { logger.info("\(radioSettings.scan)") }
-        DispatchQueue.main.async {
-            daemon.apply()
-            daemon.startReminders()
-        }
+        DispatchQueue.main.async { daemon.apply() }
         if !gate.isOpen { logger.warning("the system clock is not synchronised: no keys and no sightings until it is") }
         gate.whenOpen { daemon.clockBecameTrusted() }
         let watchdog = Watchdog.start(on: .main) { daemon.isHealthy }
