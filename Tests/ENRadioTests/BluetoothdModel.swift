@@ -21,6 +21,24 @@ final class BluetoothdModel: BlueZAdapters {
 
     var isDiscovering: Bool { discovering.withLock { $0 } }
 
+    /// Debian 12's bluetoothd under a flood of new advertisers (the lab's flood, issue 56): it
+    /// stopped reading the kernel's events, so the kernel's discovery ended without it and it
+    /// believes its own runs on. From then on it answers StartDiscovery without scanning ("filters
+    /// were equal, deciding to not restart the scan", or InProgress, which BlueZClient takes as
+    /// running since its Discovering says so), StopDiscovery not at all (NoReply after 10 s), and
+    /// passes on no report. Until it restarts.
+    private let stalled = Mutex(false)
+    var isStalled: Bool { stalled.withLock { $0 } }
+
+    func stall() {
+        stalled.withLock { $0 = true }
+        kernel.setScanning(false)
+    }
+
+    private func answering() throws {
+        guard !isStalled else { throw DBusError(name: DBusError.noReply, message: "Did not receive a reply.") }
+    }
+
     /// Discoveries (active scans) started while no EN advertisement was on the air: the kernel sets
     /// a new random address for each of those, and scans from the public address when the
     /// controller refuses it (`hci_active_scan_sync`).
@@ -57,6 +75,10 @@ final class BluetoothdModel: BlueZAdapters {
 
     func startDiscovery(on adapter: Adapter) throws {
         try available()
+        guard !isStalled else {
+            discovering.withLock { $0 = true }
+            return
+        }
         let controller = kernel.snapshot
         guard controller.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
         if !controller.onAir.values.contains(where: { KernelModel.isExposureNotification($0.data) }) { unshielded.withLock { $0 += 1 } }
@@ -67,6 +89,7 @@ final class BluetoothdModel: BlueZAdapters {
 
     func stopDiscovery(on adapter: Adapter) throws {
         try available()
+        try answering()
         guard discovering.withLock({ $0 }) else { throw DBusError(name: "org.bluez.Error.Failed", message: "No discovery started") }
         discovering.withLock { $0 = false }
         kernel.setScanning(false)
@@ -78,6 +101,7 @@ final class BluetoothdModel: BlueZAdapters {
     /// discovery on until its timeout (up to 10.24 s, seen in the lab on 6.12 and 6.1).
     func exits() {
         isRunning = false
+        stalled.withLock { $0 = false }
         discovering.withLock { $0 = false }
     }
 
@@ -98,10 +122,22 @@ final class BluetoothdModel: BlueZAdapters {
     /// and bluetoothd's report of the device while its discovery runs.
     func phoneHeard(_ serviceData: [UInt8]) {
         kernel.phoneHeard(serviceData)
-        guard isDiscovering else { return }
+        guard isDiscovering, !isStalled else { return }
         deviceReports.withLock { $0 }?(DeviceReport(devicePath: "/org/bluez/hci0/dev_46_05_04_03_02_01", adapter: "hci0", serviceData: serviceData, rssi: -60))
     }
-    func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] { [] }
+    func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] {
+        serviceChanges.withLock { $0 = handler }
+        return []
+    }
+
+    private let serviceChanges = Mutex<(@Sendable (Bool) -> Void)?>(nil)
+
+    /// A new bluetoothd (systemd restarts it): it owns org.bluez again, which the radio hears.
+    func restarts() {
+        exits()
+        isRunning = true
+        serviceChanges.withLock { $0 }?(true)
+    }
     func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription] {
         adapterChanges.withLock { $0 = handler }
         return []
