@@ -142,6 +142,8 @@ public final class BlueZRadio: Radio {
         /// bluetoothd's discovery did not scan (`DiscoveryStall`): scans that would go through it
         /// are the kernel's own discovery until bluetoothd returns (its name owned anew).
         var discoveryStalled = false
+        /// The adapter bluetoothd offered last, for while it does not answer (`adapter`).
+        var lastAdapter: Adapter?
         /// In this scan through bluetoothd's discovery: the EN advertisements the kernel reported
         /// (its Device Found events reach every socket) and those bluetoothd passed on.
         var heardByKernel = 0
@@ -181,8 +183,38 @@ public final class BlueZRadio: Radio {
         self.store = store
     }
 
-    /// The configured adapter, else the first that can advertise; powered on when allowed.
+    /// The configured adapter, else the first that can advertise; powered on when allowed. While
+    /// bluetoothd does not answer (`DiscoveryStall`: under the lab's flood every call of its timed
+    /// out, 10 s each), the adapter found last, as long as the kernel has it powered.
     public func adapter() throws -> Adapter {
+        if my.discoveryStalled, let adapter = try adapterAsTheKernelHasIt() { return adapter }
+        do {
+            let adapter = try findAdapter()
+            my.lastAdapter = adapter
+            return adapter
+        } catch {
+            guard let stall = DiscoveryStall(call: "Get of the adapter's properties", failure: error), let last = my.lastAdapter else { throw error }
+            noteStall(stall, on: last)
+            guard let adapter = try adapterAsTheKernelHasIt() else { throw error }
+            return adapter
+        }
+    }
+
+    /// The adapter found last, when the kernel has it powered; nil when it is off (bluetoothd
+    /// switches it on). One the kernel no longer has is gone.
+    private func adapterAsTheKernelHasIt() throws -> Adapter? {
+        guard var adapter = my.lastAdapter, let controller = adapter.index else { return nil }
+        let settings: ReadControllerInformation.Settings
+        do throws(ManagementError) { settings = try management.send(ReadControllerInformation(), controller: controller) } catch {
+            guard error.status == Self.invalidIndex else { throw error }
+            throw Failure.noAdapter(adapter.name)
+        }
+        guard settings.contains(.powered) else { return nil }
+        adapter.powered = true
+        return adapter
+    }
+
+    private func findAdapter() throws -> Adapter {
         let chosen = my.chosenAdapter
         let found: Adapter?
         switch configuredAdapter {
@@ -698,8 +730,8 @@ public final class BlueZRadio: Radio {
     private func noteStall(_ stall: DiscoveryStall, on adapter: Adapter) {
         guard !my.discoveryStalled else { return }
         my.discoveryStalled = true
-        logger.warning("bluetoothd's discovery on \(adapter.name) does not scan (\(stall)): scanning through the kernel's own discovery "
-                       + "(Start Discovery on the management interface) until bluetoothd restarts")
+        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): scanning through the kernel's own discovery "
+                       + "(Start Discovery on the management interface), and taking the adapter as the kernel has it, until bluetoothd restarts")
     }
 
     /// The kernel's own discovery on `adapter`, this radio's: one the kernel runs already
@@ -774,6 +806,11 @@ public final class BlueZRadio: Radio {
         switch scan {
         case .idle, .waitingForAdvertisement, .paused: return
         case .active(let adapter), .discoveryStarting(let adapter):
+            // bluetoothd that does not answer is not asked again (10 s each): the kernel stops what it runs.
+            if my.discoveryStalled, let controller = adapter.index {
+                if my.discoveries[controller] != nil { try stopKernelDiscovery(on: controller) }
+                return
+            }
             do { try client.stopDiscovery(on: adapter) } catch {
                 guard let stall = DiscoveryStall(call: "StopDiscovery", failure: error), let controller = adapter.index else { throw error }
                 noteStall(stall, on: adapter)

@@ -26,12 +26,15 @@ final class BluetoothdModel: BlueZAdapters {
     /// believes its own runs on. From then on it answers StartDiscovery without scanning ("filters
     /// were equal, deciding to not restart the scan", or InProgress, which BlueZClient takes as
     /// running since its Discovering says so), StopDiscovery not at all (NoReply after 10 s), and
-    /// passes on no report. Until it restarts.
+    /// passes on no report. Until it restarts. `silent`: it answers no call at all (the lab's
+    /// flood of 2026-11-29: every Get of the adapter's properties timed out too).
     private let stalled = Mutex(false)
+    private let silent = Mutex(false)
     var isStalled: Bool { stalled.withLock { $0 } }
 
-    func stall() {
+    func stall(silent: Bool = false) {
         stalled.withLock { $0 = true }
+        self.silent.withLock { $0 = silent }
         kernel.setScanning(false)
     }
 
@@ -52,6 +55,7 @@ final class BluetoothdModel: BlueZAdapters {
 
     private func available() throws {
         guard isRunning else { throw DBusError(name: "org.freedesktop.DBus.Error.ServiceUnknown", message: "The name org.bluez was not provided") }
+        guard !silent.withLock({ $0 }) else { throw DBusError(name: DBusError.noReply, message: "Did not receive a reply.") }
     }
 
     private var hci0: Adapter {
@@ -102,6 +106,7 @@ final class BluetoothdModel: BlueZAdapters {
     func exits() {
         isRunning = false
         stalled.withLock { $0 = false }
+        silent.withLock { $0 = false }
         discovering.withLock { $0 = false }
     }
 

@@ -533,6 +533,33 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// The lab's flood of 2026-11-29: bluetoothd answered no call at all, the Get of the
+    /// adapter's properties that each rotation and scan begins with neither (NoReply after 10 s
+    /// each): the agent said bluetooth-off and scanned for minutes only between timeouts. The
+    /// radio takes the adapter as the kernel has it, advertises and scans through the kernel.
+    @Test(arguments: Setup.all)
+    func aSilentBluetoothdLeavesTheRadioAdvertisingAndScanningThroughTheKernel(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        driver.bluetoothd.stall(silent: true)
+        driver.settle()
+        for _ in 0..<3 {
+            driver.rotate()
+            driver.stopScan()
+            driver.startScan()
+            driver.settle()
+            #expect(driver.advertising && driver.scanning && kernel.snapshot.scanning, "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+            #expect(RadioInvariants.broken(driver) == [])
+        }
+        // Switched off meanwhile: the kernel's word; switching it on again is bluetoothd's.
+        kernel.powerOff()
+        driver.settle()
+        driver.lost()
+        driver.retry()
+        #expect(!driver.advertising && !driver.scanning && RadioInvariants.broken(driver) == [])
+    }
+
     /// Scanning passively, the kernel's Device Found events are the sightings (bluetoothd does
     /// not report what no discovery of its own heard).
     @Test(arguments: Setup.passive)
