@@ -11,7 +11,7 @@ longest stretch from the flood's start to the end of the phones after it without
 manifest: the flood's rate, each `enctl status` poll (the phase "status-poll", with the moment it
 began), and the phones after the flood (phones.jsonl), which each agent must have stored. From each
 agent's log: the stall it noted, once."""
-import json, sys
+import calendar, json, sys, time
 import onair
 from labframe import Check, Lab, arguments, report
 
@@ -115,10 +115,16 @@ def phones_after(lab, fail):
 
 
 def journal(lab, fail):
-    for agent in AGENTS:
+    for agent, controller in AGENTS.items():
         log = lab.text(f"{agent}/enagentd.log").splitlines()
         notes = [line for line in log if STALL_NOTE in line]
-        print(f"  {agent}: {len(notes)} notes of a stalled discovery" + (f"; the first: {notes[0][:300]}" if notes else ""))
+        print(f"  {agent}: {len(notes)} notes of a stalled discovery" + (f"; the first: {notes[0][:400]}" if notes else ""))
+        if notes:
+            # The log's stamps are whole seconds (UTC): the first scan the controller ran from that second on.
+            noted = calendar.timegm(time.strptime(notes[0][:20], "%Y-%m-%dT%H:%M:%SZ"))
+            after = [begun for begun, _ in windows(lab, controller) if begun >= noted]
+            print(f"    hci{controller}'s next scan " + (f"{after[0] - noted:.1f} s after the note's second, "
+                                                        f"+{noted - lab.at('flood-started'):.0f} s into the flood" if after else "never came"))
         if len(notes) > STALL_NOTES_AT_MOST:
             fail(f"journal: {agent} noted the stall {len(notes)} times")
 
