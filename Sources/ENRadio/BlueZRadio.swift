@@ -142,8 +142,10 @@ public final class BlueZRadio: Radio {
         /// bluetoothd's discovery did not scan (`DiscoveryStall`): scans that would go through it
         /// are the kernel's own discovery until bluetoothd returns (its name owned anew).
         var discoveryStalled = false
-        /// The adapter bluetoothd offered last, for while it does not answer (`adapter`).
+        /// The adapter bluetoothd offered last, for while it does not answer (`adapter`), and
+        /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
+        var bluetoothdSettled = false
         /// In this scan through bluetoothd's discovery: the EN advertisements the kernel reported
         /// (its Device Found events reach every socket) and those bluetoothd passed on.
         var heardByKernel = 0
@@ -191,9 +193,13 @@ public final class BlueZRadio: Radio {
         do {
             let adapter = try findAdapter()
             my.lastAdapter = adapter
+            my.bluetoothdSettled = true
             return adapter
         } catch {
-            guard let stall = DiscoveryStall(call: "Get of the adapter's properties", failure: error), let last = my.lastAdapter else { throw error }
+            // A bluetoothd that has not offered the adapter since it started is starting, not stalled
+            // (the lab's restarted bluetoothd left a Get unanswered for 10 s).
+            guard my.bluetoothdSettled, let stall = DiscoveryStall(call: "Get of the adapter's properties", failure: error),
+                  let last = my.lastAdapter else { throw error }
             noteStall(stall, on: last)
             guard let adapter = try adapterAsTheKernelHasIt() else { throw error }
             return adapter
@@ -627,7 +633,11 @@ public final class BlueZRadio: Radio {
         // made, or against the specification, as the lab's emulator does after an extended set
         // is removed), it scans from the adapter's public address (hci_active_scan_sync), and
         // every scannable advertiser around hears that address in SCAN_REQs.
-        guard my.advertisement.onAir?.adapter.name == adapter.name else {
+        // What the kernel said so far counts first: bluetoothd's start may have removed the
+        // advertisement a moment ago (the random sequences cut it in after the data went in).
+        // An unfit one is going: the kernel lends a legacy set to another program's next.
+        if my.watching { management.deliverPending() }
+        guard case .onAir(let advertisement) = my.advertisement, advertisement.adapter.name == adapter.name else {
             return waitForAdvertisement(on: adapter, "until the advertisement is on the air: an active scan without it could go out from the adapter's public address")
         }
         // After a power-on the kernel has no random address in force and sets one for the scan
@@ -998,6 +1008,7 @@ public final class BlueZRadio: Radio {
             }
         } + client.followService { [self] present in
             queue.async { [self] in
+                my.bluetoothdSettled = false
                 if present {
                     if my.discoveryStalled {
                         my.discoveryStalled = false
