@@ -36,8 +36,7 @@ final class RadioDriver {
         let kernel = kernel
         radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), queue: DispatchQueue(label: "radio driver"),
-                           killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting },
-                           pause: { _ in kernel.advance(seconds: 0.05) })
+                           killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting })
         let (radio, listener) = (radio, listener)
         watch = radio.queue.sync { radio.watchManagement(for: listener, logger: LogCapture().logger()) }
         _ = try? radio.follow(for: listener, logger: LogCapture().logger())
@@ -81,12 +80,6 @@ final class RadioDriver {
                 case .unfit(let unfit) where advertising:
                     stopAdvertising()
                     problem = unfit
-                    // RadioAgent ends its scan for another program's turn on a legacy set, and scans
-                    // anew after the pause (here at once): the radio holds it for the advertisement.
-                    if unfit.entry.scanYieldsToOthers && scanning {
-                        stopScan()
-                        startScan()
-                    }
                 // RadioAgent.scanStopped: a new scan at once.
                 case .scanStopped where scanning || scanWaits:
                     (scanning, scanWaits) = (false, false)
