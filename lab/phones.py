@@ -18,6 +18,10 @@ controller hciN: ADV_SCAN_IND and ADV_IND with scan response data (a BT 4.x cont
 in turns, a second each), from static random addresses. btvirt answers an active scanner's scan
 of them with a scan response, which the report pairs with the scan's own address. The controller
 going away (the lab's unplug) is waited out: the beacons come back with it.
+phones.py flood OUT SECONDS hciN...: a flood of fresh advertisers, for SECONDS: every set of every
+controller given a new address and a fresh RPI (of a new TEK) as fast as the controllers take it,
+with no pause, as a crowded station's phones would in a minute's rotations. Nothing is logged per
+advertisement (no agent could keep them all); the phase "flood" of the run's manifest counts them.
 phones.py export PHONES.JSONL ZIP: an unsigned key export (export.bin in a zip) of every phone's
 TEK, as a health authority would publish them (enctl keys sign signs it).
 
@@ -233,7 +237,29 @@ def beacons(out, name):
         time.sleep(1.0)
 
 
+def flood(out, seconds, names):
+    """Fresh advertisers on every set of `names` for `seconds`, as fast as the controllers take
+    them; writes the phase "flood" (how many, for how long) to the run's manifest."""
+    controllers = [Controller(name) for name in names]
+    slots = [(controller, handle) for controller in controllers for handle in controller.handles]
+    started, fresh = time.time(), 0
+    while time.time() < started + seconds:
+        for controller, handle in slots:
+            rpi, aem = en_data(os.urandom(16), int(time.time() // 600))
+            controller.advertise(handle, non_resolvable_address(), KINDS[0][2](rpi + aem))
+            fresh += 1
+    for controller, handle in slots:
+        controller.stop(handle)
+    ended = time.time()
+    with open(f"{out}/phases.jsonl", "a") as manifest:
+        manifest.write(json.dumps({"phase": "flood", "realtime": ended, "monotonic": time.monotonic(), "adapters": names,
+                                   "started": started, "advertisers": fresh,
+                                   "per_minute": round(fresh * 60 / (ended - started))}) + "\n")
+
+
 def main():
+    if sys.argv[1] == "flood":
+        return flood(sys.argv[2], float(sys.argv[3]), sys.argv[4:])
     if sys.argv[1] == "export":
         return export(sys.argv[2], sys.argv[3])
     if sys.argv[1] == "beacons":

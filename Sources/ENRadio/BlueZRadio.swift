@@ -91,6 +91,9 @@ public final class BlueZRadio: Radio {
     private let store: any RadioAgentStore
     /// Whether the kernel is making an LE connection on a controller (`LEConnections`).
     private let leConnectionBeingMade: @Sendable (_ controller: UInt16) -> Bool
+    /// Lets `seconds` pass (the real clock but in tests): the wait for the kernel's word that a
+    /// discovery runs (`awaitDiscovery`).
+    private let pause: @Sendable (_ seconds: Double) -> Void
     private let logger: Logger
     /// The radio's queue, shared with the agent that calls it.
     public let queue: DispatchQueue
@@ -134,6 +137,19 @@ public final class BlueZRadio: Radio {
         /// The kernel answered the last monitor with Busy (`startScan`): scans go through
         /// bluetoothd's discovery until it takes one again.
         var monitorRefused = false
+        /// The management watch runs: the kernel's Discovering events prove a discovery.
+        var watching = false
+        /// bluetoothd's discovery did not scan (`DiscoveryStall`): scans that would go through it
+        /// are the kernel's own discovery until bluetoothd returns (its name owned anew).
+        var discoveryStalled = false
+        /// The adapter bluetoothd offered last, for while it does not answer (`adapter`), and
+        /// whether it has offered it since it (re)started.
+        var lastAdapter: Adapter?
+        var bluetoothdSettled = false
+        /// In this scan through bluetoothd's discovery: the EN advertisements the kernel reported
+        /// (its Device Found events reach every socket) and those bluetoothd passed on.
+        var heardByKernel = 0
+        var passedByBluetoothd = 0
     }
 
     /// Weak: the agent holds the radio.
@@ -154,8 +170,10 @@ public final class BlueZRadio: Radio {
     public init(client: any BlueZAdapters, management: any ManagementInterface, adapter: AdapterChoice?, mayPowerOn: Bool, scanMode: ScanMode,
                 store: any RadioAgentStore, logger: Logger, queue: DispatchQueue,
                 killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
-                leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) }) {
+                leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) },
+                pause: @escaping @Sendable (_ seconds: Double) -> Void = { usleep(UInt32($0 * 1_000_000)) }) {
         self.client = client
+        self.pause = pause
         self.management = management
         self.killSwitch = killSwitch
         self.leConnectionBeingMade = leConnectionBeingMade
@@ -167,8 +185,42 @@ public final class BlueZRadio: Radio {
         self.store = store
     }
 
-    /// The configured adapter, else the first that can advertise; powered on when allowed.
+    /// The configured adapter, else the first that can advertise; powered on when allowed. While
+    /// bluetoothd does not answer (`DiscoveryStall`: under the lab's flood every call of its timed
+    /// out, 10 s each), the adapter found last, as long as the kernel has it powered.
     public func adapter() throws -> Adapter {
+        if my.discoveryStalled, let adapter = try adapterAsTheKernelHasIt() { return adapter }
+        do {
+            let adapter = try findAdapter()
+            my.lastAdapter = adapter
+            my.bluetoothdSettled = true
+            return adapter
+        } catch {
+            // A bluetoothd that has not offered the adapter since it started is starting, not stalled
+            // (the lab's restarted bluetoothd left a Get unanswered for 10 s).
+            guard my.bluetoothdSettled, let stall = DiscoveryStall(call: "Get of the adapter's properties", failure: error),
+                  let last = my.lastAdapter else { throw error }
+            noteStall(stall, on: last)
+            guard let adapter = try adapterAsTheKernelHasIt() else { throw error }
+            return adapter
+        }
+    }
+
+    /// The adapter found last, when the kernel has it powered; nil when it is off (bluetoothd
+    /// switches it on). One the kernel no longer has is gone.
+    private func adapterAsTheKernelHasIt() throws -> Adapter? {
+        guard var adapter = my.lastAdapter, let controller = adapter.index else { return nil }
+        let settings: ReadControllerInformation.Settings
+        do throws(ManagementError) { settings = try management.send(ReadControllerInformation(), controller: controller) } catch {
+            guard error.status == Self.invalidIndex else { throw error }
+            throw Failure.noAdapter(adapter.name)
+        }
+        guard settings.contains(.powered) else { return nil }
+        adapter.powered = true
+        return adapter
+    }
+
+    private func findAdapter() throws -> Adapter {
         let chosen = my.chosenAdapter
         let found: Adapter?
         switch configuredAdapter {
@@ -233,7 +285,7 @@ public final class BlueZRadio: Radio {
         switch my.scan {
         case .idle: return nil
         case .waitingForAdvertisement: return .waitsForAdvertisement
-        case .passive, .active, .paused: return .started
+        case .passive, .active, .discoveryStarting, .kernelDiscovery, .paused: return .started
         }
     }
 
@@ -379,7 +431,12 @@ public final class BlueZRadio: Radio {
         var ownDiscoveryLeft = false
         if let paused {
             enter(.paused(adapter), because: "a BT 4.x controller takes an advertisement's new address only while it does not scan")
-            do { try stopScan(paused) } catch { if case .active = paused { ownDiscoveryLeft = true } }
+            do { try stopScan(paused) } catch {
+                switch paused {
+                case .active, .discoveryStarting, .kernelDiscovery: ownDiscoveryLeft = true
+                case .idle, .passive, .waitingForAdvertisement, .paused: break
+                }
+            }
         }
         // A discovery the kernel still runs refuses the address all the same: one a bluetoothd
         // that exited left (the kernel runs it on for up to 10.24 s, and no program stops it; the
@@ -391,15 +448,16 @@ public final class BlueZRadio: Radio {
             // Refused when it ended meanwhile (the watch hears of it a moment later): as good.
             _ = try? management.send(StopDiscovery(addressTypes: addressTypes), controller: controller)
         }
-        defer { if paused != nil { resumeScan(on: adapter) } }
+        defer { if let paused { resumeScan(on: adapter, ran: !paused.waitsForAdvertisement) } }
         try body()
     }
 
-    /// The scan again after a pause for an advertisement; when it is refused, the agent hears
-    /// that its scan stopped and starts one anew.
-    private func resumeScan(on adapter: Adapter) {
+    /// The scan again after a pause for an advertisement; when it is refused, or it `ran` and now
+    /// waits for an advertisement withdrawn meanwhile (the agent steps aside), the agent hears
+    /// that its scan stopped and starts one anew: its status never says a scan runs that waits.
+    private func resumeScan(on adapter: Adapter, ran: Bool) {
         do {
-            _ = try startScan(on: adapter)
+            if try startScan(on: adapter) == .waitsForAdvertisement && ran { my.listener.agent?.scanStopped() }
         } catch {
             enter(.idle, because: "it did not start again: \(error)")
             my.listener.agent?.scanStopped()
@@ -508,7 +566,7 @@ public final class BlueZRadio: Radio {
     }
 
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
-    private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, busy: UInt8 = 0x0A, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D,
+    private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, busy: UInt8 = 0x0A, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D,
                        invalidIndex: UInt8 = 0x11
 
     public func startScanning() throws -> ScanStart {
@@ -575,7 +633,11 @@ public final class BlueZRadio: Radio {
         // made, or against the specification, as the lab's emulator does after an extended set
         // is removed), it scans from the adapter's public address (hci_active_scan_sync), and
         // every scannable advertiser around hears that address in SCAN_REQs.
-        guard my.advertisement.onAir?.adapter.name == adapter.name else {
+        // What the kernel said so far counts first: bluetoothd's start may have removed the
+        // advertisement a moment ago (the random sequences cut it in after the data went in).
+        // An unfit one is going: the kernel lends a legacy set to another program's next.
+        if my.watching { management.deliverPending() }
+        guard case .onAir(let advertisement) = my.advertisement, advertisement.adapter.name == adapter.name else {
             return waitForAdvertisement(on: adapter, "until the advertisement is on the air: an active scan without it could go out from the adapter's public address")
         }
         // After a power-on the kernel has no random address in force and sets one for the scan
@@ -587,9 +649,119 @@ public final class BlueZRadio: Radio {
             return waitForAdvertisement(on: adapter, "while the kernel makes an LE connection: the controller could refuse the scan's random address, "
                                                      + "and the scan would go out from the adapter's public address")
         }
-        try client.startDiscovery(on: adapter)
-        enter(.active(adapter), because: "bluetoothd started its discovery")
+        guard let controller = adapter.index, my.watching else {
+            try client.startDiscovery(on: adapter)
+            enter(.active(adapter), because: "bluetoothd started its discovery (no management watch to hear the kernel's word)")
+            return .started
+        }
+        if my.discoveryStalled { return try startKernelDiscovery(on: adapter, controller: controller) }
+        do {
+            try client.startDiscovery(on: adapter)
+        } catch {
+            guard let stall = DiscoveryStall(call: "StartDiscovery", failure: error) else { throw error }
+            noteStall(stall, on: adapter)
+            return try startKernelDiscovery(on: adapter, controller: controller)
+        }
+        (my.heardByKernel, my.passedByBluetoothd) = (0, 0)
+        enter(.discoveryStarting(adapter), because: "bluetoothd answered StartDiscovery")
+        awaitDiscovery(on: controller)
+        if case .active = my.scan { return .started }
+        if let stall = DiscoveryStall(kernelDiscovering: my.discoveries[controller] != nil) {
+            noteStall(stall, on: adapter)
+            return try startKernelDiscovery(on: adapter, controller: controller)
+        }
+        enter(.active(adapter), because: "the kernel runs a discovery on \(adapter.name)")
         return .started
+    }
+
+    /// Why bluetoothd's discovery does not scan: Debian 12's bluetoothd under a flood of new
+    /// advertisers stopped reading the kernel's events (docs/radio.md, "A stalled discovery"), and
+    /// then answered StartDiscovery without scanning ("filters were equal"), timed out
+    /// StopDiscovery, and passed on no report. Each case is a judgement of one observation (pure).
+    enum DiscoveryStall: Equatable, CustomStringConvertible {
+        /// It answered StartDiscovery, and the kernel ran no discovery `discoveryProofSeconds` later.
+        case kernelNotDiscovering
+        /// A call of its discovery got no answer in time.
+        case noAnswer(String, String)
+        /// The kernel reported EN advertisements in its discovery, and bluetoothd passed none on.
+        case reportsDropped(heard: Int)
+
+        /// After StartDiscovery and the wait for the kernel's Discovering: nil when it scans.
+        init?(kernelDiscovering: Bool) {
+            guard !kernelDiscovering else { return nil }
+            self = .kernelNotDiscovering
+        }
+
+        /// A failure of `call` (StartDiscovery, StopDiscovery) that says bluetoothd does not answer;
+        /// nil for an answer (a refusal it made).
+        init?(call: String, failure error: any Error) {
+            guard let error = error as? DBusError, DiscoveryStall.unanswered.contains(error.name) else { return nil }
+            self = .noAnswer(call, error.description)
+        }
+
+        /// At a scan's end: nil unless the kernel heard at least `leastHeard` EN advertisements
+        /// and bluetoothd passed none on (its reports trail the kernel's by a moment).
+        init?(heardByKernel: Int, passedByBluetoothd: Int) {
+            guard heardByKernel >= DiscoveryStall.leastHeard, passedByBluetoothd == 0 else { return nil }
+            self = .reportsDropped(heard: heardByKernel)
+        }
+
+        static let unanswered: Set<String> = [DBusError.noReply, "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.TimedOut"]
+        static let leastHeard = 3
+
+        var description: String {
+            switch self {
+            case .kernelNotDiscovering:
+                return "it answered StartDiscovery, and the kernel ran no discovery \(BlueZRadio.discoveryProofSeconds) s later"
+            case .noAnswer(let call, let error): return "it did not answer \(call): \(error)"
+            case .reportsDropped(let heard): return "the kernel heard \(heard) EN advertisements in its discovery, and bluetoothd passed none on"
+            }
+        }
+    }
+
+    /// How long an active scan waits, at most, for the kernel's Discovering event once bluetoothd
+    /// answered StartDiscovery (in the lab it came within milliseconds), in steps.
+    static let discoveryProofSeconds = 2.0
+    private static let discoveryProofSteps = 40
+
+    /// Hands over the kernel's events until its Discovering makes `.discoveryStarting` active, or
+    /// `discoveryProofSeconds` pass.
+    private func awaitDiscovery(on controller: UInt16) {
+        for _ in 0..<Self.discoveryProofSteps {
+            management.deliverPending()
+            guard case .discoveryStarting = my.scan else { return }
+            pause(Self.discoveryProofSeconds / Double(Self.discoveryProofSteps))
+        }
+        management.deliverPending()
+    }
+
+    /// bluetoothd's discovery does not scan: scans go through the kernel's own discovery until
+    /// bluetoothd returns. Said once.
+    private func noteStall(_ stall: DiscoveryStall, on adapter: Adapter) {
+        guard !my.discoveryStalled else { return }
+        my.discoveryStalled = true
+        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): scanning through the kernel's own discovery "
+                       + "(Start Discovery on the management interface), and taking the adapter as the kernel has it, until bluetoothd restarts")
+    }
+
+    /// The kernel's own discovery on `adapter`, this radio's: one the kernel runs already
+    /// (bluetoothd's, which it may not stop, or another program's) is stopped first.
+    private func startKernelDiscovery(on adapter: Adapter, controller: UInt16) throws(ManagementError) -> ScanStart {
+        let started: PacketNumber
+        do throws(ManagementError) { started = try management.exchange(StartDiscovery(), controller: controller).read } catch {
+            guard error.status == Self.busy else { throw error }
+            _ = try? management.send(StopDiscovery(addressTypes: my.discoveries[controller] ?? leAddressTypes), controller: controller)
+            started = try management.exchange(StartDiscovery(), controller: controller).read
+        }
+        enter(.kernelDiscovery(adapter, started: started), because: "the kernel took this radio's Start Discovery")
+        return .started
+    }
+
+    /// Stops this radio's own discovery on `controller`; one the kernel ended already (Rejected) is as good.
+    private func stopKernelDiscovery(on controller: UInt16) throws(ManagementError) {
+        do throws(ManagementError) { try management.send(StopDiscovery(), controller: controller) } catch {
+            guard error.status == Self.rejected else { throw error }
+        }
     }
 
     /// Notes an active scan on `adapter` that waits (`why`), for the next advertisement to start it.
@@ -601,7 +773,7 @@ public final class BlueZRadio: Radio {
     /// Starts the active scan that waited for the advertisement now on `adapter`.
     private func startWaitingScan(on adapter: Adapter) {
         guard my.scan.waitsForAdvertisement, my.scan.adapter?.name == adapter.name else { return }
-        resumeScan(on: adapter)
+        resumeScan(on: adapter, ran: false)
     }
 
     /// bluetoothd's Powered follows the kernel's by a moment: a monitor sent to a controller the
@@ -643,7 +815,19 @@ public final class BlueZRadio: Radio {
     private func stopScan(_ scan: ScanPhase) throws {
         switch scan {
         case .idle, .waitingForAdvertisement, .paused: return
-        case .active(let adapter): try client.stopDiscovery(on: adapter)
+        case .active(let adapter), .discoveryStarting(let adapter):
+            // bluetoothd that does not answer is not asked again (10 s each): the kernel stops what it runs.
+            if my.discoveryStalled, let controller = adapter.index {
+                if my.discoveries[controller] != nil { try stopKernelDiscovery(on: controller) }
+                return
+            }
+            do { try client.stopDiscovery(on: adapter) } catch {
+                guard let stall = DiscoveryStall(call: "StopDiscovery", failure: error), let controller = adapter.index else { throw error }
+                noteStall(stall, on: adapter)
+                // What the kernel runs of it ends through the kernel.
+                if my.discoveries[controller] != nil { try stopKernelDiscovery(on: controller) }
+            }
+        case .kernelDiscovery(let adapter, _): if let controller = adapter.index { try stopKernelDiscovery(on: controller) }
         case .passive(let adapter, let monitor, _): if let controller = adapter.index { try removeMonitor(monitor, controller: controller) }
         }
     }
@@ -654,6 +838,9 @@ public final class BlueZRadio: Radio {
         let scan = my.scan
         guard let adapter = scan.adapter else { return }
         enter(.idle, because: "the agent ends it")
+        if case .active = scan, let stall = DiscoveryStall(heardByKernel: my.heardByKernel, passedByBluetoothd: my.passedByBluetoothd) {
+            noteStall(stall, on: adapter)
+        }
         var failure: (any Error)?
         do { try stopScan(scan) } catch { failure = error }
         try client.forgetDevices(on: adapter)
@@ -666,6 +853,10 @@ public final class BlueZRadio: Radio {
     /// Whether the scan's reports come from bluetoothd's discovery (else from the kernel's Device
     /// Found events, which a discovery also brings: one source, so that nothing counts twice).
     private var scansThroughDiscovery: Bool { my.scanMode == .active || my.monitorRefused }
+
+    /// Whether the scan's reports come from bluetoothd (its discovery, not stalled), else from the
+    /// kernel's Device Found events.
+    private var reportsFromBluetoothd: Bool { scansThroughDiscovery && !my.discoveryStalled }
 
     /// An active scan is ended and started anew before the kernel's LE discovery timeout
     /// (DISCOV_LE_TIMEOUT, 10.24 s): at that timeout bluetoothd restarts a filtered discovery at
@@ -691,7 +882,9 @@ public final class BlueZRadio: Radio {
     public func watchManagement(for agent: any RadioListener, logger: Logger) -> (any ManagementWatch)? {
         my.listener.agent = agent
         do {
-            return try management.watchEvents(on: queue) { [self] event, read in handle(event, read: read) }
+            let watch = try management.watchEvents(on: queue) { [self] event, read in handle(event, read: read) }
+            my.watching = true
+            return watch
         } catch {
             my.scanMode = .active
             logger.warning("scanning actively through bluetoothd's discovery, and an adapter turned connectable is noticed at the next rotation only: \(error)")
@@ -717,8 +910,13 @@ public final class BlueZRadio: Radio {
             makeUnfit(on: controller, Failure.shared, read: read, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
         case .deviceFound(let controller, let found):
             // Also those read before a pause for an advertisement's address, handled during it.
-            guard !scansThroughDiscovery, let adapter = my.scan.adapter, adapter.index == controller,
+            guard let adapter = my.scan.adapter, adapter.index == controller,
                   let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
+            // bluetoothd passes on what its discovery hears: the kernel's are counted, to see that it does.
+            guard !reportsFromBluetoothd else {
+                if case .active = my.scan { my.heardByKernel += 1 }
+                return
+            }
             my.listener.agent?.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name,
                                                   adapterAddress: adapterInUse?.address))
         case .advertisingRemoved(let controller, let instance):
@@ -745,7 +943,24 @@ public final class BlueZRadio: Radio {
             my.listener.agent?.scanStopped()
         case .discovering(let controller, let addressTypes, let active):
             my.discoveries[controller] = active ? addressTypes : nil
+            switch my.scan {
+            case .discoveryStarting(let adapter) where adapter.index == controller && active:
+                enter(.active(adapter), because: "the kernel's discovery on hci\(controller) runs")
+            case .active(let adapter) where adapter.index == controller && !active:
+                discoveryEnded(on: adapter)
+            case .kernelDiscovery(let adapter, let started) where adapter.index == controller && !active && read > started:
+                discoveryEnded(on: adapter)
+            case .idle, .passive, .active, .discoveryStarting, .kernelDiscovery, .waitingForAdvertisement, .paused:
+                break
+            }
         }
+    }
+
+    /// The kernel ended the discovery of this radio's scan on `adapter` (its timeout, a power-off)
+    /// or another program stopped it: the agent scans anew.
+    private func discoveryEnded(on adapter: Adapter) {
+        enter(.idle, because: "the kernel's discovery on \(adapter.name) ended without the agent")
+        my.listener.agent?.scanStopped()
     }
 
     /// This radio's advertisement on `controller` is unfit (`failure`): one on the air the agent
@@ -787,12 +1002,18 @@ public final class BlueZRadio: Radio {
         try client.followDevices { [self] report in
             queue.async { [self] in
                 // A passive scan's reports arrive as management events; bluetoothd passes them on too.
-                guard scansThroughDiscovery, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
+                guard reportsFromBluetoothd, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
+                my.passedByBluetoothd += 1
                 agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
             }
-        } + client.followService { [queue] present in
-            queue.async {
+        } + client.followService { [self] present in
+            queue.async { [self] in
+                my.bluetoothdSettled = false
                 if present {
+                    if my.discoveryStalled {
+                        my.discoveryStalled = false
+                        logger.notice("bluetoothd returned: scanning through its discovery again")
+                    }
                     agent.radioReturned()
                 } else {
                     logger.warning("bluetoothd left the bus; waiting for it to return")

@@ -60,7 +60,16 @@ extension BlueZRadio {
         /// A kernel advertisement monitor, added by the reply numbered `added`: a removal read
         /// before it was of the monitor before with the same handle.
         case passive(Adapter, monitor: UInt16, added: PacketNumber)
+        /// bluetoothd's discovery, which the kernel said runs (its Discovering event).
         case active(Adapter)
+        /// bluetoothd answered StartDiscovery; the kernel has not said yet that a discovery runs
+        /// (`startScan` waits for its word: a stalled bluetoothd answers without scanning).
+        case discoveryStarting(Adapter)
+        /// The kernel's own discovery, started by this radio (Start Discovery, answered by the reply
+        /// numbered `started`) while bluetoothd's does not scan (`BlueZRadio.State.discoveryStalled`):
+        /// its reports are Device Found events. A Discovering event read before that reply was of
+        /// the discovery before (every socket hears Discovering, the radio's own stop's too).
+        case kernelDiscovery(Adapter, started: PacketNumber)
         /// An active scan waits for this radio's advertisement to be on the adapter (`startScan`).
         case waitingForAdvertisement(Adapter)
         /// Stopped while a legacy controller takes an advertisement's new address (`pausingScan`).
@@ -74,7 +83,9 @@ extension BlueZRadio {
         var adapter: Adapter? {
             switch self {
             case .idle: return nil
-            case .passive(let adapter, _, _), .active(let adapter), .waitingForAdvertisement(let adapter), .paused(let adapter): return adapter
+            case .passive(let adapter, _, _), .active(let adapter), .discoveryStarting(let adapter), .kernelDiscovery(let adapter, _),
+                 .waitingForAdvertisement(let adapter), .paused(let adapter):
+                return adapter
             }
         }
 
@@ -83,6 +94,8 @@ extension BlueZRadio {
             case .idle: return "idle"
             case .passive(let adapter, let monitor, _): return "passive on \(adapter.name), monitor \(monitor)"
             case .active(let adapter): return "active on \(adapter.name)"
+            case .discoveryStarting(let adapter): return "bluetoothd's discovery starting on \(adapter.name)"
+            case .kernelDiscovery(let adapter, _): return "the kernel's discovery on \(adapter.name)"
             case .waitingForAdvertisement(let adapter): return "waiting on \(adapter.name) for the advertisement"
             case .paused(let adapter): return "paused on \(adapter.name)"
             }

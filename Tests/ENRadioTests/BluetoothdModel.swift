@@ -21,6 +21,27 @@ final class BluetoothdModel: BlueZAdapters {
 
     var isDiscovering: Bool { discovering.withLock { $0 } }
 
+    /// Debian 12's bluetoothd under a flood of new advertisers (the lab's flood, issue 56): it
+    /// stopped reading the kernel's events, so the kernel's discovery ended without it and it
+    /// believes its own runs on. From then on it answers StartDiscovery without scanning ("filters
+    /// were equal, deciding to not restart the scan", or InProgress, which BlueZClient takes as
+    /// running since its Discovering says so), StopDiscovery not at all (NoReply after 10 s), and
+    /// passes on no report. Until it restarts. `silent`: it answers no call at all (the lab's
+    /// flood of 2026-11-29: every Get of the adapter's properties timed out too).
+    private let stalled = Mutex(false)
+    private let silent = Mutex(false)
+    var isStalled: Bool { stalled.withLock { $0 } }
+
+    func stall(silent: Bool = false) {
+        stalled.withLock { $0 = true }
+        self.silent.withLock { $0 = silent }
+        kernel.setScanning(false)
+    }
+
+    private func answering() throws {
+        guard !isStalled else { throw DBusError(name: DBusError.noReply, message: "Did not receive a reply.") }
+    }
+
     /// Discoveries (active scans) started while no EN advertisement was on the air: the kernel sets
     /// a new random address for each of those, and scans from the public address when the
     /// controller refuses it (`hci_active_scan_sync`).
@@ -34,6 +55,7 @@ final class BluetoothdModel: BlueZAdapters {
 
     private func available() throws {
         guard isRunning else { throw DBusError(name: "org.freedesktop.DBus.Error.ServiceUnknown", message: "The name org.bluez was not provided") }
+        guard !silent.withLock({ $0 }) else { throw DBusError(name: DBusError.noReply, message: "Did not receive a reply.") }
     }
 
     private var hci0: Adapter {
@@ -57,6 +79,10 @@ final class BluetoothdModel: BlueZAdapters {
 
     func startDiscovery(on adapter: Adapter) throws {
         try available()
+        guard !isStalled else {
+            discovering.withLock { $0 = true }
+            return
+        }
         let controller = kernel.snapshot
         guard controller.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
         if !controller.onAir.values.contains(where: { KernelModel.isExposureNotification($0.data) }) { unshielded.withLock { $0 += 1 } }
@@ -67,6 +93,7 @@ final class BluetoothdModel: BlueZAdapters {
 
     func stopDiscovery(on adapter: Adapter) throws {
         try available()
+        try answering()
         guard discovering.withLock({ $0 }) else { throw DBusError(name: "org.bluez.Error.Failed", message: "No discovery started") }
         discovering.withLock { $0 = false }
         kernel.setScanning(false)
@@ -78,6 +105,8 @@ final class BluetoothdModel: BlueZAdapters {
     /// discovery on until its timeout (up to 10.24 s, seen in the lab on 6.12 and 6.1).
     func exits() {
         isRunning = false
+        stalled.withLock { $0 = false }
+        silent.withLock { $0 = false }
         discovering.withLock { $0 = false }
     }
 
@@ -98,10 +127,22 @@ final class BluetoothdModel: BlueZAdapters {
     /// and bluetoothd's report of the device while its discovery runs.
     func phoneHeard(_ serviceData: [UInt8]) {
         kernel.phoneHeard(serviceData)
-        guard isDiscovering else { return }
+        guard isDiscovering, !isStalled else { return }
         deviceReports.withLock { $0 }?(DeviceReport(devicePath: "/org/bluez/hci0/dev_46_05_04_03_02_01", adapter: "hci0", serviceData: serviceData, rssi: -60))
     }
-    func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] { [] }
+    func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] {
+        serviceChanges.withLock { $0 = handler }
+        return []
+    }
+
+    private let serviceChanges = Mutex<(@Sendable (Bool) -> Void)?>(nil)
+
+    /// A new bluetoothd (systemd restarts it): it owns org.bluez again, which the radio hears.
+    func restarts() {
+        exits()
+        isRunning = true
+        serviceChanges.withLock { $0 }?(true)
+    }
     func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription] {
         adapterChanges.withLock { $0 = handler }
         return []

@@ -36,7 +36,8 @@ final class RadioDriver {
         let kernel = kernel
         radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), queue: DispatchQueue(label: "radio driver"),
-                           killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting })
+                           killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting },
+                           pause: { _ in kernel.advance(seconds: 0.05) })
         let (radio, listener) = (radio, listener)
         watch = radio.queue.sync { radio.watchManagement(for: listener, logger: LogCapture().logger()) }
         _ = try? radio.follow(for: listener, logger: LogCapture().logger())
@@ -80,6 +81,12 @@ final class RadioDriver {
                 case .unfit(let unfit) where advertising:
                     stopAdvertising()
                     problem = unfit
+                    // RadioAgent ends its scan for another program's turn on a legacy set, and scans
+                    // anew after the pause (here at once): the radio holds it for the advertisement.
+                    if unfit.entry.scanYieldsToOthers && scanning {
+                        stopScan()
+                        startScan()
+                    }
                 // RadioAgent.scanStopped: a new scan at once.
                 case .scanStopped where scanning || scanWaits:
                     (scanning, scanWaits) = (false, false)

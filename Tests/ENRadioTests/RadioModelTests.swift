@@ -491,6 +491,75 @@ struct RadioDefectTests {
         #expect(driver.listener.reported == before + 1)
     }
 
+    /// Issue 56: under a flood of new advertisers Debian 12's bluetoothd stopped reading the
+    /// kernel's events. The kernel's discovery ended without it; it answered each StartDiscovery
+    /// without scanning ("filters were equal") and StopDiscovery not at all, and passed on no
+    /// report, so the agent said it scanned and stored nothing for minutes. The kernel's
+    /// Discovering events prove each discovery: its end starts a scan anew, and a scan bluetoothd
+    /// answered for that the kernel does not run is the kernel's own discovery instead, whose
+    /// Device Found events are the sightings, until bluetoothd restarts.
+    @Test(arguments: Setup.all)
+    func aStalledBluetoothdsDiscoveryIsReplacedByTheKernelsOwn(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering)
+        driver.bluetoothd.stall()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning, "the scan anew, through the kernel: \(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
+        // The agent's next scans: bluetoothd's StopDiscovery unanswered, the kernel's discovery again.
+        for _ in 0..<2 {
+            driver.stopScan()
+            #expect(!kernel.snapshot.scanning)
+            driver.startScan()
+            driver.settle()
+            #expect(driver.scanning && kernel.snapshot.scanning && RadioInvariants.broken(driver) == [])
+        }
+        let before = driver.listener.reported
+        driver.bluetoothd.phoneHeard(Array(repeating: 7, count: 20))
+        driver.settle()
+        #expect(driver.listener.reported == before + 1, "a phone heard through the kernel's discovery")
+        // bluetoothd restarted: its discovery again, the kernel's own stopped.
+        driver.bluetoothd.restarts()
+        driver.settle()
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering)
+        driver.bluetoothd.phoneHeard(Array(repeating: 8, count: 20))
+        driver.settle()
+        #expect(driver.listener.reported == before + 2, "a phone heard through bluetoothd's discovery, once")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
+    /// The lab's flood of 2026-11-29: bluetoothd answered no call at all, the Get of the
+    /// adapter's properties that each rotation and scan begins with neither (NoReply after 10 s
+    /// each): the agent said bluetooth-off and scanned for minutes only between timeouts. The
+    /// radio takes the adapter as the kernel has it, advertises and scans through the kernel.
+    @Test(arguments: Setup.all)
+    func aSilentBluetoothdLeavesTheRadioAdvertisingAndScanningThroughTheKernel(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        driver.bluetoothd.stall(silent: true)
+        driver.settle()
+        for _ in 0..<3 {
+            driver.rotate()
+            driver.stopScan()
+            driver.startScan()
+            driver.settle()
+            #expect(driver.advertising && driver.scanning && kernel.snapshot.scanning, "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+            #expect(RadioInvariants.broken(driver) == [])
+        }
+        // Switched off meanwhile: the kernel's word; switching it on again is bluetoothd's.
+        kernel.powerOff()
+        driver.settle()
+        driver.lost()
+        driver.retry()
+        #expect(!driver.advertising && !driver.scanning && RadioInvariants.broken(driver) == [])
+    }
+
     /// Scanning passively, the kernel's Device Found events are the sightings (bluetoothd does
     /// not report what no discovery of its own heard).
     @Test(arguments: Setup.passive)

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""flood-report.py RUN_DIR [--check [NAME...]]: what the flood lab (flood.sh) did to the agents'
+scans, and whether each scan that stalled ran again within the bound.
+
+Issue 56: under a flood of fresh advertisers Debian 12's bluetoothd stopped taking the kernel's
+events, answered StartDiscovery without scanning ("filters were equal") and StopDiscovery not at
+all, and the agents said they scanned while their controllers had no scan enabled for minutes.
+
+From btmon's capture: each agent's controller's scans (the scan enables it accepted), and the
+longest stretch from the flood's start to the end of the phones after it without one. From the
+manifest: the flood's rate, each `enctl status` poll (the phase "status-poll", with the moment it
+began), and the phones after the flood (phones.jsonl), which each agent must have stored. From each
+agent's log: the stall it noted, once."""
+import calendar, json, sys, time
+import onair
+from labframe import Check, Lab, arguments, report
+
+AGENTS = {"a": 0, "b": 1}
+# An agent whose scan stalled scans again within this long (issue 56's bound), plus one pause of the
+# lab's scan cycle (lab.conf: 3 s of every 4, at the agents' clock; a real second at most).
+RECOVERED_WITHIN = 30.0 + 4.0
+# The note of a stalled discovery in an agent's log (BlueZRadio.noteStall), at most once per run
+# of bluetoothd (the lab's bluetoothd runs throughout).
+STALL_NOTE = "bluetoothd does not scan on hci"
+STALL_NOTES_AT_MOST = 1
+
+
+def checks():
+    return [
+        Check("steps", "FLOOD STEPS (each phase's commands)", steps),
+        Check("flood", "FLOOD (phones.py flood on the other controllers)", flood),
+        Check("scanning", f"SCANNING (no stretch without a scan longer than {RECOVERED_WITHIN:.0f} s, btmon)", scanning),
+        Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
+        Check("phones-after", "PHONES AFTER THE FLOOD (each agent stored every well-formed phone)", phones_after),
+        Check("journal", "JOURNAL (the stall said once)", journal),
+    ]
+
+
+def main():
+    given = arguments(__doc__.splitlines()[0])
+    return report("lab-flood", given, Lab(given.run), checks(), ahead=heading)
+
+
+def heading(lab):
+    if lab.has("stack"):
+        print(f"  stack: {lab.phase('stack')['description']}")
+    print(f"  {lab.host_load()}")
+
+
+def steps(lab, fail):
+    for entry in lab.entries("failed"):
+        fail(f"steps: {entry.get('step')}")
+    print(f"  {len(lab.entries('failed'))} failed steps")
+
+
+def flood(lab, fail):
+    done = lab.phase("flood")
+    print(f"  {done['advertisers']} fresh advertisers from {', '.join(done['adapters'])} in {done['realtime'] - done['started']:.0f} s "
+          f"({done['per_minute']} a minute)")
+    if not done["advertisers"]:
+        fail("flood: no advertiser went on the air")
+
+
+def windows(lab, controller):
+    return onair.scan_windows(lab.snoop, controller)
+
+
+def scanning(lab, fail):
+    start, end = lab.at("flood-started"), lab.at("end")
+    for agent, controller in AGENTS.items():
+        scans = windows(lab, controller)
+        # Stretches without a scan enabled, from the flood's start to the run's end.
+        stretches, since = [], start
+        for begun, ended in scans:
+            if ended <= start:
+                continue
+            if begun > since:
+                stretches.append((begun - since, since))
+            since = max(since, ended)
+        stretches.append((end - since, since))
+        longest = sorted(stretches, reverse=True)[:3]
+        during = sum(1 for begun, _ in scans if start <= begun <= end)
+        print(f"  {agent} (hci{controller}): {during} scans from the flood's start; longest stretches without one: "
+              + ", ".join(f"{length:.1f} s from +{at - start:.0f} s" for length, at in longest))
+        for length, at in longest:
+            if length > RECOVERED_WITHIN:
+                fail(f"scanning: hci{controller} ran no scan for {length:.1f} s from +{at - start:.0f} s after the flood began "
+                     f"(at most {RECOVERED_WITHIN:.0f} s)")
+
+
+def status(lab, fail):
+    for agent, controller in AGENTS.items():
+        scans = windows(lab, controller)
+        polls = [entry for entry in lab.entries("status-poll") if entry["agent"] == agent]
+        said = [poll for poll in polls if poll["status"].get("scanning")]
+        wrong = [poll for poll in said
+                 if not any(begun <= poll["realtime"] and ended >= poll["started"] for begun, ended in scans)]
+        print(f"  {agent}: {len(polls)} polls, {len(said)} said scanning, {len(wrong)} of them while hci{controller} ran no scan")
+        for poll in wrong[:3]:
+            fail(f"status: {agent} said scanning at {poll['started']:.1f}-{poll['realtime']:.1f} (+{poll['started'] - lab.at('flood-started'):.0f} s), "
+                 f"and hci{controller} ran no scan then")
+
+
+def phones_after(lab, fail):
+    phones = [json.loads(line) for line in open(lab.path("phones.jsonl"))] if lab.exists("phones.jsonl") else []
+    wanted = {phone["rpi"] for phone in phones if phone["wellFormed"]}
+    if not wanted:
+        fail("phones-after: no phone went on the air after the flood")
+    for agent in AGENTS:
+        stored = {rpi.lower() for (rpi,) in lab.rows(agent, "SELECT hex(rpi) FROM sighting")}
+        missed = wanted - stored
+        print(f"  {agent}: {len(wanted) - len(missed)} of the {len(wanted)} well-formed phones stored")
+        if missed:
+            fail(f"phones-after: {agent} did not store {len(missed)} of the {len(wanted)} phones after the flood")
+
+
+def journal(lab, fail):
+    for agent, controller in AGENTS.items():
+        log = lab.text(f"{agent}/enagentd.log").splitlines()
+        notes = [line for line in log if STALL_NOTE in line]
+        print(f"  {agent}: {len(notes)} notes of a stalled discovery" + (f"; the first: {notes[0][:400]}" if notes else ""))
+        if notes:
+            # The log's stamps are whole seconds (UTC): the first scan the controller ran from that second on.
+            noted = calendar.timegm(time.strptime(notes[0][:20], "%Y-%m-%dT%H:%M:%SZ"))
+            after = [begun for begun, _ in windows(lab, controller) if begun >= noted]
+            print(f"    hci{controller}'s next scan " + (f"{after[0] - noted:.1f} s after the note's second, "
+                                                        f"+{noted - lab.at('flood-started'):.0f} s into the flood" if after else "never came"))
+        if len(notes) > STALL_NOTES_AT_MOST:
+            fail(f"journal: {agent} noted the stall {len(notes)} times")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
