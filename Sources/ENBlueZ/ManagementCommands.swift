@@ -29,18 +29,6 @@ public struct ReadControllerInformation: ManagementCommand {
     }
 }
 
-/// Start Discovery (0x0023): the kernel's own discovery of these address types (an active scan
-/// for LE), for when bluetoothd's does not run (`BlueZRadio`'s stalled discovery); its reports are
-/// Device Found events on every management socket, and every socket hears its Discovering events.
-public struct StartDiscovery: ManagementCommand {
-    public static let opcode: UInt16 = 0x0023
-    public static let name = "Start Discovery"
-    public var addressTypes: UInt8
-    public var parameters: [UInt8] { [addressTypes] }
-    public init(addressTypes: UInt8 = leAddressTypes) { self.addressTypes = addressTypes }
-    public static func decode(_ reply: [UInt8]) throws(ManagementError) {}
-}
-
 /// Stop Discovery (0x0024): ends a discovery the kernel runs (one left by a bluetoothd that died),
 /// named by the address types it was started with.
 public struct StopDiscovery: ManagementCommand {

@@ -139,8 +139,8 @@ public final class BlueZRadio: Radio {
         var monitorRefused = false
         /// The management watch runs: the kernel's Discovering events prove a discovery.
         var watching = false
-        /// bluetoothd's discovery did not scan (`DiscoveryStall`): scans that would go through it
-        /// are the kernel's own discovery until bluetoothd returns (its name owned anew).
+        /// bluetoothd's discovery did not scan (`DiscoveryStall`): scans are passive, through a kernel
+        /// monitor, until bluetoothd returns (its name owned anew).
         var discoveryStalled = false
         /// The adapter bluetoothd offered last, for while it does not answer (`adapter`), and
         /// whether it has offered it since it (re)started.
@@ -285,7 +285,7 @@ public final class BlueZRadio: Radio {
         switch my.scan {
         case .idle: return nil
         case .waitingForAdvertisement: return .waitsForAdvertisement
-        case .passive, .active, .discoveryStarting, .kernelDiscovery, .paused: return .started
+        case .passive, .active, .discoveryStarting, .paused: return .started
         }
     }
 
@@ -433,7 +433,7 @@ public final class BlueZRadio: Radio {
             enter(.paused(adapter), because: "a BT 4.x controller takes an advertisement's new address only while it does not scan")
             do { try stopScan(paused) } catch {
                 switch paused {
-                case .active, .discoveryStarting, .kernelDiscovery: ownDiscoveryLeft = true
+                case .active, .discoveryStarting: ownDiscoveryLeft = true
                 case .idle, .passive, .waitingForAdvertisement, .paused: break
                 }
             }
@@ -586,27 +586,15 @@ public final class BlueZRadio: Radio {
     /// has no monitors or refuses this one as Busy, bluetoothd's discovery, which may wait for the
     /// advertisement.
     private func startScan(on adapter: Adapter) throws -> ScanStart {
+        if my.discoveryStalled, let controller = adapter.index { return try addMonitor(on: adapter, controller: controller) }
         if my.scanMode == .passive, let controller = adapter.index {
             do {
-                try removeLeftoverMonitor(on: adapter)
-                try checkPoweredForMonitor(adapter, controller: controller)
-                // What the controller hears as the scan starts counts (an emulated one reports each
-                // advertiser once, when the scan is enabled, before the reply): its Device Found
-                // events are handled after this call, in the passive phase.
-                let (handle, added) = try management.exchange(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
-                enter(.passive(adapter, monitor: handle, added: added), because: "the kernel took its monitor")
-                // Written only when it changes (the kernel hands out the lowest free handle, so
-                // mostly the same one): a write per scan was 3 MB an hour on the SD card in the service lab.
-                let note = AdapterNumber(adapter: adapter.name, number: handle)
-                if my.monitorNote != .known(note) {
-                    try store.set(StoreSettings.scanMonitor, to: note)
-                    my.monitorNote = .known(note)
-                }
+                let started = try addMonitor(on: adapter, controller: controller)
                 if my.monitorRefused {
                     my.monitorRefused = false
                     logger.notice("the kernel took the scan's monitor on \(adapter.name) again: scanning passively")
                 }
-                return .started
+                return started
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
                 my.scanMode = .active
                 logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
@@ -654,13 +642,12 @@ public final class BlueZRadio: Radio {
             enter(.active(adapter), because: "bluetoothd started its discovery (no management watch to hear the kernel's word)")
             return .started
         }
-        if my.discoveryStalled { return try startKernelDiscovery(on: adapter, controller: controller) }
         do {
             try client.startDiscovery(on: adapter)
         } catch {
             guard let stall = DiscoveryStall(call: "StartDiscovery", failure: error) else { throw error }
             noteStall(stall, on: adapter)
-            return try startKernelDiscovery(on: adapter, controller: controller)
+            return try addMonitor(on: adapter, controller: controller)
         }
         (my.heardByKernel, my.passedByBluetoothd) = (0, 0)
         enter(.discoveryStarting(adapter), because: "bluetoothd answered StartDiscovery")
@@ -668,7 +655,7 @@ public final class BlueZRadio: Radio {
         if case .active = my.scan { return .started }
         if let stall = DiscoveryStall(kernelDiscovering: my.discoveries[controller] != nil) {
             noteStall(stall, on: adapter)
-            return try startKernelDiscovery(on: adapter, controller: controller)
+            return try addMonitor(on: adapter, controller: controller)
         }
         enter(.active(adapter), because: "the kernel runs a discovery on \(adapter.name)")
         return .started
@@ -735,33 +722,42 @@ public final class BlueZRadio: Radio {
         management.deliverPending()
     }
 
-    /// bluetoothd's discovery does not scan: scans go through the kernel's own discovery until
+    /// bluetoothd's discovery does not scan: scans are passive, through a kernel monitor, until
     /// bluetoothd returns. Said once.
     private func noteStall(_ stall: DiscoveryStall, on adapter: Adapter) {
         guard !my.discoveryStalled else { return }
         my.discoveryStalled = true
-        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): scanning through the kernel's own discovery "
-                       + "(Start Discovery on the management interface), and taking the adapter as the kernel has it, until bluetoothd restarts")
+        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): scanning passively through a kernel "
+                       + "advertisement monitor, and taking the adapter as the kernel has it, until bluetoothd restarts")
     }
 
-    /// The kernel's own discovery on `adapter`, this radio's: one the kernel runs already
-    /// (bluetoothd's, which it may not stop, or another program's) is stopped first.
-    private func startKernelDiscovery(on adapter: Adapter, controller: UInt16) throws(ManagementError) -> ScanStart {
-        let started: PacketNumber
-        do throws(ManagementError) { started = try management.exchange(StartDiscovery(), controller: controller).read } catch {
-            guard error.status == Self.busy else { throw error }
-            _ = try? management.send(StopDiscovery(addressTypes: my.discoveries[controller] ?? leAddressTypes), controller: controller)
-            started = try management.exchange(StartDiscovery(), controller: controller).read
-        }
-        enter(.kernelDiscovery(adapter, started: started), because: "the kernel took this radio's Start Discovery")
-        return .started
-    }
-
-    /// Stops this radio's own discovery on `controller`; one the kernel ended already (Rejected) is as good.
+    /// Stops the discovery the kernel runs on `controller` for a bluetoothd that does not answer;
+    /// one the kernel ended already (Rejected) is as good.
     private func stopKernelDiscovery(on controller: UInt16) throws(ManagementError) {
         do throws(ManagementError) { try management.send(StopDiscovery(), controller: controller) } catch {
             guard error.status == Self.rejected else { throw error }
         }
+    }
+
+    /// A passive scan on `adapter`: a kernel advertisement monitor, for which the kernel scans
+    /// passively, sending nothing (`State.discoveryStalled` too: the kernel's own active discovery
+    /// went out from the adapter's public address in the lab).
+    private func addMonitor(on adapter: Adapter, controller: UInt16) throws -> ScanStart {
+        try removeLeftoverMonitor(on: adapter)
+        try checkPoweredForMonitor(adapter, controller: controller)
+        // What the controller hears as the scan starts counts (an emulated one reports each
+        // advertiser once, when the scan is enabled, before the reply): its Device Found
+        // events are handled after this call, in the passive phase.
+        let (handle, added) = try management.exchange(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
+        enter(.passive(adapter, monitor: handle, added: added), because: "the kernel took its monitor")
+        // Written only when it changes (the kernel hands out the lowest free handle, so
+        // mostly the same one): a write per scan was 3 MB an hour on the SD card in the service lab.
+        let note = AdapterNumber(adapter: adapter.name, number: handle)
+        if my.monitorNote != .known(note) {
+            try store.set(StoreSettings.scanMonitor, to: note)
+            my.monitorNote = .known(note)
+        }
+        return .started
     }
 
     /// Notes an active scan on `adapter` that waits (`why`), for the next advertisement to start it.
@@ -827,7 +823,6 @@ public final class BlueZRadio: Radio {
                 // What the kernel runs of it ends through the kernel.
                 if my.discoveries[controller] != nil { try stopKernelDiscovery(on: controller) }
             }
-        case .kernelDiscovery(let adapter, _): if let controller = adapter.index { try stopKernelDiscovery(on: controller) }
         case .passive(let adapter, let monitor, _): if let controller = adapter.index { try removeMonitor(monitor, controller: controller) }
         }
     }
@@ -948,9 +943,7 @@ public final class BlueZRadio: Radio {
                 enter(.active(adapter), because: "the kernel's discovery on hci\(controller) runs")
             case .active(let adapter) where adapter.index == controller && !active:
                 discoveryEnded(on: adapter)
-            case .kernelDiscovery(let adapter, let started) where adapter.index == controller && !active && read > started:
-                discoveryEnded(on: adapter)
-            case .idle, .passive, .active, .discoveryStarting, .kernelDiscovery, .waitingForAdvertisement, .paused:
+            case .idle, .passive, .active, .discoveryStarting, .waitingForAdvertisement, .paused:
                 break
             }
         }

@@ -65,11 +65,6 @@ extension BlueZRadio {
         /// bluetoothd answered StartDiscovery; the kernel has not said yet that a discovery runs
         /// (`startScan` waits for its word: a stalled bluetoothd answers without scanning).
         case discoveryStarting(Adapter)
-        /// The kernel's own discovery, started by this radio (Start Discovery, answered by the reply
-        /// numbered `started`) while bluetoothd's does not scan (`BlueZRadio.State.discoveryStalled`):
-        /// its reports are Device Found events. A Discovering event read before that reply was of
-        /// the discovery before (every socket hears Discovering, the radio's own stop's too).
-        case kernelDiscovery(Adapter, started: PacketNumber)
         /// An active scan waits for this radio's advertisement to be on the adapter (`startScan`).
         case waitingForAdvertisement(Adapter)
         /// Stopped while a legacy controller takes an advertisement's new address (`pausingScan`).
@@ -83,7 +78,7 @@ extension BlueZRadio {
         var adapter: Adapter? {
             switch self {
             case .idle: return nil
-            case .passive(let adapter, _, _), .active(let adapter), .discoveryStarting(let adapter), .kernelDiscovery(let adapter, _),
+            case .passive(let adapter, _, _), .active(let adapter), .discoveryStarting(let adapter),
                  .waitingForAdvertisement(let adapter), .paused(let adapter):
                 return adapter
             }
@@ -95,7 +90,6 @@ extension BlueZRadio {
             case .passive(let adapter, let monitor, _): return "passive on \(adapter.name), monitor \(monitor)"
             case .active(let adapter): return "active on \(adapter.name)"
             case .discoveryStarting(let adapter): return "bluetoothd's discovery starting on \(adapter.name)"
-            case .kernelDiscovery(let adapter, _): return "the kernel's discovery on \(adapter.name)"
             case .waitingForAdvertisement(let adapter): return "waiting on \(adapter.name) for the advertisement"
             case .paused(let adapter): return "paused on \(adapter.name)"
             }

@@ -88,11 +88,6 @@ final class KernelModel: ManagementInterface {
         /// for the next advertisement instead of setting a new one (hci_set_random_addr_sync), and
         /// with none in force the controller refuses the new one, and the advertisement fails.
         var legacyAddress: Int?
-        /// The radio's own discoveries (Start Discovery) begun with no EN advertisement on the air, and
-        /// while an LE connection was being made: as bluetoothd's (`BluetoothdModel`), the kernel
-        /// may send their scan requests from the public address.
-        var ownScansWithoutAdvertisement = 0
-        var ownScansWhileConnecting = 0
         /// Events not handed to the radio yet, each numbered as read.
         var events = [(ManagementEvent, PacketNumber)]()
         /// The packets read: events and replies.
@@ -228,16 +223,6 @@ final class KernelModel: ManagementInterface {
             guard !existing.stuck else { throw refuse(Self.failed) }
             removeInstance(remove.instance, by: .radio, state: &state)
             return [remove.instance]
-        case let start as StartDiscovery:
-            // The radio's own discovery (a stalled bluetoothd's does not scan): an active scan,
-            // which takes a new random address unless an advertisement is on (hci_active_scan_sync).
-            guard state.powered else { throw refuse(Self.notPowered) }
-            guard !state.scanning else { throw refuse(Self.busy) }
-            guard start.addressTypes == leAddressTypes else { throw refuse(Self.invalidParameters) }
-            if !state.onAir.values.contains(where: { Self.isExposureNotification($0.data) }) { state.ownScansWithoutAdvertisement += 1 }
-            if state.connecting { state.ownScansWhileConnecting += 1 }
-            setScanning(true, state: &state)
-            return [leAddressTypes]
         case let stop as StopDiscovery:
             guard state.scanning else { throw refuse(Self.rejected) }
             guard stop.addressTypes == leAddressTypes else { throw refuse(Self.invalidParameters) }
@@ -476,8 +461,7 @@ final class KernelModel: ManagementInterface {
 
     func unplug() {
         state.withLock { state in
-            state = State(present: false, powered: false, nextAddress: state.nextAddress, history: state.history,
-                          ownScansWithoutAdvertisement: state.ownScansWithoutAdvertisement, ownScansWhileConnecting: state.ownScansWhileConnecting, events: state.events,
+            state = State(present: false, powered: false, nextAddress: state.nextAddress, history: state.history, events: state.events,
                           read: state.read, watch: state.watch, commands: state.commands, seconds: state.seconds)
         }
     }

@@ -36,12 +36,6 @@ enum RadioInvariants {
         if driver.bluetoothd.scansStartedWhileConnecting > 0 {
             broken.append("\(driver.bluetoothd.scansStartedWhileConnecting) active scans started while the kernel made an LE connection, which the kernel may send from the public address")
         }
-        if state.ownScansWithoutAdvertisement > 0 {
-            broken.append("\(state.ownScansWithoutAdvertisement) of the radio's own discoveries started with no EN advertisement on the air")
-        }
-        if state.ownScansWhileConnecting > 0 {
-            broken.append("\(state.ownScansWhileConnecting) of the radio's own discoveries started while the kernel made an LE connection")
-        }
         // The status never says a scan runs that does not (issue 56): the kernel scans, passively or in a discovery.
         if driver.scanning && !(state.scanning || state.scansPassively) { broken.append("the status says scanning, and the kernel does not scan") }
         let commands = state.commands.dropFirst(max(0, commandsFrom - 1))
