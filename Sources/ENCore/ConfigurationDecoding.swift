@@ -7,6 +7,13 @@ public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
 }
 
 /// A JSON key by name, for configurations that check which keys they were given.
+extension ConfigurationError {
+    /// A bound as a person writes it: 5, not 5.0.
+    static func format(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
+    }
+}
+
 struct AnyKey: CodingKey {
     let stringValue: String
     init(_ name: String) { stringValue = name }
@@ -26,7 +33,7 @@ extension KeyedDecodingContainer where Key == AnyKey {
     func number(_ name: String, in range: ClosedRange<Double>, default value: Double) throws -> Double {
         guard contains(AnyKey(name)) else { return value }
         guard let number = try? decode(Double.self, forKey: AnyKey(name)), range.contains(number) else {
-            throw ConfigurationError(key: name, reason: "must be a number from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound))")
+            throw ConfigurationError(key: name, reason: "must be a number from \(ConfigurationError.format(range.lowerBound)) to \(ConfigurationError.format(range.upperBound))")
         }
         return number
     }
@@ -47,7 +54,4 @@ extension KeyedDecodingContainer where Key == AnyKey {
         return numbers
     }
 
-    private static func format(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String(value)
-    }
 }

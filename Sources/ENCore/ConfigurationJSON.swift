@@ -43,7 +43,7 @@ struct ConfigurationJSON {
 
     func number(atLeast minimum: Double = -.greatestFiniteMagnitude) throws(ConfigurationError) -> Double {
         guard let number = value.number, number.isFinite, number >= minimum else {
-            throw refuse(minimum > -.greatestFiniteMagnitude ? "must be a number of at least \(Self.format(minimum))" : "must be a number")
+            throw refuse(minimum > -.greatestFiniteMagnitude ? "must be a number of at least \(ConfigurationError.format(minimum))" : "must be a number")
         }
         return number
     }
@@ -60,5 +60,4 @@ struct ConfigurationJSON {
         return flag
     }
 
-    private static func format(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
 }

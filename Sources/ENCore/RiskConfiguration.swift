@@ -50,7 +50,13 @@ public struct ExpressRiskModel: Sendable, Equatable {
     }
 
     func dayRisks(of windows: [ExposureWindow], today: UTCDay) -> [DayRisk] {
-        dailySummaries.dailySummaries(of: windows, now: today.start).compactMap { summary in
+        // The day's encounters: the keys of its windows that weigh (scored once each).
+        var weighingKeys = [Int64: Set<TemporaryExposureKey.Identity>]()
+        for window in windows {
+            let score = dailySummaries.score(of: window)
+            if score > 0 && score >= dailySummaries.minimumWindowScore { weighingKeys[window.date, default: []].insert(window.diagnosisKey.key.identity) }
+        }
+        return dailySummaries.dailySummaries(of: windows, now: today.start).compactMap { summary in
             let minutes = summary.scoreSum / 60
             let level: RiskLevel
             if minutes >= alertMinutesPerDay {
@@ -61,12 +67,9 @@ public struct ExpressRiskModel: Sendable, Equatable {
                 level = minutes > 0 ? .low : .none
             }
             guard level != .none else { return nil }
-            // The day's encounters: the keys of its windows that weigh.
-            let keys = Set(windows.filter { window in
-                window.date == summary.date && dailySummaries.score(of: window) > 0 && dailySummaries.score(of: window) >= dailySummaries.minimumWindowScore
-            }.map(\.diagnosisKey.key.identity))
-            return DayRisk(date: summary.date, level: level, lowRiskEncounters: level == .low ? keys.count : 0,
-                           increasedRiskEncounters: level == .increased ? keys.count : 0)
+            let encounters = weighingKeys[summary.date]?.count ?? 0
+            return DayRisk(date: summary.date, level: level, lowRiskEncounters: level == .low ? encounters : 0,
+                           increasedRiskEncounters: level == .increased ? encounters : 0)
         }
     }
 }

@@ -31,10 +31,11 @@ public enum RiskWindowsJSON {
                                     typicalAttenuation: try scan.required("typicalAttenuation").integer(in: 0...255),
                                     secondsSinceLastScan: try scan.required("secondsSinceLastScan").integer(in: -Int(Int32.max)...Int(Int32.max)))
             }
+            let date = today.advanced(by: -Int64(age)).start
             let key = TemporaryExposureKey(keyData: Bytes16(high: 0, low: UInt64(index)),
-                                           rollingStartIntervalNumber: ENIntervalNumber(UInt32(clamping: today.advanced(by: -Int64(age)).start / 600)),
+                                           rollingStartIntervalNumber: ENIntervalNumber(UInt32(clamping: date / 600)),
                                            rollingPeriod: 144, transmissionRiskLevel: 0)
-            return ExposureWindow(date: today.advanced(by: -Int64(age)).start, reportType: reportType, infectiousness: infectiousness,
+            return ExposureWindow(date: date, reportType: reportType, infectiousness: infectiousness,
                                   calibrationConfidence: try window.required("calibrationConfidence").integer(in: 0...3), scanInstances: scans,
                                   diagnosisKey: DiagnosisKey(key: key, reportType: reportType))
         }
