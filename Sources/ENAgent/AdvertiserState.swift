@@ -117,16 +117,18 @@ public enum ScanState: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension RadioState {
-    /// The status's view of the radio, from the advertiser's state, the scan's, and whether the
-    /// last write to the store failed. The problem shown is the most pressing: the scan's refusal
-    /// (the radio is not there to do anything), then an unwritable store (nothing new may go on
-    /// the air until it is written), then what holds the advertisement back.
-    public init(advertiser: AdvertiserState, scan: ScanState, storeFailing: Bool) {
+    /// The status's view of the radio, from the advertiser's state, the scan's, whether the last
+    /// write to the store failed, and whether sightings wait for room on the disk. The problem
+    /// shown is the most pressing: the scan's refusal (the radio is not there to do anything),
+    /// then an unwritable store (nothing new may go on the air until it is written), then what
+    /// holds the advertisement back, then sightings waiting (everything else runs).
+    public init(advertiser: AdvertiserState, scan: ScanState, storeFailing: Bool, sightingsWaitForDisk: Bool = false) {
         guard advertiser != .idle else {
             self.init()
             return
         }
-        let problem: AgentStatus? = if case .refused(let scanProblem) = scan { scanProblem } else if storeFailing { .storeUnwritable } else { advertiser.problem }
+        let problem: AgentStatus? = if case .refused(let scanProblem) = scan { scanProblem } else if storeFailing { .storeUnwritable }
+                                    else { advertiser.problem ?? (sightingsWaitForDisk ? .diskLow : nil) }
         let resumesAt: Int64? = if problem == .waitingForInterval, case .waitingForInterval(let resumesAt) = advertiser { resumesAt } else { nil }
         self.init(advertising: advertiser.isOnAir, scanning: scan == .running, problem: problem, advertisingResumesAt: resumesAt)
     }

@@ -7,6 +7,8 @@ import Glibc
 public struct AgentConfiguration: Equatable, Sendable {
     public var stateDirectory: String?
     public var retentionDays: Int?
+    /// MiB kept free for keys and consent, below which sightings wait (`DiskReserve`); 0: none.
+    public var diskReserveMebibytes: Int?
     public var radio: Bool?
     public var adapter: AdapterChoice?
     public var powerOn: Bool?
@@ -32,7 +34,7 @@ public struct AgentConfiguration: Equatable, Sendable {
     public static let defaultPath = "/etc/enagent/enagent.conf"
 
     /// The keys, in the order the documentation lists them.
-    public static let keys = ["state-directory", "retention-days", "radio", "adapter", "power-on", "tx-power",
+    public static let keys = ["state-directory", "retention-days", "disk-reserve-mb", "radio", "adapter", "power-on", "tx-power",
                               "rotation-seconds", "scan-seconds", "scan-interval-seconds", "passive-scan", "require-synchronised-clock",
                               "trusted-keys-directory", "risk-configuration", "rssi-correction", adapterCorrectionPrefix + "ADDRESS"]
 
@@ -56,6 +58,7 @@ public struct AgentConfiguration: Equatable, Sendable {
             switch key {
             case "state-directory": stateDirectory = try checked(Value.absolutePath)
             case "retention-days": retentionDays = try checked(Value.retentionDays)
+            case "disk-reserve-mb": diskReserveMebibytes = try checked(Value.diskReserveMebibytes)
             case "radio": radio = try Self.boolean(value, key: key, fail)
             case "adapter": adapter = try checked(Value.adapter)
             case "power-on": powerOn = try Self.boolean(value, key: key, fail)
@@ -110,6 +113,9 @@ public struct AgentConfiguration: Equatable, Sendable {
         public static func txPower(_ text: String) throws(InvalidValue) -> Int8 { Int8(try integer(text, in: -127...20)) }
 
         public static func retentionDays(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 1...365) }
+
+        /// Up to 64 GiB; 0 keeps no reserve.
+        public static func diskReserveMebibytes(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 0...65_536) }
 
         /// scan-seconds and scan-interval-seconds.
         public static func scanSeconds(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 1...300) }

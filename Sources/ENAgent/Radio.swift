@@ -95,7 +95,7 @@ public struct RadioSchedule: Sendable, Equatable {
 }
 
 /// What the radio is doing, for the agent's status and the D-Bus properties: a value the agent
-/// derives from its advertiser's and scan's states (`init(advertiser:scan:storeFailing:)`).
+/// derives from its advertiser's and scan's states (`init(advertiser:scan:storeFailing:sightingsWaitForDisk:)`).
 public struct RadioState: Sendable, Equatable {
     public let advertising: Bool
     public let scanning: Bool

@@ -42,6 +42,9 @@ public final class RadioAgent: RadioListener {
         /// The last write to the store failed (a full disk): nothing is advertised, since neither a
         /// new key nor the interval on the air could be kept, and sightings wait in memory.
         var storeFailing = false
+        /// The store refused sightings, the disk below its reserve (`DiskReserve`): they wait in
+        /// memory, and the advertisement goes on, its key and interval written in the reserve.
+        var sightingsWaitForDisk = false
         /// Sightings dropped from memory since the store last failed.
         var droppedSightings = 0
         /// When the scan of the current cycle first ran (nil while none has), and the scans that
@@ -65,7 +68,9 @@ public final class RadioAgent: RadioListener {
 
     /// The radio's state as the status shows it, derived from the advertiser's and the scan's;
     /// `onChange` hears of it once each piece of work on the queue is done (`changing`).
-    private var state: RadioState { RadioState(advertiser: my.advertiser.state, scan: my.scan.state, storeFailing: my.storeFailing) }
+    private var state: RadioState {
+        RadioState(advertiser: my.advertiser.state, scan: my.scan.state, storeFailing: my.storeFailing, sightingsWaitForDisk: my.sightingsWaitForDisk)
+    }
     private let onChange: (@Sendable (RadioState) -> Void)?
 
     private var running: Bool { my.advertiser.state != .idle }
@@ -283,7 +288,7 @@ public final class RadioAgent: RadioListener {
             my.pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
                                     rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
                                     adapterAddress: report.adapterAddress))
-            if my.pending.count >= Self.flushThreshold && !my.storeFailing { flush() }
+            if my.pending.count >= Self.flushThreshold && !my.storeFailing && !my.sightingsWaitForDisk { flush() }
             if my.pending.count > Self.maximumPending {
                 // A tenth at a time, so that a long outage does not move the whole array per report.
                 let excess = my.pending.count - Self.maximumPending + Self.maximumPending / 10
@@ -525,12 +530,24 @@ public final class RadioAgent: RadioListener {
             logger.debug("stored \(my.pending.count) sightings and \(my.endedScans.count) ended scans")
             my.pending.removeAll()
             my.endedScans.removeAll()
+            if my.storeFailing || my.sightingsWaitForDisk {
+                if my.droppedSightings > 0 { logger.warning("\(my.droppedSightings) sightings were dropped while the database could not take them") }
+                my.droppedSightings = 0
+            }
+            if my.sightingsWaitForDisk {
+                my.sightingsWaitForDisk = false
+                logger.notice("the disk has room above its reserve again: sightings are written")
+            }
             if my.storeFailing {
                 my.storeFailing = false
-                if my.droppedSightings > 0 { logger.warning("\(my.droppedSightings) sightings were dropped while the database could not be written") }
-                my.droppedSightings = 0
                 logger.notice("the database can be written again")
                 if !onAir { rotate() }
+            }
+        } catch .belowDiskReserve(let path, let free, let reserve) {
+            if !my.sightingsWaitForDisk {
+                logger.warning("\(StoreError.belowDiskReserve(path: path, free: free, reserve: reserve)) Keeping \(my.pending.count) sightings in memory "
+                               + "(at most \(Self.maximumPending)); advertising goes on.")
+                my.sightingsWaitForDisk = true
             }
         } catch {
             storeFailed(error, doing: "store \(my.pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")

@@ -28,6 +28,9 @@ public enum AgentStatus: String, Sendable, CaseIterable {
     /// The database cannot be written (a full disk): scanning, sightings held in memory, but not
     /// advertising, since no new key and no interval on the air can be kept.
     case storeUnwritable = "store-unwritable"
+    /// Advertising and scanning, but sightings wait in memory: the disk holding the database has
+    /// less free than the reserve kept for keys and consent (enagent.conf's disk-reserve-mb).
+    case diskLow = "disk-low"
     /// Scanning, but not advertising: which interval's identifier was last on the air cannot be
     /// read from the database, and without it an identifier could go on the air twice.
     case lastIntervalUnknown = "last-interval-unknown"
@@ -95,6 +98,11 @@ public enum AgentStatus: String, Sendable, CaseIterable {
         case .storeUnwritable:
             return Entry(runsAgent: true, scansThrough: true) { details in
                 "store-unwritable: cannot write \(details.storePath) (is the disk full? the journal has the error); scanning into memory, not advertising, resuming by itself"
+            }
+        case .diskLow:
+            return Entry(runsAgent: true, scansThrough: true) { details in
+                "disk-low: advertising and scanning; sightings wait in memory until the disk holding \(details.storePath) has more free than its reserve "
+                    + "(disk-reserve-mb; the journal says how much is free), then are written by themselves"
             }
         case .lastIntervalUnknown:
             return Entry(runsAgent: true, scansThrough: true) { details in

@@ -7,9 +7,10 @@ extension AgentStore {
     /// Records sightings and the device's scans in one transaction, all of them or on error none:
     /// `scans`, each from its start to its end as far as it went (a scan recorded again with the
     /// same start gets the later end), also those that heard nothing, so that no sighting is stored
-    /// without the scan it was heard in.
+    /// without the scan it was heard in. Refused while the disk has less free than its reserve.
     public func record(_ sightings: [Sighting], scans: [ClosedRange<Int64>] = []) throws(StoreError) {
         guard !sightings.isEmpty || !scans.isEmpty else { return }
+        try checkDiskReserve()
         try write { db in
             // What matching needs of them goes into the database's index of sightings in the
             // same transaction: no process killed in between can store the one without the other.

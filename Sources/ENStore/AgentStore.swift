@@ -19,12 +19,15 @@ public final class AgentStore: Sendable {
     private let sightingsRecorded = Mutex<(@Sendable () -> Void)?>(nil)
     /// Readers kept open between reads; more than this are closed after their read.
     private static let idleReaderLimit = 4
+    /// The room kept for keys and consent, below which sightings are not written; nil: none.
+    private let diskReserve: DiskReserve?
     /// Bytes the write-ahead log file keeps once a checkpoint has emptied it.
     static let walSizeLimit = 512 * 1024
 
     /// Opens (creating when absent) the database at `path`, migrates it and checks its integrity.
-    public init(path: String) throws(StoreError) {
+    public init(path: String, diskReserve: DiskReserve? = nil) throws(StoreError) {
         self.path = path
+        self.diskReserve = diskReserve
         try Self.prepareFile(at: path)
         do {
             let connection = try SQLiteConnection(path: path)
@@ -56,6 +59,12 @@ public final class AgentStore: Sendable {
 
     func sightingsWereRecorded() {
         sightingsRecorded.withLock { $0 }?()
+    }
+
+    /// Throws when the disk has less free than the reserve: before a write that may be refused for it.
+    func checkDiskReserve() throws(StoreError) {
+        guard let reserve = diskReserve, let free = reserve.shortfall(at: path) else { return }
+        throw .belowDiskReserve(path: path, free: free, reserve: reserve.bytes)
     }
 
     /// Runs `body` in one write transaction: all of it is stored, or on error nothing.

@@ -8,6 +8,9 @@ public enum StoreError: Error, CustomStringConvertible {
     case newerSchema(path: String)
     /// The disk (or the filesystem's quota) has no room for the write.
     case full(path: String)
+    /// Sightings were not written: the disk holding the database has `free` bytes, less than the
+    /// `reserve` kept for keys and consent (`DiskReserve`).
+    case belowDiskReserve(path: String, free: Int64, reserve: Int64)
     /// A query failed after the database opened.
     case sqlite(String)
     /// A setting holds a text that is not a value of its kind.
@@ -29,6 +32,9 @@ public enum StoreError: Error, CustomStringConvertible {
             return "The database \(path) was written by a newer version of enagent; upgrade enagent to use it."
         case .full(let path):
             return "The disk holding the database \(path) is full; nothing stored was lost. Free some space: enagent resumes by itself."
+        case .belowDiskReserve(let path, let free, let reserve):
+            return "The disk holding the database \(path) has \(free >> 20) MiB free, less than the \(reserve >> 20) MiB kept for keys and consent "
+                + "(disk-reserve-mb in enagent.conf): sightings wait in memory until there is more room. Free some space."
         case .sqlite(let message):
             return "Database error: \(message)"
         case .malformedSetting(let name, let value):

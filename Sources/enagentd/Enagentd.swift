@@ -40,6 +40,11 @@ struct Enagentd: ParsableCommand {
             transform: checked(AgentConfiguration.Value.retentionDays))
     var retentionDays: Int?
 
+    @Option(help: ArgumentHelp("MiB kept free on the database's disk for keys and consent, 0...65536; below it sightings wait in memory (default: 64).",
+                               valueName: "MiB"),
+            transform: checked(AgentConfiguration.Value.diskReserveMebibytes))
+    var diskReserveMb: Int?
+
     @Flag(help: "Log debug messages.")
     var verbose = false
 
@@ -99,7 +104,8 @@ struct Enagentd: ParsableCommand {
             return keys
         }
         do {
-            store = try AgentStore(path: stateDirectory + "/enagent.db")
+            store = try AgentStore(path: stateDirectory + "/enagent.db",
+                                   diskReserve: DiskReserve(mebibytes: diskReserveMb ?? file.diskReserveMebibytes ?? DiskReserve.defaultMebibytes))
             // The API has a connection of its own, so that a long detection never holds up BlueZ's signals.
             serviceBus = try apiBus.map { address throws(DBusError) in try DBusConnection(address: address) } ?? DBusConnection.system()
             radioBus = radioSettings.enabled ? try DBusConnection.system() : nil

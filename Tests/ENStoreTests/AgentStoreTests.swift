@@ -18,6 +18,28 @@ import Testing
         (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! NSNumber).intValue
     }
 
+    /// Below the disk reserve sightings are refused before anything is written, with the room
+    /// in words; keys are still written. A file system that cannot be read lets the write go ahead.
+    @Test func belowTheDiskReserveSightingsAreRefusedAndKeysWritten() throws {
+        let free = Mutex<Int64?>(3 << 20)
+        let store = try AgentStore(path: directory.file("reserve.db"), diskReserve: DiskReserve(mebibytes: 4, freeBytes: { _ in free.withLock { $0 } }))
+        #expect {
+            try store.record([sighting(1, time: 1_700_000_000)], scans: [1_700_000_000...1_700_000_001])
+        } throws: { error in
+            guard case StoreError.belowDiskReserve(_, 3 << 20, 4 << 20) = error else { return false }
+            return "\(error)".contains("has 3 MiB free, less than the 4 MiB kept for keys and consent (disk-reserve-mb in enagent.conf)")
+        }
+        #expect(try store.sightingCount() == 0 && store.scans().isEmpty, "nothing of the batch is written")
+        let key = TemporaryExposureKey(keyData: Bytes16(high: 1, low: 2), rollingStartIntervalNumber: ENIntervalNumber(2_833_344), rollingPeriod: 144, transmissionRiskLevel: 0)
+        _ = try store.insertTemporaryExposureKeyIfAbsent(key, createdAt: 1_700_000_000)
+        #expect(try store.temporaryExposureKeys(validAfter: 0).count == 1)
+        free.withLock { $0 = nil }
+        try store.record([sighting(1, time: 1_700_000_000)])
+        free.withLock { $0 = 5 << 20 }
+        try store.record([sighting(2, time: 1_700_000_000)])
+        #expect(try store.sightingCount() == 2)
+    }
+
     @Test func createsAPrivateDatabaseInWALMode() throws {
         let path = directory.file("state/enagent.db")
         let store = try AgentStore(path: path)

@@ -26,6 +26,15 @@ public final class SmallFilesystem {
         while write(descriptor, page, 1) > 0 {}
     }
 
+    /// Writes the filler until the filesystem has at most `bytes` free.
+    public func fill(leaving bytes: Int64) {
+        let descriptor = open(filler, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        defer { close(descriptor) }
+        let page = [UInt8](repeating: 0xA5, count: 4096)
+        var info = statvfs()
+        while statvfs(path, &info) == 0, Int64(info.f_bavail) * Int64(info.f_frsize) > bytes, write(descriptor, page, page.count) > 0 {}
+    }
+
     public func free() { unlink(filler) }
 
     deinit {

@@ -45,6 +45,10 @@ window.ENAGENT_STATUSES = {
         "meaning": "the database cannot be written (a full disk): scanning into memory, not advertising",
         "todo": "free disk space; it resumes by itself"
     },
+    "disk-low": {
+        "meaning": "advertising and scanning; sightings wait in memory: the disk has less free than the reserve kept for keys and consent",
+        "todo": "free disk space, or lower `disk-reserve-mb` in enagent.conf; it resumes by itself"
+    },
     "last-interval-unknown": {
         "meaning": "scanning, not advertising: the database cannot say which identifier was last on the air",
         "todo": "see the journal; it retries by itself"

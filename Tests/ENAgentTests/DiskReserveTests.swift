@@ -1,0 +1,62 @@
+import ENAgent
+import ENCore
+import ENStore
+import Foundation
+import ENSystemd
+import TestSupport
+import Testing
+
+/// A crowd fills the disk with sightings: below the reserve they wait in memory, while the keys
+/// still get written and the advertisement goes on (issue 56). A real tmpfs, read with statvfs.
+@Suite struct DiskReserveTests {
+    let clock = SimulatedClock(1_700_006_400 + 120)
+    let schedule = RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 1)
+
+    func others(_ count: Int, from first: UInt8) -> [RadioReport] {
+        (0..<count).map { index in
+            RadioReport(serviceData: [first, UInt8(index)] + [UInt8](repeating: 7, count: 18), rssi: -60, adapter: "hci0")
+        }
+    }
+
+    func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try condition()
+    }
+
+    @Test func belowTheReserveSightingsWaitAndAdvertisingGoesOn() throws {
+        let disk = try SmallFilesystem(kibibytes: 8 * 1_024)
+        let store = try AgentStore(path: disk.path + "/enagent.db", diskReserve: DiskReserve(mebibytes: 4))
+        let radio = RecordingRadio()
+        let states = StateLog()
+        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                               schedule: schedule, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test"), onChange: states.append)
+        defer { agent.stop() }
+        agent.start()
+        others(10, from: 1).forEach(agent.report)
+        #expect(try eventually(5) { try store.sightingCount() == 10 })
+
+        disk.fill(leaving: 2 << 20)
+        // A new day's key is written in the reserve, and goes on the air.
+        clock.advance(by: 86_400)
+        agent.radioLost()
+        agent.radioReturned()
+        others(20, from: 2).forEach(agent.report)
+        #expect(eventually(5) { states.last?.problem == .diskLow }, "the status says so")
+        #expect(eventually(5) { radio.serviceData.count == 2 }, "a new identifier from the new day's key")
+        #expect(states.last?.advertising == true && states.last?.scanning == true)
+        let today = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        #expect(try store.temporaryExposureKeys(validAfter: 0).contains { $0.rollingStartIntervalNumber == today.rollingPeriodStart }, "the key is stored")
+        Thread.sleep(forTimeInterval: 1.5)  // at least one more refused write of sightings
+        #expect(try store.sightingCount() == 10, "sightings wait in memory")
+        #expect(AgentStatus.diskLow.entry.line(StatusDetails(radioOff: false, pauseEnd: nil, adapter: "hci0", configuredAdapter: nil, advertisingResumesAt: nil,
+                                                             storePath: store.path, storeReadError: nil, storeRetrySeconds: 10)).hasPrefix("disk-low: advertising and scanning"))
+
+        disk.free()
+        #expect(try eventually(5) { try store.sightingCount() == 30 }, "the sightings held in memory are written")
+        #expect(eventually(5) { states.last?.problem == nil })
+    }
+}
