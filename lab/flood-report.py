@@ -6,7 +6,8 @@ Issue 56: under a flood of fresh advertisers Debian 12's bluetoothd stopped taki
 events, answered StartDiscovery without scanning ("filters were equal") and StopDiscovery not at
 all, and the agents said they scanned while their controllers had no scan enabled for minutes.
 
-From btmon's capture: each agent's controller's scans (the scan enables it accepted), and the
+From btmon's capture: each agent's controller's scans (the scan enables it accepted, and each
+advertising report it sent, which only a scanning controller does), and the
 longest stretch from the flood's start to the end of the phones after it without one. From the
 manifest: the flood's rate, each `enctl status` poll (the phase "status-poll", with the moment it
 began), and the phones after the flood (phones.jsonl), which each agent must have stored. From each
@@ -31,6 +32,7 @@ def checks():
         Check("flood", "FLOOD (phones.py flood on the other controllers)", flood),
         Check("scanning", f"SCANNING (no stretch without a scan longer than {RECOVERED_WITHIN:.0f} s, btmon)", scanning),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
+        Check("privacy", "PRIVACY (no scan from an adapter's public address)", privacy),
         Check("phones-after", "PHONES AFTER THE FLOOD (each agent stored every well-formed phone)", phones_after),
         Check("journal", "JOURNAL (the stall said once)", journal),
     ]
@@ -62,7 +64,10 @@ def flood(lab, fail):
 
 
 def windows(lab, controller):
-    return onair.scan_windows(lab.snoop, controller)
+    """The controller's scans: from the scan enables it accepted, and a moment at each advertising
+    report it sent (only a scanning controller reports; btmon may miss an enable under the flood)."""
+    reports = [(at, at) for at in onair.report_times(lab.snoop, controller)]
+    return sorted(onair.scan_windows(lab.snoop, controller) + reports)
 
 
 def scanning(lab, fail):
@@ -79,7 +84,7 @@ def scanning(lab, fail):
             since = max(since, ended)
         stretches.append((end - since, since))
         longest = sorted(stretches, reverse=True)[:3]
-        during = sum(1 for begun, _ in scans if start <= begun <= end)
+        during = sum(1 for begun, _ in onair.scan_windows(lab.snoop, controller) if start <= begun <= end)
         print(f"  {agent} (hci{controller}): {during} scans from the flood's start; longest stretches without one: "
               + ", ".join(f"{length:.1f} s from +{at - start:.0f} s" for length, at in longest))
         for length, at in longest:
@@ -99,6 +104,22 @@ def status(lab, fail):
         for poll in wrong[:3]:
             fail(f"status: {agent} said scanning at {poll['started']:.1f}-{poll['realtime']:.1f} (+{poll['started'] - lab.at('flood-started'):.0f} s), "
                  f"and hci{controller} ran no scan then")
+
+
+def privacy(lab, fail):
+    """The recovery scans passively; whatever scans actively (bluetoothd's discovery before the
+    stall) does so from a random address: an active scan from the public address, or a scan
+    response to one, gives every advertiser around the adapter's identity."""
+    _, scans, _, _, public_scans, scan_responses = onair.advertisements(lab.snoop, set(AGENTS.values()))
+    for controller in AGENTS.values():
+        kinds = sorted({("active" if active else "passive") + (", random" if own_type else ", public")
+                        for index, own_type, active, _, _ in scans if index == controller})
+        public = [scan for scan in public_scans if scan[0] == controller]
+        answered = [response for response in scan_responses if response[0] == controller and response[2] == 0]
+        print(f"  hci{controller}: {len(public)} active scans from the public address, {len(answered)} scan responses to them; "
+              f"scans seen: {'; '.join(kinds) or 'none'}")
+        if public or answered:
+            fail(f"privacy: hci{controller} scanned actively from its public address {len(public)} times ({len(answered)} scan responses came back)")
 
 
 def phones_after(lab, fail):

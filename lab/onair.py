@@ -360,6 +360,16 @@ def scan_windows(path, controller):
     return windows
 
 
+def report_times(path, controller):
+    """Unix times of the controller's advertising reports. A controller reports only while it
+    scans, so each proves a scan at its moment: btmon's capture can miss the scan enable itself
+    (in the flood lab of 2026-11-29 it lost an agent's own commands for 35 s, while that
+    controller's reports went on being recorded)."""
+    return [unix_seconds(timestamp) for index, opcode, timestamp, payload in records(path)
+            if index == controller and opcode == EVENT and len(payload) >= 3 and payload[0] == 0x3E
+            and payload[2] in (LE_ADVERTISING_REPORT, LE_EXTENDED_ADVERTISING_REPORT)]
+
+
 def active_scan_addresses(path, controller):
     """The random address each active scan of the controller went out from (its SCAN_REQs'), in
     order: the LE Set Random Address in force when the scan was enabled."""
