@@ -69,7 +69,10 @@ def advertisements(path, controllers):
     """Every EN advertising data set on `controllers` (indexes), with the parameters, random
     address and selected TX power in force for its advertising set at that moment; and the scan
     responses they heard, each (index, time, own address type of the scan that asked for it):
-    a scan response answers the controller's SCAN_REQ, which carried that address."""
+    a scan response answers the controller's SCAN_REQ, which carried that address (None: the scan
+    was passive and sent none; btvirt 5.66 still labels some of a passive scanner's reports as scan
+    responses: emulator/btdev.c le_set_ext_adv_enable_complete turns report_type into the scan
+    response's for an active scanner and keeps it for the scanners after it in its loop)."""
     found, scans, refused, terminated, scan_responses = [], [], [], [], []
     scan_own_type = {}  # index -> own address type of the scan enabled last
     state = {}  # (index, handle) -> dict; legacy advertising is handle None
@@ -153,7 +156,8 @@ def advertisements(path, controllers):
                 if scanning[index] and index in public_parameters:
                     public_scans.append((index,) + public_parameters.pop(index))
                 if scanning[index] and index in scan_parameters:
-                    scan_own_type[index] = scan_parameters[index][1]
+                    # A passive scan sends no SCAN_REQ: no own address goes out (None).
+                    scan_own_type[index] = scan_parameters[index][1] if scan_parameters[index][2] else None
                     scans.append(scan_parameters.pop(index))
             elif command == READ_ADV_TX_POWER and status == 0 and len(payload) >= 7:
                 legacy["tx_power"] = struct.unpack("b", payload[6:7])[0]

@@ -412,8 +412,11 @@ def on_air(lab, fail):
     for controller in (0, 1):
         heard = [response for response in scan_responses if response[0] == controller]
         public = [response for response in heard if response[2] == 0]
+        passive = [response for response in heard if response[2] is None]
+        heard = [response for response in heard if response[2] is not None]
         print(f"  hci{controller}: {len(heard)} scan responses from the lab's scannable beacons (ADV_SCAN_IND, ADV_IND), "
-              f"{len(public)} to SCAN_REQs from the public address")
+              f"{len(public)} to SCAN_REQs from the public address"
+              + (f"; {len(passive)} reports labelled scan responses during a passive scan, which sends no SCAN_REQ (btvirt's label)" if passive else ""))
         if public:
             fail(f"hci{controller} sent SCAN_REQs from its public address: {len(public)} scan responses came back")
         # A passive scan sends no SCAN_REQ and hears no scan response.

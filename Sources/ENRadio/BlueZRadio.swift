@@ -146,10 +146,13 @@ public final class BlueZRadio: Radio {
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
         var bluetoothdSettled = false
-        /// In this scan through bluetoothd's discovery: the EN advertisements the kernel reported
-        /// (its Device Found events reach every socket) and those bluetoothd passed on.
+        /// Since the last scan through bluetoothd's discovery began: the EN advertisements the kernel
+        /// reported in it (its Device Found events reach every socket), and those bluetoothd passed
+        /// on, also after the scan's end (a busy bluetoothd's trail the kernel's by seconds); and
+        /// the scans in a row of which it passed none (`DiscoveryStall.reportsDropped`).
         var heardByKernel = 0
         var passedByBluetoothd = 0
+        var scansUnpassed = 0
     }
 
     /// Weak: the agent holds the radio.
@@ -642,6 +645,12 @@ public final class BlueZRadio: Radio {
             enter(.active(adapter), because: "bluetoothd started its discovery (no management watch to hear the kernel's word)")
             return .started
         }
+        my.scansUnpassed = DiscoveryStall.scansUnpassed(after: my.scansUnpassed, heardByKernel: my.heardByKernel, passedByBluetoothd: my.passedByBluetoothd)
+        (my.heardByKernel, my.passedByBluetoothd) = (0, 0)
+        if let stall = DiscoveryStall(scansUnpassed: my.scansUnpassed) {
+            noteStall(stall, on: adapter)
+            return try addMonitor(on: adapter, controller: controller)
+        }
         do {
             try client.startDiscovery(on: adapter)
         } catch {
@@ -649,7 +658,6 @@ public final class BlueZRadio: Radio {
             noteStall(stall, on: adapter)
             return try addMonitor(on: adapter, controller: controller)
         }
-        (my.heardByKernel, my.passedByBluetoothd) = (0, 0)
         enter(.discoveryStarting(adapter), because: "bluetoothd answered StartDiscovery")
         awaitDiscovery(on: controller)
         if case .active = my.scan { return .started }
@@ -670,8 +678,9 @@ public final class BlueZRadio: Radio {
         case kernelNotDiscovering
         /// A call of its discovery got no answer in time.
         case noAnswer(String, String)
-        /// The kernel reported EN advertisements in its discovery, and bluetoothd passed none on.
-        case reportsDropped(heard: Int)
+        /// In `scans` scans in a row the kernel reported EN advertisements in its discovery, and
+        /// bluetoothd passed none on.
+        case reportsDropped(scans: Int)
 
         /// After StartDiscovery and the wait for the kernel's Discovering: nil when it scans.
         init?(kernelDiscovering: Bool) {
@@ -686,22 +695,32 @@ public final class BlueZRadio: Radio {
             self = .noAnswer(call, error.description)
         }
 
-        /// At a scan's end: nil unless the kernel heard at least `leastHeard` EN advertisements
-        /// and bluetoothd passed none on (its reports trail the kernel's by a moment).
-        init?(heardByKernel: Int, passedByBluetoothd: Int) {
-            guard heardByKernel >= DiscoveryStall.leastHeard, passedByBluetoothd == 0 else { return nil }
-            self = .reportsDropped(heard: heardByKernel)
+        /// As the next scan begins: nil unless in `unpassedScansInARow` scans in a row bluetoothd
+        /// passed on none of the EN advertisements the kernel heard (one alone is no stall: in make
+        /// test's lab a restarted bluetoothd in the loaded guest passed a scan's reports on after
+        /// the scan had ended).
+        init?(scansUnpassed: Int) {
+            guard scansUnpassed >= DiscoveryStall.unpassedScansInARow else { return nil }
+            self = .reportsDropped(scans: scansUnpassed)
+        }
+
+        /// The scans in a row without a report passed on, after one in which the kernel heard
+        /// `heardByKernel` and bluetoothd passed on `passedByBluetoothd` (until the next began).
+        static func scansUnpassed(after previous: Int, heardByKernel: Int, passedByBluetoothd: Int) -> Int {
+            if passedByBluetoothd > 0 { return 0 }
+            return heardByKernel >= leastHeard ? previous + 1 : previous
         }
 
         static let unanswered: Set<String> = [DBusError.noReply, "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.TimedOut"]
         static let leastHeard = 3
+        static let unpassedScansInARow = 2
 
         var description: String {
             switch self {
             case .kernelNotDiscovering:
                 return "it answered StartDiscovery, and the kernel ran no discovery \(BlueZRadio.discoveryProofSeconds) s later"
             case .noAnswer(let call, let error): return "it did not answer \(call): \(error)"
-            case .reportsDropped(let heard): return "the kernel heard \(heard) EN advertisements in its discovery, and bluetoothd passed none on"
+            case .reportsDropped(let scans): return "in \(scans) scans in a row the kernel heard EN advertisements in its discovery, and bluetoothd passed none on"
             }
         }
     }
@@ -833,9 +852,6 @@ public final class BlueZRadio: Radio {
         let scan = my.scan
         guard let adapter = scan.adapter else { return }
         enter(.idle, because: "the agent ends it")
-        if case .active = scan, let stall = DiscoveryStall(heardByKernel: my.heardByKernel, passedByBluetoothd: my.passedByBluetoothd) {
-            noteStall(stall, on: adapter)
-        }
         var failure: (any Error)?
         do { try stopScan(scan) } catch { failure = error }
         try client.forgetDevices(on: adapter)

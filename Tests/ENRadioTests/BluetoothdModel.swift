@@ -128,7 +128,24 @@ final class BluetoothdModel: BlueZAdapters {
     func phoneHeard(_ serviceData: [UInt8]) {
         kernel.phoneHeard(serviceData)
         guard isDiscovering, !isStalled else { return }
-        deviceReports.withLock { $0 }?(DeviceReport(devicePath: "/org/bluez/hci0/dev_46_05_04_03_02_01", adapter: "hci0", serviceData: serviceData, rssi: -60))
+        let report = DeviceReport(devicePath: "/org/bluez/hci0/dev_46_05_04_03_02_01", adapter: "hci0", serviceData: serviceData, rssi: -60)
+        let late = lateReports.withLock { late in
+            late?.append(report)
+            return late != nil
+        }
+        if !late { deviceReports.withLock { $0 }?(report) }
+    }
+
+    /// A busy bluetoothd (make test's lab, a restarted one in a loaded guest): what its discovery
+    /// hears it passes on only when `passOnLateReports` is called, after the scan may have ended.
+    private let lateReports = Mutex<[DeviceReport]?>(nil)
+    func holdReports() { lateReports.withLock { $0 = $0 ?? [] } }
+    func passOnLateReports() {
+        let reports = lateReports.withLock { late in
+            defer { late = nil }
+            return late ?? []
+        }
+        reports.forEach { report in deviceReports.withLock { $0 }?(report) }
     }
     func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] {
         serviceChanges.withLock { $0 = handler }

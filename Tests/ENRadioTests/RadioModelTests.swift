@@ -536,6 +536,40 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// bluetoothd that passes on none of what the kernel's discovery hears, two scans in a row, is
+    /// stalled; one whose reports come after the scan's end (make test's lab of 2026-11-29: a
+    /// restarted bluetoothd in the loaded guest) is not, and its discovery stays the scan.
+    @Test(arguments: Setup.all.filter { !$0.legacy })
+    func aBluetoothdThatPassesNothingOnTwoScansInARowIsStalledOneThatIsLateIsNot(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        func scanHearingPhones() {
+            (1...3).forEach { driver.bluetoothd.phoneHeard(Array(repeating: UInt8($0), count: 20)) }
+            driver.settle()
+            driver.stopScan()
+            driver.startScan()
+            driver.settle()
+        }
+        driver.bluetoothd.holdReports()
+        scanHearingPhones()
+        driver.bluetoothd.passOnLateReports()
+        driver.settle()
+        #expect(driver.listener.reported == 3, "the late reports are sightings")
+        driver.bluetoothd.holdReports()
+        scanHearingPhones()
+        #expect(driver.scanning && kernel.snapshot.scanning && !kernel.snapshot.scansPassively, "one scan without a report passed on is no stall")
+        driver.bluetoothd.passOnLateReports()
+        driver.settle()
+        driver.bluetoothd.holdReports()
+        scanHearingPhones()  // the scan the late reports came in
+        scanHearingPhones()
+        #expect(driver.scanning && kernel.snapshot.scanning && !kernel.snapshot.scansPassively)
+        scanHearingPhones()
+        #expect(driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning, "two in a row are a stall: the scan is passive")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// The lab's flood of 2026-11-29: bluetoothd answered no call at all, the Get of the
     /// adapter's properties that each rotation and scan begins with neither (NoReply after 10 s
     /// each): the agent said bluetooth-off and scanned for minutes only between timeouts. The
