@@ -999,12 +999,12 @@ public final class BlueZRadio: Radio {
     public func follow(for agent: any RadioListener, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
             queue.async { [self] in
-                guard let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
+                guard let adapter = adapterInUse, report.adapter == adapter.name else { return }
                 guard sightingsFromBluetoothd else {
                     my.passedByBluetoothd += 1
                     return
                 }
-                agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
+                agent.report(RadioReport(serviceData: report.serviceData, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
             }
         } + client.followService { [self] present in
             queue.async { [self] in
