@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "ENDiagnosisTests", dependencies: ["ENDiagnosis", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENKeyFilesTests", dependencies: ["ENKeyFiles", "ENKeyFileWriter", "ENArchive", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ENBusTests", dependencies: ["ENBus", "TestSupport"]),
-        .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ"]),
+        .testTarget(name: "ENBlueZTests", dependencies: ["ENBlueZ", "ENBus"]),
         .testTarget(name: "ENAPITests", dependencies: ["ENAPI", "TestSupport"]),
         .testTarget(name: "ENSystemdTests", dependencies: ["ENSystemd", "TestSupport"]),
         .testTarget(name: "ENSQLiteTests", dependencies: ["ENSQLite", "TestSupport"]),

@@ -59,8 +59,8 @@ public struct DeviceReport: Equatable, Sendable {
     public var devicePath: String
     /// The adapter that received it, such as `hci0`.
     public var adapter: String
-    /// The 0xFD6F service data; nil when the report carried none.
-    public var serviceData: [UInt8]?
-    /// RSSI in dBm as BlueZ reports it (127: not available); nil when not reported.
+    /// The 0xFD6F service data, the last the device carried.
+    public var serviceData: [UInt8]
+    /// RSSI in dBm as BlueZ has it for the device (127: not available); nil when unknown.
     public var rssi: Int16?
 }

@@ -5,8 +5,8 @@ import Synchronization
 /// from a signal handler (they run on the connection's dispatcher thread).
 public final class BlueZClient: Sendable {
     public let connection: DBusConnection
-    /// The last FD6F service data of each device, for RSSI-only updates.
-    private let serviceData = Mutex<[String: [UInt8]]>([:])
+    /// The EN devices bluetoothd announced, for the reports of their changes.
+    private let devices = Mutex(DeviceReports())
 
     public init(connection: DBusConnection) {
         self.connection = connection
@@ -91,12 +91,7 @@ public final class BlueZClient: Sendable {
     /// answers: with a crowd around, a round trip per device held up the radio's schedule for
     /// half a minute (the lab's crowd), and a device already gone needs no answer either.
     public func forgetDevices(on adapter: Adapter) throws(DBusError) {
-        let prefix = adapter.path + "/dev_"
-        let paths = serviceData.withLock { cache in
-            let paths = cache.keys.filter { $0.hasPrefix(prefix) }
-            paths.forEach { cache[$0] = nil }
-            return paths
-        }
+        let paths = devices.withLock { $0.forget(under: adapter.path + "/dev_") }
         for path in paths {
             try connection.callWithoutReply(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface,
                                             member: "RemoveDevice", [.objectPath(path)])
@@ -105,20 +100,23 @@ public final class BlueZClient: Sendable {
 
     // MARK: Following BlueZ
 
-    /// Reports every Device1 appearance or change that carries EN service data or an RSSI.
+    /// Reports every Device1 appearance or change that brings EN service data, or an RSSI of a
+    /// device that carried it (`DeviceReports`).
     public func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws(DBusError) -> [SignalSubscription] {
         let added = try connection.subscribe(MatchRule(sender: BlueZ.service, interface: BlueZ.objectManagerInterface, member: "InterfacesAdded")) {
             [weak self] message in
             let arguments = message.arguments
             guard let self, let path = arguments.first?.string,
                   let device = arguments.dropFirst().first?.stringKeyed?[BlueZ.deviceInterface]?.stringKeyed else { return }
-            if let report = self.report(path: path, properties: device) { handler(report) }
+            if let report = self.devices.withLock({ $0.appeared(path: path, properties: device) }) { handler(report) }
         }
         let changed = try connection.subscribe(MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez",
                                                          interface: ExportedObject.propertiesInterface, member: "PropertiesChanged",
                                                          arg0: BlueZ.deviceInterface)) { [weak self] message in
-            guard let self, let path = message.path, let properties = message.arguments.dropFirst().first?.stringKeyed else { return }
-            if let report = self.report(path: path, properties: properties) { handler(report) }
+            let arguments = message.arguments
+            guard let self, let path = message.path, let properties = arguments.dropFirst().first?.stringKeyed else { return }
+            let invalidated = arguments.dropFirst(2).first?.elements?.compactMap(\.string) ?? []
+            if let report = self.devices.withLock({ $0.changed(path: path, properties: properties, invalidated: invalidated) }) { handler(report) }
         }
         return [added, changed]
     }
@@ -150,18 +148,5 @@ public final class BlueZClient: Sendable {
             handler(AdapterChange(adapter: Adapter.name(ofPath: path), kind: on ? .poweredOn : .poweredOff))
         }
         return [appeared, vanished, powered]
-    }
-
-    private func report(path: String, properties: [String: DBusValue]) -> DeviceReport? {
-        let parts = path.split(separator: "/")
-        guard parts.count >= 4, parts[0] == "org", parts[1] == "bluez" else { return nil }
-        let received = properties["ServiceData"]?.stringKeyed?.first { $0.key.lowercased() == BlueZ.exposureNotificationUUID }?.value.byteArray
-        let data = serviceData.withLock { cache in
-            if let received { cache[path] = received }
-            return cache[path]
-        }
-        let rssi = properties["RSSI"]?.integer.flatMap { Int16(exactly: $0) }
-        guard received != nil || (rssi != nil && data != nil) else { return nil }
-        return DeviceReport(devicePath: path, adapter: String(parts[2]), serviceData: data, rssi: rssi)
     }
 }

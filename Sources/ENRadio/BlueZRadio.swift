@@ -25,7 +25,8 @@ import Glibc
 /// so that its scan requests keep a random address: `startScan`), or passive: an advertisement
 /// monitor for 0xFD6F service data (`AddAdvertisementPatternsMonitor`) makes the kernel scan
 /// without SCAN_REQs, so nothing leaves the radio, and EN advertisements are not scannable, so
-/// nothing is lost; they arrive in Device Found events on the agent's management socket. Passive
+/// nothing is lost. Either way the sightings are the kernel's Device Found events on the agent's
+/// management socket (`sightingsFromBluetoothd`), bluetoothd's reports only without it. Passive
 /// is the default only on kernels known to be fixed (`ScanMode.default(kernelRelease:)`): kernel
 /// 6.1 frees a monitor's pending command when the adapter powers off while the command is queued,
 /// and then uses it (an oops in hci_cmd_sync_work in the lab, at an rfkill block during a scan's
@@ -137,7 +138,8 @@ public final class BlueZRadio: Radio {
         /// The kernel answered the last monitor with Busy (`startScan`): scans go through
         /// bluetoothd's discovery until it takes one again.
         var monitorRefused = false
-        /// The management watch runs: the kernel's Discovering events prove a discovery.
+        /// The management watch runs: the kernel's Discovering events prove a discovery, and its
+        /// Device Found events are the scan's sightings.
         var watching = false
         /// bluetoothd's discovery did not scan (`DiscoveryStall`): scans are passive, through a kernel
         /// monitor, until bluetoothd returns (its name owned anew).
@@ -861,13 +863,15 @@ public final class BlueZRadio: Radio {
     /// How the radio scans (passively until the kernel refused a monitor), for the log and the status.
     public var scanMode: ScanMode { my.scanMode }
 
-    /// Whether the scan's reports come from bluetoothd's discovery (else from the kernel's Device
-    /// Found events, which a discovery also brings: one source, so that nothing counts twice).
+    /// Whether the scan is bluetoothd's discovery.
     private var scansThroughDiscovery: Bool { my.scanMode == .active || my.monitorRefused }
 
-    /// Whether the scan's reports come from bluetoothd (its discovery, not stalled), else from the
-    /// kernel's Device Found events.
-    private var reportsFromBluetoothd: Bool { scansThroughDiscovery && !my.discoveryStalled }
+    /// Whether the scan's sightings are bluetoothd's reports: only without the management watch.
+    /// With it they are the kernel's Device Found events on either scan (bluetoothd's discovery
+    /// brings them to every management socket), read by one parser (`AdvertisingData`), so that an
+    /// advertisement gives the same sighting however the radio scans; bluetoothd's reports are then
+    /// only counted, to judge its discovery (`DiscoveryStall`). One source: nothing counts twice.
+    private var sightingsFromBluetoothd: Bool { !my.watching }
 
     /// An active scan is ended and started anew before the kernel's LE discovery timeout
     /// (DISCOV_LE_TIMEOUT, 10.24 s): at that timeout bluetoothd restarts a filtered discovery at
@@ -889,7 +893,7 @@ public final class BlueZRadio: Radio {
 
     /// The kernel's events, on the radio's queue between its calls (`handle`). Without the watch
     /// (no management socket) the next rotation finds a connectable adapter, and the scan is
-    /// bluetoothd's discovery.
+    /// bluetoothd's discovery, its sightings bluetoothd's reports.
     public func watchManagement(for agent: any RadioListener, logger: Logger) -> (any ManagementWatch)? {
         my.listener.agent = agent
         do {
@@ -920,14 +924,15 @@ public final class BlueZRadio: Radio {
             guard let own = my.advertisement.advertisement, own.adapter.index == controller, own.legacy, own.instance != instance else { return }
             makeUnfit(on: controller, Failure.shared, read: read, because: "another program added an advertisement to hci\(controller), a BT 4.x adapter")
         case .deviceFound(let controller, let found):
-            // Also those read before a pause for an advertisement's address, handled during it.
+            // Also those read before a pause for an advertisement's address, handled during it. In
+            // an active scan the kernel holds a scannable advertisement's report until its scan
+            // response and sends both in one event, the advertising data first (hci_event.c
+            // process_adv_report, which cuts each at its first malformed structure; mgmt.c
+            // mgmt_device_found appends the scan response), as bluetoothd gets it too.
             guard let adapter = my.scan.adapter, adapter.index == controller,
                   let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
-            // bluetoothd passes on what its discovery hears: the kernel's are counted, to see that it does.
-            guard !reportsFromBluetoothd else {
-                if case .active = my.scan { my.heardByKernel += 1 }
-                return
-            }
+            // What bluetoothd passes on of it is counted against this, to see that its discovery works.
+            if case .active = my.scan { my.heardByKernel += 1 }
             my.listener.agent?.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name,
                                                   adapterAddress: adapterInUse?.address))
         case .advertisingRemoved(let controller, let instance):
@@ -1010,10 +1015,12 @@ public final class BlueZRadio: Radio {
     public func follow(for agent: any RadioListener, logger: Logger) throws -> [SignalSubscription] {
         try client.followDevices { [self] report in
             queue.async { [self] in
-                // A passive scan's reports arrive as management events; bluetoothd passes them on too.
-                guard reportsFromBluetoothd, let data = report.serviceData, let adapter = adapterInUse, report.adapter == adapter.name else { return }
-                my.passedByBluetoothd += 1
-                agent.report(RadioReport(serviceData: data, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
+                guard let adapter = adapterInUse, report.adapter == adapter.name else { return }
+                guard sightingsFromBluetoothd else {
+                    my.passedByBluetoothd += 1
+                    return
+                }
+                agent.report(RadioReport(serviceData: report.serviceData, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
             }
         } + client.followService { [self] present in
             queue.async { [self] in

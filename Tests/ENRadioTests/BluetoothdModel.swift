@@ -123,17 +123,28 @@ final class BluetoothdModel: BlueZAdapters {
 
     private let deviceReports = Mutex<(@Sendable (DeviceReport) -> Void)?>(nil)
 
-    /// A phone's EN advertisement heard: the kernel's Device Found events (`KernelModel.phoneHeard`),
-    /// and bluetoothd's report of the device while its discovery runs.
-    func phoneHeard(_ serviceData: [UInt8]) {
-        kernel.phoneHeard(serviceData)
-        guard isDiscovering, !isStalled else { return }
-        let report = DeviceReport(devicePath: "/org/bluez/hci0/dev_46_05_04_03_02_01", adapter: "hci0", serviceData: serviceData, rssi: -60)
+    /// A phone's advertisement heard: the kernel's Device Found events (`KernelModel.phoneHeard`),
+    /// and, when its discovery heard it, bluetoothd's report of the device, with no RSSI for 0
+    /// (src/device.c dev_property_exists_rssi), unless it drops reports, or later (`holdReports`).
+    func phoneHeard(_ advertisement: PhoneAdvertisement) {
+        guard kernel.phoneHeard(advertisement), isDiscovering, !isStalled, !dropsReports, let serviceData = advertisement.bluetoothdServiceData else { return }
+        let report = DeviceReport(devicePath: "/org/bluez/hci0/dev_46_05_04_03_02_01", adapter: "hci0", serviceData: serviceData,
+                                  rssi: advertisement.rssi == 0 ? nil : Int16(advertisement.rssi))
         let late = lateReports.withLock { late in
             late?.append(report)
             return late != nil
         }
         if !late { deviceReports.withLock { $0 }?(report) }
+    }
+
+    func phoneHeard(_ serviceData: [UInt8]) { phoneHeard(.exposureNotification(serviceData)) }
+
+    /// Its discovery runs in the kernel and it passes on no report (issue 56: the first sign of a
+    /// bluetoothd that stopped reading the kernel's events).
+    private let dropping = Mutex(false)
+    var dropsReports: Bool {
+        get { dropping.withLock { $0 } }
+        set { dropping.withLock { $0 = newValue } }
     }
 
     /// A busy bluetoothd (make test's lab, a restarted one in a loaded guest): what its discovery
@@ -179,11 +190,12 @@ final class ListenerLog: RadioListener {
     enum Heard: Equatable { case removed, unfit(AgentStatus), lost, returned, scanStopped }
     private let heard = Mutex<[Heard]>([])
 
-    func report(_ report: RadioReport) { reports.withLock { $0 += 1 } }
+    func report(_ report: RadioReport) { received.withLock { $0.append(report) } }
 
-    private let reports = Mutex(0)
-    /// The sightings the radio reported.
-    var reported: Int { reports.withLock { $0 } }
+    private let received = Mutex<[RadioReport]>([])
+    /// The sightings the radio reported, in order.
+    var reports: [RadioReport] { received.withLock { $0 } }
+    var reported: Int { reports.count }
     func radioLost() { heard.withLock { $0.append(.lost) } }
     func radioReturned() { heard.withLock { $0.append(.returned) } }
     func advertisementRemoved() { heard.withLock { $0.append(.removed) } }

@@ -347,14 +347,43 @@ final class KernelModel: ManagementInterface {
 
     func unblock() { state.withLock { $0.blocked = false } }
 
-    /// A phone's EN advertisement with `serviceData` heard by the controller: a Device Found event
-    /// for every socket while it scans, passively or in a discovery.
-    func phoneHeard(_ serviceData: [UInt8]) {
+    /// A phone's advertisement heard by the controller: a Device Found event for every socket
+    /// while it scans. A passive scan (a monitor's) hears the advertising data alone: it sends no
+    /// SCAN_REQ. A discovery hears the advertising data followed by the scan response, in one event
+    /// (hci_event.c process_adv_report, mgmt.c mgmt_device_found), of an advertisement that lists
+    /// 0xFD6F among its 16-bit UUIDs: every discovery here is bluetoothd's for FD6F
+    /// (BlueZClient.startDiscovery's filter), which the kernel applies to the reports of every
+    /// socket (mgmt.c is_filter_match, eir_has_uuids). Returns whether a discovery heard it, which
+    /// bluetoothd then reports too.
+    @discardableResult
+    func phoneHeard(_ advertisement: PhoneAdvertisement) -> Bool {
         state.withLock { state in
-            guard state.scanning || state.scansPassively else { return }
-            let data: [UInt8] = [3, 0x03, 0x6F, 0xFD, UInt8(3 + serviceData.count), 0x16, 0x6F, 0xFD] + serviceData
-            state.happened(.deviceFound(controller: Self.controller, DeviceFound(address: [1, 2, 3, 4, 5, 0x46], addressType: 2, rssi: -60, flags: 4, data: data)))
+            let data: [UInt8]
+            if state.scanning {
+                guard Self.listsExposureNotification(advertisement.data + advertisement.scanResponse) else { return false }
+                data = advertisement.data + advertisement.scanResponse
+            } else if state.scansPassively {
+                data = advertisement.data
+            } else {
+                return false
+            }
+            state.happened(.deviceFound(controller: Self.controller, DeviceFound(address: [1, 2, 3, 4, 5, 0x46], addressType: 2, rssi: advertisement.rssi,
+                                                                                 flags: 4, data: data)))
+            return state.scanning
         }
+    }
+
+    /// Whether the AD structures of `data` list 0xFD6F among 16-bit service UUIDs (AD types 2, 3).
+    static func listsExposureNotification(_ data: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < data.count, data[offset] > 0, offset + 1 + Int(data[offset]) <= data.count {
+            let structure = Array(data[(offset + 1)...(offset + Int(data[offset]))])
+            if [0x02, 0x03].contains(structure[0]), stride(from: 1, to: structure.count - 1, by: 2).contains(where: { structure[$0...($0 + 1)] == [0x6F, 0xFD] }) {
+                return true
+            }
+            offset += 1 + Int(data[offset])
+        }
+        return false
     }
 
     /// What the lab's monitor-race.py --strand does to the controller while it is off: every
@@ -510,4 +539,20 @@ extension UInt16 {
 
 extension UInt32 {
     var littleEndianBytes: [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: self >> (8 * $0)) } }
+}
+
+/// An advertisement a phone sends, with its scan response (which only an active scan asks for).
+struct PhoneAdvertisement: Sendable {
+    var data: [UInt8]
+    var scanResponse: [UInt8] = []
+    var rssi: Int8 = -60
+    /// What bluetoothd's ServiceData holds of it for 0xFD6F, nil when nothing: the data of its last
+    /// FD6F structure, of the advertisement and the scan response, in any UUID form and of any
+    /// length (src/device.c add_service_data replaces an earlier one).
+    var bluetoothdServiceData: [UInt8]?
+
+    /// An EN advertisement as the specification has it: the UUID list, then `serviceData`.
+    static func exposureNotification(_ serviceData: [UInt8]) -> PhoneAdvertisement {
+        PhoneAdvertisement(data: [3, 0x03, 0x6F, 0xFD, UInt8(3 + serviceData.count), 0x16, 0x6F, 0xFD] + serviceData, bluetoothdServiceData: serviceData)
+    }
 }

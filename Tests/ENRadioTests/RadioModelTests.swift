@@ -484,7 +484,7 @@ struct RadioDefectTests {
         #expect(monitors.suffix(2).map { $0.status } == [0x0A, 0x0A] && driver.scanning && driver.bluetoothd.isDiscovering)
         #expect(RadioInvariants.broken(driver) == [])
         // A phone heard meanwhile is one sighting: the discovery brings the kernel's Device Found
-        // events and bluetoothd's report of it, and the radio takes bluetoothd's.
+        // events and bluetoothd's report of it, and the radio takes the kernel's.
         let before = driver.listener.reported
         driver.bluetoothd.phoneHeard(Array(repeating: 7, count: 20))
         driver.settle()
@@ -555,7 +555,7 @@ struct RadioDefectTests {
         scanHearingPhones()
         driver.bluetoothd.passOnLateReports()
         driver.settle()
-        #expect(driver.listener.reported == 3, "the late reports are sightings")
+        #expect(driver.listener.reported == 3, "each phone once, from the kernel's events: bluetoothd's late reports are not sightings again")
         driver.bluetoothd.holdReports()
         scanHearingPhones()
         #expect(driver.scanning && kernel.snapshot.scanning && !kernel.snapshot.scansPassively, "one scan without a report passed on is no stall")
@@ -598,6 +598,32 @@ struct RadioDefectTests {
         #expect(!driver.advertising && !driver.scanning && RadioInvariants.broken(driver) == [])
     }
 
+    /// Issue 56: bluetoothd's discovery ran in the kernel, and bluetoothd passed on none of its
+    /// reports. The kernel's Device Found events are the sightings of either scan, so that scan
+    /// loses none, and at its end the radio judges bluetoothd's discovery stalled (the kernel heard
+    /// at least 3, bluetoothd passed none on): the next scan is passive. One that passes them on is
+    /// not judged so.
+    @Test(arguments: Setup.all)
+    func aDiscoveryWhoseReportsBluetoothdDropsLosesNoSighting(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        // Two scans in a row without a report passed on are a stall (`aBluetoothdThatPassesNothingOnTwoScansInARow…`).
+        for dropping in [false, true, true] {
+            #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering, "bluetoothd's discovery")
+            driver.bluetoothd.dropsReports = dropping
+            let before = driver.listener.reported
+            for phone in 0..<3 { driver.bluetoothd.phoneHeard([UInt8](repeating: UInt8(phone), count: 20)) }
+            driver.settle()
+            #expect(driver.listener.reported == before + 3, "every phone the kernel heard, bluetoothd \(dropping ? "dropping" : "passing on") its reports")
+            driver.stopScan()
+            driver.startScan()
+            driver.settle()
+        }
+        #expect(driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning, "\(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// Scanning passively, the kernel's Device Found events are the sightings (bluetoothd does
     /// not report what no discovery of its own heard).
     @Test(arguments: Setup.passive)
@@ -609,5 +635,63 @@ struct RadioDefectTests {
         driver.bluetoothd.phoneHeard(Array(repeating: 7, count: 20))
         driver.settle()
         #expect(driver.listener.reported == 1)
+    }
+}
+
+/// The same advertisement is the same sighting whichever way the radio scans (issue 56, item 4):
+/// both take the kernel's Device Found events, read by one parser. Each case but the first and
+/// the last gave another sighting, or none, on one scan while the active scan's sightings were
+/// bluetoothd's reports (last FD6F structure wins, no RSSI for 0). Not among them: service data
+/// without FD6F in a UUID list, which the kernel drops in bluetoothd's discovery (its filter
+/// lists the UUID), and a scan response's, which a passive scan never asks for.
+struct SightingParityTests {
+    typealias Setup = RadioModelTests.Setup
+
+    struct Case: CustomTestStringConvertible, Sendable {
+        var name: String
+        var advertisement: PhoneAdvertisement
+        /// What both scans report of it: RPI ‖ AEM and RSSI.
+        var serviceData: [UInt8]
+        var rssi: Int16
+        var testDescription: String { name }
+    }
+
+    static let rpiAndAEM = Array(0..<20).map(UInt8.init), scanResponsesRPIAndAEM = [UInt8](repeating: 0xAB, count: 20)
+    static let uuidList: [UInt8] = [0x03, 0x03, 0x6F, 0xFD]
+    static let uuid32: [UInt8] = [0x19, 0x20, 0x6F, 0xFD, 0x00, 0x00]
+    static let uuid128: [UInt8] = [0x25, 0x21, 0xFB, 0x34, 0x9B, 0x5F, 0x80, 0x00, 0x00, 0x80, 0x00, 0x10, 0x00, 0x00, 0x6F, 0xFD, 0x00, 0x00]
+    static let cases = [
+        Case(name: "an EN advertisement", advertisement: .exposureNotification(rpiAndAEM), serviceData: rpiAndAEM, rssi: -60),
+        Case(name: "a 32-bit UUID", advertisement: PhoneAdvertisement(data: uuidList + uuid32 + rpiAndAEM, bluetoothdServiceData: rpiAndAEM),
+             serviceData: rpiAndAEM, rssi: -60),
+        Case(name: "a 128-bit UUID", advertisement: PhoneAdvertisement(data: uuidList + uuid128 + rpiAndAEM, bluetoothdServiceData: rpiAndAEM),
+             serviceData: rpiAndAEM, rssi: -60),
+        Case(name: "FD6F in the scan response too",
+             advertisement: PhoneAdvertisement(data: PhoneAdvertisement.exposureNotification(rpiAndAEM).data, scanResponse: [0x17, 0x16, 0x6F, 0xFD] + scanResponsesRPIAndAEM,
+                                               bluetoothdServiceData: scanResponsesRPIAndAEM),
+             serviceData: rpiAndAEM, rssi: -60),
+        Case(name: "a 3-byte FD6F structure first",
+             advertisement: PhoneAdvertisement(data: uuidList + [0x03, 0x16, 0x6F, 0xFD, 0x17, 0x16, 0x6F, 0xFD] + rpiAndAEM, bluetoothdServiceData: rpiAndAEM),
+             serviceData: rpiAndAEM, rssi: -60),
+        Case(name: "an RSSI of 0", advertisement: PhoneAdvertisement(data: PhoneAdvertisement.exposureNotification(rpiAndAEM).data, rssi: 0,
+                                                                      bluetoothdServiceData: rpiAndAEM),
+             serviceData: rpiAndAEM, rssi: 0),
+        Case(name: "an RSSI of 127 (not available)", advertisement: PhoneAdvertisement(data: PhoneAdvertisement.exposureNotification(rpiAndAEM).data, rssi: 127,
+                                                                                        bluetoothdServiceData: rpiAndAEM),
+             serviceData: rpiAndAEM, rssi: 127),
+    ]
+
+    @Test(arguments: Setup.all, cases)
+    func theSameAdvertisementIsTheSameSightingOnEitherScan(setup: Setup, heard: Case) {
+        for scanMode in [BlueZRadio.ScanMode.passive, .active] {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel, scanMode: scanMode)
+            driver.returned()
+            driver.settle()
+            #expect(driver.scanning && kernel.snapshot.scanning == (scanMode == .active) && driver.bluetoothd.isDiscovering == (scanMode == .active))
+            driver.bluetoothd.phoneHeard(heard.advertisement)
+            driver.settle()
+            let reports = driver.listener.reports
+            #expect(reports.map(\.serviceData) == [heard.serviceData] && reports.map(\.rssi) == [heard.rssi], "\(scanMode) scan")
+        }
     }
 }
