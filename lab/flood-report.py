@@ -30,6 +30,7 @@ def checks():
     return [
         Check("steps", "FLOOD STEPS (each phase's commands)", steps),
         Check("flood", "FLOOD (phones.py flood on the other controllers)", flood),
+        Check("capture", "CAPTURE (btmon recorded to the end)", capture),
         Check("scanning", f"SCANNING (no stretch without a scan longer than {RECOVERED_WITHIN:.0f} s, btmon)", scanning),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
         Check("privacy", "PRIVACY (no scan from an adapter's public address)", privacy),
@@ -47,6 +48,25 @@ def heading(lab):
     if lab.has("stack"):
         print(f"  stack: {lab.phase('stack')['description']}")
     print(f"  {lab.host_load()}")
+    end = lab.phase("end")
+    if "btmon" in end:
+        print(f"  at the end: btmon {'still recording' if end['btmon'] else 'GONE'}, {end['free-kib'] // 1024} MiB of the guest's memory available")
+
+
+def capture(lab, fail):
+    """The scans are judged from btmon's capture: the agents' controllers' frames must last to the
+    run's end (in one run of 2026-11-29 they stopped 173 s before it, while bluetoothd's log lines
+    went on being recorded and the agents went on storing sightings)."""
+    last = {controller: 0.0 for controller in AGENTS.values()}
+    for index, _, timestamp, _ in onair.records(lab.snoop):
+        if index in last:
+            last[index] = onair.unix_seconds(timestamp)
+    gone = lab.phase("end").get("btmon") is False
+    for controller, at in sorted(last.items()):
+        print(f"  hci{controller}: the capture's last frame {lab.at('end') - at:.1f} s before the run's end" + ("; btmon was gone at the end" if gone else ""))
+        if lab.at("end") - at > RECOVERED_WITHIN or gone:
+            fail(f"capture: hci{controller}'s frames end {lab.at('end') - at:.0f} s before the run does, so its scans after them cannot be judged "
+                 "(dmesg.txt has the kernel's word)")
 
 
 def steps(lab, fail):

@@ -42,5 +42,8 @@ for agent in a b; do phase status-$agent status:="$(must "enctl $agent status" e
 kill -TERM "$A" "$B"
 wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"
 wait "$B"; echo $? > "$STATE/b/exit-status"; echo "agent b stopped: exit $(cat "$STATE/b/exit-status")"
-phase end
+# Whether btmon still records (the report judges scans from its capture), and the kernel's word
+# on memory: in one run of 2026-11-29 the capture ended 10 s before the flood did.
+phase end btmon:="$(pgrep -x btmon >/dev/null && echo true || echo false)" free-kib:="$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
+dmesg > "$OUT/dmesg.txt" 2>&1
 cp -r "$STATE/a" "$STATE/b" "$OUT/"
