@@ -1,0 +1,31 @@
+#!/bin/sh
+# guest-payload.sh LAB SECONDS: in the lab's guest (guest.sh), attaches ttyS1 (RootCanal) as an HCI
+# controller, shows bluetoothd offering it, and runs an LE discovery on it for SECONDS.
+LAB=$1; SECONDS_=${2:-10}; OUT=$LAB/out
+up() { cut -d' ' -f1 /proc/uptime; }
+$LAB/modprobe.sh hci_uart || echo "GUEST: modprobe hci_uart failed"
+before=$(ls /sys/class/bluetooth | grep -c '^hci[0-9]*$')
+echo "GUEST: $before controller(s) before btattach (btvirt's) at $(up)s"
+btattach -N -P h4 -B /dev/ttyS1 > $OUT/btattach.log 2>&1 &
+new=""
+for i in $(seq 100); do
+  new=$(ls /sys/class/bluetooth | grep '^hci[0-9]*$' | sort -V | tail -1)
+  [ "$(ls /sys/class/bluetooth | grep -c '^hci[0-9]*$')" -gt "$before" ] && break; new=""; sleep 0.2
+done
+[ -n "$new" ] || { echo "GUEST: FAILED: no controller from btattach (btattach.log: $(cat $OUT/btattach.log))"; exit 1; }
+index=${new#hci}
+echo "GUEST: btattach made $new at $(up)s"
+objs() { dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null; }
+for i in $(seq 100); do objs | grep -q "object path \"/org/bluez/$new\"" && break; sleep 0.2; done
+objs | grep -q "object path \"/org/bluez/$new\"" && echo "GUEST: bluetoothd offers /org/bluez/$new at $(up)s" \
+  || { echo "GUEST: FAILED: bluetoothd does not offer $new"; exit 1; }
+btmgmt --index $index info | tee $OUT/btmgmt-info.txt
+bluetoothctl show $(cat /sys/class/bluetooth/$new/address 2>/dev/null || true) > $OUT/bluetoothctl-show.txt 2>&1
+grep -E "Name|Powered|Roles|Modalias|Controller" $OUT/bluetoothctl-show.txt | head
+btmgmt --index $index power on
+echo "GUEST: LE discovery on $new for ${SECONDS_}s at $(up)s"
+timeout $SECONDS_ btmgmt --index $index find -l > $OUT/find.txt 2>&1
+echo "GUEST: discovery done at $(up)s: $(grep -c 'dev_found' $OUT/find.txt) device-found events, $(grep 'dev_found' $OUT/find.txt | awk '{print $3}' | sort -u | wc -l) addresses"
+grep 'dev_found' $OUT/find.txt | head -5
+grep -o 'rssi -*[0-9]*' $OUT/find.txt | sort | uniq -c | sort -rn | head -5
+echo "GUEST: the host's phones (rclab.py serve: $LAB/rootcanal/phones.jsonl) and their reports are compared on the host"
