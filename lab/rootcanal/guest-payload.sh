@@ -28,4 +28,7 @@ timeout $SECONDS_ btmgmt --index $index find -l > $OUT/find.txt 2>&1
 echo "GUEST: discovery done at $(up)s: $(grep -c 'dev_found' $OUT/find.txt) device-found events, $(grep 'dev_found' $OUT/find.txt | awk '{print $3}' | sort -u | wc -l) addresses"
 grep 'dev_found' $OUT/find.txt | head -5
 grep -o 'rssi -*[0-9]*' $OUT/find.txt | sort | uniq -c | sort -rn | head -5
+# The controller without the kernel's duplicate filter: raw HCI, the kernel's discovery stopped.
+echo "GUEST: raw passive scans on $new (filter off, then on), 5 s each, at $(up)s"
+python3 $(dirname "$0")/guest-scan.py $new 5 | tee $OUT/guest-scan.jsonl
 echo "GUEST: the host's phones (rclab.py serve: $LAB/rootcanal/phones.jsonl) and their reports are compared on the host"

@@ -27,8 +27,9 @@ for i in $(seq 100); do grep -q "phones on the air" "$LAB/serve.log" && break; s
 grep -q "phones on the air" "$LAB/serve.log" || { cat "$LAB/serve.log"; echo "guest.sh: rclab.py serve did not start" >&2; exit 1; }
 cat "$LAB/serve.log"
 # A second 16550 (ttyS1; ttyS0 is the console) whose other end is a TCP connection to RootCanal's
-# HCI port: one more controller on RootCanal's air, spoken to in H4.
-export QEMU_EXTRA="-chardev socket,id=rootcanal,host=127.0.0.1,port=6402,nodelay=on -device isa-serial,chardev=rootcanal"
+# HCI port: one more controller on RootCanal's air, spoken to in H4. Both serial ports are named:
+# a -device isa-serial of its own would take away -nographic's default console on ttyS0.
+export QEMU_EXTRA="-serial mon:stdio -chardev socket,id=rootcanal,host=127.0.0.1,port=6402,nodelay=on -serial chardev:rootcanal"
 export BTVIRT_OPTS=-l1 NCTRL=1 QEMU_TIMEOUT=${QEMU_TIMEOUT:-300}
 cd "$HERE/../.."
 "$HERE/../boot-lab.sh" "sh lab/rootcanal/guest-payload.sh $LAB ${SCAN_SECONDS:-10}"
