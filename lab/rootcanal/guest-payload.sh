@@ -1,12 +1,14 @@
 #!/bin/sh
-# guest-payload.sh LAB SECONDS: in the lab's guest (guest.sh), attaches ttyS1 (RootCanal) as an HCI
+# guest-payload.sh LAB SECONDS TTY: in the lab's guest (guest.sh), attaches TTY (RootCanal) as an HCI
 # controller, shows bluetoothd offering it, and runs an LE discovery on it for SECONDS.
-LAB=$1; SECONDS_=${2:-10}; OUT=$LAB/out
+LAB=$1; SECONDS_=${2:-10}; TTY=${3:-ttyS1}; OUT=$LAB/out
 up() { cut -d' ' -f1 /proc/uptime; }
 $LAB/modprobe.sh hci_uart || echo "GUEST: modprobe hci_uart failed"
+case $TTY in hvc*) $LAB/modprobe.sh virtio_console || echo "GUEST: modprobe virtio_console failed"
+  for i in $(seq 50); do [ -e /dev/$TTY ] && break; sleep 0.1; done ;; esac
 before=$(ls /sys/class/bluetooth | grep -c '^hci[0-9]*$')
 echo "GUEST: $before controller(s) before btattach (btvirt's) at $(up)s"
-btattach -N -P h4 -B /dev/ttyS1 > $OUT/btattach.log 2>&1 &
+btattach -N -P h4 -B /dev/$TTY > $OUT/btattach.log 2>&1 &
 new=""
 for i in $(seq 100); do
   new=$(ls /sys/class/bluetooth | grep '^hci[0-9]*$' | sort -V | tail -1)
@@ -30,5 +32,9 @@ grep 'dev_found' $OUT/find.txt | head -5
 grep -o 'rssi -*[0-9]*' $OUT/find.txt | sort | uniq -c | sort -rn | head -5
 # The controller without the kernel's duplicate filter: raw HCI, the kernel's discovery stopped.
 echo "GUEST: raw passive scans on $new (filter off, then on), 5 s each, at $(up)s"
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $2+$3+$4+$5+$6+$7+$8}' /proc/stat; }
+b0=$(busy)
 python3 $(dirname "$0")/guest-scan.py $new 5 | tee $OUT/guest-scan.jsonl
+b1=$(busy)
+echo "$b0 $b1" | awk '{printf "GUEST: CPU busy during the raw scans: %.0f %% of the guest'"'"'s %d CPUs\n", 100*($3-$1)/($4-$2), '"$(nproc)"'}' 
 echo "GUEST: the host's phones (rclab.py serve: $LAB/rootcanal/phones.jsonl) and their reports are compared on the host"

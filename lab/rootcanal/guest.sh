@@ -9,7 +9,8 @@
 # loopback's quickack route too (RootCanal's H4 writes and Nagle: run.sh).
 #
 # Usage: lab/rootcanal/guest.sh            (about 2 minutes; records in $LAB/out)
-# Env:   LAB (default /tmp/enagent-lab-rootcanal), CROWD (phones beyond the three: 0), SCAN_SECONDS (10)
+# Env:   LAB (default /tmp/enagent-lab-rootcanal), CROWD (phones beyond the three: 0), SCAN_SECONDS (10),
+#        RC_SERIAL (virtio: hvc0, or isa: ttyS1)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export LAB=${LAB:-/tmp/enagent-lab-rootcanal}
@@ -26,10 +27,18 @@ trap 'kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null || true' EXIT
 for i in $(seq 100); do grep -q "phones on the air" "$LAB/serve.log" && break; sleep 0.2; done
 grep -q "phones on the air" "$LAB/serve.log" || { cat "$LAB/serve.log"; echo "guest.sh: rclab.py serve did not start" >&2; exit 1; }
 cat "$LAB/serve.log"
-# A second 16550 (ttyS1; ttyS0 is the console) whose other end is a TCP connection to RootCanal's
-# HCI port: one more controller on RootCanal's air, spoken to in H4. Both serial ports are named:
-# a -device isa-serial of its own would take away -nographic's default console on ttyS0.
-export QEMU_EXTRA="-serial mon:stdio -chardev socket,id=rootcanal,host=127.0.0.1,port=6402,nodelay=on -serial chardev:rootcanal"
+# The guest's end of RootCanal's HCI port (one more controller on RootCanal's air, spoken to in H4):
+# RC_SERIAL=virtio (default) a virtio console port, hvc0; RC_SERIAL=isa a second 16550, ttyS1, as the
+# issue's manual run had it (ttyS0 is the console; both serial ports are named, since a -device
+# isa-serial of its own would take away -nographic's default console). The emulated UART carried
+# about 300 reports a second, virtio all of a crowd's 1,200 (docs/lab.md, RootCanal and Bumble).
+case ${RC_SERIAL:-virtio} in
+  isa) export QEMU_EXTRA="-serial mon:stdio -chardev socket,id=rootcanal,host=127.0.0.1,port=6402,nodelay=on -serial chardev:rootcanal"
+       TTY=ttyS1 ;;
+  virtio) export QEMU_EXTRA="-chardev socket,id=rootcanal,host=127.0.0.1,port=6402,nodelay=on -device virtio-serial-pci -device virtconsole,chardev=rootcanal"
+       TTY=hvc0 ;;
+  *) echo "guest.sh: RC_SERIAL is isa or virtio" >&2; exit 64 ;;
+esac
 export BTVIRT_OPTS=-l1 NCTRL=1 QEMU_TIMEOUT=${QEMU_TIMEOUT:-300}
 cd "$HERE/../.."
-"$HERE/../boot-lab.sh" "sh lab/rootcanal/guest-payload.sh $LAB ${SCAN_SECONDS:-10}"
+"$HERE/../boot-lab.sh" "sh lab/rootcanal/guest-payload.sh $LAB ${SCAN_SECONDS:-10} $TTY"

@@ -626,6 +626,106 @@ async def experiment_crowd(out, count, topology, steady=10.0, flood=15.0, interv
     return result
 
 
+# ------------------------------------------------------------------ validation
+async def raw_status(device, opcode, parameters=b""):
+    """Sends a command as bytes; returns the controller's status (Command Complete or Status)."""
+    command = hci.HCI_Command.from_bytes(bytes([0x01]) + struct.pack("<HB", opcode, len(parameters)) + parameters)
+    response = await device.host.send_command(command)
+    if isinstance(response, hci.HCI_Command_Status_Event):
+        return response.status
+    parameters = response.return_parameters
+    if hasattr(parameters, "status"):
+        return int(parameters.status)
+    return parameters.data[0] if hasattr(parameters, "data") else int(parameters)
+
+
+def ext_params(handle=0, properties=0x0010, interval=0x0190, own=0x01):
+    return struct.pack("<BH", handle, properties) + interval.to_bytes(3, "little") * 2 + bytes([0x07, own, 0x00]) \
+        + bytes(6) + bytes([0x00, 0x7F, 0x01, 0x00, 0x01, handle, 0x00])
+
+
+ENABLE_SET = bytes([0x01, 0x01, 0x00, 0, 0, 0, 0])
+DISABLE_SET = bytes([0x00, 0x01, 0x00, 0, 0, 0, 0])
+LEGACY_PARAMS = struct.pack("<HH", 0xA0, 0xA0) + bytes([0x03, 0x01, 0x00]) + bytes(6) + bytes([0x07, 0x00])
+RANDOM = bytes.fromhex("0102030405c6")[::-1]  # a static random address, little-endian
+EN_DATA = bytes.fromhex("03036ffd17166ffd") + bytes(20)
+
+
+async def experiment_validation(out):
+    """Commands a phone's or enagent's stack might send wrongly, and what RootCanal answers: each
+    probe on a controller that had only HCI Reset (no random address), so that the order of the
+    commands is the probe's own. The status is the controller's (0x00 success, 0x01 unknown command,
+    0x0C command disallowed, 0x12 invalid parameters)."""
+    rc = RootCanal(out, "validation")
+    probes = []
+    try:
+        remove_default_beacons()
+
+        async def fresh(port):
+            transport = await open_transport(f"tcp-client:127.0.0.1:{port}")
+            device = Device.with_hci("probe", hci.Address("F0:F1:F2:F3:F4:F5"), transport.source, transport.sink)
+            device.transport = transport
+            await device.host.reset()
+            return device
+
+        async def probe(name, port, steps, expected):
+            device = await fresh(port)
+            statuses = []
+            try:
+                for opcode, parameters in steps:
+                    statuses.append(f"0x{await raw_status(device, opcode, parameters):02x}")
+            except Exception as error:  # RootCanal ended: its last log line says why
+                await asyncio.sleep(0.5)
+                fatal = [line for line in open(rc.log_path, errors="replace") if " F " in line[:14]]
+                statuses.append(f"{type(error).__name__}; RootCanal exit status {rc.process.poll()}: "
+                                + (fatal[-1].split("  ")[-1].strip() if fatal else "no fatal line"))
+            else:
+                await close([device])
+            probes.append({"probe": name, "statuses": statuses, "spec": expected, "last": statuses[-1]})
+
+        bt5, legacy = HCI_PORT, LEGACY_PORT
+        await probe("legacy-PDU properties 0x0011 (connectable, not scannable: no such legacy PDU)", bt5,
+                    [(0x2036, ext_params(properties=0x0011))], "0x12")
+        await probe("legacy-PDU set with 32 bytes of data", bt5,
+                    [(0x2036, ext_params()), (0x2037, bytes([0, 3, 1, 32]) + bytes(32))], "0x12")
+        await probe("primary interval 0x10 (under 20 ms)", bt5, [(0x2036, ext_params(interval=0x10))], "0x11")
+        await probe("enable a set with own address random and no random address", bt5,
+                    [(0x2036, ext_params()), (0x2037, bytes([0, 3, 1, len(EN_DATA)]) + EN_DATA), (0x2039, ENABLE_SET)], "0x12")
+        await probe("set's random address changed while the (non-connectable) set is on", bt5,
+                    [(0x2036, ext_params()), (0x2035, bytes([0]) + RANDOM), (0x2037, bytes([0, 3, 1, len(EN_DATA)]) + EN_DATA),
+                     (0x2039, ENABLE_SET), (0x2035, bytes([0]) + RANDOM[::-1])], "0x00 (Core 7.8.52 refuses it only for connectable advertising; RootCanal quotes that and refuses any enabled set)")
+        await probe("legacy advertising command after an extended one", bt5,
+                    [(0x2036, ext_params()), (0x2006, LEGACY_PARAMS)], "0x0c")
+        await probe("extended scan from a random address with none set", bt5,
+                    [(0x2041, bytes([0x01, 0x00, 0x01, 0x00]) + struct.pack("<HH", 0x60, 0x30)), (0x2042, bytes([1, 0, 0, 0, 0, 0]))], "0x12")
+        await probe("extended scan enabled twice (the second changes the filter)", bt5,
+                    [(0x2041, bytes([0x00, 0x00, 0x01, 0x00]) + struct.pack("<HH", 0x60, 0x30)), (0x2042, bytes([1, 0, 0, 0, 0, 0])),
+                     (0x2042, bytes([1, 1, 0, 0, 0, 0]))], "0x00")
+        await probe("extended command on the legacy-only controller", legacy, [(0x2036, ext_params())], "0x01")
+        await probe("legacy: advertising from a random address with none set", legacy,
+                    [(0x2006, LEGACY_PARAMS), (0x200A, b"\x01")], "0x12")
+        await probe("legacy: LE Set Random Address while advertising", legacy,
+                    [(0x2005, RANDOM), (0x2006, LEGACY_PARAMS), (0x2008, bytes([len(EN_DATA)]) + EN_DATA + bytes(31 - len(EN_DATA))),
+                     (0x200A, b"\x01"), (0x2005, RANDOM[::-1])], "0x0c")
+        await probe("legacy: LE Set Random Address while scanning", legacy,
+                    [(0x2005, RANDOM), (0x200B, bytes([0x00, 0x60, 0x00, 0x30, 0x00, 0x01, 0x00])), (0x200C, b"\x01\x00"),
+                     (0x2005, RANDOM[::-1])], "0x0c")
+        await probe("legacy: advertising disabled when it was not enabled", legacy, [(0x200A, b"\x00")],
+                    "0x00 (btvirt answers 0x0c: lab/phones.py)")
+        cut_short = bytes.fromhex("03036ffd17166ffd") + bytes(10)  # lab/phones.py's malformed "cut-short": AD, not HCI
+        await probe("AD structure cut short, legacy-PDU set", bt5,
+                    [(0x2036, ext_params()), (0x2035, bytes([0]) + RANDOM), (0x2037, bytes([0, 3, 1, len(cut_short)]) + cut_short),
+                     (0x2039, ENABLE_SET)], "0x00 (the controller does not parse AD)")
+        await probe("AD structure cut short, legacy advertising", legacy,
+                    [(0x2005, RANDOM), (0x2006, LEGACY_PARAMS), (0x2008, bytes([len(cut_short)]) + cut_short + bytes(31 - len(cut_short))),
+                     (0x200A, b"\x01")], "0x00")
+        # Last: a malformed command (a length byte of 32 in LE Set Advertising Data's 32 bytes).
+        await probe("legacy: LE Set Advertising Data with a length of 32", legacy, [(0x2008, bytes([32]) + bytes(31))], "0x12")
+    finally:
+        rc.stop()
+    return {"experiment": "validation", "probes": probes}
+
+
 # ------------------------------------------------------------------ serve: phones for a guest
 async def serve(out, crowd, rotate, seconds):
     """RootCanal with its default HCI port left free for a guest's controller (qemu's serial port
@@ -679,6 +779,10 @@ def summary(results):
                 lines.append(f"  {s['length']:5d} bytes: " + (f"error {s['error']}" if not s["accepted"] else
                              f"{s['events']} events, fragments {s['fragment_lengths']}, whole {s['whole']}, lengths "
                              f"{s['received_lengths']}, status {s['data_status_of_last']}, legacy scanner {s['legacy_scanner_reports']}"))
+        elif r["experiment"] == "validation":
+            lines.append("validation (status of the last command; what the Core specification asks):")
+            for p in r["probes"]:
+                lines.append(f"  {p['last']} (spec {p['spec']}) {p['probe']}  [{' '.join(p['statuses'])}]")
         elif r["experiment"] == "crowd":
             lines.append(f"crowd {r['advertisers']} ({r['topology']}, {r.get('controllers')} controllers): "
                          + (f"error {r['error']}" if "error" in r else
@@ -694,7 +798,7 @@ def summary(results):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("mode", choices=("measure", "phones", "extended", "crowd", "serve"))
+    parser.add_argument("mode", choices=("measure", "phones", "extended", "validation", "crowd", "serve"))
     parser.add_argument("--out", default="/tmp/enagent-rootcanal")
     parser.add_argument("--crowds", default="50,100,300")
     parser.add_argument("--topologies", default="sets,controllers")
@@ -713,6 +817,8 @@ def main():
         results.append(asyncio.run(experiment_phones(args.out, rotate=args.rotate)))
     if args.mode in ("measure", "extended"):
         results.append(asyncio.run(experiment_extended(args.out)))
+    if args.mode in ("measure", "validation"):
+        results.append(asyncio.run(experiment_validation(args.out)))
     if args.mode in ("measure", "crowd"):
         for count in [int(c) for c in args.crowds.split(",") if c]:
             for topology in args.topologies.split(","):
