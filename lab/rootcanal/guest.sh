@@ -1,8 +1,8 @@
 #!/bin/bash
 # guest.sh: a RootCanal controller in the lab's qemu guest (Debian 12, lab/boot-lab.sh), beside
-# btvirt's: RootCanal and Bumble's phones run on the host (rclab.py serve), qemu connects a second
-# serial port (ttyS1) to RootCanal's HCI port, and the guest attaches it with
-# `btattach -N -P h4 -B /dev/ttyS1`. guest-payload.sh then shows the new hciN to bluetoothd and
+# btvirt's: RootCanal and Bumble's phones run on the host (rclab.py serve), qemu connects a serial
+# port (a virtio console, hvc0, or a second 16550, ttyS1) to RootCanal's HCI port, and the guest
+# attaches it with `btattach -N -P h4 -B /dev/hvc0` (or /dev/ttyS1). guest-payload.sh then shows the new hciN to bluetoothd and
 # scans with it. No lab kind changes: this is a run of its own, in a LAB folder of its own.
 #
 # Everything runs in one network namespace (run.sh --shell): qemu's socket to RootCanal needs the
