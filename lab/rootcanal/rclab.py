@@ -25,7 +25,7 @@ RPIs are derived with the lab's own HKDF/AES (lab/onair.py) from a TEK per phone
 the next interval number, so that an accelerated rotation still gives a new RPI of the same key.
 The scanners record every advertising report (legacy and extended) with the time it arrived.
 """
-import argparse, asyncio, json, math, os, resource, socket, statistics, struct, subprocess, sys, time
+import argparse, asyncio, json, math, os, resource, socket, struct, subprocess, sys, time
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,14 +36,13 @@ from bumble import hci  # noqa: E402
 from bumble.device import Device  # noqa: E402
 from bumble.transport import open_transport  # noqa: E402
 
-TEST_PORT, HCI_PORT, LEGACY_PORT, LINK_PORT, LINK_BLE_PORT = 6401, 6402, 6412, 6403, 6404
+TEST_PORT, HCI_PORT, LEGACY_PORT = 6401, 6402, 6412  # 6403 and 6404, the link layers, are not used
 EXTENDED_SETS = 16  # RootCanal's LE Number of Supported Advertising Sets
 ENIN_SECONDS = 600
 PAYLOADS = {  # protocol.md §2
     "iphone": lambda s: bytes.fromhex("02011a03036ffd17166ffd") + s,
     "android": lambda s: bytes.fromhex("03036ffd17166ffd") + s,
 }
-DEFAULT_BEACONS = ("BE:AC:01:55:00:01", "BE:AC:01:55:00:02")
 
 
 # ------------------------------------------------------------------ RootCanal and its test channel
