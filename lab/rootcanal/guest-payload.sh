@@ -37,4 +37,8 @@ b0=$(busy)
 python3 $(dirname "$0")/guest-scan.py $new 5 | tee $OUT/guest-scan.jsonl
 b1=$(busy)
 echo "$b0 $b1" | awk '{printf "GUEST: CPU busy during the raw scans: %.0f %% of the guest'"'"'s %d CPUs\n", 100*($3-$1)/($4-$2), '"$(nproc)"'}' 
+# The kernel's own advertising set on RootCanal: what TX power the controller says it selected.
+btmgmt --index $index add-adv -d 03036ffd 1 > $OUT/add-adv.txt 2>&1
+sleep 1
+echo "GUEST: btmgmt add-adv on $new: $(tail -1 $OUT/add-adv.txt)"
 echo "GUEST: the host's phones (rclab.py serve: $LAB/rootcanal/phones.jsonl) and their reports are compared on the host"
