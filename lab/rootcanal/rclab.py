@@ -25,7 +25,7 @@ RPIs are derived with the lab's own HKDF/AES (lab/onair.py) from a TEK per phone
 the next interval number, so that an accelerated rotation still gives a new RPI of the same key.
 The scanners record every advertising report (legacy and extended) with the time it arrived.
 """
-import argparse, asyncio, json, math, os, resource, socket, struct, subprocess, sys, time
+import argparse, asyncio, json, math, os, resource, signal, socket, struct, subprocess, sys, time
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,7 +56,7 @@ class RootCanal:
                          f"tcp_server {{ tcp_port: {LEGACY_PORT} configuration {{ features {{ le_extended_advertising: false }} }} }}")
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen([os.path.join(HERE, "rootcanal.sh"), f"-configuration={configuration}"],
-                                        stdout=self.log, stderr=subprocess.STDOUT)
+                                        stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         deadline = time.time() + 20
         while not all(port_open(p) for p in (TEST_PORT, HCI_PORT, LEGACY_PORT)):
             if self.process.poll() is not None or time.time() > deadline:
@@ -81,6 +81,14 @@ class RootCanal:
             self.process.kill()
             self.process.wait()
         self.log.close()
+
+
+def die_with_parent():
+    """In RootCanal's process before it runs: SIGTERM when this one ends, however it ends
+    (rootcanal.sh execs the binary, so the setting stays with it)."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, 15)
 
 
 def port_open(port):
@@ -807,6 +815,8 @@ def main():
     parser.add_argument("--crowd", type=int, default=0)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    # SIGTERM (guest.sh's end) as ^C: the experiments' `finally` stops RootCanal.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if args.mode == "serve":
         return asyncio.run(serve(args.out, args.crowd, args.rotate, args.seconds))
     results = []
