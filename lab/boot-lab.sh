@@ -10,6 +10,7 @@
 # Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
 #        SYSTEMD_UNITS=DIR lab/boot-lab.sh   (systemd as PID 1 starts DIR's units instead: lab/service-lab.sh)
 # Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL RW_DIRS SKIP_APT
+#        QEMU_EXTRA: more qemu arguments, split on spaces (lab/rootcanal/guest.sh: a serial port to RootCanal)
 #        ARCH, GUEST_ROOT, KERNEL_DEB, KERNEL_MODULES: another system's guest (make lab-arm64, and the trixie stack of make lab-test):
 #        its root (a directory, instead of the host's /), its kernel package (instead of the host's
 #        apt's) and modules built for that kernel (.ko files) that its package lacks
@@ -280,7 +281,7 @@ timeout "${QEMU_TIMEOUT:-600}" "${QEMU[@]}" -accel "${ACCEL:-tcg}" -m "${MEM:-10
   -nographic -no-reboot -nic none \
   -fsdev local,id=root,path=$GUEST_ROOT,security_model=none,readonly=on,multidevs=remap -device virtio-9p-pci,fsdev=root,mount_tag=hostroot \
   -fsdev "local,id=lab,path=$LAB,security_model=none,multidevs=remap" -device virtio-9p-pci,fsdev=lab,mount_tag=lab \
-  "${RWARGS[@]}" < /dev/null 2>&1 | tee "$LAB/out/console.log" | tr -d '\r' | sed -u 's/^.*Booting from ROM\.*//' | grep -v -e '^\s*$' -e 'SeaBIOS'
+  "${RWARGS[@]}" ${QEMU_EXTRA:-} < /dev/null 2>&1 | tee "$LAB/out/console.log" | tr -d '\r' | sed -u 's/^.*Booting from ROM\.*//' | grep -v -e '^\s*$' -e 'SeaBIOS'
 QRC=${PIPESTATUS[0]}
 set -e
 RC=$(cat "$LAB/out/rc" 2>/dev/null || echo 99)
