@@ -123,6 +123,7 @@ test-arm64:
 # recorded in docs/figures/bench.json and rendered into docs/performance.md.
 bench: bench-programs
 	$(RELEASE_BIN)/enbench --json docs/figures/bench.json $(SCRATCH)/bench/derivation-ceiling
+	$(RELEASE_BIN)/enbench storage --json docs/figures/storage.json
 	scripts/render-figures.py write
 
 # Every measure of make bench on tiny inputs, its JSON rendered, so that neither can rot (make
@@ -131,6 +132,8 @@ bench: bench-programs
 bench-smoke: bench-programs
 	$(RELEASE_BIN)/enbench --smoke --json $(SCRATCH)/bench/bench-smoke.json $(SCRATCH)/bench/derivation-ceiling
 	scripts/render-figures.py show $(SCRATCH)/bench/bench-smoke.json > /dev/null
+	$(RELEASE_BIN)/enbench storage --smoke --json $(SCRATCH)/bench/storage-smoke.json
+	scripts/render-figures.py show $(SCRATCH)/bench/storage-smoke.json > /dev/null
 
 bench-programs: deps
 	$(RELEASE) --product enbench

@@ -77,7 +77,7 @@ let package = Package(
             "ENCore", "ENKeyFiles", "ENKeyFileWriter", "ENStore", "ENBus", "ENAPI", "ENDiagnosis", "ENSystemd", "CENCurl",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENKeyFiles", "ENKeyFileWriter", "ENHarness", "CENOpenSSL"]),
+        .executableTarget(name: "enbench", dependencies: ["ENCore", "ENStore", "ENAgent", "ENKeyFiles", "ENKeyFileWriter", "ENHarness", "CENOpenSSL"]),
 
         .target(name: "TestSupport", dependencies: ["ENCore", "ENArchive", "ENAgent", "ENSystemd", "ENHarness"], path: "Tests/TestSupport"),
         .testTarget(name: "CModuleTests", dependencies: [

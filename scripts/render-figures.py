@@ -237,8 +237,38 @@ def footprint_sizes(run):
             f"| enctl, installed | {size('enctlBytes')} |\n")
 
 
+# enbench storage (its StorageReport).
+
+def size(value):
+    """Bytes as the pages write them: 870 kB, 12.4 MB, 1.3 GB."""
+    for unit, suffix in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if value >= unit:
+            return f"{value / unit:.1f} {suffix}" if value < 100 * unit else f"{value / unit:.0f} {suffix}"
+    return f"{value:.0f} B"
+
+
+def storage_table(run):
+    machine, scans_per_day, keep = run["machine"], run["scansPerDay"], run["retentionDays"]
+    kind = "a virtual machine" if machine["virtualMachine"] else "bare metal"
+    lines = [f"Measured {date(run['measured'])} by `make bench` (`enbench storage`) on {machine['cpu']} ({kind}; Linux "
+             f"{machine['kernel']}): a day on the default schedule ({scans_per_day} scans), each phone heard "
+             f"{run['days'][0]['receptionsPerScan']} times a scan; a sighting is one phone in one scan.", "",
+             f"| phones around | sightings a day | rows a day | database a day | per sighting | written a day | per sighting "
+             f"| at rest after {keep} days | a 32 GB card written whole every |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for figures in run["days"]:
+        day = scans_per_day / figures["scans"]
+        sightings = figures["devices"] * figures["scans"]
+        database, written = figures["databaseBytes"] * day, figures["writtenBytes"] * day
+        lines.append(f"| {figures['devices']:,} | {count(round(sightings * day))} | {count(round(figures['rows'] * day))} | {size(database)} "
+                     f"| {figures['databaseBytes'] / sightings:,.0f} B | {size(written)} | {figures['writtenBytes'] / sightings:,.0f} B "
+                     f"| {size(database * keep)} | {32e9 / written:,.0f} days |")
+    return "\n".join(lines) + "\n"
+
+
 VIEWS = {
     "bench": {"machine": bench_machine, "table": bench_table, "goals": bench_goals},
+    "storage": {"table": storage_table},
     "footprint": {"sizes": footprint_sizes},
 }
 

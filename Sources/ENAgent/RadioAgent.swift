@@ -21,7 +21,9 @@ public final class RadioAgent: RadioListener {
     /// What the agent changes as it runs, on `queue` only.
     private struct Confined {
         let keys: KeySchedule
-        var pending = [Sighting]()
+        /// What the radio heard and the store has not taken yet: each identifier's receptions of
+        /// a scan merged into one sighting (`MergedSightings`).
+        var pending = MergedSightings()
         var ownIdentifiers = [RollingProximityIdentifier]()
         /// The interval whose RPI was last put on the air, kept in the store across restarts.
         var advertisedInterval: ENIntervalNumber?
@@ -52,7 +54,8 @@ public final class RadioAgent: RadioListener {
         /// nothing, since detection weighs a sighting by the time since the scan before its own.
         var scanStartedAt: Int64?
         var endedScans = [ClosedRange<Int64>]()
-        /// Sightings taken in the current scan, and those refused beyond `maximumSightingsPerScan`.
+        /// Sightings started in the current scan, and the receptions refused beyond
+        /// `maximumSightingsPerScan` (of identifiers without a sighting of this scan to join).
         var sightingsThisScan = 0
         var droppedThisScan = 0
         /// The radio's last refusal of an advertisement, and of a scan, until one is accepted
@@ -89,14 +92,19 @@ public final class RadioAgent: RadioListener {
         queue.async { [self] in changing(body) }
     }
 
-    /// Sightings are written to the store when a scan ends, or sooner when this many wait.
-    static let flushThreshold = 1_000
-    /// Sightings kept from one scan (a crowd of 2,000 devices; reports beyond are counted and
-    /// dropped): the store grows by at most this many rows per scan, whatever the air carries.
-    public static let maximumSightingsPerScan = 2_000
-    /// Sightings held in memory at most while the store cannot be written (about 10 MB); the
-    /// oldest go first beyond it.
-    static let maximumPending = 100_000
+    /// Sightings started in one scan at most: the store grows by at most this many rows per
+    /// scan, whatever the air carries; receptions of identifiers beyond are counted and dropped,
+    /// those of an identifier with a sighting of the scan join it. A sighting is an identifier's
+    /// receptions within 25.5 s (Google's scan cycle), so 1,000 advertisers make 1,000 in the
+    /// standard 4-second scan and at most 12,000 in the longest enagent.conf allows (300 s,
+    /// continuous): all 1,000 are recorded in any scan. Memory: a sighting in the buffer takes
+    /// about 190 bytes and 3 a reception, so a scan at the bound holds about 2.8 MB at 15
+    /// receptions each, and at most about 11.5 MB (255 receptions each, `SightingRecord.maximumReceptions`).
+    public static let maximumSightingsPerScan = 12_000
+    /// Sightings held in memory at most while the store cannot be written (about 3 MB at 15
+    /// receptions each, 104 bytes a sighting and 3 a reception; at most about 17 MB); the oldest
+    /// go first beyond it.
+    static let maximumPending = 20_000
     /// Ended scans held in memory at most while the store cannot be written: a month of the
     /// standard schedule (one scan every 5 minutes); the oldest go first beyond it.
     static let maximumPendingScans = 31 * 24 * 12
@@ -280,15 +288,16 @@ public final class RadioAgent: RadioListener {
             }
             let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
             guard !my.ownIdentifiers.contains(rpi) else { return }
+            let sighting = Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
+                                    rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
+                                    adapterAddress: report.adapterAddress)
+            guard !my.pending.merge(sighting) else { return }
             guard my.sightingsThisScan < Self.maximumSightingsPerScan else {
                 my.droppedThisScan += 1
                 return
             }
             my.sightingsThisScan += 1
-            my.pending.append(Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
-                                    rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
-                                    adapterAddress: report.adapterAddress))
-            if my.pending.count >= Self.flushThreshold && !my.storeFailing && !my.sightingsWaitForDisk { flush() }
+            my.pending.start(sighting)
             if my.pending.count > Self.maximumPending {
                 // A tenth at a time, so that a long outage does not move the whole array per report.
                 let excess = my.pending.count - Self.maximumPending + Self.maximumPending / 10
@@ -429,8 +438,10 @@ public final class RadioAgent: RadioListener {
     }
 
     /// Notes the scan recorded so far as ended now (its cycle is over); a continuous scan, which
-    /// runs on into the next cycle, starts that cycle's record at once.
+    /// runs on into the next cycle, starts that cycle's record at once. The next scan's receptions
+    /// start sightings of their own.
     private func endScanRecord(continuing: Bool) {
+        my.pending.closeAll()
         guard let started = my.scanStartedAt else { return }
         let now = clock.now
         my.endedScans.append(started...max(started, now))
@@ -443,11 +454,13 @@ public final class RadioAgent: RadioListener {
         do { try radio.stopAdvertising() } catch { logger.error("cannot take the advertisement off the air, so its identifier may still go out: \(error)") }
     }
 
-    /// Ends the scan running, if any, and writes what it heard.
+    /// Ends the scan running, if any, and writes what it heard; a piece of a longer scan
+    /// (`continuesCycle`) leaves it for the scan's end, so that the next piece's receptions join
+    /// their identifiers' sightings.
     private func endScan(because reason: @autoclosure () -> String, continuesCycle: Bool = false) {
         if my.scan.state.isStarted { stopScanning() }
         enterScan(.stopped, because: reason(), continuesCycle: continuesCycle)
-        flush()
+        if !continuesCycle { flush() }
     }
 
     private func stopScanning() {
@@ -462,7 +475,7 @@ public final class RadioAgent: RadioListener {
     private func scanCycle() {
         my.scanTimer?.cancel()
         if my.droppedThisScan > 0 {
-            logger.warning("a crowd: \(my.droppedThisScan) reports beyond the \(Self.maximumSightingsPerScan) kept per scan were dropped")
+            logger.warning("a crowd: \(my.droppedThisScan) receptions beyond the \(Self.maximumSightingsPerScan) sightings kept per scan were dropped")
         }
         my.sightingsThisScan = 0
         my.droppedThisScan = 0

@@ -50,10 +50,14 @@ public enum ExposureWindowing {
     /// (ContactTracingFeature.maxExposureWindowDurationMinutes, shouldStartNewExposureWindow).
     public static let maximumWindowSeconds: Int64 = 30 * 60
 
-    /// Whether a sighting `gap` seconds after the previous one belongs to the same scan: at most
-    /// 1.5 × the longest scan, 4 + 13 s, so 25.5 s (KeyExposureEvaluator.sightingInTheSameScanInstance).
+    /// Google's one scan: 1.5 × the longest scan, 4 + 13 s, so 25.5 s (ContactTracingFeature
+    /// .scanTimeSeconds and scanTimeExtendForProfileInUseSeconds), in whole seconds.
+    public static let sameScanSeconds: Int64 = 3 * (4 + 13) / 2
+
+    /// Whether a sighting `gap` seconds after the previous one belongs to the same scan
+    /// (KeyExposureEvaluator.sightingInTheSameScanInstance).
     @inline(__always)
-    static func sameScan(gap: Int64) -> Bool { 2 * gap <= 3 * (4 + 13) }
+    static func sameScan(gap: Int64) -> Bool { gap <= sameScanSeconds }
 
     /// The windows of `match`; none when the key's owner counts as not infectious (Google's code
     /// keeps those windows; its API documentation drops them) or the key was revoked.

@@ -1,4 +1,4 @@
-/// A sighting attributed to a diagnosis key, with what its AEM revealed.
+/// A reception attributed to a diagnosis key, with what its AEM revealed.
 public struct MatchedSighting: Hashable, Sendable {
     public var time: Int64
     public var rssi: Int8?
@@ -21,7 +21,7 @@ public struct MatchedSighting: Hashable, Sendable {
     }
 }
 
-/// A diagnosis key and the sightings of its RPIs.
+/// A diagnosis key and the receptions of its RPIs.
 public struct KeyMatch: Hashable, Sendable {
     public var key: DiagnosisKey
     public var sightings: [MatchedSighting]
@@ -69,7 +69,7 @@ public final class KeyMatcher {
 
     deinit { candidates.deallocate() }
 
-    /// The sightings of `key`'s RPIs that count, or nil when there are none: each RPI's within 12
+    /// The receptions of `key`'s RPIs that count, or nil when there are none: each RPI's within 12
     /// intervals of its own and 20 minutes of its first counted one. Both stages at once:
     /// `candidates(of:)`, the details of what it found, `match(_:candidates:details:)`.
     public func match(_ key: DiagnosisKey) throws -> KeyMatch? {
@@ -77,16 +77,21 @@ public final class KeyMatcher {
         return try match(key, candidates: found, details: try index.sightings.details(of: found.map(\.sighting)))
     }
 
-    /// A sighting of one of a key's RPIs that counts by its time, as the first stage finds it.
+    /// A sighting of one of a key's RPIs with a reception that may count by its time, as the
+    /// first stage finds it.
     public struct Candidate: Sendable {
         public var sighting: SightingReference
+        /// The sighting's time, its first reception's.
         public var time: Int64
+        /// The interval whose RPI it is.
+        public var interval: Int64
     }
 
     /// Matching's first stage, on the index's table alone (RPIs and times): the sightings of
-    /// `key`'s RPIs that count by their time, each RPI's together, in time order and without
-    /// those more than `maximumRpiSightingSpan` after its first (Google's
-    /// ExposureMatchingTracer.getValidSightingsForRpi); nil when there are none.
+    /// `key`'s RPIs that may hold a reception that counts by its time (one that began up to
+    /// `SightingRecord.longestSpanSeconds` before the RPI's counted times may reach into them),
+    /// each RPI's together, in time order; nil when there are none. The second stage, which
+    /// knows each reception's time, keeps exactly those that count.
     public func candidates(of key: DiagnosisKey) throws -> [Candidate]? {
         // Google's ExposureMatchingTracer.traceWithJava skips RECURSIVE keys
         // (ContactTracingFeature.enableRecursiveTekReportType is false).
@@ -114,12 +119,16 @@ public final class KeyMatcher {
                         let offset = word * 64 + bits.trailingZeroBitCount
                         let rpi = Bytes16(blocks, offset: offset * 16)
                         bits &= bits - 1
-                        let counted = Self.countedTimes(ofRPIOf: firstInterval + Int64(offset))
+                        let interval = firstInterval + Int64(offset)
+                        let counted = Self.countedTimes(ofRPIOf: interval)
+                        let reaching = (counted.lowerBound - SightingRecord.longestSpanSeconds)..<counted.upperBound
                         let rpiStart = found.count
                         lookup.forEachSighting(of: rpi) { time, reference in
-                            if counted.contains(time) { found.append(Candidate(sighting: SightingReference(reference: reference, rpi: rpi), time: time)) }
+                            if reaching.contains(time) {
+                                found.append(Candidate(sighting: SightingReference(reference: reference, rpi: rpi), time: time, interval: interval))
+                            }
                         }
-                        Self.cutToSpan(&found, from: rpiStart)
+                        found[rpiStart...].sort { $0.time < $1.time }
                     }
                 }
                 return found
@@ -128,23 +137,34 @@ public final class KeyMatcher {
         return found.isEmpty ? nil : found
     }
 
-    /// Matching's second stage, for a key whose first stage found `candidates`: each RPI's
-    /// strongest sighting of each scan marked (by corrected RSSI), the AEMs decrypted, implausible
-    /// TX powers dropped, attenuations with the receiving adapter's correction, in time order.
-    /// `details` holds each candidate's (`SightingIndex.details(of:)`); one without (its row
-    /// deleted since the index was read) does not count.
+    /// Matching's second stage, for a key whose first stage found `candidates`: each sighting's
+    /// receptions, of each RPI those that count (within its 12 intervals, and 20 minutes of its
+    /// first counted one: Google's ExposureMatchingTracer.getValidSightingsForRpi), the strongest
+    /// of each scan marked (by corrected RSSI), the AEMs decrypted, implausible TX powers dropped,
+    /// attenuations with the receiving adapter's correction, in time order. `details` holds each
+    /// candidate's (`SightingIndex.details(of:)`); one without (its row deleted since the index
+    /// was read) does not count.
     public func match(_ key: DiagnosisKey, candidates: [Candidate], details: [SightingReference: SightingDetails]) throws -> KeyMatch? {
         var counted = [Counted]()
         counted.reserveCapacity(candidates.count)
         var start = 0
         while start < candidates.count {
             let rpi = candidates[start].sighting.rpi
+            let countedTimes = Self.countedTimes(ofRPIOf: candidates[start].interval)
             var end = start + 1
             while end < candidates.count, candidates[end].sighting.rpi == rpi { end += 1 }
             let rpiStart = counted.count
             for candidate in candidates[start..<end] {
-                if let found = details[candidate.sighting] { counted.append(Counted(rpi: rpi, time: candidate.time, details: found)) }
+                guard let found = details[candidate.sighting] else { continue }
+                for reception in found.receptions {
+                    let time = candidate.time + Int64(reception.heard.secondsAfterFirst)
+                    if countedTimes.contains(time) {
+                        counted.append(Counted(rpi: rpi, time: time, aem: found.aem, rssi: reception.heard.rssi, adapterAddress: found.adapterAddress,
+                                               scanGap: reception.scanGap))
+                    }
+                }
             }
+            Self.cutToSpan(&counted, from: rpiStart)
             markStrongest(&counted, from: rpiStart)
             start = end
         }
@@ -152,15 +172,15 @@ public final class KeyMatcher {
         let aemk = crypto.associatedEncryptedMetadataKey(for: key.key.keyData)
         var matched = [MatchedSighting]()
         for sighting in counted {
-            let metadata = try crypto.decryptMetadata(sighting.details.aem, key: aemk, rpi: sighting.rpi)
+            let metadata = try crypto.decryptMetadata(sighting.aem, key: aemk, rpi: sighting.rpi)
             guard Self.plausibleTransmitPower.contains(metadata.transmitPower) else {
                 implausibleSightings += 1
                 continue
             }
-            let correction = rssiCorrections.correction(for: sighting.details.adapterAddress)
-            let attenuation = sighting.details.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + correction)) }
-            matched.append(MatchedSighting(time: sighting.time, rssi: sighting.details.rssi, metadata: metadata, attenuation: attenuation,
-                                           scanGap: sighting.details.scanGap, strongestOfItsScan: sighting.strongestOfScan))
+            let correction = rssiCorrections.correction(for: sighting.adapterAddress)
+            let attenuation = sighting.rssi.map { max(0, Int(metadata.transmitPower) - (Int($0) + correction)) }
+            matched.append(MatchedSighting(time: sighting.time, rssi: sighting.rssi, metadata: metadata, attenuation: attenuation,
+                                           scanGap: sighting.scanGap, strongestOfItsScan: sighting.strongestOfScan))
         }
         guard !matched.isEmpty else { return nil }
         matched.sort { ($0.time, $0.attenuation ?? -1, $0.metadata.transmitPower) < ($1.time, $1.attenuation ?? -1, $1.metadata.transmitPower) }
@@ -176,18 +196,21 @@ public final class KeyMatcher {
         (interval - clockDriftIntervals) * ENIntervalNumber.secondsPerInterval..<(interval + clockDriftIntervals + 1) * ENIntervalNumber.secondsPerInterval
     }
 
-    /// A sighting of one of the key's RPIs that counts, with its details.
+    /// A reception of one of the key's RPIs that counts, with what it is weighed by.
     struct Counted {
         var rpi: RollingProximityIdentifier
         var time: Int64
-        var details: SightingDetails
+        var aem: AssociatedEncryptedMetadata
+        var rssi: Int8?
+        var adapterAddress: BluetoothAddress?
+        var scanGap: ScanGap
         var strongestOfScan = false
     }
 
-    /// Cuts `found[start...]`, one RPI's counted sightings, as Google's
+    /// Cuts `found[start...]`, one RPI's counted receptions, as Google's
     /// ExposureMatchingTracer.getValidSightingsForRpi does: in time order, without those more
     /// than `maximumRpiSightingSpan` after the first.
-    static func cutToSpan(_ found: inout [Candidate], from start: Int) {
+    static func cutToSpan(_ found: inout [Counted], from start: Int) {
         guard found.count > start else { return }
         found[start...].sort { $0.time < $1.time }
         let first = found[start].time
@@ -196,7 +219,7 @@ public final class KeyMatcher {
         found.removeLast(found.count - end)
     }
 
-    /// Marks in `found[start...]`, one RPI's counted sightings in time order, the strongest of
+    /// Marks in `found[start...]`, one RPI's counted receptions in time order, the strongest of
     /// each scan (the first of equals; the aggregation v1 counts,
     /// ContactTracingFeature.aggregateSightingsFromSingleScan). Strongest by the RSSI with its
     /// adapter's correction: Google compares the RSSIs it stored (ExposureMatchingTracer
@@ -207,8 +230,8 @@ public final class KeyMatcher {
     private func markStrongest(_ found: inout [Counted], from start: Int) {
         guard found.count > start else { return }
         func strength(_ index: Int) -> Int {
-            let details = found[index].details
-            return details.rssi.map { Int($0) + rssiCorrections.correction(for: details.adapterAddress) } ?? Int.min
+            let reception = found[index]
+            return reception.rssi.map { Int($0) + rssiCorrections.correction(for: reception.adapterAddress) } ?? Int.min
         }
         var strongest = start
         for index in start + 1..<found.count {

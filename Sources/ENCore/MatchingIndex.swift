@@ -6,8 +6,9 @@ import Glibc
 /// the RPIs never seen pass to the table. Four bits let 0.5 % through, but their two more shifts
 /// for each of a key's 144 RPIs cost more than the table's probes they save: 9 % more CPU time
 /// for 500k keys × 100k sightings, and no less for 1M × 4M) of the sightings a key
-/// valid on that day can match, those from 2 h before the day to 2 h after it
-/// (`KeyMatcher.validityTolerance`). A key's 144 lookups go to its day's filter alone: a
+/// valid on that day can match, those with a reception from 2 h before the day to 2 h after it
+/// (`KeyMatcher.validityTolerance`; a sighting's receptions lie up to
+/// `SightingRecord.longestSpanSeconds` after its time). A key's 144 lookups go to its day's filter alone: a
 /// fourteenth of one filter for all the sightings, so that it stays in a core's cache while the
 /// keys of that day are matched (4 million sightings: 680 kB instead of 8 MB).
 ///
@@ -35,10 +36,12 @@ public struct MatchingIndex: Sendable {
         }
     }
 
-    /// The numbers of the days whose filter holds a sighting at `time`: its own, and its
-    /// neighbour when it lies within 2 h of it.
-    static func days(holding time: Int64) -> ClosedRange<Int64> {
-        UTCDay(containing: time - KeyMatcher.validityTolerance).number...UTCDay(containing: time + KeyMatcher.validityTolerance).number
+    /// The numbers of the days whose filter holds the sightings at `times`: those within 2 h of
+    /// one of their receptions, which lie up to `SightingRecord.longestSpanSeconds` after them.
+    static func days(holding times: ClosedRange<Int64>) -> ClosedRange<Int64> {
+        let first = UTCDay(containing: times.lowerBound - KeyMatcher.validityTolerance)
+        let last = UTCDay(containing: times.upperBound + SightingRecord.longestSpanSeconds + KeyMatcher.validityTolerance)
+        return first.number...last.number
     }
 }
 
@@ -87,9 +90,9 @@ private final class DayFilters: @unchecked Sendable {
     private let offsets: [Int]
     private let words: UnsafeMutablePointer<UInt64>
 
-    /// The filters of `table`'s sightings, sized from `hours` (its sightings by hour): one pass
-    /// over the table, to fill them. A day's filter and its ±2 h are whole hours, so each hour's
-    /// sightings count wholly towards the same days.
+    /// The filters of `table`'s sightings, sized from `hours` (its entries by hour): one pass
+    /// over the table, to fill them. Each hour's entries count towards every day any of them
+    /// goes to.
     init(_ table: SightingIndex.Lookup, hours: HourCounts) {
         let empty = SightingIndex.Storage.emptySlot
         guard let first = hours.counts.firstIndex(where: { $0 > 0 }), let last = hours.counts.lastIndex(where: { $0 > 0 }) else {
@@ -97,12 +100,15 @@ private final class DayFilters: @unchecked Sendable {
             words = SightingIndex.Storage.allocate(1, repeating: 0)
             return
         }
-        func hourStart(_ index: Int) -> Int64 { (hours.firstHour + Int64(index)) * 3_600 }
-        firstDay = MatchingIndex.days(holding: hourStart(first)).lowerBound
-        let dayCount = Int(MatchingIndex.days(holding: hourStart(last)).upperBound - firstDay) + 1
+        func hourTimes(_ index: Int) -> ClosedRange<Int64> {
+            let start = (hours.firstHour + Int64(index)) * 3_600
+            return start...(start + 3_599)
+        }
+        firstDay = MatchingIndex.days(holding: hourTimes(first)).lowerBound
+        let dayCount = Int(MatchingIndex.days(holding: hourTimes(last)).upperBound - firstDay) + 1
         var sightings = [Int](repeating: 0, count: dayCount)
         for hour in first...last where hours.counts[hour] > 0 {
-            for day in MatchingIndex.days(holding: hourStart(hour)) { sightings[Int(day - firstDay)] += hours.counts[hour] }
+            for day in MatchingIndex.days(holding: hourTimes(hour)) { sightings[Int(day - firstDay)] += hours.counts[hour] }
         }
         var offsets = [0]
         offsets.reserveCapacity(dayCount + 1)
@@ -111,7 +117,8 @@ private final class DayFilters: @unchecked Sendable {
         self.offsets = offsets
         words = SightingIndex.Storage.allocate(offsets.last! + 1, repeating: 0)
         for slot in 0..<table.capacity where table.times[slot] != empty {
-            for day in MatchingIndex.days(holding: Int64(table.times[slot])) {
+            let time = Int64(table.times[slot])
+            for day in MatchingIndex.days(holding: time...time) {
                 let start = offsets[Int(day - firstDay)]
                 let low = table.rpis[slot].low
                 words[start + DayFilter.word(low, words: offsets[Int(day - firstDay) + 1] - start)] |= DayFilter.bits(low)

@@ -2,24 +2,36 @@ import FoundationEssentials
 import Glibc
 
 /// What matching weighs a sighting by beyond its RPI and time, read once the sighting is a
-/// candidate of a key (`SightingIndex.details(of:)`).
+/// candidate of a key (`SightingIndex.details(of:)`): its AEM and adapter, and each of its
+/// receptions (a sighting of the agent's database holds every reception of its identifier in
+/// one scan, `SightingRecord`; one of JSON Lines, one).
 public struct SightingDetails: Hashable, Sendable {
+    /// A reception, with the time since the receiving device's scan before the one it was heard
+    /// in, as of its own time.
+    public struct Reception: Hashable, Sendable {
+        public var heard: SightingRecord.Reception
+        public var scanGap: ScanGap
+
+        public init(_ heard: SightingRecord.Reception, scanGap: ScanGap) {
+            self.heard = heard
+            self.scanGap = scanGap
+        }
+    }
+
     public var aem: AssociatedEncryptedMetadata
-    public var rssi: Int8?
     /// The adapter that received it, which picks its RSSI correction; nil when unknown.
     public var adapterAddress: BluetoothAddress?
-    /// Since the receiving device's previous scan.
-    public var scanGap: ScanGap
+    /// In the order heard, the first at the sighting's own time.
+    public var receptions: [Reception]
 
-    public init(aem: AssociatedEncryptedMetadata, rssi: Int8?, adapterAddress: BluetoothAddress? = nil, scanGap: ScanGap = .unknown) {
+    public init(aem: AssociatedEncryptedMetadata, adapterAddress: BluetoothAddress?, receptions: [Reception]) {
         self.aem = aem
-        self.rssi = rssi
         self.adapterAddress = adapterAddress
-        self.scanGap = scanGap
+        self.receptions = receptions
     }
 }
 
-/// A sighting as the index finds it: its time and details, without the RPI it was found by.
+/// A reception as the index finds it: its time and details, without the RPI it was found by.
 public struct IndexedSighting: Hashable, Sendable {
     /// Unix seconds (times after 2106 are kept as 2106: the index stores 32 bits).
     public var time: Int64
@@ -38,12 +50,6 @@ public struct IndexedSighting: Hashable, Sendable {
         self.adapterAddress = adapterAddress
         self.scanGap = scanGap
     }
-
-    public init(time: Int64, details: SightingDetails) {
-        self.init(time: time, aem: details.aem, rssi: details.rssi, adapterAddress: details.adapterAddress, scanGap: details.scanGap)
-    }
-
-    public var details: SightingDetails { SightingDetails(aem: aem, rssi: rssi, adapterAddress: adapterAddress, scanGap: scanGap) }
 }
 
 /// A sighting an index holds by reference: its number where its details are kept (the agent
@@ -73,29 +79,33 @@ public protocol SightingResolver: Sendable {
 
 /// Sightings by RPI: an open-addressed table of each sighting's RPI, time and a 64-bit
 /// reference and a byte of the RPI to step over slots by, its columns in separate arrays, in
-/// about 34 bytes a sighting (4 million sightings, 14 days of a busy place, in about 136 MB). Matching looks RPIs up through
+/// about 34 bytes an entry (4 million, 14 days of a busy place, in about 136 MB). Matching looks RPIs up through
 /// `MatchingIndex`, which puts a filter for each day before the table; everything else it weighs
 /// a sighting by (AEM, RSSI, adapter, previous scan) is read only for the few sightings a key
 /// finds (`details(of:)`).
 ///
 /// Two kinds of index, one table: one that holds its sightings (made from `Sighting`s: JSON
-/// Lines, or an agent database read row by row) keeps each sighting's details packed into its
-/// reference; one read from the agent database's index of sightings (`AgentStore`) keeps each
-/// sighting's row id, and its `resolver` reads the rows.
+/// Lines, or an agent database read row by row) keeps each reception's details packed into the
+/// reference of an entry of its own; one read from the agent database's index of sightings
+/// (`AgentStore`) keeps an entry for each sighting, at its first reception's time, with its row
+/// id, and its `resolver` reads the row with every reception (`SightingRecord`).
 ///
 /// RPIs are AES output, so their bits are already uniformly random and serve as their own hash.
 /// The columns sit on huge pages where the kernel allows: a million keys make 144 million
 /// lookups.
 public struct SightingIndex: Sendable {
     private var storage: Storage
-    /// The sightings in the index.
+    /// The sightings in the index: the lines of JSON Lines, the rows of a database.
     public private(set) var count = 0
+    /// The entries of the table: a sighting's each, or each of its receptions in an index that
+    /// holds its sightings.
+    private var entries = 0
     /// Where the sightings' details are; nil when the index holds them.
     public let resolver: (any SightingResolver)?
     /// Whether `resolver` is nil: what each add checks, where a look at the existential would
     /// copy it, a retain and a release per sighting.
     private let holdsDetails: Bool
-    /// The sightings by the hour of their (stored) time, so that `MatchingIndex` sizes its day
+    /// The entries by the hour of their (stored) time, so that `MatchingIndex` sizes its day
     /// filters without a pass over the table.
     public private(set) var hours = HourCounts()
     /// The receiving adapters' addresses, in the order first seen, of an index that holds its
@@ -141,32 +151,37 @@ public struct SightingIndex: Sendable {
             previousScanTime: sighting.previousScanTime)
     }
 
-    /// Adds a sighting to an index that holds its sightings. `previousScanTime`: the receiving
-    /// device's previous scan (`Sighting.previousScanTime`); nil when unknown.
+    /// Adds a reception to an index that holds its sightings: a sighting of its own, or with
+    /// `ofTheLastSighting`, a later reception of the sighting added last (an entry of its own,
+    /// counted with that sighting). `previousScanTime`: the receiving device's previous scan
+    /// (`Sighting.previousScanTime`); nil when unknown.
     public mutating func add(rpi: RollingProximityIdentifier, aem: AssociatedEncryptedMetadata, rssi: Int8?, time: Int64,
-                             adapterAddress: BluetoothAddress?, previousScanTime: Int64? = nil) {
+                             adapterAddress: BluetoothAddress?, previousScanTime: Int64? = nil, ofTheLastSighting: Bool = false) {
         precondition(holdsDetails, "an index whose sightings are read by reference takes references")
         let packed = PackedDetails(aem: aem, rssi: rssi, adapterNumber: adapterNumber(for: adapterAddress),
                                    scanGap: ScanGap(time: time, previousScanTime: previousScanTime))
         insert(rpi: rpi, time: time, reference: packed.rawValue)
+        if !ofTheLastSighting { count += 1 }
     }
 
-    /// Adds a sighting whose details the index's resolver reads by `reference`.
+    /// Adds a sighting whose details the index's resolver reads by `reference`, at the time of its
+    /// first reception.
     public mutating func add(rpi: RollingProximityIdentifier, time: Int64, reference: Int64) {
         precondition(!holdsDetails, "an index that holds its sightings takes their details")
         insert(rpi: rpi, time: time, reference: reference)
+        count += 1
     }
 
     private mutating func insert(rpi: RollingProximityIdentifier, time: Int64, reference: Int64) {
-        if (count + 1) * 100 > storage.capacity * Self.maximumLoadPercent {
-            storage = storage.resized(to: max(16, count * 2 + count / 2))
+        if (entries + 1) * 100 > storage.capacity * Self.maximumLoadPercent {
+            storage = storage.resized(to: max(16, entries * 2 + entries / 2))
         } else if !isKnownUniquelyReferenced(&storage) {
             storage = storage.resized(to: storage.capacity)
         }
         let stored = Self.storedTime(time)
         storage.insert(rpi: rpi, time: stored, reference: reference)
         hours.count(Int64(stored))
-        count += 1
+        entries += 1
     }
 
     /// `time` as the table keeps it: 32 bits, the last value marking an empty slot.
@@ -201,11 +216,11 @@ public struct SightingIndex: Sendable {
         return found
     }
 
+    /// The details of an entry of an index that holds its sightings: one reception.
     private func details(packed reference: Int64) -> SightingDetails {
         let packed = PackedDetails(rawValue: reference)
-        return SightingDetails(aem: packed.aem, rssi: packed.rssi,
-                               adapterAddress: packed.adapterNumber == 0 ? nil : adapterAddresses[Int(packed.adapterNumber) - 1],
-                               scanGap: packed.scanGap)
+        return SightingDetails(aem: packed.aem, adapterAddress: packed.adapterNumber == 0 ? nil : adapterAddresses[Int(packed.adapterNumber) - 1],
+                               receptions: [SightingDetails.Reception(SightingRecord.Reception(secondsAfterFirst: 0, rssi: packed.rssi), scanGap: packed.scanGap)])
     }
 
     /// Calls `body` with each sighting of `rpi` (none when it was never seen), its time and
@@ -240,7 +255,7 @@ public struct SightingIndex: Sendable {
         }
     }
 
-    /// The sightings of `rpi`, in time order, of an index that holds its sightings (one that
+    /// The receptions of `rpi`, in time order, of an index that holds its sightings (one that
     /// reads them by reference: `resolvedSightings(of:)`).
     public func sightings(of rpi: RollingProximityIdentifier) -> [IndexedSighting] {
         precondition(resolver == nil, "an index whose sightings are read by reference resolves them: resolvedSightings(of:)")
@@ -248,13 +263,23 @@ public struct SightingIndex: Sendable {
         return try! resolvedSightings(of: rpi)
     }
 
-    /// The sightings of `rpi`, in time order, their details unpacked or read by the resolver.
+    /// The receptions of `rpi`, in time order (those of one second by AEM, RSSI and adapter),
+    /// their details unpacked or read by the resolver.
     public func resolvedSightings(of rpi: RollingProximityIdentifier) throws -> [IndexedSighting] {
         var found = [(time: Int64, reference: SightingReference)]()
         forEachSighting(of: rpi) { found.append(($0, SightingReference(reference: $1, rpi: rpi))) }
         let details = try details(of: found.map(\.reference))
-        return found.compactMap { sighting in details[sighting.reference].map { IndexedSighting(time: sighting.time, details: $0) } }
-            .sorted { ($0.time, $0.aem.rawValue) < ($1.time, $1.aem.rawValue) }
+        return found.flatMap { sighting in
+            guard let details = details[sighting.reference] else { return [IndexedSighting]() }
+            return details.receptions.map { reception in
+                IndexedSighting(time: sighting.time + Int64(reception.heard.secondsAfterFirst), aem: details.aem, rssi: reception.heard.rssi,
+                                adapterAddress: details.adapterAddress, scanGap: reception.scanGap)
+            }
+        }.sorted { Self.order(of: $0) < Self.order(of: $1) }
+    }
+
+    private static func order(of sighting: IndexedSighting) -> (Int64, UInt32, Int8, UInt64) {
+        (sighting.time, sighting.aem.rawValue, sighting.rssi ?? .max, sighting.adapterAddress?.rawValue ?? 0)
     }
 
     /// A sighting's details in the 64 bits of its reference, for an index that holds its

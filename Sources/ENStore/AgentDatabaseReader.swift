@@ -23,7 +23,7 @@ public enum AgentDatabaseReader {
             try connection.execute(script: "BEGIN DEFERRED")
             let version = try Schema.version(of: connection, path: path)
             if version >= Schema.sightingBatchVersion, try SightingBatches.isConsistent(in: connection) {
-                return try SightingBatches.index(in: connection, resolver: SnapshotSightings(connection))
+                return try SightingBatches.index(in: connection, resolver: SnapshotSightings(connection, version: version))
             }
             defer { try? connection.close() }
             return try AgentStore.sightingIndex(in: connection, version: version)

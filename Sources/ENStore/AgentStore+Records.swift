@@ -65,6 +65,7 @@ extension AgentStore {
         return try write { db in
             try db.execute("DELETE FROM temporary_exposure_key WHERE \(Self.keyValidityEnd) <= ?", cutoff)
             let keys = db.changes
+            // A sighting goes whole, by its first reception (the others follow within 25 s).
             try db.execute("DELETE FROM sighting WHERE seen_at < ?", cutoff)
             let sightings = db.changes
             try SightingBatches.purge(before: cutoff, in: db)

@@ -28,3 +28,47 @@ extension SQLiteStatement {
         return address
     }
 }
+
+/// A sighting's receptions after its first, as the sighting table stores them (schema v12,
+/// `later_receptions`): two bytes each, the seconds after the first and the RSSI as a signed byte
+/// (`Sighting.rssiNotAvailable` for none); NULL when there are none.
+enum LaterReceptions {
+    static let size = 2
+
+    /// The column's value for `record`.
+    static func column(of record: SightingRecord) -> [UInt8]? {
+        guard record.receptions.count > 1 else { return nil }
+        return record.receptions.dropFirst().flatMap { reception in
+            [reception.secondsAfterFirst, UInt8(bitPattern: reception.rssi ?? Int8(Sighting.rssiNotAvailable))]
+        }
+    }
+
+    /// Calls `body` with each reception of `column`, in the order stored.
+    static func forEach(in column: UnsafeRawBufferPointer, _ body: (SightingRecord.Reception) throws(SQLiteError) -> Void) throws(SQLiteError) {
+        for offset in stride(from: 0, to: column.count - 1, by: size) {
+            let rssi = Int8(bitPattern: column[offset + 1])
+            try body(SightingRecord.Reception(secondsAfterFirst: column[offset], rssi: rssi == Int8(Sighting.rssiNotAvailable) ? nil : rssi))
+        }
+    }
+}
+
+extension SQLiteStatement {
+    /// Calls `body` with each of a sighting's receptions: the first, with its RSSI in column
+    /// `rssi`, then those of the later_receptions column `later` (nil for a database older than
+    /// it: one reception). A column of an odd length is refused, not cut.
+    func forEachReception(rssi: Int32, later: Int32?, _ body: (SightingRecord.Reception) throws(SQLiteError) -> Void) throws(SQLiteError) {
+        try body(SightingRecord.Reception(secondsAfterFirst: 0, rssi: isNull(rssi) ? nil : Int8(truncatingIfNeeded: int64(rssi))))
+        guard let later, let column = blob(later) else { return }
+        guard column.count % LaterReceptions.size == 0 else {
+            throw .mismatch("column \(later) holds \(column.count) bytes, not receptions of \(LaterReceptions.size) each", sql: sql)
+        }
+        try LaterReceptions.forEach(in: column, body)
+    }
+
+    /// A sighting's receptions, as `forEachReception` reads them.
+    func receptions(rssi: Int32, later: Int32?) throws(SQLiteError) -> [SightingRecord.Reception] {
+        var receptions = [SightingRecord.Reception]()
+        try forEachReception(rssi: rssi, later: later) { receptions.append($0) }
+        return receptions
+    }
+}

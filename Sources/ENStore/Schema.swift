@@ -276,6 +276,23 @@ enum Schema {
             increased_risk_encounters INTEGER NOT NULL CHECK (increased_risk_encounters >= 0)
         );
         """,
+        // v12: a sighting is an identifier heard by one adapter in one scan (within Google's scan
+        // cycle of 25.5 s), with every reception of it (`SightingRecord`; Google's store keeps a
+        // record per scan cycle too): one row where a controller that reports every advertising
+        // event wrote 11 to 16. seen_at and rssi are its first reception's; later_receptions holds
+        // the others in the order heard, two bytes each (at most 254: SightingRecord
+        // .maximumReceptions in all), the seconds after seen_at and the RSSI as a signed byte (127:
+        // none reported); NULL when there are none. Rows stored before stay as they are, sightings
+        // of one reception each: detection weighs every reception by its own time and RSSI (as
+        // Google's matching weighs each packet), so they give the same windows merged or not, and
+        // left alone they cost no rewrite of a table of millions of rows at the upgrade (nor its
+        // size again on a full SD card) and keep their ids and times, so that the index of
+        // sightings (sighting_batch) holds as it is. Retention replaces them within 14 days.
+        // sighting_count counts rows: sightings in this sense.
+        """
+        ALTER TABLE sighting ADD COLUMN later_receptions BLOB
+            CHECK (later_receptions IS NULL OR (length(later_receptions) BETWEEN 2 AND 508 AND length(later_receptions) % 2 = 0));
+        """,
     ]
 
     /// Work the migration to `version` needs beyond its SQL, run in its transaction after the script.
@@ -294,6 +311,8 @@ enum Schema {
     static let sightingCountVersion = 9
     /// The version from which the database keeps what matching needs of its sightings (`sighting_batch`).
     static let sightingBatchVersion = 10
+    /// The version from which a sighting holds every reception of its identifier in one scan (`later_receptions`).
+    static let laterReceptionsVersion = 12
 
     /// The migration identifiers of the GRDB store that wrote schema versions 1 to 4, in order.
     static let grdbMigrations = ["v1", "v2", "v3", "v4"]

@@ -3,7 +3,7 @@ import ENSQLite
 import Synchronization
 
 /// The database's index of its sightings (`sighting_batch`, schema v10): for each run of
-/// consecutive sighting ids, each sighting's RPI and time, 20 bytes an entry. It is what
+/// consecutive sighting ids, each sighting's RPI and time (its first reception's), 20 bytes an entry. It is what
 /// matching's first stage needs, kept as the sightings are stored, so that a detection reads a
 /// few hundred blobs instead of every sighting row; the few sightings a detection's keys find
 /// are then read by id (`AgentStore.details(of:in:)`).
@@ -140,20 +140,23 @@ extension AgentStore {
     }
 
     /// What matching weighs each of `sightings` by, from its row in `db` (a database of schema
-    /// v10 or later): nil for one whose row is gone or holds another RPI. The previous scan is
-    /// that of `ScanHistory`, as a pass over the table gives it.
-    static func details(of sightings: [SightingReference], in db: SQLiteConnection) throws -> [SightingDetails?] {
+    /// `version`, v10 or later): nil for one whose row is gone or holds another RPI. Each
+    /// reception's previous scan is that of `ScanHistory`, as a pass over the table gives it.
+    static func details(of sightings: [SightingReference], in db: SQLiteConnection, version: Int) throws -> [SightingDetails?] {
         var scans = ScanHistory(try Self.scans(in: db))
         var found = [SightingDetails?]()
         found.reserveCapacity(sightings.count)
+        let laterReceptions = version >= Schema.laterReceptionsVersion ? "later_receptions" : "NULL"
         for sighting in sightings {
             var details: SightingDetails?
-            try db.forEachRow("SELECT aem, rssi, seen_at, adapter_address FROM sighting WHERE id = ? AND rpi = ?",
+            try db.forEachRow("SELECT aem, rssi, seen_at, adapter_address, \(laterReceptions) FROM sighting WHERE id = ? AND rpi = ?",
                               [sighting.reference, sighting.rpi.bytes]) { row throws(SQLiteError) in
-                let time = row.int64(2)
-                details = SightingDetails(aem: try row.metadata(0), rssi: row.isNull(1) ? nil : Int8(truncatingIfNeeded: row.int64(1)),
-                                          adapterAddress: try row.adapterAddress(3),
-                                          scanGap: ScanGap(time: time, previousScanTime: scans.previousScanStart(forSightingAt: time)))
+                let first = row.int64(2)
+                details = SightingDetails(aem: try row.metadata(0), adapterAddress: try row.adapterAddress(3),
+                                          receptions: try row.receptions(rssi: 1, later: 4).map { reception in
+                                              let time = first + Int64(reception.secondsAfterFirst)
+                                              return SightingDetails.Reception(reception, scanGap: ScanGap(time: time, previousScanTime: scans.previousScanStart(forSightingAt: time)))
+                                          })
             }
             found.append(details)
         }
@@ -166,7 +169,7 @@ struct StoredSightings: SightingResolver {
     let store: AgentStore
 
     func details(of sightings: [SightingReference]) throws -> [SightingDetails?] {
-        try store.read { db in try AgentStore.details(of: sightings, in: db) }
+        try store.read { db in try AgentStore.details(of: sightings, in: db, version: Schema.migrations.count) }
     }
 }
 
@@ -176,11 +179,16 @@ struct StoredSightings: SightingResolver {
 /// the index.
 final class SnapshotSightings: SightingResolver {
     private let connection: Mutex<SQLiteConnection>
+    /// The database's schema version.
+    private let version: Int
 
-    init(_ connection: SQLiteConnection) { self.connection = Mutex(connection) }
+    init(_ connection: SQLiteConnection, version: Int) {
+        self.connection = Mutex(connection)
+        self.version = version
+    }
 
     func details(of sightings: [SightingReference]) throws -> [SightingDetails?] {
-        try connection.withLock { connection in try AgentStore.details(of: sightings, in: connection) }
+        try connection.withLock { connection in try AgentStore.details(of: sightings, in: connection, version: version) }
     }
 
     deinit {

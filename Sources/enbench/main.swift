@@ -311,11 +311,14 @@ func benchmarkAll(ceiling: String, sizes: BenchSizes, dataDirectory: String, jso
 let usage = """
     usage: enbench [--smoke] [--json FILE] [--data DIR] CEILING
            enbench derivation CEILING
+           enbench storage [--smoke] [--json FILE]
       CEILING      bench/derivation-ceiling.c, built (`make bench` builds and runs it)
       --smoke      every measure on tiny inputs (`make bench-smoke`: the generator still works)
       --json FILE  write the figures there (`make bench`: docs/figures/bench.json)
       --data DIR   keep the generated data there and use it again next time (for profiling)
       derivation   only the derivation against the ceiling (`make bench-arm64`, under emulation)
+      storage      sightings' bytes in the database and written, a day at 10, 100 and 1,000 phones
+                   (`make bench`: docs/figures/storage.json)
 
     """
 
@@ -349,6 +352,23 @@ do {
     switch Array(arguments.dropFirst()) {
     case let command where command.count >= 2 && command[0] == "inputs":
         try prepareInputs(in: command[1], sizes: command.dropFirst(2) == ["--smoke"] ? .smoke : .full)
+    case let command where command.count == 4 && command[0] == "storage-day":
+        guard let devices = Int(command[2]), let scans = Int(command[3]) else { throw BenchError("storage-day DIR DEVICES SCANS") }
+        let figures = try StorageBench.day(devices: devices, scans: scans, in: command[1])
+        print(String(decoding: try JSONEncoder().encode(figures), as: UTF8.self))
+    case let command where command.first == "storage":
+        var rest = command.dropFirst(), smoke = false, jsonPath: String?
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--smoke": smoke = true
+            case "--json": jsonPath = rest.popFirst()
+            default: throw BenchError("storage [--smoke] [--json FILE]")
+            }
+        }
+        let directory = NSTemporaryDirectory() + "/enbench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try StorageBench.run(smoke: smoke, jsonPath: jsonPath, directory: directory)
     case let command where command.count == 2 && command[0] == "derivation":
         let directory = NSTemporaryDirectory() + "/enbench-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -7,7 +7,9 @@ import FoundationEssentials
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show what enagentd is doing.", discussion: """
         Reads enagentd's properties over D-Bus; anyone may. The status is one of \
-        \(AgentStatus.allCases.map(\.rawValue).joined(separator: ", ")). Under RSSI correction come \
+        \(AgentStatus.allCases.map(\.rawValue).joined(separator: ", ")). A sighting stored is an \
+        identifier heard by one adapter in one scan, however often the controller reported it \
+        (those stored before enagent kept them so count each report). Under RSSI correction come \
         the adapter in use and every adapter enagent.conf names, each with the correction its \
         sightings get. The exposure risk (the latest detection's verdict by the health \
         authority's rules: none, low or increased; 'enctl risk' shows it whole) and the \

@@ -7,11 +7,12 @@ import Glibc
 struct Sightings: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the sightings per hour (needs group enagent).", discussion: """
         Lists every UTC hour from the first stored sighting (or of the last --hours hours) to the \
-        current one: how many sightings the radio recorded and how many distinct rolling proximity \
-        identifiers among them (about how many devices: each changes its identifier every 10 to 20 \
-        minutes). enagentd counts them; no identifier leaves it. On a terminal a bar per hour \
-        shows the sightings. Needs root or the group enagent, since the counts tell when people \
-        were near.
+        current one: how many sightings the radio recorded (an identifier heard by one adapter in \
+        one scan is one sighting, counted in the hour of its first report) and how many distinct \
+        rolling proximity identifiers among them (about how many devices: each changes its \
+        identifier every 10 to 20 minutes). enagentd counts them; no identifier leaves it. On a \
+        terminal a bar per hour shows the sightings. Needs root or the group enagent, since the \
+        counts tell when people were near.
         """)
 
     @Option(help: ArgumentHelp("Only the last <hours> hours, the current one included.", valueName: "hours"))

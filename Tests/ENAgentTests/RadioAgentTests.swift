@@ -106,7 +106,7 @@ final class UnreadableSettings: RadioAgentStore {
         return try store.setting(name)
     }
     func setSetting(_ name: String, to value: String?) throws(StoreError) { try store.setSetting(name, to: value) }
-    func record(_ sightings: [Sighting], scans: [ClosedRange<Int64>]) throws(StoreError) { try store.record(sightings, scans: scans) }
+    func record(_ sightings: MergedSightings, scans: [ClosedRange<Int64>]) throws(StoreError) { try store.record(sightings, scans: scans) }
 }
 
 @Suite struct RadioAgentTests {
@@ -604,6 +604,54 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(radio.log == ["advertise", "startScanning", "stopAdvertising", "stopScanning"], "the radio did what it would have done anyway")
     }
 
+    /// Issue 56: a controller that reports every advertising event (real phones' in a passive
+    /// scan, Google's RootCanal) reports each phone 11 to 16 times a scan. 1,000 phones reported
+    /// 15 times each in one scan are 1,000 sightings, a row each with its 15 receptions, and all
+    /// of them are recorded.
+    @Test func aThousandAdvertisersReportedFifteenTimesInAScanAreAThousandSightings() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let agent = try agent(RecordingRadio(), store: store)
+        let started = clock.now
+        agent.start()
+        for round in 0..<15 {
+            if round > 0 && round % 4 == 0 { clock.advance(by: 1) }  // 15 reports in a 4-second scan
+            for phone in 0..<1_000 {
+                let rpi = withUnsafeBytes(of: UInt64(phone).bigEndian) { Array($0) } + [UInt8](repeating: 0xAB, count: 8)
+                agent.report(RadioReport(serviceData: rpi + [1, 2, 3, 4], rssi: Int16(-50 - (phone + round) % 40), adapter: "hci0"))
+            }
+        }
+        agent.stop()
+        #expect(try store.sightingCount() == 1_000)
+        let stored = try store.sightingRecords()
+        #expect(stored.count == 1_000 && stored.allSatisfy { $0.time == started && $0.receptions.count == 15 })
+        let offsets: [UInt8] = [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3]
+        #expect(stored.allSatisfy { $0.receptions.map(\.secondsAfterFirst) == offsets })
+        let rssis: [Int8?] = (0..<15).map { Int8(-50 - (7 + $0) % 40) }
+        #expect(stored[7].receptions.map(\.rssi) == rssis, "every RSSI, in the order heard")
+    }
+
+    /// A sighting holds an identifier's receptions of one scan of the device's: the pieces of a
+    /// scan longer than the radio allows are one scan, and the next scan starts sightings of its
+    /// own, even within the same second.
+    @Test func aScansPiecesMakeOneSightingAndTheNextScanAnother() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(longestScanSeconds: 0.3)
+        let agent = try agent(radio, store: store, schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 2))
+        let other = RadioReport(serviceData: Array(0..<20).map(UInt8.init), rssi: -60, adapter: "hci0")
+        func waitForScanStart(_ count: Int) {
+            let deadline = Date(timeIntervalSinceNow: 10)
+            while radio.log.filter({ $0 == "startScanning" }).count < count && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        agent.start()
+        agent.report(other)
+        waitForScanStart(2)  // the second piece of the first scan
+        agent.report(other)
+        waitForScanStart(5)  // the first piece of the second scan, four pieces of 0.3 s later
+        agent.report(other)
+        agent.stop()
+        #expect(try store.sightingRecords().map(\.receptions.count) == [2, 1])
+    }
+
     /// A loss the radio reports after the agent stopped (BlueZ's signals still queued) asks
     /// nothing of the radio and moves no status: the daemon has shown the stopped agent's.
     @Test func aStoppedAgentIgnoresALostRadio() throws {
@@ -631,7 +679,7 @@ final class UnreadableSettings: RadioAgentStore {
         agent.report(RadioReport(serviceData: other, rssi: -61, adapter: "hci0", adapterAddress: dongle))
         agent.report(RadioReport(serviceData: Array(other.prefix(19)), rssi: -61, adapter: "hci0"))
         agent.stop()
-        let stored = try store.sightings()
+        let stored = try store.sightingRecords().flatMap(\.sightings)
         #expect(stored.count == 2)
         #expect(stored.allSatisfy { $0.rpi.bytes == Array(other.prefix(16)) && $0.aem.bytes == Array(other.suffix(4)) })
         #expect(stored.map(\.rssi) == [nil, -61], "RSSI 127 is unknown")

@@ -150,7 +150,7 @@ final class MemorySettings: RadioAgentStore {
     private let settings = Mutex<[String: String]>([:])
     func setting(_ name: String) throws(StoreError) -> String? { settings.withLock { $0[name] } }
     func setSetting(_ name: String, to value: String?) throws(StoreError) { settings.withLock { $0[name] = value } }
-    func record(_ sightings: [Sighting], scans: [ClosedRange<Int64>]) throws(StoreError) {}
+    func record(_ sightings: MergedSightings, scans: [ClosedRange<Int64>]) throws(StoreError) {}
 }
 
 /// SplitMix64: the same sequence from the same seed, so that a failure replays.

@@ -274,16 +274,18 @@ import Testing
     }
 
     /// Per UTC hour: every sighting, and each identifier once however often it was heard; an hour
-    /// boundary splits one identifier's sightings; hours without sightings are not listed; `since`
+    /// boundary splits one identifier's sightings of two scans, while the receptions of one scan
+    /// are one sighting, of the hour of its first; hours without sightings are not listed; `since`
     /// keeps the hour it falls in and the later ones.
     @Test func sightingsAreCountedPerHourWithTheirDistinctIdentifiers() throws {
         let store = try AgentStore(path: directory.file("enagent.db"))
         let hour: Int64 = 1_764_230_400  // 2025-11-27 08:00 UTC
         try store.record([sighting(1, time: hour), sighting(1, time: hour + 300), sighting(2, time: hour + 3_599),
-                          sighting(2, time: hour + 3_600), sighting(3, time: hour + 3 * 3_600 + 5)])
+                          sighting(4, time: hour + 3_590), sighting(4, time: hour + 3_610), sighting(2, time: hour + 3_660),
+                          sighting(3, time: hour + 3 * 3_600 + 5)])
         try store.record([sighting(1, time: hour + 1_800)])
         #expect(try store.sightingsPerHour() == [
-            SightingHour(start: hour, sightings: 4, distinctIdentifiers: 2),
+            SightingHour(start: hour, sightings: 5, distinctIdentifiers: 3),
             SightingHour(start: hour + 3_600, sightings: 1, distinctIdentifiers: 1),
             SightingHour(start: hour + 3 * 3_600, sightings: 1, distinctIdentifiers: 1),
         ])
@@ -335,8 +337,8 @@ import Testing
         let store = try AgentStore(path: directory.file("enagent.db"))
         let stored = [sighting(1, time: 10, rssi: -128), sighting(2, time: 20, rssi: nil), sighting(3, time: 30, rssi: 126)]
         try store.record(stored.reversed())
-        #expect(try store.sightings() == stored)
-        #expect(try store.sightings(from: 20, until: 30) == [stored[1]])
+        #expect(try store.sightingRecords().flatMap(\.sightings) == stored)
+        #expect(try store.sightingRecords(from: 20, until: 30).flatMap(\.sightings) == [stored[1]])
         let index = try store.sightingIndex()
         #expect(index.count == 3)
         #expect(stored.allSatisfy { index.sightings(of: $0.rpi) == [IndexedSighting(time: $0.time, aem: $0.aem, rssi: $0.rssi)] })
@@ -350,7 +352,7 @@ import Testing
         var stored = [sighting(1, time: 10), sighting(2, time: 20), sighting(3, time: 30), sighting(4, time: 40)]
         (stored[0].adapterAddress, stored[2].adapterAddress, stored[3].adapterAddress) = (dongle, highest, dongle)
         try store.record(stored)
-        let read = try store.sightings()
+        let read = try store.sightingRecords().flatMap(\.sightings)
         #expect(read == stored)
         let index = try store.sightingIndex()
         #expect(Set(index.adapterAddresses) == [dongle, highest])
@@ -373,7 +375,7 @@ import Testing
         try store.applyRetention(.protocolDefault, now: now)
         #expect(try store.scans() == [(cutoff - 100)...(cutoff - 96), (cutoff + 200)...(cutoff + 204), (cutoff + 500)...(cutoff + 500)],
                 "the last scan before the cutoff stays, the older ones go")
-        #expect(try store.sightings().map(\.time) == [cutoff + 500])
+        #expect(try store.sightingRecords().flatMap(\.sightings).map(\.time) == [cutoff + 500])
     }
 
     /// The index weighs each sighting by the scan before its own, from the recorded scans: whole
@@ -482,7 +484,7 @@ import Testing
         // covers the last hour of the 14-day window.
         #expect(report == RetentionReport(temporaryExposureKeys: 2, sightings: 1, exposureWindows: 1, v1Keys: 1))
         #expect(try store.temporaryExposureKeys(validAfter: RetentionPolicy.protocolDefault.cutoff(now: now)).count == 15)
-        #expect(try store.sightings().map(\.time) == [now - 14 * day, now])
+        #expect(try store.sightingRecords().flatMap(\.sightings).map(\.time) == [now - 14 * day, now])
         #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM scan_instance") } == 2, "a window's scans go with it")
         #expect(try store.read { try $0.fetchAll(Int64.self, "SELECT key_id FROM v1_sighting") } == [2], "a v1 record's sightings go with it")
         #expect(try store.applyRetention(.protocolDefault, now: now) == RetentionReport(temporaryExposureKeys: 0, sightings: 0, exposureWindows: 0))

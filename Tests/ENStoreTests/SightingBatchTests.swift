@@ -72,15 +72,16 @@ import Testing
         let second = (50..<120).map { sighting(UInt64($0), time: 10_400 + Int64($0), rssi: $0 % 5 == 0 ? nil : -70) }
         try store.record(first, scans: [10_000...10_049])
         try store.record(second, scans: [10_450...10_519])
-        try store.record([sighting(500, time: 20_000), sighting(500, time: 20_004)])
+        let scan = [sighting(500, time: 20_000), sighting(500, time: 20_004)]
+        try store.record(scan)
         let recorded = try entries(store)
         let rows = try rows(store), consistent = try isConsistent(store)
         #expect(recorded == rows)
-        #expect(recorded.count == 122 && consistent)
+        #expect(recorded.count == 121 && consistent, "an entry a sighting, whose receptions of one scan are one")
         #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM sighting_batch") } == 3, "a row a batch")
         try store.write { try SightingBatches.rebuild(in: $0) }
         #expect(try entries(store) == recorded, "a rebuild gives the same entries")
-        try expectDetailsAsAPassGives(store, first + second)
+        try expectDetailsAsAPassGives(store, first + second + scan)
     }
 
     /// The index is what `record` wrote: a detection reads it, not the rows. A row's RPI changed
@@ -212,6 +213,40 @@ import Testing
         let fromRows = try KeyMatcher(index: try store.sightingIndex(), rssiCorrections: corrections).match(device.key)
         #expect(fromIndex != nil && fromIndex == fromRows)
         #expect(fromIndex?.sightings.count == 12)
+    }
+
+    /// Issue 56: a scan's receptions of an identifier are one row (schema v12), its first
+    /// reception's RSSI and time and the others' in later_receptions, two bytes each: 15
+    /// receptions of two phones in each of six scans are 12 rows, and the index, a pass over the
+    /// rows and the receptions themselves match the same, to every reception's time, RSSI and
+    /// previous scan (the scans cross a minute's turn).
+    @Test func aScansReceptionsOfAnIdentifierAreOneRowAndMatchAsTheReceptionsDo() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let device = try Broadcaster(start: 2_900_016), stranger = try Broadcaster(start: 2_900_016)
+        var heard = [Sighting](), scans = [ClosedRange<Int64>]()
+        for scan in 0..<6 {
+            let began = device.start + 3_600 + Int64(scan) * 300 + 58
+            scans.append(began...(began + 4))
+            for report in 0..<15 {
+                for phone in [device, stranger] {
+                    var sighting = try phone.sighting(at: began + Int64(report) / 4, rssi: report == 3 ? nil : Int8(-55 - (report * 7 + scan) % 11))
+                    sighting.previousScanTime = scan > 0 ? scans[scan - 1].lowerBound : nil
+                    heard.append(sighting)
+                }
+            }
+        }
+        try store.record(heard, scans: scans)
+        #expect(try store.sightingCount() == 12)
+        #expect(try store.read { try $0.fetchAll(Int.self, "SELECT length(later_receptions) FROM sighting") } == Array(repeating: 28, count: 12))
+        #expect(try store.sightingRecords() == MergedSightings(heard).records)
+        #expect(try store.sightingIndex().count == 12, "a sighting however many receptions")
+
+        let fromIndex = try KeyMatcher(index: try store.detectionIndex()).match(device.key)
+        let fromRows = try KeyMatcher(index: try store.sightingIndex()).match(device.key)
+        let fromReceptions = try KeyMatcher(index: SightingIndex(heard)).match(device.key)
+        #expect(fromIndex != nil && fromIndex == fromReceptions && fromRows == fromReceptions)
+        #expect(fromIndex?.sightings.count == 90 && fromIndex?.sightings.filter { $0.rssi == nil }.count == 6)
+        try expectDetailsAsAPassGives(store, heard)
     }
 
     /// `enctl detect offline --db`'s reader: the index when it agrees with the table, read in one

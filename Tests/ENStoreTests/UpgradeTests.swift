@@ -31,7 +31,7 @@ import Testing
         #expect(keys.map(\.rollingPeriod) == [41, 144, 144], "the rolled key keeps its end")
         #expect(try store.temporaryExposureKey(startingAt: ENIntervalNumber(2_900_016))?.keyData == keys[1].keyData)
 
-        let sightings = try store.sightings()
+        let sightings = try store.sightingRecords().flatMap(\.sightings)
         #expect(sightings.count == 300)
         #expect(sightings.filter { $0.adapter == "hci1" }.count == 100 && sightings.filter { $0.rssi == nil }.count == 6)
         #expect(sightings[7] == Sighting(rpi: Bytes16(high: 7 &* 0x9E37_79B9_7F4A_7C15, low: 7), aem: AssociatedEncryptedMetadata(rawValue: 7 &* 2_654_435_761),
@@ -81,9 +81,68 @@ import Testing
         try store.close()
         let reopened = try AgentStore(path: store.path)
         let count = try reopened.sightingCount()
-        let newest = try reopened.sightings(from: 1_740_200_000)
+        let newest = try reopened.sightingRecords(from: 1_740_200_000).flatMap(\.sightings)
         let reopenedIndex = try reopened.sightingIndex()
         #expect(count == 301 && newest.map(\.adapterAddress) == [dongle] && reopenedIndex.adapterAddresses == [dongle])
+    }
+
+    /// Issue 56: schema v12 keeps a scan's receptions of an identifier in one row. A version 11
+    /// database, with a row per reception (a controller that reports every advertising event
+    /// wrote 11 to 16 per identifier and scan), keeps its rows as sightings of one reception
+    /// each, and its index of sightings as it was: a detection finds the same windows, scans and
+    /// v1 exposures before the migration (read as enctl detect offline reads it), after it, and
+    /// on the receptions themselves; and so after a scan recorded in one row per identifier.
+    @Test func aVersion11DatabaseOfARowPerReceptionDetectsTheSameAfterTheMigration() throws {
+        let path = directory.file("v11.db")
+        let device = try Broadcaster(start: 2_900_016), stranger = try Broadcaster(start: 2_900_016)
+        var heard = [Sighting](), scans = [ClosedRange<Int64>]()
+        func scan(at began: Int64) throws -> [Sighting] {
+            scans.append(began...(began + 4))
+            return try (0..<14).flatMap { report in
+                try [device, stranger].map { phone in
+                    var sighting = try phone.sighting(at: began + Int64(report) / 3, rssi: Int8(-50 - (report * 5 + scans.count) % 13))
+                    sighting.previousScanTime = scans.count > 1 ? scans[scans.count - 2].lowerBound : nil
+                    return sighting
+                }
+            }
+        }
+        for number in 0..<8 { heard += try scan(at: device.start + 3_600 + Int64(number) * 120 + 57) }
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute(script: Schema.migrations.prefix(11).joined(separator: ";\n") + "; PRAGMA user_version = 11")
+        try connection.transaction(.immediate) {
+            for sighting in heard {
+                try connection.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at, adapter) VALUES (?, ?, ?, ?, 'hci0')",
+                                       sighting.rpi.bytes, sighting.aem.bytes, sighting.rssi, sighting.time)
+            }
+            for scan in scans { try connection.execute("INSERT INTO scan (started_at, ended_at) VALUES (?, ?)", scan.lowerBound, scan.upperBound) }
+            // As enagent's version 11 wrote it, with each batch.
+            try SightingBatches.rebuild(in: connection)
+        }
+        try connection.close()
+
+        func detected(_ index: SightingIndex) throws -> (windows: [ExposureWindow], v1: V1Match?) {
+            let match = try KeyMatcher(index: index).match(device.key)
+            return (match.map { ExposureWindowing.windows(for: $0, configuration: ExposureConfigurationV2()) } ?? [], match.map(V1Match.init))
+        }
+        let receptions = try detected(SightingIndex(heard))
+        #expect(receptions.windows.flatMap(\.scanInstances).count == 8 && receptions.v1?.sightings.count == 8)
+        let before = try detected(AgentDatabaseReader.sightingIndex(at: path))
+        #expect(before.windows == receptions.windows && before.v1 == receptions.v1)
+
+        let store = try AgentStore(path: path)
+        #expect(try store.read { try $0.fetchOne(Int.self, "PRAGMA user_version") } == Schema.laterReceptionsVersion)
+        #expect(try store.sightingCount() == heard.count, "a row per reception, as it was")
+        #expect(try store.read { try $0.fetchOne(Int.self, "SELECT count(*) FROM sighting WHERE later_receptions IS NOT NULL") } == 0)
+        #expect(try store.read { try SightingBatches.isConsistent(in: $0) }, "the index of sightings holds as it was")
+        let after = try detected(store.detectionIndex())
+        #expect(after.windows == receptions.windows && after.v1 == receptions.v1)
+
+        let next = try scan(at: scans.last!.lowerBound + 120)
+        try store.record(next, scans: [scans.last!])
+        #expect(try store.sightingCount() == heard.count + 2, "a row per identifier")
+        let all = try detected(SightingIndex(heard + next))
+        #expect(all.windows.flatMap(\.scanInstances).count == 9)
+        #expect(try detected(store.detectionIndex()).windows == all.windows && detected(store.sightingIndex()).v1 == all.v1)
     }
 
     @Test func aGRDBDatabaseOfANewerReleaseIsRefused() throws {
