@@ -31,14 +31,26 @@ def unix_seconds(timestamp):
     return (timestamp - BTSNOOP_EPOCH_MICROSECONDS) / 1e6
 
 
+# btmon writes frames in the order it reads them, so a frame stamped more than this before one
+# written earlier carries a stale stamp.
+STALE_STAMP_MICROSECONDS = 1_000_000
+
+
 def records(path):
+    """(index, opcode, timestamp, payload) of every frame, in the order btmon wrote them. A frame
+    stamped well before one written earlier gets that one's stamp: in the flood lab's guest
+    (Debian 12, 2026-11-29) the HCI and management frames' stamps froze for minutes, twice, while
+    bluetoothd's log lines between them went on with the time; the frames themselves kept coming."""
     data = open(path, "rb").read()
     if data[:8] != b"btsnoop\0":
         raise ValueError(f"{path} is not a btsnoop file")
-    position = 16
+    position, latest = 16, None
     while position + 24 <= len(data):
         _, included, flags, _ = struct.unpack(">IIII", data[position:position + 16])
         timestamp = struct.unpack(">q", data[position + 16:position + 24])[0]
+        if latest is not None and timestamp < latest - STALE_STAMP_MICROSECONDS:
+            timestamp = latest
+        latest = timestamp if latest is None else max(latest, timestamp)
         yield flags >> 16, flags & 0xFFFF, timestamp, data[position + 24:position + 24 + included]
         position += 24 + included
 

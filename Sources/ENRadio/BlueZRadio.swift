@@ -591,7 +591,16 @@ public final class BlueZRadio: Radio {
     /// has no monitors or refuses this one as Busy, bluetoothd's discovery, which may wait for the
     /// advertisement.
     private func startScan(on adapter: Adapter) throws -> ScanStart {
-        if my.discoveryStalled, let controller = adapter.index { return try addMonitor(on: adapter, controller: controller) }
+        if my.discoveryStalled, let controller = adapter.index {
+            do {
+                return try addMonitor(on: adapter, controller: controller)
+            } catch let error as ManagementError where [Self.busy, Self.unknownCommand, Self.notSupported].contains(error.status) {
+                // No passive scan to be had (a monitor the kernel stranded refuses every next one as
+                // Busy until the adapter next goes off): bluetoothd's discovery, asked again, is the
+                // only scan left, and one the kernel then runs shows bluetoothd answers again.
+                logger.notice("the kernel refuses the scan's monitor on \(adapter.name) (\(error)): asking bluetoothd's discovery again")
+            }
+        }
         if my.scanMode == .passive, let controller = adapter.index {
             do {
                 let started = try addMonitor(on: adapter, controller: controller)
@@ -650,6 +659,7 @@ public final class BlueZRadio: Radio {
         my.scansUnpassed = DiscoveryStall.scansUnpassed(after: my.scansUnpassed, heardByKernel: my.heardByKernel, passedByBluetoothd: my.passedByBluetoothd)
         (my.heardByKernel, my.passedByBluetoothd) = (0, 0)
         if let stall = DiscoveryStall(scansUnpassed: my.scansUnpassed) {
+            my.scansUnpassed = 0
             noteStall(stall, on: adapter)
             return try addMonitor(on: adapter, controller: controller)
         }
@@ -668,7 +678,15 @@ public final class BlueZRadio: Radio {
             return try addMonitor(on: adapter, controller: controller)
         }
         enter(.active(adapter), because: "the kernel runs a discovery on \(adapter.name)")
+        bluetoothdScans(on: adapter)
         return .started
+    }
+
+    /// bluetoothd's discovery runs in the kernel: one judged stalled works again.
+    private func bluetoothdScans(on adapter: Adapter) {
+        guard my.discoveryStalled else { return }
+        my.discoveryStalled = false
+        logger.notice("bluetoothd's discovery on \(adapter.name) runs again: scanning through it")
     }
 
     /// Why bluetoothd's discovery does not scan: Debian 12's bluetoothd under a flood of new
@@ -962,6 +980,7 @@ public final class BlueZRadio: Radio {
             switch my.scan {
             case .discoveryStarting(let adapter) where adapter.index == controller && active:
                 enter(.active(adapter), because: "the kernel's discovery on hci\(controller) runs")
+                bluetoothdScans(on: adapter)
             case .active(let adapter) where adapter.index == controller && !active:
                 discoveryEnded(on: adapter)
             case .idle, .passive, .active, .discoveryStarting, .waitingForAdvertisement, .paused:

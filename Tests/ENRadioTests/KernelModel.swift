@@ -27,10 +27,11 @@ final class KernelModel: ManagementInterface {
         /// pending: every later monitor, and every removal, is Busy until the adapter next goes
         /// off (6.12.117, measured in the lab: __add_adv_patterns_monitor leaves the command it
         /// added when hci_cmd_sync_queue refuses it; __mgmt_power_off answers every pending one).
-        /// Not modelled on 6.1, whose use after free keeps the agent from monitors there.
+        /// 6.1 too: make test's Debian 12 lab of 2026-11-29 stranded a stalled discovery's monitor
+        /// in its airplane mode (status 0x03, then Busy 45 times).
         var strandsFailedMonitor: Bool
 
-        static let bookworm = Kernel(name: "6.1", listsOnlyUpToCount: true, rfkillLeavesStuckInstances: true, strandsFailedMonitor: false)
+        static let bookworm = Kernel(name: "6.1", listsOnlyUpToCount: true, rfkillLeavesStuckInstances: true, strandsFailedMonitor: true)
         /// 6.12 limits instance numbers to the controller's sets (hci_add_adv_instance), so none
         /// hides above the count, and clears instances at rfkill as at power-off (issue 39's lab
         /// to confirm the second).

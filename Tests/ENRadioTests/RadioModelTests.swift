@@ -570,6 +570,44 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test's Debian 12 lab of 2026-11-29: agent a scanned passively after a stall, and the
+    /// airplane mode stranded its monitor, which the kernel then refused as Busy: a scanned no more
+    /// and said bluetooth-off to the end. With no monitor to be had, bluetoothd's discovery is
+    /// asked again; once the kernel runs it, bluetoothd counts as answering again.
+    @Test(arguments: Setup.all.filter(\.kernel.strandsFailedMonitor))
+    func aStallWhoseMonitorTheKernelRefusesAsksBluetoothdAgain(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        driver.bluetoothd.holdReports()
+        for _ in 0..<3 {
+            (1...3).forEach { driver.bluetoothd.phoneHeard(Array(repeating: UInt8($0), count: 20)) }
+            driver.settle()
+            driver.stopScan()
+            driver.startScan()
+            driver.settle()
+        }
+        #expect(driver.scanning && kernel.snapshot.scansPassively, "the stall's passive scan")
+        kernel.powerOff(rfkill: true)
+        kernel.strandMonitor()
+        driver.settle()
+        driver.lost()
+        kernel.unblock()
+        driver.bluetoothd.passOnLateReports()
+        driver.returned()
+        driver.settle()
+        let monitors = kernel.snapshot.commands.filter { $0.name == AddAdvertisementPatternsMonitor.name }
+        #expect(monitors.last?.status == 0x0A, "the kernel refused the monitor as Busy")
+        #expect(driver.advertising && driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering,
+                "bluetoothd's discovery: \(RandomSequenceTests.commands(kernel))")
+        // bluetoothd answers again: the next scans are its discovery, not asked of the kernel's monitor.
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && driver.bluetoothd.isDiscovering && kernel.snapshot.commands.filter { $0.name == AddAdvertisementPatternsMonitor.name }.count == monitors.count)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// The lab's flood of 2026-11-29: bluetoothd answered no call at all, the Get of the
     /// adapter's properties that each rotation and scan begins with neither (NoReply after 10 s
     /// each): the agent said bluetooth-off and scanned for minutes only between timeouts. The
