@@ -17,6 +17,8 @@ struct RadioModelTests {
         static let everyScanMode = all.flatMap { setup in [BlueZRadio.ScanMode.active, .passive].map { Setup(kernel: setup.kernel, legacy: setup.legacy, scanMode: $0) } }
         /// Each setup scanning passively. (A closure in @Test's arguments crashes Swift 6.0.3.)
         static let passive = all.map { Setup(kernel: $0.kernel, legacy: $0.legacy, scanMode: .passive) }
+        /// BT 5 controllers.
+        static let extended = all.filter { !$0.legacy }
         /// Scanning passively on a kernel that strands a failed monitor.
         static let passiveStranding = passive.filter(\.kernel.strandsFailedMonitor)
     }
@@ -539,7 +541,7 @@ struct RadioDefectTests {
     /// bluetoothd that passes on none of what the kernel's discovery hears, two scans in a row, is
     /// stalled; one whose reports come after the scan's end (make test's lab of 2026-11-29: a
     /// restarted bluetoothd in the loaded guest) is not, and its discovery stays the scan.
-    @Test(arguments: Setup.all.filter { !$0.legacy })
+    @Test(arguments: Setup.extended)
     func aBluetoothdThatPassesNothingOnTwoScansInARowIsStalledOneThatIsLateIsNot(setup: Setup) {
         let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
         driver.returned()

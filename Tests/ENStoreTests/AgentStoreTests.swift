@@ -23,12 +23,14 @@ import Testing
     @Test func belowTheDiskReserveSightingsAreRefusedAndKeysWritten() throws {
         let free = Mutex<Int64?>(3 << 20)
         let store = try AgentStore(path: directory.file("reserve.db"), diskReserve: DiskReserve(mebibytes: 4, freeBytes: { _ in free.withLock { $0 } }))
-        #expect {
-            try store.record([sighting(1, time: 1_700_000_000)], scans: [1_700_000_000...1_700_000_001])
-        } throws: { error in
-            guard case StoreError.belowDiskReserve(_, 3 << 20, 4 << 20) = error else { return false }
-            return "\(error)".contains("has 3 MiB free, less than the 4 MiB kept for keys and consent (disk-reserve-mb in enagent.conf)")
+        var refusal: StoreError?
+        do { try store.record([sighting(1, time: 1_700_000_000)], scans: [1_700_000_000...1_700_000_001]) } catch { refusal = error }
+        guard case .belowDiskReserve(_, let left, let reserve)? = refusal else {
+            Issue.record("not refused for the reserve: \(String(describing: refusal))")
+            return
         }
+        #expect(left == 3 * 1_048_576 && reserve == 4 * 1_048_576)
+        #expect("\(refusal!)".contains("has 3 MiB free, less than the 4 MiB kept for keys and consent (disk-reserve-mb in enagent.conf)"))
         #expect(try store.sightingCount() == 0 && store.scans().isEmpty, "nothing of the batch is written")
         let key = TemporaryExposureKey(keyData: Bytes16(high: 1, low: 2), rollingStartIntervalNumber: ENIntervalNumber(2_833_344), rollingPeriod: 144, transmissionRiskLevel: 0)
         _ = try store.insertTemporaryExposureKeyIfAbsent(key, createdAt: 1_700_000_000)
