@@ -85,7 +85,9 @@ function refused(error) {
 
 function call(method, args, signature) {
     if (!client) return Promise.reject(new Error("enagentd is not running"));
-    return client.call(PATH, INTERFACE, method, args || [], signature ? { type: signature } : {});
+    // A native promise: a handler that throws rejects it, where cockpit's own reports the throw as
+    // uncaught (a GetHealthStatus in flight as enagentd restarted: NoReply, thrown on).
+    return Promise.resolve(client.call(PATH, INTERFACE, method, args || [], signature ? { type: signature } : {}));
 }
 
 // MARK: Status
