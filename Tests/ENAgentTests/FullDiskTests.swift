@@ -6,7 +6,8 @@ import ENSystemd
 import TestSupport
 import Testing
 
-/// The state directory on a small filesystem that fills up while the agent runs.
+/// The state directory on a small filesystem that fills up while the agent runs: to the last
+/// page, or below the disk reserve (a real tmpfs, read with statvfs).
 @Suite struct FullDiskTests {
     let clock = SimulatedClock(1_700_006_400 + 120)
     /// Continuous one-second scans, so that sightings are written every second.
@@ -68,5 +69,40 @@ import Testing
         #expect(radio.serviceData.last.map { Array($0.prefix(16)) } == rpi.bytes, "the identifier comes from the stored key")
         agent.stop()
         #expect(try AgentStore(path: disk.path + "/enagent.db").sightingCount() == 30, "the database opens again (its quick_check passes)")
+    }
+
+    /// A crowd fills the disk with sightings: below the reserve they wait in memory, while the keys
+    /// still get written and the advertisement goes on (issue 56).
+    @Test func belowTheReserveSightingsWaitAndAdvertisingGoesOn() throws {
+        let disk = try SmallFilesystem(kibibytes: 8 * 1_024)
+        let store = try AgentStore(path: disk.path + "/enagent.db", diskReserve: DiskReserve(mebibytes: 4))
+        let radio = RecordingRadio()
+        let states = StateLog()
+        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
+                               schedule: schedule, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test"), onChange: states.append)
+        defer { agent.stop() }
+        agent.start()
+        others(10, from: 1).forEach(agent.report)
+        #expect(try eventually(5) { try store.sightingCount() == 10 })
+
+        disk.fill(leaving: 2 << 20)
+        // A new day's key is written in the reserve, and goes on the air.
+        clock.advance(by: 86_400)
+        agent.radioLost()
+        agent.radioReturned()
+        others(20, from: 2).forEach(agent.report)
+        #expect(eventually(5) { states.last?.problem == .diskLow }, "the status says so")
+        #expect(eventually(5) { radio.serviceData.count == 2 }, "a new identifier from the new day's key")
+        #expect(states.last?.advertising == true && states.last?.scanning == true)
+        let today = try #require(ENIntervalNumber(unixSeconds: clock.now))
+        #expect(try store.temporaryExposureKeys(validAfter: 0).contains { $0.rollingStartIntervalNumber == today.rollingPeriodStart }, "the key is stored")
+        Thread.sleep(forTimeInterval: 1.5)  // at least one more refused write of sightings
+        #expect(try store.sightingCount() == 10, "sightings wait in memory")
+        #expect(AgentStatus.diskLow.entry.line(StatusDetails(radioOff: false, pauseEnd: nil, adapter: "hci0", configuredAdapter: nil, advertisingResumesAt: nil,
+                                                             storePath: store.path, storeReadError: nil, storeRetrySeconds: 10)).hasPrefix("disk-low: advertising and scanning"))
+
+        disk.free()
+        #expect(try eventually(5) { try store.sightingCount() == 30 }, "the sightings held in memory are written")
+        #expect(eventually(5) { states.last?.problem == nil })
     }
 }
