@@ -86,6 +86,13 @@ public final class BlueZClient: Sendable {
                             member: "StopDiscovery", timeout: BlueZ.callTimeout)
     }
 
+    /// Withdraws from bluetoothd's discovery without waiting for its answer (a stalled bluetoothd
+    /// answers StopDiscovery after 10 s, if at all): while this connection is its client,
+    /// bluetoothd starts the discovery again by itself whenever the kernel ends it.
+    public func leaveDiscovery(on adapter: Adapter) throws(DBusError) {
+        try connection.callWithoutReply(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface, member: "StopDiscovery")
+    }
+
     /// Makes BlueZ forget the advertisers seen, so the next scan reports them afresh (BlueZ only
     /// reports a device again when something about it changes). The calls do not wait for their
     /// answers: with a crowd around, a round trip per device held up the radio's schedule for

@@ -3,7 +3,7 @@ import ENCore
 
 /// The radio while the daemon runs it: the agent, and what ties it to the system (bluetoothd's
 /// signals, the kernel's management watch, systemd-logind's delay lock on sleep); `stop()`
-/// releases every one of them and stops the agent, which writes the sightings still pending.
+/// stops the agent, which writes the sightings still pending, and then releases every one of them.
 final class RadioRun {
     let agent: RadioAgent
     /// The adapter as the run found it at its start.
@@ -16,9 +16,12 @@ final class RadioRun {
         self.release = release
     }
 
+    /// The agent first: its stop waits for the radio's call in progress, which may rely on what
+    /// is released (a scan waiting on the management watch for the kernel's Discovering event
+    /// judged bluetoothd stalled when the watch went under it).
     func stop() {
-        release()
         agent.stop()
+        release()
     }
 }
 

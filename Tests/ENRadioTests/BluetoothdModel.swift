@@ -83,18 +83,39 @@ final class BluetoothdModel: BlueZAdapters {
             discovering.withLock { $0 = true }
             return
         }
+        guard kernel.snapshot.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
+        discovering.withLock { $0 = true }
+        startKernelDiscovery()
+    }
+
+    /// The kernel's active scan, with no check of what is on the air.
+    private func startKernelDiscovery() {
         let controller = kernel.snapshot
-        guard controller.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
         if !controller.onAir.values.contains(where: { KernelModel.isExposureNotification($0.data) }) { unshielded.withLock { $0 += 1 } }
         if controller.connecting { whileConnecting.withLock { $0 += 1 } }
-        discovering.withLock { $0 = true }
         kernel.setScanning(true)
+    }
+
+    /// The kernel ends the discovery at its LE timeout (10.24 s), and bluetoothd, while it has a
+    /// client, starts it again at once by itself (src/adapter.c `discovering_callback`).
+    func discoveryTimesOut() {
+        kernel.setScanning(false)
+        guard discovering.withLock({ $0 }), isRunning, !isStalled, kernel.snapshot.powered else { return }
+        startKernelDiscovery()
     }
 
     func stopDiscovery(on adapter: Adapter) throws {
         try available()
         try answering()
         guard discovering.withLock({ $0 }) else { throw DBusError(name: "org.bluez.Error.Failed", message: "No discovery started") }
+        discovering.withLock { $0 = false }
+        kernel.setScanning(false)
+    }
+
+    /// StopDiscovery without waiting for the answer: a stalled bluetoothd reads it only once it
+    /// recovers (here never), and answers a client it does not have with an error nobody reads.
+    func leaveDiscovery(on adapter: Adapter) throws {
+        guard isRunning, !isStalled, !silent.withLock({ $0 }), discovering.withLock({ $0 }) else { return }
         discovering.withLock { $0 = false }
         kernel.setScanning(false)
     }

@@ -91,6 +91,8 @@ final class KernelModel: ManagementInterface {
         var legacyAddress: Int?
         /// Events not handed to the radio yet, each numbered as read.
         var events = [(ManagementEvent, PacketNumber)]()
+        /// Discovering events held back (`holdDiscoveringEvents`), to be read later.
+        var heldDiscovering: [ManagementEvent]?
         /// The packets read: events and replies.
         var read = PacketNumber(0)
         var watch: (queue: DispatchQueue, handler: @Sendable (ManagementEvent, PacketNumber) -> Void)?
@@ -486,7 +488,20 @@ final class KernelModel: ManagementInterface {
         let scanning = on && state.powered
         guard scanning != state.scanning else { return }
         state.scanning = scanning
-        state.happened(.discovering(controller: Self.controller, addressTypes: leAddressTypes, active: scanning))
+        let event = ManagementEvent.discovering(controller: Self.controller, addressTypes: leAddressTypes, active: scanning)
+        if state.heldDiscovering != nil { state.heldDiscovering?.append(event) } else { state.happened(event) }
+    }
+
+    /// The radio reads the kernel's Discovering events late, after its wait for them: a loaded
+    /// machine, or (make test's lab of 2026-11-29) a management watch cancelled under the radio.
+    func holdDiscoveringEvents() { state.withLock { $0.heldDiscovering = $0.heldDiscovering ?? [] } }
+
+    func passOnHeldDiscoveringEvents() {
+        state.withLock { state in
+            let held = state.heldDiscovering ?? []
+            state.heldDiscovering = nil
+            held.forEach { state.happened($0) }
+        }
     }
 
     func unplug() {

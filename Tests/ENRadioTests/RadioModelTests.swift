@@ -538,6 +538,33 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test's Debian 12 lab of 2026-11-29: enctl pause cancelled the management watch while
+    /// agent b's scan waited for the kernel's Discovering event (fixed in enagentd's RadioRun), so
+    /// the radio judged bluetoothd stalled and scanned passively, and left bluetoothd's discovery
+    /// running. At the kernel's timeout, after the pause had taken the advertisement off the air,
+    /// bluetoothd started it again by itself: from hci1's public address, as the controller
+    /// refused the random address. A discovery the radio gives up for the monitor is withdrawn.
+    @Test(arguments: Setup.all)
+    func aDiscoveryGivenUpForTheStallsMonitorIsWithdrawnFromBluetoothd(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        driver.stopScan()
+        kernel.holdDiscoveringEvents()
+        driver.startScan()
+        kernel.passOnHeldDiscoveringEvents()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scansPassively, "the Discovering event came late: a stall, the scan passive")
+        #expect(!driver.bluetoothd.isDiscovering && !kernel.snapshot.scanning, "bluetoothd's discovery withdrawn: \(RandomSequenceTests.commands(kernel))")
+        // The agent pauses: the advertisement goes, and the kernel's discovery timeout comes.
+        driver.stopScan()
+        driver.stopAdvertising()
+        driver.bluetoothd.discoveryTimesOut()
+        driver.settle()
+        #expect(!kernel.snapshot.scanning)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// bluetoothd that passes on none of what the kernel's discovery hears, two scans in a row, is
     /// stalled; one whose reports come after the scan's end (make test's lab of 2026-11-29: a
     /// restarted bluetoothd in the loaded guest) is not, and its discovery stays the scan.
