@@ -48,8 +48,8 @@ phase bluetoothd-restarted
 /usr/libexec/bluetooth/bluetoothd -n -d > "$OUT/bluetoothd-restarted.log" 2>&1 &
 # 60 s: bluetoothd alone took up to 21 s to offer the adapters again in the emulated guest with
 # nine controllers; the 10 s the agent has is counted from that moment, on btmon's capture.
-"$LAB/wait-radio.sh" hci0 60 "$restarted" > "$STATE/recovery-hci0" & W0=$!
-"$LAB/wait-radio.sh" hci1 60 "$restarted" > "$STATE/recovery-hci1" & W1=$!
+"$LAB/wait-radio.py" hci0 60 "$restarted" > "$STATE/recovery-hci0" & W0=$!
+"$LAB/wait-radio.py" hci1 60 "$restarted" > "$STATE/recovery-hci1" & W1=$!
 wait "$W0" "$W1"
 phase bluetoothd-restart hci0="$(cat "$STATE/recovery-hci0")" hci1="$(cat "$STATE/recovery-hci1")"; tail -n 1 "$OUT/phases.jsonl"
 sleep 10
@@ -80,7 +80,7 @@ switched_off=$(uptime_seconds)
 phase a-switched-off
 must "switching hci0 off" dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
     string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null
-powered=$(prop hci0 org.bluez.Adapter1 Powered) polled=$("$LAB/wait-radio.sh" hci0 30 "$switched_off")
+powered=$(prop hci0 org.bluez.Adapter1 Powered) polled=$("$LAB/wait-radio.py" hci0 30 "$switched_off")
 # The agent's own account: it noticed the loss. (Whether its recovery or its next rotation, a
 # fraction of a second apart at the lab's clock, put the fresh advertisement out is a race; btmon
 # times the return.) The log line may trail the radio's return: wait for it within the same 10 s.
@@ -140,7 +140,7 @@ phase second-advertiser-status-a status:="$(must "enctl a status (second adverti
 wait "$SECOND"
 phase second-advertiser-off transcript=bluetoothctl.txt
 grep -q "Advertising object registered" "$OUT/bluetoothctl.txt" || phase failed step="bluetoothctl advertise: not registered"
-"$LAB/wait-radio.sh" hci0 10 > /dev/null || phase failed step="hci0 not advertising after the second advertiser left"
+"$LAB/wait-radio.py" hci0 10 > /dev/null || phase failed step="hci0 not advertising after the second advertiser left"
 
 echo "phase: hci0 made connectable under agent a (a laptop pairing a mouse), then not"
 # The kernel re-programs the advertisement on the air when the adapter turns connectable (on a legacy
@@ -161,7 +161,7 @@ phase connectable-status-a status:="$(must "enctl a status (connectable)" enctl 
 back=$(uptime_seconds)
 phase a-not-connectable
 must "btmgmt connectable off" script -qec "btmgmt --index 0 connectable off" /dev/null > /dev/null
-phase connectable-a polled="$("$LAB/wait-radio.sh" hci0 30 "$back")"; tail -n 1 "$OUT/phases.jsonl"
+phase connectable-a polled="$("$LAB/wait-radio.py" hci0 30 "$back")"; tail -n 1 "$OUT/phases.jsonl"
 
 OTHER=$(echo $PHONES | cut -d' ' -f1)
 echo "phase: another program on $OTHER beside the agents: advertisements added and removed, $OTHER powered off and on, made connectable and not"
@@ -201,8 +201,8 @@ phase replugged
 btvirt ${BTVIRT_OPTS:--l2} > "$OUT/btvirt-replugged.log" 2>&1 &
 # 60 s: bluetoothd sets up every new controller before it offers one; the 10 s the agents have are
 # counted from that offer, on btmon's capture.
-"$LAB/wait-radio.sh" hci0 60 "$replugged" > "$STATE/replug-hci0" & W0=$!
-"$LAB/wait-radio.sh" hci1 60 "$replugged" > "$STATE/replug-hci1" & W1=$!
+"$LAB/wait-radio.py" hci0 60 "$replugged" > "$STATE/replug-hci0" & W0=$!
+"$LAB/wait-radio.py" hci1 60 "$replugged" > "$STATE/replug-hci1" & W1=$!
 wait "$W0" "$W1"
 phase replug hci0="$(cat "$STATE/replug-hci0")" hci1="$(cat "$STATE/replug-hci1")"; tail -n 1 "$OUT/phases.jsonl"
 
@@ -227,7 +227,7 @@ resumed=$(uptime_seconds)
 # Stamped just before a runs again: the report times a from here (the kernel acts at power-on, before).
 phase resumed agent_time:=$resumed_agent_time
 kill -CONT "$A"
-phase resume-a polled="$("$LAB/wait-radio.sh" hci0 30 "$resumed")"
+phase resume-a polled="$("$LAB/wait-radio.py" hci0 30 "$resumed")"
 sleep 2
 phase after-suspend snapshot:="$(must "snapshot after-suspend" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
 
@@ -249,8 +249,8 @@ fi
 unblocked=$(uptime_seconds)
 phase rfkill-unblocked
 must "rfkill unblock" rfkill_agents 0
-"$LAB/wait-radio.sh" hci0 30 "$unblocked" > "$STATE/rfkill-hci0" & W0=$!
-"$LAB/wait-radio.sh" hci1 30 "$unblocked" > "$STATE/rfkill-hci1" & W1=$!
+"$LAB/wait-radio.py" hci0 30 "$unblocked" > "$STATE/rfkill-hci0" & W0=$!
+"$LAB/wait-radio.py" hci1 30 "$unblocked" > "$STATE/rfkill-hci1" & W1=$!
 wait "$W0" "$W1"
 phase rfkill hci0="$(cat "$STATE/rfkill-hci0")" hci1="$(cat "$STATE/rfkill-hci1")"; tail -n 1 "$OUT/phases.jsonl"
 

@@ -36,23 +36,34 @@ def unix_seconds(timestamp):
 STALE_STAMP_MICROSECONDS = 1_000_000
 
 
-def records(path):
+def records(path, follow=None):
     """(index, opcode, timestamp, payload) of every frame, in the order btmon wrote them. A frame
     stamped well before one written earlier gets that one's stamp: in the flood lab's guest
     (Debian 12, 2026-11-29) the HCI and management frames' stamps froze for minutes, twice, while
-    bluetoothd's log lines between them went on with the time; the frames themselves kept coming."""
-    data = open(path, "rb").read()
-    if data[:8] != b"btsnoop\0":
-        raise ValueError(f"{path} is not a btsnoop file")
-    position, latest = 16, None
-    while position + 24 <= len(data):
-        _, included, flags, _ = struct.unpack(">IIII", data[position:position + 16])
-        timestamp = struct.unpack(">q", data[position + 16:position + 24])[0]
-        if latest is not None and timestamp < latest - STALE_STAMP_MICROSECONDS:
-            timestamp = latest
-        latest = timestamp if latest is None else max(latest, timestamp)
-        yield flags >> 16, flags & 0xFFFF, timestamp, data[position + 24:position + 24 + included]
-        position += 24 + included
+    bluetoothd's log lines between them went on with the time; the frames themselves kept coming.
+    `follow`: called each time the frames written so far are read, after which those btmon wrote
+    meanwhile are read (each frame once), for as long as it returns."""
+    with open(path, "rb") as capture:
+        data = capture.read()
+        if data[:8] != b"btsnoop\0":
+            raise ValueError(f"{path} is not a btsnoop file")
+        position, latest = 16, None
+        while True:
+            while position + 24 <= len(data):
+                _, included, flags, _ = struct.unpack(">IIII", data[position:position + 16])
+                if position + 24 + included > len(data):
+                    break  # written in part so far
+                timestamp = struct.unpack(">q", data[position + 16:position + 24])[0]
+                if latest is not None and timestamp < latest - STALE_STAMP_MICROSECONDS:
+                    timestamp = latest
+                latest = timestamp if latest is None else max(latest, timestamp)
+                yield flags >> 16, flags & 0xFFFF, timestamp, data[position + 24:position + 24 + included]
+                position += 24 + included
+            if follow is None:
+                return
+            follow()
+            data = data[position:] + capture.read()
+            position = 0
 
 
 def hkdf(key, info):
@@ -239,11 +250,11 @@ def linked(pairs):
 ADV_SET_TERMINATED = "LE Advertising Set Terminated"
 
 
-def accepted(path, controller):
+def accepted(path, controller, follow=None):
     """(unix time, command, parameters) of every command the controller completed with success, in
     order; an LE Advertising Set Terminated event comes as (time, ADV_SET_TERMINATED, [handle])."""
     pending = None
-    for index, opcode, timestamp, payload in records(path):
+    for index, opcode, timestamp, payload in records(path, follow):
         if index != controller or len(payload) < 3:
             continue
         if opcode == COMMAND:
@@ -264,10 +275,10 @@ def sets_enabled_after(enabled, parameters):
     return enabled - handles if parameters[1] else set()
 
 
-def radio_states(path, controller):
+def radio_states(path, controller, follow=None):
     """(unix time, command, advertising, scanning) after every command the controller accepted."""
     enabled_sets, scanning = set(), False
-    for time, command, parameters in accepted(path, controller):
+    for time, command, parameters in accepted(path, controller, follow):
         if command == ADV_SET_TERMINATED:
             enabled_sets.discard(parameters[0])
         elif command == SET_EXT_ADV_ENABLE and len(parameters) >= 2:

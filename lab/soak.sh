@@ -46,7 +46,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
         dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Set \
             string:org.bluez.Adapter1 string:Powered variant:boolean:false > /dev/null 2>&1 ;;
     esac
-    phase fault number:=$fault kind=$what polled="$("$LAB/wait-radio.sh" hci0 30 "$at")" at:="$moment"; tail -n 1 "$OUT/phases.jsonl"
+    phase fault number:=$fault kind=$what polled="$("$LAB/wait-radio.py" hci0 30 "$at")" at:="$moment"; tail -n 1 "$OUT/phases.jsonl"
     # A detection now and then, through the API, while faults go on.
     [ $((fault % 3)) -eq 0 ] && { enctl a detect "$STATE/b-signed.zip" >> "$OUT/detect.log" 2>&1 \
         && phase detection result=ok || phase detection result=failed; }
