@@ -145,4 +145,17 @@ struct DaemonStatusTests {
         #expect(signals.dropFirst().first == [ExposureNotificationAPI.Properties.scanning.name])
         #expect(signals.last == [ExposureNotificationAPI.Properties.sightingsStored.name])
     }
+
+    /// Each property of the contract is one row of the service, in the interface's order, and a
+    /// fact changed announces the properties whose rows name it, the constant ones never.
+    @Test func eachPropertyIsOneRowAndAFactAnnouncesThePropertiesMadeOfIt() {
+        typealias P = ExposureNotificationAPI.Properties
+        #expect(ExposureNotificationService.properties.map(\.name) == AgentProperties.declarations.map(\.name))
+        #expect(ExposureNotificationService.names(changedWith: [.detection]) == [P.lastDetection.name, P.lastDetectionError.name])
+        #expect(ExposureNotificationService.names(changedWith: [.radio])
+                == [P.status.name, P.adapter.name, P.advertising.name, P.scanning.name, P.adapterRssiCorrections.name])
+        #expect(ExposureNotificationService.names(changedWith: []) == [])
+        let everyFact = Set(ExposureNotificationService.names(changedWith: Set(DaemonFact.allCases)))
+        #expect(everyFact == Set(AgentProperties.declarations.map(\.name)).subtracting([P.version.name, P.rssiCorrection.name]))
+    }
 }
