@@ -65,6 +65,18 @@ public struct RadioReport: Sendable, Equatable {
     }
 }
 
+/// An adapter as sightings, the status and the properties name it: its name ("" when none is
+/// known), and its address once the radio has one that parses.
+public struct AdapterIdentity: Equatable, Sendable {
+    public var name: String
+    public var address: BluetoothAddress?
+
+    public init(name: String = "", address: BluetoothAddress? = nil) {
+        self.name = name
+        self.address = address
+    }
+}
+
 /// When the agent rotates its identifier and scans.
 public struct RadioSchedule: Sendable, Equatable {
     /// A rotation happens at a random moment in this range after the previous one (and at each new TEK).

@@ -68,7 +68,7 @@ final class Daemon: Sendable {
     /// and the adapter in use.
     struct RadioShown {
         var state = RadioState()
-        var adapter = AdapterShown()
+        var adapter = AdapterIdentity()
     }
 
     /// Where the daemon's changes and signals go: the API's object.
