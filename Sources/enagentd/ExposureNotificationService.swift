@@ -275,28 +275,25 @@ struct ExposureNotificationService: Sendable {
         }
     }
 
-    /// The properties, a row each: its contract, the daemon's facts whose change announces it, and
-    /// its getter. The object serves them in this order (the interface's), and the daemon announces
+    /// The properties, a row each: the field of `AgentProperties` that holds it in a client (its
+    /// contract: name and type), the daemon's facts whose change announces it, and its getter. The object serves them in this order (the interface's), and the daemon announces
     /// those whose rows name a fact it changed (`names(changedWith:)`); the rest it never announces.
-    static let properties: [ServedProperty] = {
-        typealias P = API.Properties
-        return [
-            ServedProperty(P.enabled, changesWith: [.status]) { service in try service.onDaemonQueue { try service.daemon.enabled } },
-            ServedProperty(P.status, changesWith: [.status, .radio]) { service in try service.onDaemonQueue { service.daemon.status.rawValue } },
-            ServedProperty(P.pausedUntil, changesWith: [.status]) { service in UInt64(try service.onDaemonQueue { try service.daemon.pausedUntil }) },
-            ServedProperty(P.adapter, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterName } },
-            ServedProperty(P.advertising, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.advertising } },
-            ServedProperty(P.scanning, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.scanning } },
-            ServedProperty(P.lastDetection, changesWith: [.detection]) { service in UInt64(try service.reading { try service.daemon.store.lastSuccessfulDetection() } ?? 0) },
-            ServedProperty(P.lastDetectionError, changesWith: [.detection]) { service in try service.reading { try service.daemon.store.lastDetection() }?.error ?? "" },
-            ServedProperty(P.sightingsStored, changesWith: [.sightings]) { service in UInt64(try service.reading { try service.daemon.store.sightingCount() }) },
-            ServedProperty(P.reminders, changesWith: [.reminders]) { service in try service.onDaemonQueue { service.daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
-            ServedProperty(P.version, changesWith: []) { _ in API.packageVersion },
-            ServedProperty(P.rssiCorrection, changesWith: []) { service in Int32(service.daemon.detection.rssiCorrections.defaultCorrection) },
-            // The adapter in use heads the list.
-            ServedProperty(P.adapterRssiCorrections, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterRssiCorrections } },
-        ]
-    }()
+    static let properties: [ServedProperty] = [
+        ServedProperty(\.enabled, changesWith: [.status]) { service in try service.onDaemonQueue { try service.daemon.enabled } },
+        ServedProperty(\.status, changesWith: [.status, .radio]) { service in try service.onDaemonQueue { service.daemon.status.rawValue } },
+        ServedProperty(\.pausedUntil, changesWith: [.status]) { service in UInt64(try service.onDaemonQueue { try service.daemon.pausedUntil }) },
+        ServedProperty(\.adapter, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterName } },
+        ServedProperty(\.advertising, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.advertising } },
+        ServedProperty(\.scanning, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.scanning } },
+        ServedProperty(\.lastDetection, changesWith: [.detection]) { service in UInt64(try service.reading { try service.daemon.store.lastSuccessfulDetection() } ?? 0) },
+        ServedProperty(\.lastDetectionError, changesWith: [.detection]) { service in try service.reading { try service.daemon.store.lastDetection() }?.error ?? "" },
+        ServedProperty(\.sightingsStored, changesWith: [.sightings]) { service in UInt64(try service.reading { try service.daemon.store.sightingCount() }) },
+        ServedProperty(\.reminders, changesWith: [.reminders]) { service in try service.onDaemonQueue { service.daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
+        ServedProperty(\.version, changesWith: []) { _ in API.packageVersion },
+        ServedProperty(\.rssiCorrection, changesWith: []) { service in Int32(service.daemon.detection.rssiCorrections.defaultCorrection) },
+        // The adapter in use heads the list.
+        ServedProperty(\.adapterRssiCorrections, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterRssiCorrections } },
+    ]
 
     /// The names of the properties whose rows name one of `facts`.
     static func names(changedWith facts: Set<DaemonFact>) -> [String] {
@@ -347,13 +344,14 @@ struct ServedProperty: Sendable {
     /// The property on `service`, whose getter's failure is an error reply (Failed), never a default value.
     let served: @Sendable (ExposureNotificationService) -> DBusProperty
 
-    init<Value>(_ contract: PropertyContract<Value>, changesWith facts: Set<DaemonFact>,
-                _ get: @escaping @Sendable (ExposureNotificationService) throws -> Value) {
-        name = contract.name
+    init<Value: DBusRepresentable>(_ field: KeyPath<AgentProperties, Value>, changesWith facts: Set<DaemonFact>,
+                                   _ get: @escaping @Sendable (ExposureNotificationService) throws -> Value) {
+        let name = AgentProperties.contract(field).name
+        self.name = name
         changesWith = facts
         served = { service in
-            DBusProperty(contract) { () throws(DBusError) in
-                do { return try get(service) } catch let error as DBusError { throw error } catch {
+            DBusProperty(name, Value.dbusSignature) { () throws(DBusError) in
+                do { return try get(service).dbusValue } catch let error as DBusError { throw error } catch {
                     throw ExposureNotificationAPI.Failure.failed.error("\(error)")
                 }
             }
