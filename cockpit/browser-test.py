@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from dataclasses import dataclass
 
 import websocket  # python3-websocket
 
@@ -55,8 +56,14 @@ MEMBER, OTHER = ("enmember", 64001), ("enother", 64002)
 ENCTL = "/usr/bin/enctl"
 ENAGENTD = "/usr/sbin/enagentd"
 DATABASE = "/var/lib/enagent/enagent.db"
-# The test's files, made by main() before it enters the namespaces: a directory the test users may enter.
-WORK = None
+
+
+@dataclass(frozen=True)
+class Work:
+    """The test's paths: `directory`, its files, made by main() before it enters the namespaces
+    (a directory the test users may enter), and `shots`, where its screenshots go."""
+    directory: str
+    shots: str
 
 
 class Failure(Exception):
@@ -108,21 +115,21 @@ def as_user(name, function, *arguments):
 
 # MARK: The machine, inside this process's own namespaces
 
-def overlay(directory):
+def overlay(work, directory):
     """`directory` as an overlay (in this mount namespace only): what the test and dpkg write goes
     to the test's directory, never to the host."""
     name = directory.strip("/").replace("/", "-")
     for part in ("upper", "work"):
-        os.makedirs(f"{WORK}/{name}-{part}")
-    run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={directory},upperdir={WORK}/{name}-upper,workdir={WORK}/{name}-work", directory)
+        os.makedirs(f"{work.directory}/{name}-{part}")
+    run("mount", "-t", "overlay", "overlay", "-o", f"lowerdir={directory},upperdir={work.directory}/{name}-upper,workdir={work.directory}/{name}-work", directory)
 
 
-def add_users():
+def add_users(work):
     """The test users, with homes (not yet in the group enagent, which the package makes)."""
     hashed = run("openssl", "passwd", "-6", PASSWORD).stdout.strip()
     lines = {"passwd": [], "shadow": [], "group": [], "gshadow": []}
     for name, uid in (MEMBER, OTHER):
-        home = f"{WORK}/home/{name}"
+        home = f"{work.directory}/home/{name}"
         lines["passwd"].append(f"{name}:x:{uid}:{uid}::{home}:/bin/sh")
         lines["shadow"].append(f"{name}:{hashed}:20000:0:99999:7:::")
         lines["group"].append(f"{name}:x:{uid}:")
@@ -134,15 +141,15 @@ def add_users():
             f.write("\n".join(added) + "\n")
 
 
-def start_bus():
+def start_bus(work):
     """The installed dbus's system bus, as dbus.service runs it: /usr/share/dbus-1/system.conf,
     which reads the policies in /usr/share/dbus-1/system.d, where the package puts enagent's."""
     os.makedirs("/run/dbus")
-    subprocess.Popen(["dbus-daemon", "--system", "--nofork", "--nopidfile"], stderr=open(WORK + "/dbus-daemon.log", "w"))
+    subprocess.Popen(["dbus-daemon", "--system", "--nofork", "--nopidfile"], stderr=open(work.directory + "/dbus-daemon.log", "w"))
     wait_for(lambda: os.path.exists("/run/dbus/system_bus_socket"), "the system bus")
 
 
-def install_packages(enagent_deb, cockpit_deb):
+def install_packages(work, enagent_deb, cockpit_deb):
     """README's commands, in the directory that holds the packages: apt installs them with dpkg,
     their maintainer scripts and the triggers they set off. Nothing is downloaded: what they
     depend on is installed on the host already (make test-cockpit sees to it), and this network
@@ -150,7 +157,7 @@ def install_packages(enagent_deb, cockpit_deb):
     for command in (["apt", "install", "-y", "./" + os.path.basename(enagent_deb)],
                     ["apt", "install", "-y", "--no-install-recommends", "cockpit", "./" + os.path.basename(cockpit_deb)]):
         result = run(*command, cwd=os.path.dirname(enagent_deb), check_status=False)
-        with open(WORK + "/apt.log", "a") as f:
+        with open(work.directory + "/apt.log", "a") as f:
             f.write(f"$ {' '.join(command)}\n{result.stdout}{result.stderr}\n")
         check(result.returncode == 0, f"{' '.join(command)}" + ("" if result.returncode == 0 else f": exit {result.returncode}: {result.stdout[-1500:]}{result.stderr}"))
     for package in ("enagent", "cockpit-enagent"):
@@ -171,12 +178,12 @@ def install_packages(enagent_deb, cockpit_deb):
     check("enagent" in run("id", "-nG", MEMBER[0]).stdout.split(), f"{MEMBER[0]} is in the group enagent the package made")
 
 
-def start_health_authority():
+def start_health_authority(work):
     """The test servers' verification and key server, written into the installed key-server.conf
     as an administrator does; the package made it 0640 root:enagent (a statoverride)."""
-    log = WORK + "/publishes.jsonl"
+    log = work.directory + "/publishes.jsonl"
     subprocess.Popen(["/usr/bin/python3", ROOT + "/Tests/CommandTests/Servers/health_authority.py", str(AUTHORITY_PORT), log],
-                     stdout=subprocess.DEVNULL, stderr=open(WORK + "/health-authority.log", "w"))
+                     stdout=subprocess.DEVNULL, stderr=open(work.directory + "/health-authority.log", "w"))
     base = f"http://127.0.0.1:{AUTHORITY_PORT}/"
     path = "/etc/enagent/key-server.conf"
     with open(path, "a") as f:
@@ -194,14 +201,15 @@ class Daemon:
     SupplementaryGroups=bluetooth, UMask=0077, /etc/enagent/enagent.conf), with the radio off and
     no wait for NTP in that file."""
 
-    def __init__(self):
+    def __init__(self, work):
         with open("/etc/enagent/enagent.conf", "a") as f:
             f.write("radio = no\nrequire-synchronised-clock = no\n")
+        self.log = work.directory + "/enagentd.log"
         self.process = None
 
     def start(self):
         self.process = subprocess.Popen(["setpriv", "--reuid=enagent", "--regid=enagent", "--groups=enagent,bluetooth", ENAGENTD],
-                                        stderr=open(WORK + "/enagentd.log", "a"), preexec_fn=lambda: os.umask(0o077))
+                                        stderr=open(self.log, "a"), preexec_fn=lambda: os.umask(0o077))
         wait_for(lambda: run(ENCTL, "status", check_status=False).returncode == 0, "enagentd on the bus")
 
     def stop(self):
@@ -243,10 +251,10 @@ class CockpitUnits:
     # Run by the test itself: it asks systemd over D-Bus to start a socket unit.
     FACTORY = "cockpit-wsinstance-https-factory.socket"
 
-    def __init__(self):
+    def __init__(self, work):
         self.lock = threading.RLock()
         self.started = set()  # socket units listening
-        self.log = open(WORK + "/cockpit.log", "w")
+        self.log = open(work.directory + "/cockpit.log", "w")
         # The users and groups that systemd allocates as a DynamicUser= unit starts (a user's
         # group of the same name too).
         self.dynamic_users, self.dynamic_groups = set(), set()
@@ -440,10 +448,10 @@ def check_cockpit_tls():
     check(served == made, "Cockpit serves TLS on port 9090 with the self-signed certificate cockpit-certificate-ensure made")
 
 
-def check_cockpit_log():
+def check_cockpit_log(work):
     """What Cockpit's programs wrote (the bridge's stderr among them): a match or call of the page's
     that the bridge refused shows there, and in the page only as a signal that never comes."""
-    with open(WORK + "/cockpit.log", errors="replace") as f:
+    with open(work.directory + "/cockpit.log", errors="replace") as f:
         text = f.read()
     refused = [line for line in text.splitlines() if re.search(r"Traceback|Exception|protocol-error|cockpit-protocol-Message|unsupported match", line)]
     check(not refused, f"Cockpit logged no traceback or protocol error: {refused[:5]}")
@@ -528,9 +536,9 @@ def add_sightings(path, count):
 class Browser:
     """One headless chromium with a profile of its own (so one login), its page driven over CDP."""
 
-    def __init__(self, name, shots):
-        self.name, self.shots = name, shots
-        profile = f"{WORK}/chromium-{name}"
+    def __init__(self, name, work):
+        self.name, self.shots = name, work.shots
+        profile = f"{work.directory}/chromium-{name}"
         # --ignore-certificate-errors: a person clicks through the warning about Cockpit's
         # self-signed certificate (the test checks first that it is the one Cockpit made).
         self.process = subprocess.Popen(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-port=0",
@@ -742,52 +750,52 @@ def main():
     for deb in (enagent_deb, cockpit_deb):
         if not os.path.exists(deb):
             raise Failure(f"no {deb}: make deb builds it")
-    global WORK
-    WORK = os.environ.get("ENAGENT_BROWSER_TEST_WORK")
-    if not WORK:
+    directory = os.environ.get("ENAGENT_BROWSER_TEST_WORK")
+    if not directory:
         # Namespaces of its own: the mounts vanish with it, every process it starts dies with it
         # (the kernel has ended them all when unshare returns), and its loopback is its own.
-        WORK = tempfile.mkdtemp(prefix="enagent-browser-test-")
-        os.chmod(WORK, 0o755)
+        directory = tempfile.mkdtemp(prefix="enagent-browser-test-")
+        os.chmod(directory, 0o755)
         try:
             inside = subprocess.run(["unshare", "--mount", "--pid", "--net", "--fork", "--propagation", "private", sys.executable] + sys.argv,
-                                    env={**os.environ, "ENAGENT_BROWSER_TEST_WORK": WORK})
+                                    env={**os.environ, "ENAGENT_BROWSER_TEST_WORK": directory})
         finally:
-            shutil.rmtree(WORK)
+            shutil.rmtree(directory)
         return inside.returncode
+    work = Work(directory, shots)
     run("ip", "link", "set", "lo", "up")
-    os.makedirs(shots, exist_ok=True)
+    os.makedirs(work.shots, exist_ok=True)
     try:
-        test(enagent_deb, cockpit_deb, shots)
+        test(work, enagent_deb, cockpit_deb)
     except Failure:
-        for name in sorted(os.listdir(WORK)):
+        for name in sorted(os.listdir(work.directory)):
             if name.endswith(".log"):
-                with open(f"{WORK}/{name}", errors="replace") as f:
+                with open(f"{work.directory}/{name}", errors="replace") as f:
                     print(f"--- {name} (its end):\n{f.read()[-3000:]}", file=sys.stderr)
         raise
     return 0
 
 
-def test(enagent_deb, cockpit_deb, shots):
+def test(work, enagent_deb, cockpit_deb):
     # What apt and dpkg write, and a /run as fresh as a boot's (no systemd in it).
     for directory in ("/etc", "/usr", "/var"):
-        overlay(directory)
+        overlay(work, directory)
     run("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run")
-    add_users()
-    start_bus()
-    install_packages(enagent_deb, cockpit_deb)
-    publishes = start_health_authority()
-    daemon = Daemon()
+    add_users(work)
+    start_bus(work)
+    install_packages(work, enagent_deb, cockpit_deb)
+    publishes = start_health_authority(work)
+    daemon = Daemon(work)
     daemon.start()
     run(ENCTL, "enable")
     counts, secrets = as_user("enagent", fill_database, DATABASE, int(time.time()))
     # enagentd judges its reminders as it starts (and then as things happen): anew, over the filled database.
     daemon.stop()
     daemon.start()
-    CockpitUnits()
+    CockpitUnits(work)
     check_cockpit_tls()
 
-    member = Browser("member", shots)
+    member = Browser("member", work)
     member.log_in(MEMBER)
     member.open(BASE + "/enagent")
     member.wait("[...document.querySelectorAll('iframe')].some(f => f.src.includes('/enagent/'))", "Cockpit's shell to load the page")
@@ -799,11 +807,11 @@ def test(enagent_deb, cockpit_deb, shots):
     page_follows_enagentd(member, daemon)
     member.close()
 
-    other = Browser("other", shots)
+    other = Browser("other", work)
     other.log_in(OTHER)
     other_user_sees_status_only(other, secrets)
     other.close()
-    check_cockpit_log()
+    check_cockpit_log(work)
     print("browser-test: every check passed")
 
 
