@@ -10,7 +10,7 @@ def adapter(lab, fail):
     powered_after_off, polled, losses = power_off["powered"], power_off["polled"], power_off["losses"]
     # The switch-off as the kernel was told it (bluetoothd's Powered read just after can already
     # be true again: the agent may switch the adapter back on within a second).
-    trace = open(lab.path("btmon.txt"), errors="replace").read()
+    trace = lab.text("btmon.txt")
     switched_off = re.search(r"MGMT Command: Set Powered \(0x0005\) plen 1\s+\{0x\w+\} \[hci0\].*\n\s+Powered: Disabled", trace) is not None
     # The recovery timed on the controller's own commands: the first moment after the switch-off
     # (bluetoothd's Set Powered: a rotation of a's just before it has a quiet moment of its own on

@@ -1,7 +1,6 @@
 """What the agents heard and stored: each other's RPIs, the phones and the crowd, the writes per scan."""
-import datetime
 import onair
-from .agentslab import AGENTS
+from .agentslab import AGENTS, logged_at
 from .bounds import CROWD_SHARE, PHASE_MARGIN, SEEN_SHARE
 
 
@@ -82,9 +81,8 @@ def phones_and_crowd(lab, fail):
     started, ended = crowd_cpu["started"], crowd_cpu["realtime"]
     cpu = crowd_cpu["ticks"] / crowd_cpu["clock_ticks"] / ((ended - started) / 60)
     log = open(lab.path("b/enagentd.log")).read().splitlines()
-    stamp = lambda line: datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S%z").timestamp()
     writes = [line for line in log if "stored " in line and " sightings" in line]
-    during = [line for line in writes if float(started) - 1 <= stamp(line) <= float(ended) + 1]
+    during = [line for line in writes if float(started) - 1 <= logged_at(line) <= float(ended) + 1]
     crowd_scans = [w for w in onair.scan_windows(lab.snoop, 1) if float(started) <= w[1] <= float(ended)]
     print(f"  b's CPU during the crowd: {cpu:.2f} s per minute ({cpu / 60:.1%} of a core, the emulated guest's); "
           f"{len(during)} writes of sightings for {len(crowd_scans)} scans")
