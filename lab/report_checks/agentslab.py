@@ -1,4 +1,5 @@
-"""A run of agents.sh as the checks read it (AgentsLab), the agents' adapters, and the stamps' helpers."""
+"""A run of agents.sh as the checks read it (AgentsLab), the agents and their adapters (AGENTS), and
+the helpers of times: btmon's stamps, a log line's, an interval's day."""
 import calendar, datetime, functools, json, re, subprocess, time
 import onair
 from labframe import Lab
