@@ -84,10 +84,7 @@ def flood(lab, fail):
 
 
 def windows(lab, controller):
-    """The controller's scans: from the scan enables it accepted, and a moment at each advertising
-    report it sent (only a scanning controller reports; btmon may miss an enable under the flood)."""
-    reports = [(at, at) for at in onair.report_times(lab.snoop, controller)]
-    return sorted(onair.scan_windows(lab.snoop, controller) + reports)
+    return onair.scan_moments(lab.snoop, controller)
 
 
 def scanning(lab, fail):
@@ -114,16 +111,7 @@ def scanning(lab, fail):
 
 
 def status(lab, fail):
-    for agent, controller in AGENTS.items():
-        scans = windows(lab, controller)
-        polls = [entry for entry in lab.entries("status-poll") if entry["agent"] == agent]
-        said = [poll for poll in polls if poll["status"].get("scanning")]
-        wrong = [poll for poll in said
-                 if not any(begun <= poll["realtime"] and ended >= poll["started"] for begun, ended in scans)]
-        print(f"  {agent}: {len(polls)} polls, {len(said)} said scanning, {len(wrong)} of them while hci{controller} ran no scan")
-        for poll in wrong[:3]:
-            fail(f"status: {agent} said scanning at {poll['started']:.1f}-{poll['realtime']:.1f} (+{poll['started'] - lab.at('flood-started'):.0f} s), "
-                 f"and hci{controller} ran no scan then")
+    onair.check_status_polls(lab, fail, AGENTS, lab.at("flood-started"))
 
 
 def privacy(lab, fail):
