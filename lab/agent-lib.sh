@@ -78,3 +78,13 @@ stop_agents() {
     wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"
     wait "$B"; echo $? > "$STATE/b/exit-status"; echo "agent b stopped: exit $(cat "$STATE/b/exit-status")"
 }
+# The end of such a run: each agent's last status, both stopped, whether btmon still records (the
+# reports judge scans from its capture) and the kernel's word on memory (in one flood run of
+# 2026-11-29 the capture ended 10 s before the flood did), the agents' folders copied to OUT.
+end_run() {
+    for agent in a b; do phase status-$agent status:="$(must "enctl $agent status" enctl $agent status --json)"; done
+    stop_agents
+    phase end btmon:="$(pgrep -x btmon >/dev/null && echo true || echo false)" free-kib:="$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
+    dmesg > "$OUT/dmesg.txt" 2>&1
+    cp -r "$STATE/a" "$STATE/b" "$OUT/"
+}

@@ -28,10 +28,4 @@ phase phones-after
 must "phones after the flood" python3 "$LAB/phones.py" "$OUT" "$ORIGIN" 120 phones 30 $PHONES
 sleep 5  # one scan cycle (lab.conf): what the agents heard is written
 kill "$POLL"
-for agent in a b; do phase status-$agent status:="$(must "enctl $agent status" enctl $agent status --json)"; done
-stop_agents
-# Whether btmon still records (the report judges scans from its capture), and the kernel's word
-# on memory: in one run of 2026-11-29 the capture ended 10 s before the flood did.
-phase end btmon:="$(pgrep -x btmon >/dev/null && echo true || echo false)" free-kib:="$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
-dmesg > "$OUT/dmesg.txt" 2>&1
-cp -r "$STATE/a" "$STATE/b" "$OUT/"
+end_run
