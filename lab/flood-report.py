@@ -13,7 +13,7 @@ manifest: the flood's rate, each `enctl status` poll (the phase "status-poll", w
 began), and the phones after the flood (phones.jsonl), which each agent must have stored. From each
 agent's log: the stall it noted, once."""
 import calendar, json, sys, time
-import onair
+import labframe, onair
 from labframe import Check, Lab, arguments, report
 
 AGENTS = {"a": 0, "b": 1}
@@ -41,13 +41,11 @@ def checks():
 
 def main():
     given = arguments(__doc__.splitlines()[0])
-    return report("lab-flood", given, Lab(given.run), checks(), ahead=heading)
+    return report("lab-flood", given, Lab(given.run), checks(), ahead=ahead)
 
 
-def heading(lab):
-    if lab.has("stack"):
-        print(f"  stack: {lab.phase('stack')['description']}")
-    print(f"  {lab.host_load()}")
+def ahead(lab):
+    labframe.heading(lab)
     end = lab.phase("end")
     if "btmon" in end:
         print(f"  at the end: btmon {'still recording' if end['btmon'] else 'GONE'}, {end['free-kib'] // 1024} MiB of the guest's memory available")

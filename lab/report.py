@@ -12,7 +12,7 @@ Every bound of a time is taken by the guest's own clocks, from the moment the ag
 the manifest's stamps and btmon's capture are the guest's (docs/lab.md, "The report")."""
 import calendar, datetime, functools, json, os, re, subprocess, sys, time
 import onair
-from labframe import Check, Lab, arguments, report
+from labframe import Check, Lab, arguments, heading, report
 
 AGENTS = {"a": "hci0", "b": "hci1"}
 # Seconds from the moment an agent could act again (its adapter offered, powered, unblocked or
@@ -93,11 +93,6 @@ def main():
         return 1 if given.check is not None else 0
     return report("lab-test", given, lab, checks(), ahead=heading)
 
-
-def heading(lab):
-    if lab.has("stack"):
-        print(f"  stack: {lab.phase('stack')['description']}")
-    print(f"  {lab.host_load()}")
 
 
 class AgentsLab(Lab):

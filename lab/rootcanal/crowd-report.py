@@ -25,7 +25,7 @@ import functools, json, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair  # noqa: E402
-from labframe import Check, Lab, arguments, report  # noqa: E402
+from labframe import Check, Lab, arguments, heading, report  # noqa: E402
 
 AGENTS = {"a": 0, "b": 1}
 # Of the pairs expected, the share each agent must record.
@@ -44,30 +44,6 @@ HOST_TICK = 0.004
 PROMPT = 0.5
 # RSSI the agent stores for a reception without one (schema v12, later_receptions).
 NO_RSSI = 127
-
-
-def checks():
-    return [
-        Check("steps", "STEPS (each phase's commands)", steps),
-        Check("clock", "CLOCKS (the guest's against the host's: files made on the lab share, and btmon's first report of each new address)", clock),
-        Check("crowd", f"CROWD (the (scan, advertiser) pairs each agent recorded, at least {RECORDED_SHARE:.0%})", crowd),
-        Check("rows", "ROWS (one row per RPI per scan) AND RSSI", rows),
-        Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
-    ]
-
-
-def main():
-    given = arguments(__doc__.splitlines()[0])
-    return report("lab-rootcanal-crowd", given, CrowdLab(given.run), checks(), ahead=heading)
-
-
-def heading(lab):
-    if lab.has("stack"):
-        print(f"  stack: {lab.phase('stack')['description']}")
-    print(f"  {lab.host_load()}")
-    if lab.has("crowd-started") and lab.has("crowd-ended"):
-        print(f"  the agents among the phones for {lab.at('crowd-ended') - lab.at('crowd-started'):.0f} s; "
-              f"{len(lab.rpis)} RPIs of {len({rpi['phone'] for rpi in lab.rpis})} phones in the phones' log")
 
 
 def kind(line):
@@ -188,6 +164,8 @@ def clock(lab, fail):
 
 
 def crowd(lab, fail):
+    print(f"  the agents among the phones for {lab.at('crowd-ended') - lab.at('crowd-started'):.0f} s; "
+          f"{len(lab.rpis)} RPIs of {len({rpi['phone'] for rpi in lab.rpis})} phones in the phones' log")
     for agent, controller in AGENTS.items():
         scans = lab.scans(agent)
         recorded = {(index, rpi) for index, rpi, _ in lab.sightings(agent) if index is not None}
@@ -256,6 +234,21 @@ def rows(lab, fail):
 
 def status(lab, fail):
     onair.check_status_polls(lab, fail, AGENTS, lab.at("crowd-started"))
+
+
+def checks():
+    return [
+        Check("steps", "STEPS (each phase's commands)", steps),
+        Check("clock", "CLOCKS (the guest's against the host's: files made on the lab share, and btmon's first report of each new address)", clock),
+        Check("crowd", f"CROWD (the (scan, advertiser) pairs each agent recorded, at least {RECORDED_SHARE:.0%})", crowd),
+        Check("rows", "ROWS (one row per RPI per scan) AND RSSI", rows),
+        Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
+    ]
+
+
+def main():
+    given = arguments(__doc__.splitlines()[0])
+    return report("lab-rootcanal-crowd", given, CrowdLab(given.run), checks(), ahead=heading)
 
 
 if __name__ == "__main__":
