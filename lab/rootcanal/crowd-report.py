@@ -111,10 +111,20 @@ class CrowdLab(Lab):
         delays = []
         for controller in AGENTS.values():
             first = {}
-            for time, address in onair.report_addresses(self.snoop, controller):
+            for time, address in self.reports(controller):
                 first.setdefault(address, time - self.offset(time))
             delays += [first[address] - on[address] for address in first if address in on]
         return sorted(delay for delay in delays if abs(delay) <= PROMPT)
+
+    @functools.cache
+    def reports(self, controller):
+        """(guest time, address) of each advertising report of the controller (btmon)."""
+        return onair.report_addresses(self.snoop, controller)
+
+    @functools.cache
+    def windows(self, controller):
+        """(start, end), guest times, of each scan the controller ran (btmon)."""
+        return onair.scan_windows(self.snoop, controller)
 
     @functools.cache
     def scans(self, agent):
@@ -194,7 +204,7 @@ def crowd(lab, fail):
 def lags(lab, agent, controller):
     """How the controller's scans (the scan enables it accepted, btmon) lay against the agent's
     recorded ones: the one overlapping each recorded scan most, its start's and end's lags."""
-    windows, starts, ends, none = onair.scan_windows(lab.snoop, controller), [], [], 0
+    windows, starts, ends, none = lab.windows(controller), [], [], 0
     for start, end in lab.scans(agent):
         start, end = lab.guest_time(start), lab.guest_time(end)
         overlaps = [(min(end, ended) - max(start, begun), begun, ended) for begun, ended in windows if begun < end and ended > start]
@@ -214,9 +224,9 @@ def explain(lab, agent, controller, missed):
     """Whether the agent's controller reported a missed RPI's address during the scan (the agent, or
     the kernel above the controller, lost it) or not (RootCanal, or the controller's scan, did)."""
     reported = defaultdict(list)
-    for time, address in onair.report_addresses(lab.snoop, controller):
+    for time, address in lab.reports(controller):
         reported[address].append(time - lab.offset(time))
-    windows = onair.scan_windows(lab.snoop, controller)
+    windows = lab.windows(controller)
     heard, unheard = Counter(), Counter()
     for index, rpi in missed:
         start, end = (lab.host_time(moment) for moment in lab.scans(agent)[index])
