@@ -266,7 +266,7 @@ lab-rootcanal-crowd: deps
 	$(SWIFT) build --product enagentd
 	$(SWIFT) build --product enctl
 	mkdir -p $(LAB)
-	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) RC_PORTS=2 NCTRL=0 QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + 400 )) \
+	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) RC_PORTS=2 NCTRL=0 LEAVE_AFTER=crowd-ended QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + 900 )) \
 		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(DEBUG_BIN) $(LAB)/out $(RC_CROWD_SECONDS)"; guest=$$?; \
 	rm -rf $(LAB)/rootcanal-crowd; mv $(LAB)/out $(LAB)/rootcanal-crowd; cp $(LAB)/rootcanal/phones.jsonl $(LAB)/serve.log $(LAB)/rootcanal-crowd/; \
 	/usr/bin/python3 lab/rootcanal/crowd-report.py $(LAB)/rootcanal-crowd --check && exit $$guest

@@ -14,7 +14,8 @@
 # Env:   LAB (default /tmp/enagent-lab-rootcanal), CROWD (phones beyond the three: 0), ROTATE (each
 #        phone's seconds between rotations, S or SHORTEST-LONGEST: 8), SCAN_SECONDS (10),
 #        RC_SERIAL (virtio: hvc0, or isa: ttyS1), RC_PORTS (virtio consoles to RootCanal, hvc0...: 1),
-#        NCTRL and BTVIRT_OPTS (btvirt's controllers beside them: 1, -l1; NCTRL=0 none)
+#        NCTRL and BTVIRT_OPTS (btvirt's controllers beside them: 1, -l1; NCTRL=0 none),
+#        LEAVE_AFTER (a phase of the guest's manifest after which the phones leave the air)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export LAB=${LAB:-/tmp/enagent-lab-rootcanal}
@@ -27,7 +28,12 @@ fi
 VENV=$("$HERE/setup.sh")
 "$VENV/bin/python" "$HERE/rclab.py" serve --out "$LAB/rootcanal" --crowd "${CROWD:-0}" --rotate "${ROTATE:-8}" > "$LAB/serve.log" 2>&1 &
 SERVE=$!
-trap 'kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null || true' EXIT
+# LEAVE_AFTER=PHASE: the phones leave the air (rclab.py serve's SIGUSR1) once the guest's manifest
+# has that phase, so that what comes after it (the agents' stop) does not run under the crowd.
+rm -f "$LAB/out/phases.jsonl"
+WATCH=
+[ -z "${LEAVE_AFTER:-}" ] || { while ! grep -qs "\"phase\": \"$LEAVE_AFTER\"" "$LAB/out/phases.jsonl"; do sleep 1; done; kill -USR1 $SERVE; } & WATCH=$!
+trap 'kill $SERVE $WATCH 2>/dev/null; wait $SERVE 2>/dev/null || true' EXIT
 for i in $(seq 100); do grep -q "phones on the air" "$LAB/serve.log" && break; sleep 0.2; done
 grep -q "phones on the air" "$LAB/serve.log" || { cat "$LAB/serve.log"; echo "guest.sh: rclab.py serve did not start" >&2; exit 1; }
 cat "$LAB/serve.log"

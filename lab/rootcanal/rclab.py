@@ -765,16 +765,30 @@ async def serve(out, crowd, rotate, seconds):
         log.flush()
         print(f"rclab serve: {len(phones)} phones on the air, each rotating every {rotate[0]:g}-{rotate[1]:g} s (log {log.name})", flush=True)
         end = time.monotonic() + seconds if seconds else math.inf
+        # SIGUSR1: the phones leave the air (each set off, its RPI's "off" logged); RootCanal stays.
+        leave = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, leave.set)
 
         async def rotations(phone):
             wait = random.uniform(0, rotate[1])
             while time.monotonic() + wait < end:
-                await asyncio.sleep(wait)
-                await phone.rotate()
+                try:
+                    await asyncio.wait_for(leave.wait(), wait)
+                except asyncio.TimeoutError:
+                    await phone.rotate()
+                    log.flush()
+                    wait = random.uniform(*rotate)
+                    continue
+                off = time.time()
+                await phone.enable(False)
+                log.write(json.dumps({"off": off, "address": phone.address.hex(), "rpi": phone.rpi.hex()}) + "\n")
                 log.flush()
-                wait = random.uniform(*rotate)
-            await asyncio.sleep(max(end - time.monotonic(), 0))
+                return
         await asyncio.gather(*(rotations(phone) for phone in phones))
+        if leave.is_set():
+            print("rclab serve: the phones left the air", flush=True)
+        while time.monotonic() < end:
+            await asyncio.sleep(min(60, end - time.monotonic()))
     finally:
         rc.stop()
 
