@@ -258,7 +258,7 @@ lab-flood: deps
 # RC_ROTATE seconds on its own; the lab's two agents in the Debian 12 guest on two RootCanal
 # controllers (two virtio consoles, btattach: hci0 and hci1, no btvirt) for RC_CROWD_SECONDS;
 # gated on the (scan, advertiser) pairs each agent recorded (lab/rootcanal/crowd-report.py). About
-# 5 minutes with the guest's boot: not part of make test.
+# 6 minutes with the guest's boot: not part of make test.
 RC_CROWD ?= 300
 RC_ROTATE ?= 10-20
 RC_CROWD_SECONDS ?= 120
