@@ -6,6 +6,7 @@ two-minute soak that passed. ENCTL names the enctl to derive and detect with (th
 build unless set)."""
 import contextlib, glob, importlib.util, io, json, os, re, shutil, subprocess, sys, tarfile, tempfile, unittest
 import labframe, report
+from report_checks import bounds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENCTL = os.environ.get("ENCTL") or os.path.join(HERE, "../.build/debug/enctl")
@@ -85,7 +86,7 @@ class ReplayedLabRun(Replay):
         def restarted_earlier(entries):
             for entry in entries:
                 if entry["phase"] == "a-restarted":
-                    entry["realtime"] -= report.BACK_WITHIN + 1
+                    entry["realtime"] -= bounds.BACK_WITHIN + 1
             return entries
         self.assertEqual(self.failing(self.doctored(restarted_earlier)), {"no-gap"})
 
@@ -93,7 +94,7 @@ class ReplayedLabRun(Replay):
         def late_poll(entries):
             poll = next(entry for entry in entries if entry["phase"] == "connectable-poll")
             turned = poll["started"]
-            late = dict(poll, started=turned + report.CONNECTABLE_STATUS_WITHIN + 1, said="active yes")
+            late = dict(poll, started=turned + bounds.CONNECTABLE_STATUS_WITHIN + 1, said="active yes")
             return [late if entry is poll else entry for entry in entries] + [poll]
         self.assertEqual(self.failing(self.doctored(late_poll)), {"connectable"})
 

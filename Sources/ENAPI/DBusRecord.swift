@@ -148,11 +148,6 @@ public struct DBusField<Record>: Sendable {
         self.init(name, property, as: DBusConversion(encode: { $0 }, decode: { value throws(ContractMismatch) in value }))
     }
 
-    /// A property of an interface, kept in `property`.
-    public init<Value>(_ contract: PropertyContract<Value>, _ property: WritableKeyPath<Record, Value> & Sendable) {
-        self.init(contract.name, property)
-    }
-
     /// A member that travels as `Wire`, converted both ways by `conversion`.
     public init<Value, Wire>(_ name: String, _ property: WritableKeyPath<Record, Value> & Sendable, as conversion: DBusConversion<Value, Wire>) {
         member = DBusArgument(name, Wire.self)
@@ -244,11 +239,18 @@ public struct MethodContract<Input: DBusRecord, Output: DBusRecord>: MethodDecla
     }
 }
 
-/// One property: its name and type.
-public struct PropertyContract<Value: DBusRepresentable>: Sendable {
-    public let name: String
+/// One property of an interface whose properties a record holds (a client reads them all into
+/// one): its name on the bus and the record's field that holds it, which gives its type.
+public struct PropertyContract<Record>: Sendable {
+    public let field: DBusField<Record>
+    /// The field, by which a server's row names the property.
+    public let keyPath: PartialKeyPath<Record> & Sendable
+    public var name: String { field.member.name }
 
-    public init(_ name: String, _: Value.Type) { self.name = name }
+    public init<Value: DBusRepresentable>(_ name: String, _ property: WritableKeyPath<Record, Value> & Sendable) {
+        field = DBusField(name, property)
+        keyPath = property
+    }
 }
 
 /// One signal: its name and arguments.
@@ -292,12 +294,5 @@ private func closeDescriptors(in values: [DBusValue]) {
         case .dictionary(_, _, let entries): closeDescriptors(in: entries.flatMap { [$0.key, $0.value] })
         default: break
         }
-    }
-}
-
-extension DBusProperty {
-    /// A served read-only property with a typed getter.
-    public init<Value>(_ contract: PropertyContract<Value>, get: @escaping @Sendable () throws(DBusError) -> Value) {
-        self.init(contract.name, Value.dbusSignature) { () throws(DBusError) in try get().dbusValue }
     }
 }

@@ -52,31 +52,6 @@ public enum ExposureNotificationAPI {
         ]
     }
 
-    public enum Properties {
-        public static let enabled = PropertyContract("Enabled", Bool.self)
-        /// One of AgentStatus's raw values: active, paused, disabled, consent-required, …
-        public static let status = PropertyContract("Status", String.self)
-        /// Unix seconds; 0 when not paused.
-        public static let pausedUntil = PropertyContract("PausedUntil", UInt64.self)
-        public static let adapter = PropertyContract("Adapter", String.self)
-        public static let advertising = PropertyContract("Advertising", Bool.self)
-        public static let scanning = PropertyContract("Scanning", Bool.self)
-        /// Unix seconds of the last successful detection; 0 for never.
-        public static let lastDetection = PropertyContract("LastDetection", UInt64.self)
-        /// The last detection's error; "" when it succeeded.
-        public static let lastDetectionError = PropertyContract("LastDetectionError", String.self)
-        public static let sightingsStored = PropertyContract("SightingsStored", UInt64.self)
-        /// The reminders due that tell nothing of exposure or diagnosis (GetHealthStatus has them all).
-        public static let reminders = PropertyContract("Reminders", [String].self)
-        public static let version = PropertyContract("Version", String.self)
-        /// dB the daemon's detection adds to every RSSI of an adapter the configuration does not
-        /// name (enagent.conf's rssi-correction).
-        public static let rssiCorrection = PropertyContract("RssiCorrection", Int32.self)
-        /// The adapter in use and every adapter the configuration names (rssi-correction.ADDRESS),
-        /// each with the correction its sightings get.
-        public static let adapterRssiCorrections = PropertyContract("AdapterRssiCorrections", [AdapterRssiCorrection].self)
-    }
-
     public enum Signals {
         /// To the callers of WatchExposures only, never broadcast: a broadcast reaches every
         /// listener on the bus, and that a detection found an exposure is itself health data.
@@ -640,26 +615,53 @@ public struct AdapterRssiCorrection: DBusRecord, Equatable, Encodable {
 }
 
 /// Every property, as one GetAll answers them (encoded with the Swift names: `enctl status --json`).
+/// A property is a field here and a row of `contracts`; the daemon serves it by the field's key
+/// path (enagentd's `ExposureNotificationService.properties`).
 public struct AgentProperties: Sendable, Equatable, Encodable {
-    private typealias P = ExposureNotificationAPI.Properties
-    /// Each property's contract and where it is kept here, in the interface's order.
-    private static let fields: [DBusField<Self>] = [
-        DBusField(P.enabled, \.enabled), DBusField(P.status, \.status), DBusField(P.pausedUntil, \.pausedUntil), DBusField(P.adapter, \.adapter),
-        DBusField(P.advertising, \.advertising), DBusField(P.scanning, \.scanning), DBusField(P.lastDetection, \.lastDetection),
-        DBusField(P.lastDetectionError, \.lastDetectionError), DBusField(P.sightingsStored, \.sightingsStored), DBusField(P.reminders, \.reminders),
-        DBusField(P.version, \.version), DBusField(P.rssiCorrection, \.rssiCorrection), DBusField(P.adapterRssiCorrections, \.adapterRssiCorrections),
+    public var enabled = false
+    /// One of AgentStatus's raw values: active, paused, disabled, consent-required, …
+    public var status = ""
+    /// Unix seconds; 0 when not paused.
+    public var pausedUntil: UInt64 = 0
+    public var adapter = "", advertising = false, scanning = false
+    /// Unix seconds of the last successful detection; 0 for never.
+    public var lastDetection: UInt64 = 0
+    /// The last detection's error; "" when it succeeded.
+    public var lastDetectionError = ""
+    public var sightingsStored: UInt64 = 0
+    /// The reminders due that tell nothing of exposure or diagnosis (GetHealthStatus has them all).
+    public var reminders: [String] = []
+    public var version = ""
+    /// dB the daemon's detection adds to every RSSI of an adapter the configuration does not name
+    /// (enagent.conf's rssi-correction).
+    public var rssiCorrection: Int32 = 0
+    /// The adapter in use and every adapter the configuration names (rssi-correction.ADDRESS), each
+    /// with the correction its sightings get.
+    public var adapterRssiCorrections: [AdapterRssiCorrection] = []
+
+    /// Each property's name on the bus and the field above that holds it (which gives its type),
+    /// in the interface's order.
+    public static let contracts: [PropertyContract<Self>] = [
+        PropertyContract("Enabled", \.enabled), PropertyContract("Status", \.status), PropertyContract("PausedUntil", \.pausedUntil),
+        PropertyContract("Adapter", \.adapter), PropertyContract("Advertising", \.advertising), PropertyContract("Scanning", \.scanning),
+        PropertyContract("LastDetection", \.lastDetection), PropertyContract("LastDetectionError", \.lastDetectionError),
+        PropertyContract("SightingsStored", \.sightingsStored), PropertyContract("Reminders", \.reminders), PropertyContract("Version", \.version),
+        PropertyContract("RssiCorrection", \.rssiCorrection), PropertyContract("AdapterRssiCorrections", \.adapterRssiCorrections),
     ]
-    public var enabled = false, status = "", pausedUntil: UInt64 = 0, adapter = "", advertising = false, scanning = false
-    public var lastDetection: UInt64 = 0, lastDetectionError = "", sightingsStored: UInt64 = 0, reminders: [String] = []
-    public var version = "", rssiCorrection: Int32 = 0, adapterRssiCorrections: [AdapterRssiCorrection] = []
 
     /// The properties' names and types, in the interface's order.
-    public static var declarations: [DBusArgument] { fields.map(\.member) }
+    public static var declarations: [DBusArgument] { contracts.map(\.field.member) }
+
+    /// The property kept in `field`.
+    public static func contract(_ field: PartialKeyPath<Self>) -> PropertyContract<Self> {
+        guard let contract = contracts.first(where: { $0.keyPath == field }) else { preconditionFailure("\(field) is not a D-Bus property") }
+        return contract
+    }
 
     public init(_ properties: [String: DBusValue]) throws(ContractMismatch) {
-        for field in Self.fields {
-            guard let value = properties[field.member.name] else { throw ContractMismatch("the property \(field.member.name) is missing") }
-            do throws(ContractMismatch) { try field.decode(value, &self) } catch { throw ContractMismatch("the property \(error)") }
+        for contract in Self.contracts {
+            guard let value = properties[contract.name] else { throw ContractMismatch("the property \(contract.name) is missing") }
+            do throws(ContractMismatch) { try contract.field.decode(value, &self) } catch { throw ContractMismatch("the property \(error)") }
         }
     }
 }

@@ -34,8 +34,8 @@ public struct AgentConfiguration: Equatable, Sendable {
     public static let defaultPath = "/etc/enagent/enagent.conf"
 
     /// The keys, in the order the documentation lists them.
-    public static let keys = ["state-directory", "retention-days", "disk-reserve-mb", "radio", "adapter", "power-on", "tx-power",
-                              "rotation-seconds", "scan-seconds", "scan-interval-seconds", "passive-scan", "require-synchronised-clock",
+    public static let keys = ["state-directory", RetentionDays.key, DiskReserveMebibytes.key, "radio", "adapter", "power-on", TxPower.key,
+                              RotationSeconds.key, ScanSeconds.key, ScanIntervalSeconds.key, "passive-scan", "require-synchronised-clock",
                               "trusted-keys-directory", "risk-configuration", "rssi-correction", adapterCorrectionPrefix + "ADDRESS"]
 
     /// A key of this prefix and an adapter's address sets that adapter's RSSI correction.
@@ -57,15 +57,15 @@ public struct AgentConfiguration: Equatable, Sendable {
             }
             switch key {
             case "state-directory": stateDirectory = try checked(Value.absolutePath)
-            case "retention-days": retentionDays = try checked(Value.retentionDays)
-            case "disk-reserve-mb": diskReserveMebibytes = try checked(Value.diskReserveMebibytes)
+            case RetentionDays.key: retentionDays = try checked(RetentionDays.value)
+            case DiskReserveMebibytes.key: diskReserveMebibytes = try checked(DiskReserveMebibytes.value)
             case "radio": radio = try Self.boolean(value, key: key, fail)
             case "adapter": adapter = try checked(Value.adapter)
             case "power-on": powerOn = try Self.boolean(value, key: key, fail)
-            case "tx-power": txPower = try checked(Value.txPower)
-            case "rotation-seconds": rotationSeconds = try checked(Value.rotationSeconds)
-            case "scan-seconds": scanSeconds = try checked(Value.scanSeconds)
-            case "scan-interval-seconds": scanIntervalSeconds = try checked(Value.scanSeconds)
+            case TxPower.key: txPower = try checked(TxPower.value)
+            case RotationSeconds.key: rotationSeconds = try checked(RotationSeconds.value)
+            case ScanSeconds.key: scanSeconds = try checked(ScanSeconds.value)
+            case ScanIntervalSeconds.key: scanIntervalSeconds = try checked(ScanIntervalSeconds.value)
             case "passive-scan": passiveScan = try Self.boolean(value, key: key, fail)
             case "require-synchronised-clock": requireSynchronisedClock = try Self.boolean(value, key: key, fail)
             case "trusted-keys-directory": trustedKeysDirectory = try checked(Value.absolutePath)
@@ -95,7 +95,8 @@ public struct AgentConfiguration: Equatable, Sendable {
     }
 
     /// The checks of the values that enagent.conf and enagentd's command line both take, one
-    /// function per kind of value, so that the two accept exactly the same.
+    /// function per kind of value, so that the two accept exactly the same (the bounded settings'
+    /// are their types', `Setting`).
     public enum Value {
         public static func absolutePath(_ text: String) throws(InvalidValue) -> String {
             guard text.hasPrefix("/") else { throw InvalidValue(reason: "must be an absolute path, not \"\(text)\"") }
@@ -110,26 +111,8 @@ public struct AgentConfiguration: Equatable, Sendable {
             return choice
         }
 
-        public static func txPower(_ text: String) throws(InvalidValue) -> Int8 { Int8(try integer(text, in: -127...20)) }
-
-        public static func retentionDays(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 1...365) }
-
-        /// Up to 64 GiB; 0 keeps no reserve.
-        public static func diskReserveMebibytes(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 0...65_536) }
-
-        /// scan-seconds and scan-interval-seconds.
-        public static func scanSeconds(_ text: String) throws(InvalidValue) -> Int { try integer(text, in: 1...300) }
-
-        public static func rotationSeconds(_ text: String) throws(InvalidValue) -> ClosedRange<Int> {
-            let bounds = text.split(separator: "-", omittingEmptySubsequences: false).map { Int($0.trimmingWhitespace()) }
-            guard bounds.count == 2, let low = bounds[0], let high = bounds[1], low >= 1, low <= high else {
-                throw InvalidValue(reason: "must be MIN-MAX, such as 600-1200, not \"\(text)\"")
-            }
-            return low...high
-        }
-
-        static func integer(_ text: String, in range: ClosedRange<Int>) throws(InvalidValue) -> Int {
-            guard let number = Int(text), range.contains(number) else {
+        static func integer<Number: FixedWidthInteger>(_ text: String, in range: ClosedRange<Number>) throws(InvalidValue) -> Number {
+            guard let number = Number(text), range.contains(number) else {
                 throw InvalidValue(reason: "must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
             }
             return number

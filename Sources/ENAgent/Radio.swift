@@ -65,6 +65,18 @@ public struct RadioReport: Sendable, Equatable {
     }
 }
 
+/// An adapter as sightings, the status and the properties name it: its name ("" when none is
+/// known), and its address once the radio has one that parses.
+public struct AdapterIdentity: Equatable, Sendable {
+    public var name: String
+    public var address: BluetoothAddress?
+
+    public init(name: String = "", address: BluetoothAddress? = nil) {
+        self.name = name
+        self.address = address
+    }
+}
+
 /// When the agent rotates its identifier and scans.
 public struct RadioSchedule: Sendable, Equatable {
     /// A rotation happens at a random moment in this range after the previous one (and at each new TEK).
@@ -75,7 +87,8 @@ public struct RadioSchedule: Sendable, Equatable {
     public var scanIntervalSeconds: Int
 
     /// Google's schedule: rotation every 10–20 minutes, a 4-second scan every ≤ 5 minutes.
-    public static let standard = RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 4, scanIntervalSeconds: 300)
+    public static let standard = RadioSchedule(rotationSeconds: RotationSeconds.standard, scanSeconds: ScanSeconds.standard,
+                                               scanIntervalSeconds: ScanIntervalSeconds.standard)
 
     /// The shortest pause between two scans, on the agent's clock: Google's matching takes
     /// sightings up to 25.5 s apart for one scan (`KeyExposureEvaluator.sightingInTheSameScanInstance`,
@@ -86,6 +99,19 @@ public struct RadioSchedule: Sendable, Equatable {
 
     /// The pause between two scans, on a clock `timeScale` times faster than real time.
     public func pauseSeconds(timeScale: Int) -> Int { (scanIntervalSeconds - scanSeconds) * timeScale }
+
+    /// What is wrong with this schedule for enagentd on a clock `timeScale` times faster than real
+    /// time, beyond each setting's own range: a scan within its interval, and scans apart.
+    public func check(timeScale: Int = 1) throws(AgentConfiguration.InvalidValue) {
+        guard scanSeconds <= scanIntervalSeconds else {
+            throw AgentConfiguration.InvalidValue(reason: "\(ScanSeconds.key) must be at most \(ScanIntervalSeconds.key) (here \(scanSeconds) and \(scanIntervalSeconds)).")
+        }
+        guard pauseSeconds(timeScale: timeScale) >= Self.shortestPauseSeconds else {
+            throw AgentConfiguration.InvalidValue(reason: "\(ScanIntervalSeconds.key) must be at least \(ScanSeconds.key) + \(Self.shortestPauseSeconds) "
+                                                  + "(here \(scanIntervalSeconds) and \(scanSeconds)): detection, as Google's matching, takes "
+                                                  + "sightings up to 25.5 s apart for one scan, so closer scans would weigh an encounter as a phone's single scan.")
+        }
+    }
 
     public init(rotationSeconds: ClosedRange<Int>, scanSeconds: Int, scanIntervalSeconds: Int) {
         self.rotationSeconds = rotationSeconds

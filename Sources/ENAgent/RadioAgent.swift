@@ -18,50 +18,77 @@ public final class RadioAgent: RadioListener {
     private let logger: Logger
     private let onQueue: QueueBound<Confined>
 
-    /// What the agent changes as it runs, on `queue` only.
+    /// What the agent changes as it runs, on `queue` only: the key schedule, the advertiser's and
+    /// the scan's states, and one part for each concern of theirs.
     private struct Confined {
         let keys: KeySchedule
-        /// What the radio heard and the store has not taken yet: each identifier's receptions of
-        /// a scan merged into one sighting (`MergedSightings`).
-        var pending = MergedSightings()
-        var ownIdentifiers = [RollingProximityIdentifier]()
-        /// The interval whose RPI was last put on the air, kept in the store across restarts.
-        var advertisedInterval: ENIntervalNumber?
-        /// Whether `advertisedInterval` has been read from the store. Until it has, nothing is
-        /// advertised: both guards against an identifier going on the air twice (the clock gone back,
-        /// a restart within the interval) compare with it.
-        var advertisedIntervalKnown = false
         /// Where the advertisement is; `.idle` while the agent is not running.
         let advertiser: Advertiser
         let scan: Scanner
-        var rotationTimer: (any DispatchSourceTimer)?
-        var scanTimer: (any DispatchSourceTimer)?
+        var rotation = Rotation()
+        var cycle = ScanCycle()
+        var backlog = StoreBacklog()
         var recoveryPending = false
+    }
+
+    /// What the rotations of the identifier keep between them.
+    private struct Rotation {
+        var timer: (any DispatchSourceTimer)?
+        var lastOnAir = LastOnAir.unread
         /// The RPI of a key rolled for an advertisement the radio then refused (bluetoothd offers an
         /// adapter before it powers it on): it never went on the air, so the retry in the same
         /// interval uses it instead of spending another of the day's keys.
         var rolledButNotAired: RollingProximityIdentifier?
+        /// The device's own last RPIs, so that it never records itself even just after a rotation.
+        var ownIdentifiers = [RollingProximityIdentifier]()
+        /// The radio's last refusal of an advertisement, until one is accepted (`logRefusal`).
+        var lastRefusal: String?
+    }
+
+    /// The interval whose RPI was last put on the air, as the store keeps it across restarts.
+    /// Until the store has said, nothing is advertised: both guards against an identifier going
+    /// on the air twice (the clock gone back, a restart within the interval) compare with it.
+    private enum LastOnAir: Equatable {
+        case unread
+        case never
+        case interval(ENIntervalNumber)
+
+        init(_ interval: ENIntervalNumber?) { self = interval.map(Self.interval) ?? .never }
+
+        /// The interval; nil while unread or when none was on the air.
+        var interval: ENIntervalNumber? { if case .interval(let interval) = self { interval } else { nil } }
+    }
+
+    /// The scan schedule's cycle.
+    private struct ScanCycle {
+        var timer: (any DispatchSourceTimer)?
+        /// When the scan of the current cycle first ran; nil while none has.
+        var startedAt: Int64?
+        /// Sightings started in the current scan, and the receptions refused beyond
+        /// `maximumSightingsPerScan` (of identifiers without a sighting of this scan to join).
+        var sightings = 0
+        var dropped = 0
+        /// The radio's last refusal of a scan, until one starts (`logRefusal`).
+        var lastRefusal: String?
+    }
+
+    /// What waits for the store, and why.
+    private struct StoreBacklog {
+        /// What the radio heard and the store has not taken yet: each identifier's receptions of
+        /// a scan merged into one sighting (`MergedSightings`).
+        var pending = MergedSightings()
+        /// The scans that ended since the store last took them: the store keeps every scan, also
+        /// one that heard nothing, since detection weighs a sighting by the time since the scan
+        /// before its own.
+        var endedScans = [ClosedRange<Int64>]()
         /// The last write to the store failed (a full disk): nothing is advertised, since neither a
         /// new key nor the interval on the air could be kept, and sightings wait in memory.
         var storeFailing = false
         /// The store refused sightings, the disk below its reserve (`DiskReserve`): they wait in
         /// memory, and the advertisement goes on, its key and interval written in the reserve.
-        var sightingsWaitForDisk = false
+        var waitsForDisk = false
         /// Sightings dropped from memory since the store last failed.
-        var droppedSightings = 0
-        /// When the scan of the current cycle first ran (nil while none has), and the scans that
-        /// ended since the store last took them: the store keeps every scan, also one that heard
-        /// nothing, since detection weighs a sighting by the time since the scan before its own.
-        var scanStartedAt: Int64?
-        var endedScans = [ClosedRange<Int64>]()
-        /// Sightings started in the current scan, and the receptions refused beyond
-        /// `maximumSightingsPerScan` (of identifiers without a sighting of this scan to join).
-        var sightingsThisScan = 0
-        var droppedThisScan = 0
-        /// The radio's last refusal of an advertisement, and of a scan, until one is accepted
-        /// (`logRefusal`).
-        var lastRefusal: String?
-        var lastScanRefusal: String?
+        var dropped = 0
     }
 
     private var my: Confined {
@@ -72,7 +99,7 @@ public final class RadioAgent: RadioListener {
     /// The radio's state as the status shows it, derived from the advertiser's and the scan's;
     /// `onChange` hears of it once each piece of work on the queue is done (`changing`).
     private var state: RadioState {
-        RadioState(advertiser: my.advertiser.state, scan: my.scan.state, storeFailing: my.storeFailing, sightingsWaitForDisk: my.sightingsWaitForDisk)
+        RadioState(advertiser: my.advertiser.state, scan: my.scan.state, storeFailing: my.backlog.storeFailing, sightingsWaitForDisk: my.backlog.waitsForDisk)
     }
     private let onChange: (@Sendable (RadioState) -> Void)?
 
@@ -147,8 +174,8 @@ public final class RadioAgent: RadioListener {
     /// Stops the radio at once and writes the sightings still pending.
     public func stop() {
         queue.sync { changing {
-            my.rotationTimer?.cancel()
-            my.scanTimer?.cancel()
+            my.rotation.timer?.cancel()
+            my.cycle.timer?.cancel()
             enter(.idle, because: "the agent stopped")
             endScan(because: "the agent stopped")
         } }
@@ -204,8 +231,8 @@ public final class RadioAgent: RadioListener {
         async { [self] in
             defer { done() }
             guard running else { return }
-            my.rotationTimer?.cancel()
-            my.scanTimer?.cancel()
+            my.rotation.timer?.cancel()
+            my.cycle.timer?.cancel()
             // The advertisement first (`enter` takes it off): logind's delay may be short.
             enter(.asleep, because: "the system is going to sleep")
             endScan(because: "the system is going to sleep")
@@ -240,7 +267,7 @@ public final class RadioAgent: RadioListener {
     /// Nothing changes while it still reads the interval on the air.
     public func clockStepped() {
         async { [self] in
-            guard running, ENIntervalNumber(unixSeconds: clock.now) != my.advertisedInterval else { return }
+            guard running, ENIntervalNumber(unixSeconds: clock.now) != my.rotation.lastOnAir.interval else { return }
             rotate()
         }
     }
@@ -261,9 +288,9 @@ public final class RadioAgent: RadioListener {
                 // The kernel puts the other advertisement on the one set from a new random
                 // address, which the controller refuses while a scan runs, and tries again every
                 // 2 s: the scan waits for one such turn (the lab saw the other kept off for 4 s).
-                my.scanTimer?.cancel()
+                my.cycle.timer?.cancel()
                 endScan(because: "another program's advertisement needs the adapter's set")
-                my.scanTimer = timer(after: Self.sharedAdapterScanPause) { [self] in scanCycle() }
+                my.cycle.timer = timer(after: Self.sharedAdapterScanPause) { [self] in scanCycle() }
             }
         }
     }
@@ -287,22 +314,22 @@ public final class RadioAgent: RadioListener {
                 return
             }
             let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
-            guard !my.ownIdentifiers.contains(rpi) else { return }
+            guard !my.rotation.ownIdentifiers.contains(rpi) else { return }
             let sighting = Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
                                     rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
                                     adapterAddress: report.adapterAddress)
-            guard !my.pending.merge(sighting) else { return }
-            guard my.sightingsThisScan < Self.maximumSightingsPerScan else {
-                my.droppedThisScan += 1
+            guard !my.backlog.pending.merge(sighting) else { return }
+            guard my.cycle.sightings < Self.maximumSightingsPerScan else {
+                my.cycle.dropped += 1
                 return
             }
-            my.sightingsThisScan += 1
-            my.pending.start(sighting)
-            if my.pending.count > Self.maximumPending {
+            my.cycle.sightings += 1
+            my.backlog.pending.start(sighting)
+            if my.backlog.pending.count > Self.maximumPending {
                 // A tenth at a time, so that a long outage does not move the whole array per report.
-                let excess = my.pending.count - Self.maximumPending + Self.maximumPending / 10
-                my.droppedSightings += excess
-                my.pending.removeFirst(excess)
+                let excess = my.backlog.pending.count - Self.maximumPending + Self.maximumPending / 10
+                my.backlog.dropped += excess
+                my.backlog.pending.removeFirst(excess)
             }
         }
     }
@@ -318,10 +345,9 @@ public final class RadioAgent: RadioListener {
     /// Reads the last interval on the air from the store, unless it did already; says so and
     /// returns false when it cannot (the rotation tries again later).
     private func readAdvertisedInterval() -> Bool {
-        guard !my.advertisedIntervalKnown else { return true }
+        guard my.rotation.lastOnAir == .unread else { return true }
         do {
-            my.advertisedInterval = try store.value(StoreSettings.advertisedInterval).map { ENIntervalNumber($0) }
-            my.advertisedIntervalKnown = true
+            my.rotation.lastOnAir = LastOnAir(try store.value(StoreSettings.advertisedInterval).map { ENIntervalNumber($0) })
             return true
         } catch {
             if my.advertiser.state != .refused(.lastIntervalUnknown) {
@@ -340,13 +366,13 @@ public final class RadioAgent: RadioListener {
         let nextKey = (ENIntervalNumber(unixSeconds: now)?.rollingPeriodStart.unixSeconds ?? now) + UTCDay.seconds
         let untilNextKey = clock.realSeconds(until: nextKey)
         var nextIn = min(Double(Int.random(in: schedule.rotationSeconds)), untilNextKey)
-        let previouslyAdvertised = my.advertisedInterval
+        let previouslyAdvertised = my.rotation.lastOnAir.interval
         do {
             // The clock went back (a step, or a restart under an earlier time): this interval's
             // identifier may have been on the air, and a second key for a day that has one would
             // be published beside it. Nothing goes out until the clock is past the last interval
             // on the air; the wait is rechecked every minute in case the clock steps forward again.
-            if let interval = ENIntervalNumber(unixSeconds: now), let last = my.advertisedInterval, interval < last {
+            if let interval = ENIntervalNumber(unixSeconds: now), let last = my.rotation.lastOnAir.interval, interval < last {
                 let resumesAt = last.unixSeconds + ENIntervalNumber.secondsPerInterval
                 waitForLaterInterval(until: resumesAt, because: "the clock reads \(now), before the last interval on the air (\(last))")
                 return scheduleRotation(in: min(clock.realSeconds(until: resumesAt), Self.steppedClockRecheckSeconds))
@@ -356,7 +382,7 @@ public final class RadioAgent: RadioListener {
             // came from an address that is gone: a new address must come with a new RPI. A fresh
             // key for the rest of the day gives one at once; past the day's limit of keys, the
             // next interval brings one.
-            let repeated = broadcast.interval == my.advertisedInterval && broadcast.rpi != my.rolledButNotAired
+            let repeated = broadcast.interval == my.rotation.lastOnAir.interval && broadcast.rpi != my.rotation.rolledButNotAired
             let rolled = try repeated && my.keys.rollKey(at: now) != nil
             if repeated && !rolled {
                 let resumesAt = broadcast.interval.unixSeconds + ENIntervalNumber.secondsPerInterval
@@ -365,11 +391,11 @@ public final class RadioAgent: RadioListener {
             } else {
                 if rolled {
                     broadcast = try my.keys.broadcast(metadata: metadata, at: now)
-                    my.rolledButNotAired = broadcast.rpi
+                    my.rotation.rolledButNotAired = broadcast.rpi
                     logger.info("rolled to a fresh key for the rest of the day: this interval's identifier was on the air before the restart")
                 }
                 try store.set(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue)
-                my.advertisedInterval = broadcast.interval
+                my.rotation.lastOnAir = .interval(broadcast.interval)
                 var advertised = broadcast, sent = metadata
                 let waitingScan = try radio.advertise { [self] selectedPower in
                     // The metadata carries the TX power the controller chose for this advertisement.
@@ -381,13 +407,13 @@ public final class RadioAgent: RadioListener {
                 }
                 enter(.onAir(interval: advertised.interval), because: rolled ? "a fresh key's identifier" : "a new identifier")
                 if my.scan.state == .waitingForAdvertisement && waitingScan == .started {
-                    enterScan(.running, because: "the advertisement it waited for is on the air")
+                    enterScan(.running, because: "the advertisement it waited for is on the air", asked: now)
                 }
-                my.lastRefusal = nil
-                my.rolledButNotAired = nil
-                my.storeFailing = false
-                my.ownIdentifiers.append(advertised.rpi)
-                my.ownIdentifiers = Array(my.ownIdentifiers.suffix(Self.ownIdentifierMemory))
+                my.rotation.lastRefusal = nil
+                my.rotation.rolledButNotAired = nil
+                my.backlog.storeFailing = false
+                my.rotation.ownIdentifiers.append(advertised.rpi)
+                my.rotation.ownIdentifiers = Array(my.rotation.ownIdentifiers.suffix(Self.ownIdentifierMemory))
                 logger.info("advertising a new identifier", metadata: ["interval": "\(advertised.interval)",
                                                                       "tx-power": "\(sent.transmitPower) dBm"])
             }
@@ -395,10 +421,10 @@ public final class RadioAgent: RadioListener {
             // A radio that refused put nothing on the air: this interval's RPI may still go out.
             // Unless the store forgets it again: then it counts as on the air, which costs at
             // most a fresh key, where forgetting it in memory only would let it out twice after a restart.
-            if let attempted = my.advertisedInterval, attempted != previouslyAdvertised {
+            if let attempted = my.rotation.lastOnAir.interval, attempted != previouslyAdvertised {
                 do {
                     try store.set(StoreSettings.advertisedInterval, to: previouslyAdvertised?.rawValue)
-                    my.advertisedInterval = previouslyAdvertised
+                    my.rotation.lastOnAir = LastOnAir(previouslyAdvertised)
                 } catch {
                     logger.error("cannot undo noting interval \(attempted) as on the air, so it counts as used: \(error)")
                 }
@@ -409,11 +435,11 @@ public final class RadioAgent: RadioListener {
                 nextIn = Self.storeRetrySeconds
             } else if error is any RadioPostponement {
                 // The radio left the air as it was, and so the status: the previous identifier stays on.
-                logOnce("\(error)", at: .info, last: \.lastRefusal)
+                logOnce("\(error)", at: .info, last: \.rotation.lastRefusal)
                 nextIn = Self.retrySeconds
             } else {
                 enter(.refused(Self.problem(of: error)), because: "the radio refused the advertisement")
-                logRefusal(error, cannot: "advertise", last: \.lastRefusal)
+                logRefusal(error, cannot: "advertise", last: \.rotation.lastRefusal)
                 nextIn = Self.retrySeconds
             }
         }
@@ -431,8 +457,12 @@ public final class RadioAgent: RadioListener {
     /// Moves the scan to `new`. A cycle's scan is one scan of the device's from the moment it first
     /// runs to the moment it stops, its pieces (`continuesCycle`) and a wait for the advertisement
     /// within it included.
-    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String, continuesCycle: Bool = false) {
-        if new == .running && my.scanStartedAt == nil { my.scanStartedAt = clock.now }
+    /// `asked`: when the radio was asked for the scan that now runs. A controller reports what it
+    /// hears as soon as its scan is enabled, before the radio returns (RootCanal's first reports
+    /// came 0.0–0.2 s after the enable, while BlueZRadio waited for the kernel's Discovering
+    /// event): the scan's record starts from the asking, so that no sighting falls before it.
+    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String, continuesCycle: Bool = false, asked: Int64? = nil) {
+        if new == .running && my.cycle.startedAt == nil { my.cycle.startedAt = asked ?? clock.now }
         if !new.isStarted && !continuesCycle { endScanRecord(continuing: false) }
         my.scan.enter(new, because: reason())
     }
@@ -441,12 +471,12 @@ public final class RadioAgent: RadioListener {
     /// runs on into the next cycle, starts that cycle's record at once. The next scan's receptions
     /// start sightings of their own.
     private func endScanRecord(continuing: Bool) {
-        my.pending.closeAll()
-        guard let started = my.scanStartedAt else { return }
+        my.backlog.pending.closeAll()
+        guard let started = my.cycle.startedAt else { return }
         let now = clock.now
-        my.endedScans.append(started...max(started, now))
-        if my.endedScans.count > Self.maximumPendingScans { my.endedScans.removeFirst() }
-        my.scanStartedAt = continuing ? now : nil
+        my.backlog.endedScans.append(started...max(started, now))
+        if my.backlog.endedScans.count > Self.maximumPendingScans { my.backlog.endedScans.removeFirst() }
+        my.cycle.startedAt = continuing ? now : nil
     }
 
     /// Stopping cannot be undone or usefully retried here: a radio that fails to stop is logged.
@@ -468,17 +498,17 @@ public final class RadioAgent: RadioListener {
     }
 
     private func scheduleRotation(in seconds: Double) {
-        my.rotationTimer?.cancel()
-        my.rotationTimer = timer(after: max(0.05, seconds)) { [self] in rotate() }
+        my.rotation.timer?.cancel()
+        my.rotation.timer = timer(after: max(0.05, seconds)) { [self] in rotate() }
     }
 
     private func scanCycle() {
-        my.scanTimer?.cancel()
-        if my.droppedThisScan > 0 {
-            logger.warning("a crowd: \(my.droppedThisScan) receptions beyond the \(Self.maximumSightingsPerScan) sightings kept per scan were dropped")
+        my.cycle.timer?.cancel()
+        if my.cycle.dropped > 0 {
+            logger.warning("a crowd: \(my.cycle.dropped) receptions beyond the \(Self.maximumSightingsPerScan) sightings kept per scan were dropped")
         }
-        my.sightingsThisScan = 0
-        my.droppedThisScan = 0
+        my.cycle.sightings = 0
+        my.cycle.dropped = 0
         guard beginScan() else { return }
         let continuous = schedule.scanSeconds >= schedule.scanIntervalSeconds
         scan(for: Double(continuous ? schedule.scanIntervalSeconds : schedule.scanSeconds), continuous: continuous)
@@ -489,12 +519,13 @@ public final class RadioAgent: RadioListener {
     private func beginScan() -> Bool {
         do {
             if !my.scan.state.isStarted {
+                let asked = clock.now
                 switch try radio.startScanning() {
-                case .started: enterScan(.running, because: "a scan cycle")
+                case .started: enterScan(.running, because: "a scan cycle", asked: asked)
                 case .waitsForAdvertisement: enterScan(.waitingForAdvertisement, because: "the radio holds it until the advertisement is on the air")
                 }
             }
-            my.lastScanRefusal = nil
+            my.cycle.lastRefusal = nil
             // A scan disproves the radio's refusal or loss, not what keeps the agent from advertising.
             if my.advertiser.state.problem?.entry.scansThrough == false {
                 enter(.retrying, because: "a scan started, so the radio works")
@@ -503,8 +534,8 @@ public final class RadioAgent: RadioListener {
         } catch {
             // Shown until a scan starts, over what holds the advertisement back (`RadioState`).
             enterScan(.refused(Self.problem(of: error)), because: "the radio refused the scan")
-            logRefusal(error, cannot: "scan", last: \.lastScanRefusal)
-            my.scanTimer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
+            logRefusal(error, cannot: "scan", last: \.cycle.lastRefusal)
+            my.cycle.timer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return false
         }
     }
@@ -514,14 +545,14 @@ public final class RadioAgent: RadioListener {
     /// end of its cycle when it has no such bound.
     private func scan(for seconds: Double, continuous: Bool) {
         if let longest = radio.longestScanSeconds, seconds > longest {
-            my.scanTimer = timer(after: longest) { [self] in
+            my.cycle.timer = timer(after: longest) { [self] in
                 endScan(because: "a piece of the scan is over", continuesCycle: true)
                 guard beginScan() else { return }
                 scan(for: seconds - longest, continuous: continuous)
             }
             return
         }
-        my.scanTimer = timer(after: seconds) { [self] in
+        my.cycle.timer = timer(after: seconds) { [self] in
             if continuous && radio.longestScanSeconds == nil {
                 endScanRecord(continuing: true)
                 flush()
@@ -529,41 +560,41 @@ public final class RadioAgent: RadioListener {
                 endScan(because: "the scan's time is over")
             }
             let pause = continuous ? 0 : schedule.scanIntervalSeconds - schedule.scanSeconds
-            my.scanTimer = timer(after: Double(pause)) { [self] in scanCycle() }
+            my.cycle.timer = timer(after: Double(pause)) { [self] in scanCycle() }
         }
     }
 
     /// Writes the sightings waiting and the scans ended; sightings go with the scan they were heard
     /// in as far as it went, so that none is stored without it.
     private func flush() {
-        guard !my.pending.isEmpty || !my.endedScans.isEmpty else { return }
-        let running = my.pending.isEmpty ? nil : my.scanStartedAt.map { $0...max($0, clock.now) }
+        guard !my.backlog.pending.isEmpty || !my.backlog.endedScans.isEmpty else { return }
+        let running = my.backlog.pending.isEmpty ? nil : my.cycle.startedAt.map { $0...max($0, clock.now) }
         do {
-            try store.record(my.pending, scans: my.endedScans + (running.map { [$0] } ?? []))
-            logger.debug("stored \(my.pending.count) sightings and \(my.endedScans.count) ended scans")
-            my.pending.removeAll()
-            my.endedScans.removeAll()
-            if my.storeFailing || my.sightingsWaitForDisk {
-                if my.droppedSightings > 0 { logger.warning("\(my.droppedSightings) sightings were dropped while the database could not take them") }
-                my.droppedSightings = 0
+            try store.record(my.backlog.pending, scans: my.backlog.endedScans + (running.map { [$0] } ?? []))
+            logger.debug("stored \(my.backlog.pending.count) sightings and \(my.backlog.endedScans.count) ended scans")
+            my.backlog.pending.removeAll()
+            my.backlog.endedScans.removeAll()
+            if my.backlog.storeFailing || my.backlog.waitsForDisk {
+                if my.backlog.dropped > 0 { logger.warning("\(my.backlog.dropped) sightings were dropped while the database could not take them") }
+                my.backlog.dropped = 0
             }
-            if my.sightingsWaitForDisk {
-                my.sightingsWaitForDisk = false
+            if my.backlog.waitsForDisk {
+                my.backlog.waitsForDisk = false
                 logger.notice("the disk has room above its reserve again: sightings are written")
             }
-            if my.storeFailing {
-                my.storeFailing = false
+            if my.backlog.storeFailing {
+                my.backlog.storeFailing = false
                 logger.notice("the database can be written again")
                 if !onAir { rotate() }
             }
         } catch .belowDiskReserve(let path, let free, let reserve) {
-            if !my.sightingsWaitForDisk {
-                logger.warning("\(StoreError.belowDiskReserve(path: path, free: free, reserve: reserve)) Keeping \(my.pending.count) sightings in memory "
+            if !my.backlog.waitsForDisk {
+                logger.warning("\(StoreError.belowDiskReserve(path: path, free: free, reserve: reserve)) Keeping \(my.backlog.pending.count) sightings in memory "
                                + "(at most \(Self.maximumPending)); advertising goes on.")
-                my.sightingsWaitForDisk = true
+                my.backlog.waitsForDisk = true
             }
         } catch {
-            storeFailed(error, doing: "store \(my.pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
+            storeFailed(error, doing: "store \(my.backlog.pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
         }
     }
 
@@ -582,12 +613,12 @@ public final class RadioAgent: RadioListener {
 
     /// Marks the store as failing; logs the first failure only, so a full disk does not fill the journal too.
     private func storeFailed(_ error: StoreError, doing what: String) {
-        if !my.storeFailing {
+        if !my.backlog.storeFailing {
             logger.error("cannot \(what): \(error)", event: error.isFull ? .storeFull : nil)
         } else {
             logger.debug("still cannot \(what): \(error)")
         }
-        my.storeFailing = true
+        my.backlog.storeFailing = true
     }
 
     private func timer(after seconds: Double, _ action: @escaping () -> Void) -> any DispatchSourceTimer {

@@ -66,6 +66,15 @@ final class ManagementSocket: Sendable {
     /// The process's socket, opened at its first use.
     static let kernel = ManagementSocket(open: openControlSocket)
 
+    /// The receive buffer the socket asks for, in bytes (the kernel doubles it for its overhead).
+    /// The default (net.core.rmem_default, 208 kB) holds some 200 Device Found events: a crowd
+    /// sends thousands a second, so a reader held up for a tenth of a second let it fill, and
+    /// then the kernel drops events and the replies to commands alike, failing the command with
+    /// ENOMEM (mgmt_cmd_complete's sock_queue_rcv_skb; the RootCanal crowd lab's "Read Controller
+    /// Information: Cannot allocate memory"). 4 MiB holds about 4,000, a second or more of a crowd;
+    /// memory only while they wait.
+    static let receiveBufferBytes: Int32 = 4 << 20
+
     private let open: @Sendable () -> Int32
     private let replyTimeout: DispatchTimeInterval
     /// One command in flight at a time: a reply names only its opcode and controller. Held also
@@ -245,6 +254,7 @@ final class ManagementSocket: Sendable {
             close(descriptor)
             throw .unreachable(what, error)
         }
+        Self.enlargeReceiveBuffer(of: descriptor)
         let connection = Connection(descriptor: descriptor, queue: readerQueue)
         state.withLock { $0.connection = connection }
         connection.start { [weak self, weak connection] in
@@ -318,6 +328,17 @@ final class ManagementSocket: Sendable {
             return watch
         }) else { return }
         watch.queue.async { [weak self] in self?.deliverPending() }
+    }
+
+    /// Asks for `receiveBufferBytes`: past net.core.rmem_max with CAP_NET_ADMIN, which the
+    /// management socket's commands need anyway (enagentd.service grants it), else up to that
+    /// limit. A smaller buffer still works, as before a crowd.
+    static func enlargeReceiveBuffer(of descriptor: Int32) {
+        var bytes = receiveBufferBytes
+        let size = socklen_t(MemoryLayout<Int32>.size)
+        if setsockopt(descriptor, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, size) != 0 {
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, size)
+        }
     }
 
     /// A socket on the control channel, which hears every management event of every controller.

@@ -62,7 +62,7 @@ public struct ExposureConfigurationV1: Sendable, Equatable, Decodable {
     /// Sightings further apart than this end an exposure (ContactTracingFeature.maxInterpolationDurationSeconds).
     static let maximumExposureGap: Int64 = 600
     /// What one sighting stands for: a scan interval (ContactTracingFeature.scanIntervalSeconds).
-    static let scanInterval: Int64 = 300
+    public static let scanInterval: Int64 = 300
 
     /// A key's v1 exposures as Google's KeyExposureEvaluator.findExposures finds them, from the
     /// strongest sighting of each scan of each RPI; nil when it has none. `now` (unix seconds)

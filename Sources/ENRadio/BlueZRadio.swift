@@ -160,13 +160,6 @@ public final class BlueZRadio: Radio {
     /// Weak: the agent holds the radio.
     private struct Listener { weak var agent: (any RadioListener)? }
 
-    /// An adapter as sightings and the status name it.
-    public struct AdapterIdentity: Equatable, Sendable {
-        public var name: String
-        /// Nil when BlueZ gave none that parses.
-        public var address: BluetoothAddress?
-    }
-
     public static func identity(of adapter: Adapter) -> AdapterIdentity {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }

@@ -29,6 +29,6 @@ extension Daemon {
         try store.eraseAllData()
         my.upkeep = nil  // its key schedule holds the erased key
         logger.info("all keys, sightings and exposure results erased")
-        apply(changed: [P.sightingsStored.name, P.lastDetection.name, P.lastDetectionError.name])
+        apply(changed: [.sightings, .detection])
     }
 }

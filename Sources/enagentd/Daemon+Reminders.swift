@@ -41,7 +41,7 @@ extension Daemon {
             // not announced, or its moment would tell that an exposure or a refusal came.
             let announced = due.filter { !$0.revealsHealth } != my.reminders.due.filter { !$0.revealsHealth }
             my.reminders.due = due
-            if announced { my.announcer.onChange?([P.reminders.name]) }
+            if announced { my.announcer.onChange?([.reminders]) }
         }
     }
 }

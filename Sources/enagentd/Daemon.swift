@@ -15,7 +15,6 @@ import ENSystemd
 /// threads (the D-Bus service, the radio's queue) come in through `perform` or `queue.async`.
 /// The store, the clock and the detection engine are immutable and thread-safe themselves.
 final class Daemon: Sendable {
-    typealias P = ExposureNotificationAPI.Properties
     /// Where the daemon's state lives.
     let queue: DispatchQueue
     let store: AgentStore
@@ -69,13 +68,13 @@ final class Daemon: Sendable {
     /// and the adapter in use.
     struct RadioShown {
         var state = RadioState()
-        var adapter = AdapterShown()
+        var adapter = AdapterIdentity()
     }
 
     /// Where the daemon's changes and signals go: the API's object.
     struct Announcer {
-        /// Called with the names of the properties that may have changed.
-        var onChange: (([String]) -> Void)?
+        /// Called with the facts that may have changed.
+        var onChange: ((Set<DaemonFact>) -> Void)?
         weak var serviceObject: ExportedObject?
     }
 
@@ -95,17 +94,19 @@ final class Daemon: Sendable {
     var radioState: RadioState { my.radio.state }
     var adapterName: String { my.radio.adapter.name }
     var reminders: [Reminder] { my.reminders.due }
-    /// Called on `queue` with the names of the D-Bus properties that may have changed.
-    var onChange: (([String]) -> Void)? { my.announcer.onChange }
+    /// Called on `queue` with the facts that may have changed.
+    var onChange: ((Set<DaemonFact>) -> Void)? { my.announcer.onChange }
     var radioAgent: RadioAgent? { my.running?.radio?.agent }
 
     /// Makes `object` the API's object, whose signals the daemon sends, and announces on it the
-    /// properties whose value changed (ExportedObject leaves out those that did not). The
-    /// announcement reads the properties as a caller does, from a queue of its own, in order.
+    /// properties of the facts that changed (`ExposureNotificationService.names(changedWith:)`)
+    /// whose value changed (ExportedObject leaves out those that did not). The announcement reads
+    /// the properties as a caller does, from a queue of its own, in order.
     func announceChanges(through object: ExportedObject) {
         my.announcer.serviceObject = object
         let announcements = DispatchQueue(label: "enagent.announcements")
-        let announce: @Sendable ([String]) -> Void = { [logger] names in
+        let announce: @Sendable (Set<DaemonFact>) -> Void = { [logger] facts in
+            let names = ExposureNotificationService.names(changedWith: facts)
             announcements.async {
                 do { try object.propertiesChanged(interface: ExposureNotificationAPI.interface, names) } catch {
                     logger.error("cannot announce the change of \(names.joined(separator: ", ")): \(error)")
@@ -114,7 +115,7 @@ final class Daemon: Sendable {
         }
         my.announcer.onChange = announce
         // The radio's batches change SightingsStored (the database counts them as it stores them).
-        store.whenSightingsRecorded { announce([P.sightingsStored.name]) }
+        store.whenSightingsRecorded { announce([.sightings]) }
     }
 
     /// While the store cannot be read, look again this often.
@@ -199,9 +200,10 @@ final class Daemon: Sendable {
         apply()
     }
 
-    /// Starts or stops the running parts to match the status, and tells systemd and the bus.
+    /// Starts or stops the running parts to match the status, and tells systemd and the bus of the
+    /// status, the radio (which starting or stopping changes) and the facts `changed` besides.
     /// Starting or stopping never changes the status: only statuses that run the agent depend on the radio.
-    func apply(changed: [String] = []) {
+    func apply(changed: Set<DaemonFact> = []) {
         dispatchPrecondition(condition: .onQueue(queue))
         let (status, pauseEnd) = readStatus()
         if let pauseEnd {
@@ -221,8 +223,7 @@ final class Daemon: Sendable {
             stopRunning()
         }
         reportStatus(statusText(status, pauseEnd: pauseEnd))
-        my.announcer.onChange?(changed + [P.status.name, P.enabled.name, P.pausedUntil.name, P.advertising.name, P.scanning.name, P.adapter.name,
-                            P.adapterRssiCorrections.name])
+        my.announcer.onChange?(changed.union([.status, .radio]))
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {

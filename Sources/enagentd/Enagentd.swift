@@ -36,13 +36,13 @@ struct Enagentd: ParsableCommand {
             transform: checked(AgentConfiguration.Value.absolutePath))
     var stateDir: String?
 
-    @Option(help: ArgumentHelp("Days to keep keys and sightings, 1...365 (default: 14).", valueName: "days"),
-            transform: checked(AgentConfiguration.Value.retentionDays))
+    @Option(help: ArgumentHelp("Days to keep keys and sightings, \(RetentionDays.rangeText) (default: \(RetentionDays.standardText)).", valueName: "days"),
+            transform: checked(RetentionDays.value))
     var retentionDays: Int?
 
-    @Option(help: ArgumentHelp("MiB kept free on the database's disk for keys and consent, 0...65536; below it sightings wait in memory (default: 64).",
+    @Option(help: ArgumentHelp("MiB kept free on the database's disk for keys and consent, \(DiskReserveMebibytes.rangeText); below it sightings wait in memory (default: \(DiskReserveMebibytes.standardText)).",
                                valueName: "MiB"),
-            transform: checked(AgentConfiguration.Value.diskReserveMebibytes))
+            transform: checked(DiskReserveMebibytes.value))
     var diskReserveMb: Int?
 
     @Flag(help: "Log debug messages.")
@@ -105,7 +105,7 @@ struct Enagentd: ParsableCommand {
         }
         do {
             store = try AgentStore(path: stateDirectory + "/enagent.db",
-                                   diskReserve: DiskReserve(mebibytes: diskReserveMb ?? file.diskReserveMebibytes ?? DiskReserve.defaultMebibytes))
+                                   diskReserve: DiskReserve(mebibytes: diskReserveMb ?? file.diskReserveMebibytes ?? DiskReserveMebibytes.standard))
             // The API has a connection of its own, so that a long detection never holds up BlueZ's signals.
             serviceBus = try apiBus.map { address throws(DBusError) in try DBusConnection(address: address) } ?? DBusConnection.system()
             radioBus = radioSettings.enabled ? try DBusConnection.system() : nil
@@ -115,7 +115,7 @@ struct Enagentd: ParsableCommand {
         }
         let clock: any AgentClock = timeScale > 1
             ? ScaledClock(scale: Double(timeScale), origin: timeOrigin ?? Int64(Date().timeIntervalSince1970)) : SystemClock()
-        let retention = RetentionPolicy(days: retentionDays ?? file.retentionDays ?? RetentionPolicy.protocolDefault.days)
+        let retention = RetentionPolicy(days: retentionDays ?? file.retentionDays ?? RetentionDays.standard)
         let requireSynchronisedClock = self.requireSynchronisedClock ?? file.requireSynchronisedClock ?? true
         let synchronisation: (any ClockSynchronisation)? = requireSynchronisedClock ? KernelClockSynchronisation() : nil
         let radio = radioBus.map { RadioStarter.bluez(bus: $0, settings: radioSettings, store: store, clock: clock, retention: retention, logger: logger) }

@@ -94,7 +94,7 @@ extension ExposureNotificationService {
     /// the properties that show it change.
     private func detecting<T>(_ step: () throws(DetectionError) -> T) throws(DBusError) -> T {
         do { return try step() } catch {
-            daemon.queue.async { [daemon] in daemon.onChange?([API.Properties.lastDetection.name, API.Properties.lastDetectionError.name]) }
+            daemon.queue.async { [daemon] in daemon.onChange?([.detection]) }
             throw Self.dbusError(error)
         }
     }
@@ -106,7 +106,7 @@ extension ExposureNotificationService {
         let watchers = outcome.alarms ? exposureWatchers.names : []
         let alarm = ExposureDetectedArguments(latestExposureDay: UInt64(clamping: outcome.assessment.verdict.latestIncreasedRiskDay ?? 0))
         daemon.queue.async { [daemon] in
-            daemon.onChange?([API.Properties.lastDetection.name, API.Properties.lastDetectionError.name])
+            daemon.onChange?([.detection])
             daemon.checkReminders()
             for watcher in watchers { daemon.emit(API.Signals.exposureDetected, alarm, to: watcher) }
         }

@@ -44,10 +44,9 @@ struct ExposureNotificationService: Sendable {
         self.authorise = authorise
     }
 
-    /// The exported object: the contract's methods with their handlers, its properties with their getters.
+    /// The exported object: the contract's methods with their handlers, its properties (`properties`).
     func object() -> ExportedObject {
         typealias M = API.Methods
-        typealias P = API.Properties
         // Privileged callers only, on the control queue, unless a row says otherwise.
         let methods: [DBusMethod] = [
             method(M.setEnabled, setEnabled),
@@ -74,23 +73,8 @@ struct ExposureNotificationService: Sendable {
             method(M.watchExposures, withCaller: watchExposures),
             method(M.getSightingsPerHour, getSightingsPerHour),
         ]
-        let properties = [
-            property(P.enabled) { try onDaemonQueue { try daemon.enabled } },
-            property(P.status) { try onDaemonQueue { daemon.status.rawValue } },
-            property(P.pausedUntil) { UInt64(try onDaemonQueue { try daemon.pausedUntil }) },
-            property(P.adapter) { try onDaemonQueue { daemon.adapterName } },
-            property(P.advertising) { try onDaemonQueue { daemon.radioState.advertising } },
-            property(P.scanning) { try onDaemonQueue { daemon.radioState.scanning } },
-            property(P.lastDetection) { UInt64(try reading { try daemon.store.lastSuccessfulDetection() } ?? 0) },
-            property(P.lastDetectionError) { try reading { try daemon.store.lastDetection() }?.error ?? "" },
-            property(P.sightingsStored) { UInt64(try reading { try daemon.store.sightingCount() }) },
-            property(P.reminders) { try onDaemonQueue { daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
-            property(P.version) { API.packageVersion },
-            property(P.rssiCorrection) { Int32(daemon.detection.rssiCorrections.defaultCorrection) },
-            property(P.adapterRssiCorrections) { try onDaemonQueue { daemon.adapterRssiCorrections } },
-        ]
         return ExportedObject(path: API.path, interfaces: [
-            DBusInterface(API.interface, methods: methods, properties: properties, signals: API.Signals.declarations),
+            DBusInterface(API.interface, methods: methods, properties: Self.properties.map { $0.served(self) }, signals: API.Signals.declarations),
         ])
     }
 
@@ -285,21 +269,39 @@ struct ExposureNotificationService: Sendable {
 
     /// Runs `body` on the daemon's queue, where its state lives; an error that is not already the
     /// API's becomes Failed with its text.
-    private func onDaemonQueue<T>(_ body: () throws -> T) throws(DBusError) -> T {
+    func onDaemonQueue<T>(_ body: () throws -> T) throws(DBusError) -> T {
         do { return try daemon.perform(body) } catch let error as DBusError { throw error } catch {
             throw API.Failure.failed.error("\(error)")
         }
     }
 
-    /// A property whose getter's failure is an error reply (Failed), never a default value.
-    private func property<Value>(_ contract: PropertyContract<Value>, _ get: @escaping @Sendable () throws -> Value) -> DBusProperty {
-        DBusProperty(contract) { () throws(DBusError) in
-            do { return try get() } catch let error as DBusError { throw error } catch { throw API.Failure.failed.error("\(error)") }
-        }
+    /// The properties, a row each: the field of `AgentProperties` that holds it in a client (its
+    /// contract: name and type), the daemon's facts whose change announces it, and its getter. The object serves them in this order (the interface's), and the daemon announces
+    /// those whose rows name a fact it changed (`names(changedWith:)`); the rest it never announces.
+    static let properties: [ServedProperty] = [
+        ServedProperty(\.enabled, changesWith: [.status]) { service in try service.onDaemonQueue { try service.daemon.enabled } },
+        ServedProperty(\.status, changesWith: [.status, .radio]) { service in try service.onDaemonQueue { service.daemon.status.rawValue } },
+        ServedProperty(\.pausedUntil, changesWith: [.status]) { service in UInt64(try service.onDaemonQueue { try service.daemon.pausedUntil }) },
+        ServedProperty(\.adapter, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterName } },
+        ServedProperty(\.advertising, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.advertising } },
+        ServedProperty(\.scanning, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.scanning } },
+        ServedProperty(\.lastDetection, changesWith: [.detection]) { service in UInt64(try service.reading { try service.daemon.store.lastSuccessfulDetection() } ?? 0) },
+        ServedProperty(\.lastDetectionError, changesWith: [.detection]) { service in try service.reading { try service.daemon.store.lastDetection() }?.error ?? "" },
+        ServedProperty(\.sightingsStored, changesWith: [.sightings]) { service in UInt64(try service.reading { try service.daemon.store.sightingCount() }) },
+        ServedProperty(\.reminders, changesWith: [.reminders]) { service in try service.onDaemonQueue { service.daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
+        ServedProperty(\.version, changesWith: []) { _ in API.packageVersion },
+        ServedProperty(\.rssiCorrection, changesWith: []) { service in Int32(service.daemon.detection.rssiCorrections.defaultCorrection) },
+        // The adapter in use heads the list.
+        ServedProperty(\.adapterRssiCorrections, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterRssiCorrections } },
+    ]
+
+    /// The names of the properties whose rows name one of `facts`.
+    static func names(changedWith facts: Set<DaemonFact>) -> [String] {
+        properties.filter { !$0.changesWith.isDisjoint(with: facts) }.map(\.name)
     }
 
     /// A read of the store, which may run on any thread: a failure is an error reply, never a default.
-    private func reading<T>(_ body: () throws -> T) throws(DBusError) -> T {
+    func reading<T>(_ body: () throws -> T) throws(DBusError) -> T {
         do { return try body() } catch { throw API.Failure.failed.error("cannot read the agent's database: \(error)") }
     }
 
@@ -317,5 +319,42 @@ struct ExposureNotificationService: Sendable {
 
     private static func configuration(_ json: String) throws(DBusError) -> ExposureConfiguration {
         do { return try ExposureDetection.configuration(json) } catch { throw API.Failure.configurationInvalid.error(error.description) }
+    }
+}
+
+/// What the daemon knows that its D-Bus properties show: a change of one announces each property
+/// whose row names it (`ExposureNotificationService.properties`).
+enum DaemonFact: Sendable, CaseIterable {
+    /// Consent, a pause, the clock's trust, the store's readability: the status beside the radio.
+    case status
+    /// What the radio does and on which adapter.
+    case radio
+    /// The last detection: when it succeeded, or why it failed.
+    case detection
+    /// The sightings stored.
+    case sightings
+    /// The reminders due that tell nothing of health.
+    case reminders
+}
+
+/// One D-Bus property as the service serves it: a row of `ExposureNotificationService.properties`.
+struct ServedProperty: Sendable {
+    let name: String
+    let changesWith: Set<DaemonFact>
+    /// The property on `service`, whose getter's failure is an error reply (Failed), never a default value.
+    let served: @Sendable (ExposureNotificationService) -> DBusProperty
+
+    init<Value: DBusRepresentable>(_ field: KeyPath<AgentProperties, Value>, changesWith facts: Set<DaemonFact>,
+                                   _ get: @escaping @Sendable (ExposureNotificationService) throws -> Value) {
+        let name = AgentProperties.contract(field).name
+        self.name = name
+        changesWith = facts
+        served = { service in
+            DBusProperty(name, Value.dbusSignature) { () throws(DBusError) in
+                do { return try get(service).dbusValue } catch let error as DBusError { throw error } catch {
+                    throw ExposureNotificationAPI.Failure.failed.error("\(error)")
+                }
+            }
+        }
     }
 }

@@ -15,21 +15,22 @@ struct RadioOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Switch the adapter on when it is off (default: no).")
     var powerOn: Bool?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm for the metadata, -127...20, when the controller cannot be asked for it (default: 0).", valueName: "dBm"),
-            transform: checked(AgentConfiguration.Value.txPower))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Advertised TX power in dBm for the metadata, \(TxPower.rangeText), when the controller cannot be asked for it (default: \(TxPower.standardText)).",
+                                                        valueName: "dBm"),
+            transform: checked(TxPower.value))
     var txPower: Int8?
 
-    @Option(help: ArgumentHelp("Seconds between identifier rotations, as MIN-MAX, random in between (default: 600-1200).", valueName: "min-max"),
-            transform: checked(AgentConfiguration.Value.rotationSeconds))
+    @Option(help: ArgumentHelp("Seconds between identifier rotations, as MIN-MAX, random in between (default: \(RotationSeconds.standardText)).", valueName: "min-max"),
+            transform: checked(RotationSeconds.value))
     var rotationSeconds: ClosedRange<Int>?
 
-    @Option(help: ArgumentHelp("Length of a scan in seconds, 1...300 (default: 4).", valueName: "seconds"),
-            transform: checked(AgentConfiguration.Value.scanSeconds))
+    @Option(help: ArgumentHelp("Length of a scan in seconds, \(ScanSeconds.rangeText) (default: \(ScanSeconds.standardText)).", valueName: "seconds"),
+            transform: checked(ScanSeconds.value))
     var scanSeconds: Int?
 
-    @Option(help: ArgumentHelp("Seconds from the start of one scan to the next, at most 300; equal to --scan-seconds scans continuously (default: 300).",
+    @Option(help: ArgumentHelp("Seconds from the start of one scan to the next, at most \(ScanIntervalSeconds.range.upperBound); equal to --scan-seconds scans continuously (default: \(ScanIntervalSeconds.standardText)).",
                                valueName: "seconds"),
-            transform: checked(AgentConfiguration.Value.scanSeconds))
+            transform: checked(ScanIntervalSeconds.value))
     var scanIntervalSeconds: Int?
 
     @Flag(inversion: .prefixedNo, help: "Scan passively through a kernel advertisement monitor instead of bluetoothd's active discovery (default: by the kernel: passive on 6.12.80 and later 6.12 kernels and on 7.0 and later, which have the advertisement monitor fixes; active on any other, such as Debian 12's 6.1, which can crash when the adapter goes off while a monitor is being added).")
@@ -66,19 +67,11 @@ struct RadioSettings {
         adapter = options.adapter ?? file.adapter
         powerOn = options.powerOn ?? file.powerOn ?? false
         scan = ScanModeChoice(passiveScan: options.passiveScan ?? file.passiveScan, kernelRelease: kernelRelease)
-        txPower = options.txPower ?? file.txPower ?? 0
+        txPower = options.txPower ?? file.txPower ?? TxPower.standard
         schedule = RadioSchedule(rotationSeconds: options.rotationSeconds ?? file.rotationSeconds ?? standard.rotationSeconds,
                                  scanSeconds: options.scanSeconds ?? file.scanSeconds ?? standard.scanSeconds,
                                  scanIntervalSeconds: options.scanIntervalSeconds ?? file.scanIntervalSeconds ?? standard.scanIntervalSeconds)
-        guard schedule.rotationSeconds.lowerBound >= 1 else { throw ValidationError("rotation-seconds must start at 1 or more.") }
-        guard schedule.scanSeconds >= 1, schedule.scanSeconds <= schedule.scanIntervalSeconds, schedule.scanIntervalSeconds <= 300 else {
-            throw ValidationError("scan-seconds must be at least 1 and at most scan-interval-seconds, which is at most 300.")
-        }
-        guard schedule.pauseSeconds(timeScale: timeScale) >= RadioSchedule.shortestPauseSeconds else {
-            throw ValidationError("scan-interval-seconds must be at least scan-seconds + \(RadioSchedule.shortestPauseSeconds) "
-                                  + "(here \(schedule.scanIntervalSeconds) and \(schedule.scanSeconds)): detection, as Google's matching, takes "
-                                  + "sightings up to 25.5 s apart for one scan, so closer scans would weigh an encounter as a phone's single scan.")
-        }
+        do { try schedule.check(timeScale: timeScale) } catch { throw ValidationError(error.reason) }
     }
 }
 

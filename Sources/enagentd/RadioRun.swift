@@ -7,10 +7,10 @@ import ENCore
 final class RadioRun {
     let agent: RadioAgent
     /// The adapter as the run found it at its start.
-    let adapter: AdapterShown
+    let adapter: AdapterIdentity
     private let release: () -> Void
 
-    init(agent: RadioAgent, adapter: AdapterShown, release: @escaping () -> Void) {
+    init(agent: RadioAgent, adapter: AdapterIdentity, release: @escaping () -> Void) {
         self.agent = agent
         self.adapter = adapter
         self.release = release
@@ -25,13 +25,6 @@ final class RadioRun {
     }
 }
 
-/// The adapter as the status and the properties show it: "" when none is known, with its address
-/// once BlueZ has given it.
-struct AdapterShown: Equatable, Sendable {
-    var name = ""
-    var address: BluetoothAddress?
-}
-
 /// How the daemon starts a radio run, made where enagentd is wired (BlueZ on the system bus:
 /// `RadioStarter.bluez`), so that the daemon knows no radio of its own.
 struct RadioStarter: Sendable {
@@ -39,5 +32,5 @@ struct RadioStarter: Sendable {
     let configuredAdapter: String?
     /// Starts the agent and its radio; `onChange` hears, on the radio's queue, each state the agent
     /// derives, with the adapter then in use (nil when none is known).
-    let start: @Sendable (_ onChange: @escaping @Sendable (RadioState, AdapterShown?) -> Void) throws -> RadioRun
+    let start: @Sendable (_ onChange: @escaping @Sendable (RadioState, AdapterIdentity?) -> Void) throws -> RadioRun
 }

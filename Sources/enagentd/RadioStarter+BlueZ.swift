@@ -17,21 +17,20 @@ extension RadioStarter {
             let radioQueue = DispatchQueue(label: "enagent.radio")
             let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: settings.adapter,
                                    mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger, queue: radioQueue)
-            let adapter: AdapterShown
+            let adapter: AdapterIdentity
             do {
-                let found = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })
-                adapter = AdapterShown(name: found.name, address: found.address)
+                adapter = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })
             } catch {
                 // Only the TX power's source depends on it here; the agent meets the same problem at
                 // once and its status says so.
                 logger.info("no adapter to read the TX power from at the start: \(error)")
-                if case .name(let name)? = settings.adapter { adapter = AdapterShown(name: name) } else { adapter = AdapterShown() }
+                if case .name(let name)? = settings.adapter { adapter = AdapterIdentity(name: name) } else { adapter = AdapterIdentity() }
             }
             let metadata = Metadata(transmitPower: settings.txPower(adapter: adapter.name.isEmpty ? nil : adapter.name, logger: logger))
             let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
                                    clock: clock, schedule: settings.schedule, metadata: metadata, logger: logger, queue: radioQueue) { state in
                 // Called on the radio's queue, where the radio's adapter is read.
-                onChange(state, bluez.adapterInUse.map { AdapterShown(name: $0.name, address: $0.address) })
+                onChange(state, bluez.adapterInUse)
             }
             let followed = try bluez.follow(for: agent, logger: logger)
             let managementWatch = radioQueue.sync { bluez.watchManagement(for: agent, logger: logger) }

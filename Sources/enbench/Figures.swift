@@ -103,14 +103,8 @@ struct Machine: Codable {
     var otherWorkCores = 0.0
 
     static func here() -> Machine {
-        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        func field(_ name: String) -> String? {
-            cpuinfo.split(separator: "\n").lazy.compactMap { line -> String? in
-                let parts = line.split(separator: ":", maxSplits: 1)
-                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name else { return nil }
-                return parts[1].trimmingCharacters(in: .whitespaces)
-            }.first
-        }
+        let cpuinfo = procFields((try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? "")
+        func field(_ name: String) -> String? { cpuinfo[name] }
         let features = Set((field("flags") ?? field("Features") ?? "").split(separator: " ").map(String.init))
         var name = utsname()
         uname(&name)
@@ -124,6 +118,18 @@ struct Machine: Codable {
                        kernel: kernel,
                        loadAverage: loadavg.split(separator: " ").first.flatMap { Double($0) } ?? 0)
     }
+}
+
+/// The `name: value` lines of a /proc file (cpuinfo, io), each name's first value, trimmed.
+func procFields(_ text: String) -> [String: String] {
+    var fields = [String: String]()
+    for line in text.split(separator: "\n") {
+        let parts = line.split(separator: ":", maxSplits: 1)
+        guard parts.count == 2 else { continue }
+        let name = parts[0].trimmingCharacters(in: .whitespaces)
+        if fields[name] == nil { fields[name] = parts[1].trimmingCharacters(in: .whitespaces) }
+    }
+    return fields
 }
 
 /// The machine's busy CPU time and enbench's own with its children, to tell how much of the

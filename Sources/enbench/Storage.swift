@@ -117,13 +117,7 @@ struct IOCounters {
     var charactersWritten: Int64
 
     static func now() throws -> IOCounters {
-        let text = try String(contentsOfFile: "/proc/self/io", encoding: .utf8)
-        func field(_ name: String) -> Int64 {
-            text.split(separator: "\n").lazy.compactMap { line -> Int64? in
-                let parts = line.split(separator: ":")
-                return parts.count == 2 && parts[0] == name ? Int64(parts[1].trimmingCharacters(in: .whitespaces)) : nil
-            }.first ?? 0
-        }
-        return IOCounters(writeBytes: field("write_bytes"), charactersWritten: field("wchar"))
+        let fields = procFields(try String(contentsOfFile: "/proc/self/io", encoding: .utf8))
+        return IOCounters(writeBytes: fields["write_bytes"].flatMap { Int64($0) } ?? 0, charactersWritten: fields["wchar"].flatMap { Int64($0) } ?? 0)
     }
 }

@@ -60,6 +60,30 @@ import Testing
         }
     }
 
+    /// An entry of the man page as it reads: troff's font requests and escaped hyphens gone.
+    static func plain(_ entry: String) -> String {
+        entry.split(separator: "\n").map { line in
+            let words = line.split(separator: " ", maxSplits: 1)
+            return (words.first?.hasPrefix(".") == true ? words.dropFirst().joined() : String(line)).replacing("\\-", with: "-")
+        }.joined(separator: " ")
+    }
+
+    /// enagent.conf(5) states each setting's default and its greatest value as the setting's type
+    /// has them: a change of either fails here until the page says it.
+    @Test func theManPageStatesEachSettingsDefaultAndGreatestValue() throws {
+        func facts<S: BoundedSetting>(_ setting: S.Type) -> (key: String, standard: String, greatest: String?) {
+            (S.key, S.standardText, "\(S.range.upperBound)")
+        }
+        let settings = [facts(ScanSeconds.self), facts(ScanIntervalSeconds.self), facts(RetentionDays.self), facts(DiskReserveMebibytes.self),
+                        facts(TxPower.self), (RotationSeconds.key, RotationSeconds.standardText, nil)]
+        let documented = try Self.manPageKeys().mapValues(Self.plain)
+        for (key, standard, greatest) in settings {
+            let entry = documented[key] ?? ""
+            #expect(entry.contains("Default: \(standard)"), "enagent.conf(5), \(key): \(entry)")
+            if let greatest { #expect(entry.contains("to \(greatest)") || entry.contains("at most \(greatest)"), "enagent.conf(5), \(key): \(entry)") }
+        }
+    }
+
     /// The same value refused by enagent.conf and by enagentd's option, for the same reason.
     @Test(arguments: [("state-directory", "relative/state"), ("retention-days", "0"), ("adapter", "wlan0"), ("adapter", "hci01"),
                       ("tx-power", "40"), ("tx-power", "-128"), ("rotation-seconds", "1200-600"), ("scan-seconds", "0"),

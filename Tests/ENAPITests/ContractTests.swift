@@ -134,6 +134,35 @@ import Testing
         #expect(Set(ExposureNotificationAPI.Methods.all.map(\.name)).count == ExposureNotificationAPI.Methods.all.count)
     }
 
+    /// The D-Bus document's Properties section declares the contract's properties, in its order,
+    /// each with the type its signature spells (the section's `    TYPE Name` lines).
+    @Test func theDocumentDeclaresEachPropertyWithItsType() throws {
+        let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../dbus/org.enagent.ExposureNotification1.md")
+        let text = try String(contentsOf: document, encoding: .utf8)
+        let section = text.split(separator: "\n## ").first { $0.hasPrefix("Properties\n") } ?? ""
+        let declared = section.split(separator: "\n").filter { $0.hasPrefix("    ") }.map { $0.trimmingWhitespace() }
+        #expect(declared == AgentProperties.declarations.map { "\(Self.spelled($0.signature)) \($0.name)" })
+    }
+
+    /// A signature as the document spells it: `a(ssib)` is `array{(string, string, int32, boolean)}`.
+    static func spelled(_ signature: String) -> String {
+        var rest = Substring(signature)
+        func next() -> String {
+            let code = rest.removeFirst()
+            switch code {
+            case "a": return "array{\(next())}"
+            case "(":
+                var members = [String]()
+                while rest.first != ")" { members.append(next()) }
+                rest.removeFirst()
+                return "(\(members.joined(separator: ", ")))"
+            default:
+                return ["b": "boolean", "s": "string", "t": "uint64", "u": "uint32", "i": "int32", "x": "int64", "y": "byte", "d": "double"][code] ?? String(code)
+            }
+        }
+        return next()
+    }
+
     @Test func failuresAreRecognisedByName() {
         for failure in ExposureNotificationAPI.Failure.allCases {
             #expect(ExposureNotificationAPI.Failure(failure.error("x")) == failure)

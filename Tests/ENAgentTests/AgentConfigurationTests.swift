@@ -99,15 +99,57 @@ import Testing
         }
         #expect(Set(documented) == Set(AgentConfiguration.keys))
         #expect(configuration.stateDirectory == "/var/lib/enagent")
-        #expect(configuration.retentionDays == RetentionPolicy.protocolDefault.days)
-        #expect(configuration.radio == true && configuration.powerOn == false && configuration.txPower == 0)
-        #expect(configuration.rotationSeconds == RadioSchedule.standard.rotationSeconds)
-        #expect(configuration.scanSeconds == RadioSchedule.standard.scanSeconds)
-        #expect(configuration.scanIntervalSeconds == RadioSchedule.standard.scanIntervalSeconds)
+        #expect(configuration.retentionDays == RetentionDays.standard)
+        #expect(configuration.diskReserveMebibytes == DiskReserveMebibytes.standard)
+        #expect(configuration.radio == true && configuration.powerOn == false && configuration.txPower == TxPower.standard)
+        #expect(configuration.rotationSeconds == RotationSeconds.standard)
+        #expect(configuration.scanSeconds == ScanSeconds.standard)
+        #expect(configuration.scanIntervalSeconds == ScanIntervalSeconds.standard)
         #expect(configuration.requireSynchronisedClock == true)
         #expect(configuration.trustedKeysDirectory == "/etc/enagent/trusted-keys")
         #expect(configuration.rssiCorrection == 0)
         #expect(configuration.rssiCorrectionByAdapter.count == 1, "the example of an adapter's own correction")
         #expect(configuration.passiveScan == false, "the example, which forces the safe mode: unset, the kernel's version decides")
+    }
+
+    /// Each setting takes its default as written and each end of its range, and refuses one past
+    /// either end, naming the range.
+    @Test func eachSettingTakesItsRangeAndItsDefaultAndNothingBeyond() throws {
+        func check<S: BoundedSetting>(_ setting: S.Type) throws where S.Value: Equatable {
+            #expect(try S.value(S.standardText) == S.standard && S.range.contains(S.standard), "\(S.key)")
+            #expect(try S.value("\(S.range.lowerBound)") == S.range.lowerBound && S.value("\(S.range.upperBound)") == S.range.upperBound)
+            for beyond in [Int(S.range.lowerBound) - 1, Int(S.range.upperBound) + 1] {
+                expectError({ try S.value("\(beyond)") }) { error in
+                    "\(error)" == "must be a whole number from \(S.range.lowerBound) to \(S.range.upperBound), not \"\(beyond)\""
+                }
+            }
+        }
+        try check(ScanSeconds.self)
+        try check(ScanIntervalSeconds.self)
+        try check(RetentionDays.self)
+        try check(DiskReserveMebibytes.self)
+        try check(TxPower.self)
+        #expect(try RotationSeconds.value(RotationSeconds.standardText) == RotationSeconds.standard)
+        #expect(RadioSchedule.standard == RadioSchedule(rotationSeconds: RotationSeconds.standard, scanSeconds: ScanSeconds.standard,
+                                                        scanIntervalSeconds: ScanIntervalSeconds.standard))
+        #expect(RetentionPolicy(days: RetentionDays.standard) == .protocolDefault)
+    }
+
+    /// Google's schedule: a 4-second scan every 5 minutes (the v1 detection's scan interval, which
+    /// bounds the setting), a new identifier every 10 to 20 minutes; the schedule passes its check.
+    @Test func theDefaultsAreGooglesSchedule() throws {
+        #expect(ScanSeconds.standard == 4 && ScanIntervalSeconds.standard == 300 && RotationSeconds.standard == 600...1_200)
+        #expect(ScanIntervalSeconds.range.upperBound == Int(ExposureConfigurationV1.scanInterval))
+        try RadioSchedule.standard.check()
+    }
+
+    /// Beyond each setting's own range: a scan within its interval, and scans apart by more than
+    /// Google's matching takes for one scan (on the agent's clock).
+    @Test(arguments: [(30, 20, 1), (4, 29, 1), (4, 10, 3)])
+    func aScheduleWhoseScansAreNotApartIsRefused(scan: Int, interval: Int, timeScale: Int) {
+        let schedule = RadioSchedule(rotationSeconds: RotationSeconds.standard, scanSeconds: scan, scanIntervalSeconds: interval)
+        expectError({ try schedule.check(timeScale: timeScale) }) { error in
+            "\(error)".hasPrefix(scan > interval ? "scan-seconds must be at most scan-interval-seconds" : "scan-interval-seconds must be at least scan-seconds + 26")
+        }
     }
 }

@@ -29,25 +29,36 @@ import Testing
         return try condition()
     }
 
-    @Test func aFullDiskStopsAdvertisingKeepsSightingsAndLosesNothingThenResumes() throws {
-        let disk = try SmallFilesystem(kibibytes: 1_024)
-        let store = try AgentStore(path: disk.path + "/enagent.db")
+    /// An agent running on `store` that has stored the sightings of ten phones.
+    func runningWithTenSightings(on store: AgentStore) throws -> (agent: RadioAgent, radio: RecordingRadio, states: StateLog) {
         let radio = RecordingRadio()
         let states = StateLog()
         let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
                                schedule: schedule, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test"), onChange: states.append)
-        defer { agent.stop() }
         agent.start()
         others(10, from: 1).forEach(agent.report)
         #expect(try eventually(5) { try store.sightingCount() == 10 })
-        let keysBefore = try store.temporaryExposureKeys(validAfter: 0)
+        return (agent, radio, states)
+    }
 
-        disk.fill()
-        // A new day needs a new key, which cannot be stored: nothing may go out under it.
+    /// A new day, which needs a new key, comes with the radio lost and back; twenty more phones are heard.
+    func nextDayHearingTwentyMore(_ agent: RadioAgent) {
         clock.advance(by: 86_400)
         agent.radioLost()
         agent.radioReturned()
         others(20, from: 2).forEach(agent.report)
+    }
+
+    @Test func aFullDiskStopsAdvertisingKeepsSightingsAndLosesNothingThenResumes() throws {
+        let disk = try SmallFilesystem(kibibytes: 1_024)
+        let store = try AgentStore(path: disk.path + "/enagent.db")
+        let (agent, radio, states) = try runningWithTenSightings(on: store)
+        defer { agent.stop() }
+        let keysBefore = try store.temporaryExposureKeys(validAfter: 0)
+
+        disk.fill()
+        // A new day needs a new key, which cannot be stored: nothing may go out under it.
+        nextDayHearingTwentyMore(agent)
         #expect(eventually(5) { states.last?.problem == .storeUnwritable }, "the status says so")
         Thread.sleep(forTimeInterval: 1.5)  // at least one more failed write of sightings
         #expect(radio.serviceData.count == 1, "no identifier from a key that could not be stored")
@@ -76,21 +87,12 @@ import Testing
     @Test func belowTheReserveSightingsWaitAndAdvertisingGoesOn() throws {
         let disk = try SmallFilesystem(kibibytes: 8 * 1_024)
         let store = try AgentStore(path: disk.path + "/enagent.db", diskReserve: DiskReserve(mebibytes: 4))
-        let radio = RecordingRadio()
-        let states = StateLog()
-        let agent = RadioAgent(radio: radio, keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
-                               schedule: schedule, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test"), onChange: states.append)
+        let (agent, radio, states) = try runningWithTenSightings(on: store)
         defer { agent.stop() }
-        agent.start()
-        others(10, from: 1).forEach(agent.report)
-        #expect(try eventually(5) { try store.sightingCount() == 10 })
 
         disk.fill(leaving: 2 << 20)
         // A new day's key is written in the reserve, and goes on the air.
-        clock.advance(by: 86_400)
-        agent.radioLost()
-        agent.radioReturned()
-        others(20, from: 2).forEach(agent.report)
+        nextDayHearingTwentyMore(agent)
         #expect(eventually(5) { states.last?.problem == .diskLow }, "the status says so")
         #expect(eventually(5) { radio.serviceData.count == 2 }, "a new identifier from the new day's key")
         #expect(states.last?.advertising == true && states.last?.scanning == true)

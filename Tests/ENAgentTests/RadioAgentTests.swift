@@ -62,8 +62,11 @@ final class RecordingRadio: Radio {
         return scanWaits.withLock { waits in defer { waits = false }; return waits ? .started : nil }
     }
     func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
+    /// What happens while a scan starts (the controller already hearing, the clock moving on).
+    let whileStarting = Mutex<(@Sendable () -> Void)?>(nil)
     func startScanning() throws -> ScanStart {
         calls.withLock { $0.append("startScanning") }
+        whileStarting.withLock { $0 }?()
         if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
         let waits = connectable.withLock({ $0 }) && activeScanWaitsForAdvertisement
         scanWaits.withLock { $0 = waits }
@@ -331,6 +334,28 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(agent.isResponsive)
         #expect(try store.scans() == [started...(started + 1)])
         #expect(try store.sightingCount() == 0)
+    }
+
+    /// A controller reports as soon as its scan is enabled, before the radio returns (the crowd
+    /// lab on RootCanal, 2026-11-29: each phone 0.0–0.2 s after the enable, while BlueZRadio
+    /// waited for the kernel's Discovering event): the scan's record starts when it was asked
+    /// for, and the sighting heard meanwhile lies within it.
+    @Test func aSightingHeardAsTheScanStartsLiesWithinItsScan() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        let asked = clock.now
+        radio.whileStarting.withLock { [clock] in
+            $0 = { [weak agent] in
+                agent?.report(RadioReport(serviceData: [UInt8](repeating: 7, count: 20), rssi: -60, adapter: "hci0"))
+                clock.advance(by: 1)
+            }
+        }
+        agent.start()
+        agent.stop()
+        let scans = try store.scans()
+        #expect(scans.first?.lowerBound == asked, "\(scans)")
+        #expect(try store.sightingCount() == 1)
     }
 
     /// A continuous scan on a radio that bounds its scans is started anew at the end of each

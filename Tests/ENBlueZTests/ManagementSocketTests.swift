@@ -13,6 +13,8 @@ import Testing
     /// other end (a "peer", by opening) the test reads commands from and writes packets to.
     final class FakeKernel: Sendable {
         private let peers = Mutex([Int32]())
+        /// The management socket's ends, by opening.
+        private let opened = Mutex([Int32]())
         /// Openings still to fail (as socket(2) without AF_BLUETOOTH).
         private let failingOpenings = Mutex(0)
 
@@ -26,8 +28,12 @@ import Testing
             var ends: [Int32] = [-1, -1]
             guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { return -1 }
             peers.withLock { $0.append(ends[1]) }
+            opened.withLock { $0.append(ends[0]) }
             return ends[0]
         }
+
+        /// The management socket's end of the `opening`-th pair.
+        func end(_ opening: Int) -> Int32? { opened.withLock { $0.count >= opening ? $0[opening - 1] : nil } }
 
         var openings: Int { peers.withLock { $0.count } }
 
@@ -201,6 +207,31 @@ import Testing
             kernel.write(Self.reply(to: ReadControllerInformation.opcode, [UInt8](repeating: 0, count: 13) + [0x01, 0x02, 0, 0]), on: 1)
         }
         #expect(try socket.exchange(ReadControllerInformation(), controller: 0).reply == [.powered, .le])
+    }
+
+    /// The kernel drops what a full socket cannot take, a command's reply too (which fails the
+    /// command with ENOMEM): the socket asks for room for a second or more of a crowd's events.
+    @Test func theSocketAsksForRoomForACrowdsEvents() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        let watch = try socket.watchEvents(on: DispatchQueue(label: "test.events")) { _, _ in }
+        defer { watch.cancel() }
+        let end = try #require(kernel.end(1))
+        var bytes: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        #expect(getsockopt(end, SOL_SOCKET, SO_RCVBUF, &bytes, &size) == 0)
+        // Without CAP_NET_ADMIN the kernel caps the request at net.core.rmem_max (and doubles what it grants).
+        let capped = geteuid() == 0 ? ManagementSocket.receiveBufferBytes : min(ManagementSocket.receiveBufferBytes, Self.receiveBufferLimit())
+        #expect(bytes >= capped, "the receive buffer is \(bytes) bytes")
+    }
+
+    /// net.core.rmem_max.
+    static func receiveBufferLimit() -> Int32 {
+        let file = open("/proc/sys/net/core/rmem_max", O_RDONLY)
+        defer { close(file) }
+        var text = [UInt8](repeating: 0, count: 32)
+        let count = read(file, &text, text.count)
+        return Int32(String(decoding: text[..<max(0, count)], as: UTF8.self).filter(\.isNumber)) ?? 0
     }
 
     @Test func aSocketThatWouldNotOpenOrFailedIsOpenedAnewForTheNextCommand() throws {

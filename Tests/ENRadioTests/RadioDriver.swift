@@ -136,6 +136,15 @@ final class RadioDriver {
         (scanning, scanWaits) = (false, false)
     }
 
+    /// Three phones heard in the scan that runs, then the next scan, as the agent's cycle goes.
+    func scanHearingPhones() {
+        (1...3).forEach { bluetoothd.phoneHeard(Array(repeating: UInt8($0), count: 20)) }
+        settle()
+        stopScan()
+        startScan()
+        settle()
+    }
+
     /// RadioAgent.prepareForSleep, then the sleep: the controller goes off and comes back.
     func sleep() {
         stopAdvertising()

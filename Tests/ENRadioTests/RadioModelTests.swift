@@ -573,28 +573,21 @@ struct RadioDefectTests {
         let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
         driver.returned()
         driver.settle()
-        func scanHearingPhones() {
-            (1...3).forEach { driver.bluetoothd.phoneHeard(Array(repeating: UInt8($0), count: 20)) }
-            driver.settle()
-            driver.stopScan()
-            driver.startScan()
-            driver.settle()
-        }
         driver.bluetoothd.holdReports()
-        scanHearingPhones()
+        driver.scanHearingPhones()
         driver.bluetoothd.passOnLateReports()
         driver.settle()
         #expect(driver.listener.reported == 3, "each phone once, from the kernel's events: bluetoothd's late reports are not sightings again")
         driver.bluetoothd.holdReports()
-        scanHearingPhones()
+        driver.scanHearingPhones()
         #expect(driver.scanning && kernel.snapshot.scanning && !kernel.snapshot.scansPassively, "one scan without a report passed on is no stall")
         driver.bluetoothd.passOnLateReports()
         driver.settle()
         driver.bluetoothd.holdReports()
-        scanHearingPhones()  // the scan the late reports came in
-        scanHearingPhones()
+        driver.scanHearingPhones()  // the scan the late reports came in
+        driver.scanHearingPhones()
         #expect(driver.scanning && kernel.snapshot.scanning && !kernel.snapshot.scansPassively)
-        scanHearingPhones()
+        driver.scanHearingPhones()
         #expect(driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning, "two in a row are a stall: the scan is passive")
         #expect(RadioInvariants.broken(driver) == [])
     }
@@ -609,13 +602,7 @@ struct RadioDefectTests {
         driver.returned()
         driver.settle()
         driver.bluetoothd.holdReports()
-        for _ in 0..<3 {
-            (1...3).forEach { driver.bluetoothd.phoneHeard(Array(repeating: UInt8($0), count: 20)) }
-            driver.settle()
-            driver.stopScan()
-            driver.startScan()
-            driver.settle()
-        }
+        for _ in 0..<3 { driver.scanHearingPhones() }
         #expect(driver.scanning && kernel.snapshot.scansPassively, "the stall's passive scan")
         kernel.powerOff(rfkill: true)
         kernel.strandMonitor()

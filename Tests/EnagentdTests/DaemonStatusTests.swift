@@ -141,8 +141,21 @@ struct DaemonStatusTests {
         heard(3)
         let signals = announced.withLock { $0 }
         #expect(signals.count == 3, "the second apply changed nothing and announced nothing: \(signals)")
-        #expect(signals.first?.contains(ExposureNotificationAPI.Properties.status.name) == true)
-        #expect(signals.dropFirst().first == [ExposureNotificationAPI.Properties.scanning.name])
-        #expect(signals.last == [ExposureNotificationAPI.Properties.sightingsStored.name])
+        #expect(signals.first?.contains(AgentProperties.contract(\.status).name) == true)
+        #expect(signals.dropFirst().first == [AgentProperties.contract(\.scanning).name])
+        #expect(signals.last == [AgentProperties.contract(\.sightingsStored).name])
+    }
+
+    /// Each property of the contract is one row of the service, in the interface's order, and a
+    /// fact changed announces the properties whose rows name it, the constant ones never.
+    @Test func eachPropertyIsOneRowAndAFactAnnouncesThePropertiesMadeOfIt() {
+        func name(_ field: PartialKeyPath<AgentProperties>) -> String { AgentProperties.contract(field).name }
+        #expect(ExposureNotificationService.properties.map(\.name) == AgentProperties.declarations.map(\.name))
+        #expect(ExposureNotificationService.names(changedWith: [.detection]) == [name(\.lastDetection), name(\.lastDetectionError)])
+        #expect(ExposureNotificationService.names(changedWith: [.radio])
+                == [name(\.status), name(\.adapter), name(\.advertising), name(\.scanning), name(\.adapterRssiCorrections)])
+        #expect(ExposureNotificationService.names(changedWith: []) == [])
+        let everyFact = Set(ExposureNotificationService.names(changedWith: Set(DaemonFact.allCases)))
+        #expect(everyFact == Set(AgentProperties.declarations.map(\.name)).subtracting([name(\.version), name(\.rssiCorrection)]))
     }
 }
