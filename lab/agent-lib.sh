@@ -1,12 +1,13 @@
-# agent-lib.sh: what the lab's runs (agents.sh, soak.sh) do with agents, sourced in the guest
+# agent-lib.sh: what the lab's runs (agents.sh, soak.sh, flood.sh, rootcanal/crowd-agents.sh) do with agents, sourced in the guest
 # with BIN, OUT and LAB set. It makes a fresh STATE (the agents' state on the guest's tmpfs) with
 # the lab's health authority, and the agents' clock: 120 times faster from an origin two agent
 # hours (one real minute) before a UTC midnight.
 STATE=/run/enagent-lab
 NOW=$(date +%s)
 START=$(( ((NOW + 7200) / 86400 + 1) * 86400 - 7200 ))
-ORIGIN=$(( (120 * NOW - START) / 119 ))
-LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale 120 --time-origin $ORIGIN"
+TIME_SCALE=120
+ORIGIN=$(( (TIME_SCALE * NOW - START) / (TIME_SCALE - 1) ))
+LAB_OPTIONS="--config $LAB/lab.conf --verbose --time-scale $TIME_SCALE --time-origin $ORIGIN"
 . "$LAB/manifest.sh"
 rm -rf "$STATE"; mkdir -p "$STATE/a" "$STATE/b" "$STATE/server/exposureKeyExport-LAB" "$STATE/trusted-keys"
 # The lab's health authority: its signing key, and its public key trusted by the agents (lab.conf).
@@ -51,4 +52,39 @@ must() {
 enable() {
     for _ in $(seq 50); do enctl "$1" enable > /dev/null 2>&1 && { echo "agent $1 enabled"; return; }; sleep 0.2; done
     echo "agent $1: enctl enable failed"; phase failed step="enctl $1 enable: never succeeded"
+}
+# The two agents of a run without its other players (flood.sh, rootcanal/crowd-agents.sh): a on
+# hci0 and b on hci1, each on its API bus, enabled; their pids in A and B.
+start_agents() {
+    api_bus a; api_bus b
+    agent a hci0 & A=$!
+    agent b hci1 & B=$!
+    enable a; enable b
+}
+# What each agent says of its scan, every 2 s, with the moment each poll began (the phase
+# "status-poll", which the reports hold against the controller's scans): run it in the background.
+poll_status() {
+    while :; do
+        for agent in a b; do
+            asked=$(date +%s.%N)
+            said=$(enctl $agent status --json 2>/dev/null) && phase status-poll agent=$agent started:="$asked" status:="$said"
+        done
+        sleep 2
+    done
+}
+# Both agents stopped with SIGTERM (and PIDS... with them), each one's exit status in its state.
+stop_agents() {
+    kill -TERM "$A" "$B" "$@"
+    wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"
+    wait "$B"; echo $? > "$STATE/b/exit-status"; echo "agent b stopped: exit $(cat "$STATE/b/exit-status")"
+}
+# The end of such a run: each agent's last status, both stopped, whether btmon still records (the
+# reports judge scans from its capture) and the kernel's word on memory (in one flood run of
+# 2026-11-29 the capture ended 10 s before the flood did), the agents' folders copied to OUT.
+end_run() {
+    for agent in a b; do phase status-$agent status:="$(must "enctl $agent status" enctl $agent status --json)"; done
+    stop_agents
+    phase end btmon:="$(pgrep -x btmon >/dev/null && echo true || echo false)" free-kib:="$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
+    dmesg > "$OUT/dmesg.txt" 2>&1
+    cp -r "$STATE/a" "$STATE/b" "$OUT/"
 }

@@ -261,8 +261,6 @@ for caller in root member other; do
         /usr/bin/python3 "$STATE/callers.py" "unix:path=$STATE/b.bus")"
 done
 for agent in a b; do phase status-$agent status:="$(must "enctl $agent status" enctl $agent status --json)"; done
-kill -TERM "$A" "$B" "$BEACONING"
-wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"
-wait "$B"; echo $? > "$STATE/b/exit-status"; echo "agent b stopped: exit $(cat "$STATE/b/exit-status")"
+stop_agents "$BEACONING"
 phase end snapshot:="$(must "snapshot end" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
 cp -r "$STATE/a" "$STATE/b" "$OUT/"

@@ -9,7 +9,7 @@
 #
 # Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
 #        SYSTEMD_UNITS=DIR lab/boot-lab.sh   (systemd as PID 1 starts DIR's units instead: lab/service-lab.sh)
-# Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL RW_DIRS SKIP_APT
+# Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL (0: no btvirt) RW_DIRS SKIP_APT
 #        QEMU_EXTRA: more qemu arguments, split on spaces (lab/rootcanal/guest.sh: a serial port to RootCanal)
 #        ARCH, GUEST_ROOT, KERNEL_DEB, KERNEL_MODULES: another system's guest (make lab-arm64, and the trixie stack of make lab-test):
 #        its root (a directory, instead of the host's /), its kernel package (instead of the host's
@@ -220,7 +220,8 @@ n_adapters() { objs | grep -cE 'object path "/org/bluez/hci[0-9]+"$'; }
 for i in $(seq 50); do objs >/dev/null && break; sleep 0.2; done
 echo "GUEST: dbus-daemon + bluetoothd up at $(up)s"
 NCTRL=${NCTRL:-2}
-for attempt in 1 2 3; do
+# NCTRL=0: no btvirt, no emulated controller; the payload brings its own (lab/rootcanal: RootCanal's).
+[ "$NCTRL" = 0 ] || for attempt in 1 2 3; do
   btvirt ${BTVIRT_OPTS:--l2} > $OUT/btvirt.log 2>&1 & BTVIRT=$!
   for i in $(seq 75); do [ "$(n_adapters)" -ge $NCTRL ] && break; sleep 0.2; done
   [ "$(n_adapters)" -ge $NCTRL ] && break

@@ -13,7 +13,7 @@ manifest: the flood's rate, each `enctl status` poll (the phase "status-poll", w
 began), and the phones after the flood (phones.jsonl), which each agent must have stored. From each
 agent's log: the stall it noted, once."""
 import calendar, json, sys, time
-import onair
+import labframe, onair
 from labframe import Check, Lab, arguments, report
 
 AGENTS = {"a": 0, "b": 1}
@@ -41,13 +41,11 @@ def checks():
 
 def main():
     given = arguments(__doc__.splitlines()[0])
-    return report("lab-flood", given, Lab(given.run), checks(), ahead=heading)
+    return report("lab-flood", given, Lab(given.run), checks(), ahead=ahead)
 
 
-def heading(lab):
-    if lab.has("stack"):
-        print(f"  stack: {lab.phase('stack')['description']}")
-    print(f"  {lab.host_load()}")
+def ahead(lab):
+    labframe.heading(lab)
     end = lab.phase("end")
     if "btmon" in end:
         print(f"  at the end: btmon {'still recording' if end['btmon'] else 'GONE'}, {end['free-kib'] // 1024} MiB of the guest's memory available")
@@ -84,10 +82,7 @@ def flood(lab, fail):
 
 
 def windows(lab, controller):
-    """The controller's scans: from the scan enables it accepted, and a moment at each advertising
-    report it sent (only a scanning controller reports; btmon may miss an enable under the flood)."""
-    reports = [(at, at) for at in onair.report_times(lab.snoop, controller)]
-    return sorted(onair.scan_windows(lab.snoop, controller) + reports)
+    return onair.scan_moments(lab.snoop, controller)
 
 
 def scanning(lab, fail):
@@ -114,16 +109,7 @@ def scanning(lab, fail):
 
 
 def status(lab, fail):
-    for agent, controller in AGENTS.items():
-        scans = windows(lab, controller)
-        polls = [entry for entry in lab.entries("status-poll") if entry["agent"] == agent]
-        said = [poll for poll in polls if poll["status"].get("scanning")]
-        wrong = [poll for poll in said
-                 if not any(begun <= poll["realtime"] and ended >= poll["started"] for begun, ended in scans)]
-        print(f"  {agent}: {len(polls)} polls, {len(said)} said scanning, {len(wrong)} of them while hci{controller} ran no scan")
-        for poll in wrong[:3]:
-            fail(f"status: {agent} said scanning at {poll['started']:.1f}-{poll['realtime']:.1f} (+{poll['started'] - lab.at('flood-started'):.0f} s), "
-                 f"and hci{controller} ran no scan then")
+    onair.check_status_polls(lab, fail, AGENTS, lab.at("flood-started"))
 
 
 def privacy(lab, fail):

@@ -16,20 +16,10 @@ rm -rf "$OUT/a" "$OUT/b" "$OUT/phases.jsonl" "$OUT/phones.jsonl"
 . "$LAB/agent-lib.sh"
 phase stack description="$(printf 'Debian %s, kernel %s, bluetoothd %s, btvirt %s (%s)' "$(cat /etc/debian_version)" "$(uname -r)" \
     "$(/usr/libexec/bluetooth/bluetoothd --version)" "$(btvirt --version 2>&1 | head -1)" "$(command -v btvirt)")"
-api_bus a; api_bus b
-agent a hci0 & A=$!
-agent b hci1 & B=$!
-enable a; enable b
+start_agents
 echo "agents: a (hci0) pid $A, b (hci1) pid $B; running ${SECONDS_TO_RUN}s, then a flood for ${FLOOD_SECONDS}s on $PHONES"
 sleep "$SECONDS_TO_RUN"
-# What each agent says of its scan, with the moment each poll began.
-( while :; do
-    for agent in a b; do
-        asked=$(date +%s.%N)
-        said=$(enctl $agent status --json 2>/dev/null) && phase status-poll agent=$agent started:="$asked" status:="$said"
-    done
-    sleep 2
-  done ) & POLL=$!
+poll_status & POLL=$!
 phase flood-started
 must "flood" python3 "$LAB/phones.py" flood "$OUT" "$FLOOD_SECONDS" $PHONES
 phase flood-ended
@@ -38,12 +28,4 @@ phase phones-after
 must "phones after the flood" python3 "$LAB/phones.py" "$OUT" "$ORIGIN" 120 phones 30 $PHONES
 sleep 5  # one scan cycle (lab.conf): what the agents heard is written
 kill "$POLL"
-for agent in a b; do phase status-$agent status:="$(must "enctl $agent status" enctl $agent status --json)"; done
-kill -TERM "$A" "$B"
-wait "$A"; echo $? > "$STATE/a/exit-status"; echo "agent a stopped: exit $(cat "$STATE/a/exit-status")"
-wait "$B"; echo $? > "$STATE/b/exit-status"; echo "agent b stopped: exit $(cat "$STATE/b/exit-status")"
-# Whether btmon still records (the report judges scans from its capture), and the kernel's word
-# on memory: in one run of 2026-11-29 the capture ended 10 s before the flood did.
-phase end btmon:="$(pgrep -x btmon >/dev/null && echo true || echo false)" free-kib:="$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
-dmesg > "$OUT/dmesg.txt" 2>&1
-cp -r "$STATE/a" "$STATE/b" "$OUT/"
+end_run

@@ -75,6 +75,13 @@ class Lab:
                 f"{samples[-1]:.1f} at its end ({len(samples)} samples)")
 
 
+def heading(lab):
+    """A report's first lines: the stack under test (the manifest's phase "stack") and the host's load."""
+    if lab.has("stack"):
+        print(f"  stack: {lab.phase('stack')['description']}")
+    print(f"  {lab.host_load()}")
+
+
 class Check:
     def __init__(self, name, title, run):
         self.name, self.title, self.run = name, title, run

@@ -397,6 +397,49 @@ def report_times(path, controller):
             and payload[2] in (LE_ADVERTISING_REPORT, LE_EXTENDED_ADVERTISING_REPORT)]
 
 
+def scan_moments(path, controller):
+    """The controller's scans, sorted: (start, end) of each from the scan enables it accepted, and
+    (time, time) of each advertising report it sent (only a scanning controller reports; btmon may
+    miss an enable under a flood)."""
+    return sorted(scan_windows(path, controller) + [(at, at) for at in report_times(path, controller)])
+
+
+def check_status_polls(lab, fail, agents, since):
+    """No `enctl status` poll of an agent (the manifest's "status-poll" lines of agent-lib.sh's
+    poll_status, each with the moment it began) said Scanning while its controller ran no scan at
+    any moment from the poll's start to its answer. `agents`: name -> controller index; `since`:
+    the unix time from which the run's lines are told apart (printed relative to it)."""
+    for agent, controller in agents.items():
+        scans = scan_moments(lab.snoop, controller)
+        polls = [entry for entry in lab.entries("status-poll") if entry["agent"] == agent]
+        said = [poll for poll in polls if poll["status"].get("scanning")]
+        wrong = [poll for poll in said
+                 if not any(begun <= poll["realtime"] and ended >= poll["started"] for begun, ended in scans)]
+        print(f"  {agent}: {len(polls)} polls, {len(said)} said scanning, {len(wrong)} of them while hci{controller} ran no scan")
+        for poll in wrong[:3]:
+            fail(f"status: {agent} said scanning at {poll['started']:.1f}-{poll['realtime']:.1f} (+{poll['started'] - since:.0f} s), "
+                 f"and hci{controller} ran no scan then")
+
+
+def report_addresses(path, controller):
+    """(unix time, address) of every advertising report the controller sent, legacy or extended,
+    each report of an event; the address as written (most significant byte first), in hex."""
+    found = []
+    for index, opcode, timestamp, payload in records(path):
+        if index != controller or opcode != EVENT or len(payload) < 4 or payload[0] != 0x3E:
+            continue
+        position = 4
+        for _ in range(payload[3]):
+            if payload[2] == LE_ADVERTISING_REPORT and position + 9 <= len(payload):
+                address, position = payload[position + 2:position + 8], position + 10 + payload[position + 8]
+            elif payload[2] == LE_EXTENDED_ADVERTISING_REPORT and position + 24 <= len(payload):
+                address, position = payload[position + 3:position + 9], position + 24 + payload[position + 23]
+            else:
+                break
+            found.append((unix_seconds(timestamp), address[::-1].hex()))
+    return found
+
+
 def active_scan_addresses(path, controller):
     """The random address each active scan of the controller went out from (its SCAN_REQs'), in
     order: the LE Set Random Address in force when the scan was enabled."""

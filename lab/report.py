@@ -11,7 +11,7 @@ order (each a function in report_checks/, grouped by what it judges). With --che
 Every bound of a time is taken by the guest's own clocks, from the moment the agent could act:
 the manifest's stamps and btmon's capture are the guest's (docs/lab.md, "The report")."""
 import os, sys
-from labframe import Check, arguments, report
+from labframe import Check, arguments, heading, report
 from report_checks import adapter, air, api, exposure, heard, lifecycle, logs, sharing
 from report_checks.agentslab import AgentsLab
 
@@ -56,11 +56,6 @@ def main():
         return 1 if given.check is not None else 0
     return report("lab-test", given, lab, checks(), ahead=heading)
 
-
-def heading(lab):
-    if lab.has("stack"):
-        print(f"  stack: {lab.phase('stack')['description']}")
-    print(f"  {lab.host_load()}")
 
 
 if __name__ == "__main__":

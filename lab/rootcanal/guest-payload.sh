@@ -3,24 +3,9 @@
 # controller, shows bluetoothd offering it, and runs an LE discovery on it for SECONDS.
 LAB=$1; SECONDS_=${2:-10}; TTY=${3:-ttyS1}; OUT=$LAB/out
 up() { cut -d' ' -f1 /proc/uptime; }
-$LAB/modprobe.sh hci_uart || echo "GUEST: modprobe hci_uart failed"
-case $TTY in hvc*) $LAB/modprobe.sh virtio_console || echo "GUEST: modprobe virtio_console failed"
-  for i in $(seq 50); do [ -e /dev/$TTY ] && break; sleep 0.1; done ;; esac
-before=$(ls /sys/class/bluetooth | grep -c '^hci[0-9]*$')
-echo "GUEST: $before controller(s) before btattach (btvirt's) at $(up)s"
-btattach -N -P h4 -B /dev/$TTY > $OUT/btattach.log 2>&1 &
-new=""
-for i in $(seq 100); do
-  new=$(ls /sys/class/bluetooth | grep '^hci[0-9]*$' | sort -V | tail -1)
-  [ "$(ls /sys/class/bluetooth | grep -c '^hci[0-9]*$')" -gt "$before" ] && break; new=""; sleep 0.2
-done
-[ -n "$new" ] || { echo "GUEST: FAILED: no controller from btattach (btattach.log: $(cat $OUT/btattach.log))"; exit 1; }
-index=${new#hci}
-echo "GUEST: btattach made $new at $(up)s"
-objs() { dbus-send --system --print-reply --dest=org.bluez / org.freedesktop.DBus.ObjectManager.GetManagedObjects 2>/dev/null; }
-for i in $(seq 100); do objs | grep -q "object path \"/org/bluez/$new\"" && break; sleep 0.2; done
-objs | grep -q "object path \"/org/bluez/$new\"" && echo "GUEST: bluetoothd offers /org/bluez/$new at $(up)s" \
-  || { echo "GUEST: FAILED: bluetoothd does not offer $new"; exit 1; }
+. "$(dirname "$0")/attach.sh"
+attach_controller "$LAB" "$TTY" "$OUT/btattach.log" || exit 1
+new=$ATTACHED index=${ATTACHED#hci}
 btmgmt --index $index info | tee $OUT/btmgmt-info.txt
 bluetoothctl show $(cat /sys/class/bluetooth/$new/address 2>/dev/null || true) > $OUT/bluetoothctl-show.txt 2>&1
 grep -E "Name|Powered|Roles|Modalias|Controller" $OUT/bluetoothctl-show.txt | head

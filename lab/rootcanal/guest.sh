@@ -9,8 +9,13 @@
 # loopback's quickack route too (RootCanal's H4 writes and Nagle: run.sh).
 #
 # Usage: lab/rootcanal/guest.sh            (about 2 minutes; records in $LAB/out)
-# Env:   LAB (default /tmp/enagent-lab-rootcanal), CROWD (phones beyond the three: 0), SCAN_SECONDS (10),
-#        RC_SERIAL (virtio: hvc0, or isa: ttyS1)
+#        lab/rootcanal/guest.sh 'COMMAND'  (COMMAND in the guest instead of guest-payload.sh, with
+#                                           the consoles' names as its last arguments: make lab-rootcanal-crowd)
+# Env:   LAB (default /tmp/enagent-lab-rootcanal), CROWD (phones beyond the three: 0), ROTATE (each
+#        phone's seconds between rotations, S or SHORTEST-LONGEST: 8), SCAN_SECONDS (10),
+#        RC_SERIAL (virtio: hvc0, or isa: ttyS1), RC_PORTS (virtio consoles to RootCanal, hvc0...: 1),
+#        NCTRL and BTVIRT_OPTS (btvirt's controllers beside them: 1, -l1; NCTRL=0 none),
+#        LEAVE_AFTER (a phase of the guest's manifest after which the phones leave the air)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export LAB=${LAB:-/tmp/enagent-lab-rootcanal}
@@ -21,24 +26,34 @@ if [ ! -e "$LAB/kernel/.complete" ] && [ -e /tmp/enagent-lab/kernel/.complete ];
   cp -a /tmp/enagent-lab/kernel "$LAB/kernel.copy" && mv "$LAB/kernel.copy" "$LAB/kernel"
 fi
 VENV=$("$HERE/setup.sh")
-"$VENV/bin/python" "$HERE/rclab.py" serve --out "$LAB/rootcanal" --crowd "${CROWD:-0}" --rotate 8 > "$LAB/serve.log" 2>&1 &
+"$VENV/bin/python" "$HERE/rclab.py" serve --out "$LAB/rootcanal" --crowd "${CROWD:-0}" --rotate "${ROTATE:-8}" > "$LAB/serve.log" 2>&1 &
 SERVE=$!
-trap 'kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null || true' EXIT
+# LEAVE_AFTER=PHASE: the phones leave the air (rclab.py serve's SIGUSR1) once the guest's manifest
+# has that phase, so that what comes after it (the agents' stop) does not run under the crowd.
+rm -f "$LAB/out/phases.jsonl"
+WATCH=
+[ -z "${LEAVE_AFTER:-}" ] || { while ! grep -qs "\"phase\": \"$LEAVE_AFTER\"" "$LAB/out/phases.jsonl"; do sleep 1; done; kill -USR1 $SERVE; } & WATCH=$!
+trap 'kill $SERVE $WATCH 2>/dev/null; wait $SERVE 2>/dev/null || true' EXIT
 for i in $(seq 100); do grep -q "phones on the air" "$LAB/serve.log" && break; sleep 0.2; done
 grep -q "phones on the air" "$LAB/serve.log" || { cat "$LAB/serve.log"; echo "guest.sh: rclab.py serve did not start" >&2; exit 1; }
 cat "$LAB/serve.log"
 # The guest's end of RootCanal's HCI port (one more controller on RootCanal's air, spoken to in H4):
-# RC_SERIAL=virtio (default) a virtio console port, hvc0; RC_SERIAL=isa a second 16550, ttyS1, as the
-# issue's manual run had it (ttyS0 is the console; both serial ports are named, since a -device
-# isa-serial of its own would take away -nographic's default console). The emulated UART carried
-# about 300 reports a second, virtio all of a crowd's 1,200 (docs/lab.md, RootCanal and Bumble).
+# RC_SERIAL=virtio (default) a virtio console port, hvc0 (RC_PORTS of them: hvc0, hvc1...; qemu
+# connects them in order, so RootCanal numbers their controllers so); RC_SERIAL=isa a second 16550,
+# ttyS1, as the issue's manual run had it (ttyS0 is the console; both serial ports are named, since a
+# -device isa-serial of its own would take away -nographic's default console). The emulated UART
+# carried about 300 reports a second, virtio all of a crowd's 1,200 (docs/lab.md, RootCanal and Bumble).
 case ${RC_SERIAL:-virtio} in
   isa) export QEMU_EXTRA="-serial mon:stdio -chardev socket,id=rootcanal,host=127.0.0.1,port=6402,nodelay=on -serial chardev:rootcanal"
-       TTY=ttyS1 ;;
-  virtio) export QEMU_EXTRA="-chardev socket,id=rootcanal,host=127.0.0.1,port=6402,nodelay=on -device virtio-serial-pci -device virtconsole,chardev=rootcanal"
-       TTY=hvc0 ;;
+       TTYS=" ttyS1" ;;
+  virtio) QEMU_EXTRA="-device virtio-serial-pci" TTYS=
+       for port in $(seq 0 $(( ${RC_PORTS:-1} - 1 ))); do
+         QEMU_EXTRA="$QEMU_EXTRA -chardev socket,id=rootcanal$port,host=127.0.0.1,port=6402,nodelay=on -device virtconsole,chardev=rootcanal$port"
+         TTYS="$TTYS hvc$port"
+       done
+       export QEMU_EXTRA ;;
   *) echo "guest.sh: RC_SERIAL is isa or virtio" >&2; exit 64 ;;
 esac
-export BTVIRT_OPTS=-l1 NCTRL=1 QEMU_TIMEOUT=${QEMU_TIMEOUT:-300}
+export BTVIRT_OPTS=${BTVIRT_OPTS:--l1} NCTRL=${NCTRL:-1} QEMU_TIMEOUT=${QEMU_TIMEOUT:-300}
 cd "$HERE/../.."
-"$HERE/../boot-lab.sh" "sh lab/rootcanal/guest-payload.sh $LAB ${SCAN_SECONDS:-10} $TTY"
+"$HERE/../boot-lab.sh" "${1:-sh lab/rootcanal/guest-payload.sh $LAB ${SCAN_SECONDS:-10}}$TTYS"

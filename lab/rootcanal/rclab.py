@@ -4,7 +4,7 @@ Run it through lab/rootcanal/run.sh (a private network namespace, the pinned vir
 
   lab/rootcanal/run.sh measure [--out DIR] [--crowds 50,100,300] [--topologies sets,controllers] ...
   lab/rootcanal/run.sh phones  [--seconds S] [--rotate S]     the phones and a scanner, until S
-  lab/rootcanal/run.sh serve   [--phones] [--crowd N]         RootCanal with phones on the air for
+  lab/rootcanal/run.sh serve   [--crowd N] [--rotate S|A-B]   RootCanal with phones on the air for
                                                              another program (a guest) to hear
 
 Every experiment starts a RootCanal of its own (rootcanal.sh), connects Bumble devices to its HCI
@@ -25,7 +25,7 @@ RPIs are derived with the lab's own HKDF/AES (lab/onair.py) from a TEK per phone
 the next interval number, so that an accelerated rotation still gives a new RPI of the same key.
 The scanners record every advertising report (legacy and extended) with the time it arrived.
 """
-import argparse, asyncio, json, math, os, resource, signal, socket, struct, subprocess, sys, time
+import argparse, asyncio, json, math, os, random, resource, signal, socket, struct, subprocess, sys, time
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -234,7 +234,11 @@ class Phone:
 
     async def rotate(self, first=False):
         """A new non-resolvable address with the RPI of the next interval: the set off, both
-        changed, the set on."""
+        changed, the set on. The log's "off" of the RPI it ends is stamped before the set goes
+        off, the "on" of the new one after the set is on: each RPI was on the air at least from
+        its "on" to its "off"."""
+        # Off from the disable on: the RPI it ends was on the air until at least this moment.
+        off = time.time()
         if not first:
             await self.enable(False)
         self.enin += 0 if first else 1
@@ -252,7 +256,7 @@ class Phone:
         await self.enable(True)
         now = time.time()
         if self.log and self.address is not None:
-            self.log.write(json.dumps({"off": now, "address": self.address.hex(), "rpi": self.rpi.hex()}) + "\n")
+            self.log.write(json.dumps({"off": off, "address": self.address.hex(), "rpi": self.rpi.hex()}) + "\n")
         self.address, self.rpi = address, rpi
         self.rotations += 0 if first else 1
         if self.log:
@@ -737,7 +741,11 @@ async def experiment_validation(out):
 async def serve(out, crowd, rotate, seconds):
     """RootCanal with its default HCI port left free for a guest's controller (qemu's serial port
     connected to it), the three phones of experiment_phones and `crowd` more on other controllers,
-    rotating every `rotate` s, for `seconds` (0: until interrupted)."""
+    for `seconds` (0: until interrupted). Each phone rotates on its own, as phones do: first at a
+    random moment within `rotate` (a (shortest, longest) pair of seconds) of the start, then
+    every shortest to longest seconds, at random; every rotation is a line of phones.jsonl, the
+    RPI it ends ("off", stamped before the set went off) and the one it starts ("on", stamped
+    once the set is on again)."""
     rc = RootCanal(out, "serve")
     try:
         remove_default_beacons()
@@ -755,15 +763,40 @@ async def serve(out, crowd, rotate, seconds):
         for phone in phones:
             await phone.start()
         log.flush()
-        print(f"rclab serve: {len(phones)} phones on the air (log {log.name})", flush=True)
+        print(f"rclab serve: {len(phones)} phones on the air, each rotating every {rotate[0]:g}-{rotate[1]:g} s (log {log.name})", flush=True)
         end = time.monotonic() + seconds if seconds else math.inf
+        # SIGUSR1: the phones leave the air (each set off, its RPI's "off" logged); RootCanal stays.
+        leave = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, leave.set)
+
+        async def rotations(phone):
+            wait = random.uniform(0, rotate[1])
+            while time.monotonic() + wait < end:
+                try:
+                    await asyncio.wait_for(leave.wait(), wait)
+                except asyncio.TimeoutError:
+                    await phone.rotate()
+                    log.flush()
+                    wait = random.uniform(*rotate)
+                    continue
+                off = time.time()
+                await phone.enable(False)
+                log.write(json.dumps({"off": off, "address": phone.address.hex(), "rpi": phone.rpi.hex()}) + "\n")
+                log.flush()
+                return
+        await asyncio.gather(*(rotations(phone) for phone in phones))
+        if leave.is_set():
+            print("rclab serve: the phones left the air", flush=True)
         while time.monotonic() < end:
-            await asyncio.sleep(min(rotate, max(end - time.monotonic(), 0)))
-            for phone in phones:
-                await phone.rotate()
-            log.flush()
+            await asyncio.sleep(min(60, end - time.monotonic()))
     finally:
         rc.stop()
+
+
+def seconds_range(text):
+    """"S" or "SHORTEST-LONGEST" (seconds) as a (shortest, longest) pair."""
+    shortest, _, longest = text.partition("-")
+    return float(shortest), float(longest or shortest)
 
 
 def summary(results):
@@ -810,7 +843,7 @@ def main():
     parser.add_argument("--crowds", default="50,100,300")
     parser.add_argument("--topologies", default="sets,controllers")
     parser.add_argument("--max-controllers", type=int, default=300, help="skip a crowd that needs more controllers")
-    parser.add_argument("--rotate", type=float, default=6.0)
+    parser.add_argument("--rotate", default="6", help="seconds between rotations: S, or SHORTEST-LONGEST at random (serve)")
     parser.add_argument("--seconds", type=float, default=0)
     parser.add_argument("--crowd", type=int, default=0)
     args = parser.parse_args()
@@ -818,12 +851,12 @@ def main():
     # SIGTERM (guest.sh's end) as ^C: the experiments' `finally` stops RootCanal.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if args.mode == "serve":
-        return asyncio.run(serve(args.out, args.crowd, args.rotate, args.seconds))
+        return asyncio.run(serve(args.out, args.crowd, seconds_range(args.rotate), args.seconds))
     results = []
     header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "uname": os.uname().release, "nproc": os.cpu_count(),
               "loadavg_at_start": open("/proc/loadavg").read().split()[:3]}
     if args.mode in ("measure", "phones"):
-        results.append(asyncio.run(experiment_phones(args.out, rotate=args.rotate)))
+        results.append(asyncio.run(experiment_phones(args.out, rotate=seconds_range(args.rotate)[0])))
     if args.mode in ("measure", "extended"):
         results.append(asyncio.run(experiment_extended(args.out)))
     if args.mode in ("measure", "validation"):

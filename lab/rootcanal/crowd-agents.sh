@@ -1,0 +1,44 @@
+#!/bin/sh
+# crowd-agents.sh BIN OUT SECONDS TTY TTY: make lab-rootcanal-crowd's run, in the guest (guest.sh
+# with NCTRL=0: no btvirt). The two consoles to RootCanal's HCI port are attached one after the
+# other, so they become hci0 and hci1; then the lab's two agents run on them as agents.sh runs them
+# (agent-lib.sh: a on hci0, b on hci1, the lab's configuration and clock) for SECONDS, while the
+# host's Bumble phones (rclab.py serve: a crowd and the three phones, each rotating on its own)
+# advertise on RootCanal's air. Each agent's status is polled every 2 s throughout (the phase
+# "status-poll"). crowd-report.py judges the run on the host, with the phones' log.
+set -u
+BIN=$1 OUT=$2 SECONDS_TO_RUN=$3
+shift 3
+HERE=$(cd "$(dirname "$0")" && pwd)
+LAB=$(dirname "$HERE")
+. "$HERE/attach.sh"
+for tty in "$@"; do
+    attach_controller "$(dirname "$OUT")" "$tty" "$OUT/btattach-$tty.log" || exit 1
+done
+[ -e /sys/class/bluetooth/hci0 ] && [ -e /sys/class/bluetooth/hci1 ] || { echo "GUEST: FAILED: no hci0 and hci1 from $*"; exit 1; }
+rm -rf "$OUT/a" "$OUT/b" "$OUT/phases.jsonl"
+. "$LAB/agent-lib.sh"
+phase stack description="$(printf 'Debian %s, kernel %s, bluetoothd %s, RootCanal controllers (hci0: %s)' "$(cat /etc/debian_version)" "$(uname -r)" \
+    "$(/usr/libexec/bluetooth/bluetoothd --version)" "$(btmgmt --index 0 info | sed -n 's/^.*addr \(.*\)$/\1/p' | head -1)")"
+# The agents' clock, by which their databases count (the report turns it back into the guest's).
+phase clock origin:="$ORIGIN" scale:="$TIME_SCALE"
+# The guest's clock against the host's, whose phones' log counts by its own: a file made on the lab
+# share between two readings of the guest's clock takes the host's time as its modification time
+# (the host kernel's coarse clock: up to a tick, 4 ms, early). Three files, at the start and at the
+# end; the report takes the narrowest of each three.
+clock_mark() {
+    for mark in 1 2 3; do
+        before=$(date +%s.%N); : > "$OUT/clock-$1-$mark"; after=$(date +%s.%N)
+        phase clock-mark file="clock-$1-$mark" at="$1" before:="$before" after:="$after"
+    done
+}
+start_agents
+echo "agents: a (hci0) pid $A, b (hci1) pid $B; running ${SECONDS_TO_RUN}s among the host's phones"
+poll_status & POLL=$!
+clock_mark start
+phase crowd-started
+sleep "$SECONDS_TO_RUN"
+phase crowd-ended
+clock_mark end
+kill "$POLL"
+end_run

@@ -1,0 +1,125 @@
+"""lab/rootcanal/crowd-report.py on a made-up run (python3 -m unittest discover -s lab; make
+lab-report-test): five phones rotating every 10 s, two agents scanning 3 s of every 4 s for a
+minute and storing every RPI on the air during a scan once, a guest clock 0.3 s ahead of the
+host's; then the same run with one pair missing, one RPI stored twice in a scan, and a status
+said while no scan ran, each failing its check alone."""
+import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, unittest
+import labframe
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+crowd_report = importlib.util.module_from_spec(
+    spec := importlib.util.spec_from_file_location("crowd_report", os.path.join(HERE, "rootcanal", "crowd-report.py")))
+spec.loader.exec_module(crowd_report)
+
+ORIGIN, SCALE, OFFSET, START = 1795900000, 120, 0.3, 1795950000.0  # OFFSET: the guest's clock minus the host's
+BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
+
+
+class Run:
+    """A run folder as make lab-rootcanal-crowd leaves it, made up; `missing` (agent, scan, phone),
+    `twice` (agent, scan, phone) and `stray_poll` doctor it."""
+
+    def __init__(self, folder, missing=None, twice=None, stray_poll=False):
+        self.folder, self.phases, self.records = folder, [], []
+        rpis = self.phones()
+        self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
+        for at, host in (("start", START), ("end", START + 60)):
+            name = f"clock-{at}-1"
+            open(os.path.join(folder, name), "w").close()
+            os.utime(os.path.join(folder, name), (host, host - crowd_report.HOST_TICK / 2))
+            self.phase("clock-mark", host + OFFSET, file=name, at=at, before=host + OFFSET - 0.005, after=host + OFFSET + 0.005)
+        self.phase("crowd-started", START + OFFSET)
+        for agent, controller in crowd_report.AGENTS.items():
+            self.agent(agent, controller, rpis, missing, twice)
+        for poll in range(10):
+            asked = START + OFFSET + 1.5 + poll * 4 + (3.2 if stray_poll and poll == 5 else 0)  # 3.2: in the pause
+            self.phase("status-poll", asked + 0.1, agent="a", started=asked, status={"scanning": True})
+        self.phase("crowd-ended", START + OFFSET + 60)
+        with open(os.path.join(folder, labframe.MANIFEST), "w") as manifest:
+            manifest.writelines(json.dumps(line) + "\n" for line in self.phases)
+        with open(os.path.join(folder, "btmon.snoop"), "wb") as capture:
+            capture.write(b"btsnoop\0" + struct.pack(">II", 1, 2001) + b"".join(record for _, record in sorted(self.records)))
+
+    def phase(self, name, realtime, **values):
+        self.phases.append({"phase": name, "realtime": realtime, "monotonic": 0, **values})
+
+    def phones(self):
+        """Five phones, each a new address and RPI every 10 s: phones.jsonl, and (on, off, address, RPI, phone)."""
+        lines, rpis = [], []
+        for phone in range(5):
+            previous, on = None, START - 5 + phone
+            for interval in range(8):
+                address, rpi = f"{phone:02x}{interval:02x}00000000", f"{phone:02x}{interval:02x}" + "00" * 14
+                if previous:
+                    lines.append({"off": on - 0.01, "address": previous[0], "rpi": previous[1]})
+                lines.append({"on": on, "kind": ("android", "iphone")[phone % 2], "controller": f"crowd-{phone}", "handle": phone,
+                              "address": address, "rpi": rpi})
+                rpis.append((on, on + 9.99, address, rpi, phone))
+                previous, on = (address, rpi), on + 10
+        with open(os.path.join(self.folder, "phones.jsonl"), "w") as log:
+            log.writelines(json.dumps(line) + "\n" for line in sorted(lines, key=lambda line: line.get("on", line.get("off"))))
+        return rpis
+
+    def record(self, controller, guest, opcode, payload):
+        stamp = int(guest * 1e6) + BTSNOOP_EPOCH
+        self.records.append((guest, struct.pack(">IIIIq", len(payload), len(payload), controller << 16 | opcode, 0, stamp) + payload))
+
+    def scan_enable(self, controller, guest, enable):
+        self.record(controller, guest, 2, struct.pack("<HB", 0x2042, 6) + bytes([enable, enable, 0, 0, 0, 0]))
+        self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0")
+
+    def agent(self, agent, controller, rpis, missing, twice):
+        os.makedirs(os.path.join(self.folder, agent))
+        with open(os.path.join(self.folder, agent, "exit-status"), "w") as status:
+            status.write("0\n")
+        db = sqlite3.connect(os.path.join(self.folder, agent, "enagent.db"))
+        db.executescript("CREATE TABLE scan (started_at INTEGER PRIMARY KEY, ended_at INTEGER NOT NULL);"
+                         "CREATE TABLE sighting (id INTEGER PRIMARY KEY, rpi BLOB, rssi INTEGER, seen_at INTEGER, later_receptions BLOB);")
+        agent_time = lambda guest: int(ORIGIN + (guest - ORIGIN) * SCALE)
+        for scan in range(14):
+            start = START + OFFSET + 1 + controller * 0.5 + scan * 4
+            db.execute("INSERT INTO scan VALUES (?, ?)", (agent_time(start), agent_time(start + 3)))
+            self.scan_enable(controller, start + 0.05, 1)
+            self.scan_enable(controller, start + 3.05, 0)
+            for on, off, address, rpi, phone in rpis:
+                heard = max(on + OFFSET, start + 0.05) + 0.02
+                if on + OFFSET >= start + 3 or off + OFFSET <= start or (agent, scan, phone) == missing:
+                    continue
+                for _ in range(2 if (agent, scan, phone) == twice else 1):
+                    db.execute("INSERT INTO sighting (rpi, rssi, seen_at, later_receptions) VALUES (?, ?, ?, ?)",
+                               (bytes.fromhex(rpi), -40, agent_time(heard), bytes([1, 0xEC])))
+                report = struct.pack("<H", 0x0010) + b"\x01" + bytes.fromhex(address)[::-1] + bytes([1, 0, 0xFF, 0x7F, 0xD8]) + bytes(10)
+                self.record(controller, heard, 3, bytes([0x3E, 2 + len(report), 0x0D, 1]) + report)
+        db.commit()
+        db.close()
+
+
+class CrowdReport(unittest.TestCase):
+    def failing(self, **doctored):
+        folder = tempfile.mkdtemp(prefix="crowd-report-")
+        self.addCleanup(shutil.rmtree, folder)
+        Run(folder, **doctored)
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            failures = labframe.run_report(crowd_report.checks(), crowd_report.CrowdLab(folder))
+        return {name for name, found in failures.items() if found}, printed.getvalue()
+
+    def test_a_whole_run_passes(self):
+        failed, printed = self.failing()
+        self.assertEqual(failed, set(), printed)
+        self.assertIn("the guest's clock +300 ms from the host's", printed)
+        self.assertIn("rows per RPI per scan: 1 row", printed)
+
+    def test_a_pair_missing_fails_the_crowd(self):
+        failed, printed = self.failing(missing=("b", 6, 0))
+        self.assertEqual(failed, {"crowd"}, printed)
+        self.assertIn("crowd android 1 of", printed)
+
+    def test_an_rpi_stored_twice_in_a_scan_fails_the_rows(self):
+        self.assertEqual(self.failing(twice=("a", 3, 1))[0], {"rows"})
+
+    def test_scanning_said_between_scans_fails_the_status(self):
+        self.assertEqual(self.failing(stray_poll=True)[0], {"status"})
+
+
+if __name__ == "__main__":
+    unittest.main()
