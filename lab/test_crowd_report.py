@@ -1,8 +1,9 @@
 """lab/rootcanal/crowd-report.py on a made-up run (python3 -m unittest discover -s lab; make
 lab-report-test): five phones rotating every 10 s, two agents scanning 3 s of every 4 s for a
 minute and storing every RPI on the air during a scan once, a guest clock 0.3 s ahead of the
-host's; then the same run with one pair missing, one RPI stored twice in a scan, and a status
-said while no scan ran, each failing its check alone."""
+host's; then the same run with one pair missing, one RPI stored twice in a scan within the agent's
+merge window, and a status said while no scan ran, each failing its check alone, and one stored
+twice beyond it, which passes."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, unittest
 import labframe
 
@@ -17,9 +18,10 @@ BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
 
 class Run:
     """A run folder as make lab-rootcanal-crowd leaves it, made up; `missing` (agent, scan, phone),
-    `twice` (agent, scan, phone) and `stray_poll` doctor it."""
+    `twice` (agent, scan, phone: a second row `later` agent seconds after the first) and
+    `stray_poll` doctor it."""
 
-    def __init__(self, folder, missing=None, twice=None, stray_poll=False):
+    def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False):
         self.folder, self.phases, self.records = folder, [], []
         rpis = self.phones()
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
@@ -30,7 +32,7 @@ class Run:
             self.phase("clock-mark", host + OFFSET, file=name, at=at, before=host + OFFSET - 0.005, after=host + OFFSET + 0.005)
         self.phase("crowd-started", START + OFFSET)
         for agent, controller in crowd_report.AGENTS.items():
-            self.agent(agent, controller, rpis, missing, twice)
+            self.agent(agent, controller, rpis, missing, twice, later)
         for poll in range(10):
             asked = START + OFFSET + 1.5 + poll * 4 + (3.2 if stray_poll and poll == 5 else 0)  # 3.2: in the pause
             self.phase("status-poll", asked + 0.1, agent="a", started=asked, status={"scanning": True})
@@ -68,7 +70,7 @@ class Run:
         self.record(controller, guest, 2, struct.pack("<HB", 0x2042, 6) + bytes([enable, enable, 0, 0, 0, 0]))
         self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0")
 
-    def agent(self, agent, controller, rpis, missing, twice):
+    def agent(self, agent, controller, rpis, missing, twice, later):
         os.makedirs(os.path.join(self.folder, agent))
         with open(os.path.join(self.folder, agent, "exit-status"), "w") as status:
             status.write("0\n")
@@ -85,9 +87,9 @@ class Run:
                 heard = max(on + OFFSET, start + 0.05) + 0.02
                 if on + OFFSET >= start + 3 or off + OFFSET <= start or (agent, scan, phone) == missing:
                     continue
-                for _ in range(2 if (agent, scan, phone) == twice else 1):
+                for row in range(2 if (agent, scan, phone) == twice else 1):
                     db.execute("INSERT INTO sighting (rpi, rssi, seen_at, later_receptions) VALUES (?, ?, ?, ?)",
-                               (bytes.fromhex(rpi), -40, agent_time(heard), bytes([1, 0xEC])))
+                               (bytes.fromhex(rpi), -40, agent_time(heard) + row * later, bytes([1, 0xEC])))
                 report = struct.pack("<H", 0x0010) + b"\x01" + bytes.fromhex(address)[::-1] + bytes([1, 0, 0xFF, 0x7F, 0xD8]) + bytes(10)
                 self.record(controller, heard, 3, bytes([0x3E, 2 + len(report), 0x0D, 1]) + report)
         db.commit()
@@ -116,6 +118,12 @@ class CrowdReport(unittest.TestCase):
 
     def test_an_rpi_stored_twice_in_a_scan_fails_the_rows(self):
         self.assertEqual(self.failing(twice=("a", 3, 1))[0], {"rows"})
+        self.assertEqual(self.failing(twice=("a", 3, 1), later=crowd_report.SAME_SCAN)[0], {"rows"})
+
+    def test_a_second_row_past_the_merge_window_passes(self):
+        failed, printed = self.failing(twice=("a", 3, 1), later=crowd_report.SAME_SCAN + 1)
+        self.assertEqual(failed, set(), printed)
+        self.assertIn("2 rows 1 times; 0 within", printed)
 
     def test_scanning_said_between_scans_fails_the_status(self):
         self.assertEqual(self.failing(stray_poll=True)[0], {"status"})

@@ -19,8 +19,9 @@ scanned then (RootCanal sends an advertising set as soon as it is enabled).
 For each scan of each agent (its database's scan table, turned into the host's clock), the RPIs on
 the air for the whole scan, with MARGIN to spare on either side, are the (scan, advertiser) pairs
 expected; a pair is recorded when the agent stored a sighting of that RPI in that scan (from the
-scan's start to its end plus ScanHistory.lateReportSeconds). Each RPI heard in a scan is one row
-(SightingRecord: the agent merges one RPI's reports of one scan)."""
+scan's start to its end plus ScanHistory.lateReportSeconds). An RPI's receptions in a scan are one
+row for each SAME_SCAN seconds of the agents' clock (SightingRecord: the agent merges the receptions
+within that long of a row's first into it); at the lab's 120 times, a scan of seconds is minutes."""
 import functools, json, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -44,6 +45,9 @@ HOST_TICK = 0.004
 PROMPT = 0.5
 # RSSI the agent stores for a reception without one (schema v12, later_receptions).
 NO_RSSI = 127
+# The agent merges an RPI's receptions within this long (its clock's seconds) of a row's first
+# into that row, up to MOST_RECEPTIONS (ExposureWindowing.sameScanSeconds, SightingRecord.maximumReceptions).
+SAME_SCAN, MOST_RECEPTIONS = 25, 255
 
 
 def kind(line):
@@ -133,7 +137,7 @@ class CrowdLab(Lab):
 
     @functools.cache
     def sightings(self, agent):
-        """(scan index or None, RPI, RSSIs of its receptions) of each of the agent's sightings."""
+        """(scan index or None, RPI, its first reception's time, RSSIs of its receptions) of each of the agent's sightings."""
         scans, found = self.scans(agent), []
         for rpi, seen_at, rssi, later in self.rows(agent, "SELECT rpi, seen_at, rssi, later_receptions FROM sighting ORDER BY seen_at"):
             index = max((i for i, (start, _) in enumerate(scans) if start <= seen_at), default=None)
@@ -141,7 +145,7 @@ class CrowdLab(Lab):
                 index = None
             receptions = [NO_RSSI if rssi is None else rssi] + [int.from_bytes(later[i + 1:i + 2], "little", signed=True)
                                                                   for i in range(0, len(later or b""), 2)]
-            found.append((index, rpi.hex(), receptions))
+            found.append((index, rpi.hex(), seen_at, receptions))
         return found
 
 
@@ -178,7 +182,7 @@ def crowd(lab, fail):
           f"{len(lab.rpis)} RPIs of {len({rpi['phone'] for rpi in lab.rpis})} phones in the phones' log")
     for agent, controller in AGENTS.items():
         scans = lab.scans(agent)
-        recorded = {(index, rpi) for index, rpi, _ in lab.sightings(agent) if index is not None}
+        recorded = {(index, rpi) for index, rpi, _, _ in lab.sightings(agent) if index is not None}
         expected, missed, by_kind = 0, [], defaultdict(lambda: [0, 0])
         for index, (start, end) in enumerate(scans):
             begun, ended = lab.host_time(start), lab.host_time(end)
@@ -234,7 +238,7 @@ def explain(lab, agent, controller, missed):
     scanning = sum(1 for index in set(unheard) if any(begun - lab.offset(begun) < lab.host_time(lab.scans(agent)[index][1])
                                                       and ended - lab.offset(ended) > lab.host_time(lab.scans(agent)[index][0])
                                                       for begun, ended in windows))
-    stray = {rpi for index, rpi, _ in lab.sightings(agent) if index is None}
+    stray = {rpi for index, rpi, _, _ in lab.sightings(agent) if index is None}
     print(f"    of the {len(missed)} missing: {sum(heard.values())} reported by hci{controller} during the scan (in {len(heard)} scans), "
           f"{sum(unheard.values())} not (in {len(unheard)} scans, {scanning} of them with a scan enabled on hci{controller} meanwhile); "
           f"{sum(1 for _, rpi in missed if rpi['rpi'] in stray)} of the RPIs stored outside every recorded scan")
@@ -247,19 +251,25 @@ def explain(lab, agent, controller, missed):
 def rows(lab, fail):
     for agent in AGENTS:
         sightings = lab.sightings(agent)
-        per_scan = Counter((index, rpi) for index, rpi, _ in sightings if index is not None)
-        outside = sum(1 for index, _, _ in sightings if index is None)
-        counts = Counter(per_scan.values())
-        receptions = [len(heard) for _, _, heard in sightings]
-        rssi = [value for _, _, heard in sightings for value in heard if value != NO_RSSI]
+        per_scan = defaultdict(list)
+        for index, rpi, seen_at, heard in sightings:
+            if index is not None:
+                per_scan[(index, rpi)].append((seen_at, len(heard)))
+        # A row that the one before it should have taken: within SAME_SCAN of its first reception, not full.
+        unmerged = sum(1 for found in per_scan.values() for (before, held), (after, _) in zip(sorted(found), sorted(found)[1:])
+                       if after - before <= SAME_SCAN and held < MOST_RECEPTIONS)
+        outside = sum(1 for index, _, _, _ in sightings if index is None)
+        counts = Counter(len(found) for found in per_scan.values())
+        receptions = [len(heard) for _, _, _, heard in sightings]
+        rssi = [value for _, _, _, heard in sightings for value in heard if value != NO_RSSI]
         print(f"  {agent}: {len(sightings)} sightings, {outside} outside every recorded scan; rows per RPI per scan: "
-              + ", ".join(f"{count} row{'s' if count > 1 else ''} {times} times" for count, times in sorted(counts.items())))
+              + ", ".join(f"{count} row{'s' if count > 1 else ''} {times} times" for count, times in sorted(counts.items()))
+              + f"; {unmerged} within {SAME_SCAN} s of the row before")
         print(f"     receptions per row: median {statistics.median(receptions) if receptions else 0:g}, at most {max(receptions, default=0)}; "
               f"RSSI {min(rssi, default=0)} to {max(rssi, default=0)} dBm ({len(set(rssi))} values; "
-              f"{sum(len(heard) for _, _, heard in sightings) - len(rssi)} receptions without one)")
-        several = sum(times for count, times in counts.items() if count > 1)
-        if several:
-            fail(f"rows: {agent} stored {several} RPIs of a scan in more than one row")
+              f"{sum(len(heard) for _, _, _, heard in sightings) - len(rssi)} receptions without one)")
+        if unmerged:
+            fail(f"rows: {agent} stored {unmerged} rows of an RPI within {SAME_SCAN} s (its clock) of its row before in the same scan")
 
 
 def status(lab, fail):
@@ -271,7 +281,7 @@ def checks():
         Check("steps", "STEPS (each phase's commands)", steps),
         Check("clock", "CLOCKS (the guest's against the host's: files made on the lab share, and btmon's first report of each new address)", clock),
         Check("crowd", f"CROWD (the (scan, advertiser) pairs each agent recorded, at least {RECORDED_SHARE:.0%})", crowd),
-        Check("rows", "ROWS (one row per RPI per scan) AND RSSI", rows),
+        Check("rows", "ROWS (an RPI's receptions in a scan one row each 25 s of the agents' clock) AND RSSI", rows),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
     ]
 
