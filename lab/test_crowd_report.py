@@ -2,8 +2,9 @@
 lab-report-test): five phones rotating every 10 s, two agents scanning 3 s of every 4 s for a
 minute and storing every RPI on the air during a scan once, a guest clock 0.3 s ahead of the
 host's; then the same run with one pair missing, one RPI stored twice in a scan within the agent's
-merge window, and a status said while no scan ran, each failing its check alone, and one stored
-twice beyond it, which passes."""
+merge window, a status said while no scan ran and clock marks read too slowly, each failing its
+check alone; and one stored twice beyond the merge window, and marks read slowly within the
+bound, which pass."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, unittest
 import labframe
 
@@ -19,9 +20,9 @@ BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
 class Run:
     """A run folder as make lab-rootcanal-crowd leaves it, made up; `missing` (agent, scan, phone),
     `twice` (agent, scan, phone: a second row `later` agent seconds after the first) and
-    `stray_poll` doctor it."""
+    `stray_poll` doctor it; `mark_width` is how long each clock mark took to read (seconds)."""
 
-    def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False):
+    def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01):
         self.folder, self.phases, self.records = folder, [], []
         rpis = self.phones()
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
@@ -29,7 +30,8 @@ class Run:
             name = f"clock-{at}-1"
             open(os.path.join(folder, name), "w").close()
             os.utime(os.path.join(folder, name), (host, host - crowd_report.HOST_TICK / 2))
-            self.phase("clock-mark", host + OFFSET, file=name, at=at, before=host + OFFSET - 0.005, after=host + OFFSET + 0.005)
+            self.phase("clock-mark", host + OFFSET, file=name, at=at, before=host + OFFSET - mark_width / 2,
+                       after=host + OFFSET + mark_width / 2)
         self.phase("crowd-started", START + OFFSET)
         for agent, controller in crowd_report.AGENTS.items():
             self.agent(agent, controller, rpis, missing, twice, later)
@@ -110,6 +112,12 @@ class CrowdReport(unittest.TestCase):
         self.assertEqual(failed, set(), printed)
         self.assertIn("the guest's clock +300 ms from the host's", printed)
         self.assertIn("rows per RPI per scan: 1 row", printed)
+
+    def test_marks_read_slowly_widen_the_margin_up_to_its_bound(self):
+        failed, printed = self.failing(mark_width=0.3)
+        self.assertEqual(failed, set(), printed)
+        self.assertIn("the pairs' margin: 154 ms", printed)
+        self.assertEqual(self.failing(mark_width=1.2)[0], {"clock"})
 
     def test_a_pair_missing_fails_the_crowd(self):
         failed, printed = self.failing(missing=("b", 6, 0))
