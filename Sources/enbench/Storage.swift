@@ -98,12 +98,6 @@ enum StorageBench {
                          Double(figures.writtenBytes) * day / 1e6, Double(figures.writtenBytes) / Double(figures.sightings)))
         }
         let report = StorageReport(measured: Date().formatted(.iso8601), machine: machine, scansPerDay: scansPerDay, days: days)
-        if let most = days.last {
-            let perDay = Double(most.writtenBytes) * Double(report.scansPerDay) / Double(most.scans)
-            print(String(format: "  on a 32 GB SD card at %d phones: %.1f GB at rest after %d days; its whole size written every %.0f days",
-                         most.devices, Double(most.databaseBytes) * Double(report.scansPerDay) / Double(most.scans) * Double(report.retentionDays) / 1e9,
-                         report.retentionDays, 32e9 / perDay))
-        }
         if let jsonPath {
             try report.writeJSON(to: jsonPath)
             print("(figures written to \(jsonPath))")
