@@ -161,6 +161,7 @@ public final class RadioAgent: RadioListener {
         self.schedule = schedule
         self.metadata = metadata
         self.logger = logger
+        queue.setSpecific(key: Self.agentQueue, value: ObjectIdentifier(self))
     }
 
     /// Starts advertising and scanning.
@@ -305,32 +306,43 @@ public final class RadioAgent: RadioListener {
         (error as? any RadioProblemError)?.problem ?? .bluetoothOff
     }
 
-    /// Takes one reception from the radio.
+    /// Takes one reception from the radio: at once on the agent's queue, where the radio hands
+    /// its receptions over (a crowd's thousands a second, each a block of its own, queued the
+    /// timers of rotation and scan minutes behind them in the RootCanal crowd lab), else on it.
     public func report(_ report: RadioReport) {
         let time = clock.now
-        async { [self] in
-            guard report.serviceData.count == 20 else {
-                logger.debug("ignoring FD6F service data of \(report.serviceData.count) bytes (expected 20)", metadata: ["adapter": "\(report.adapter)"])
-                return
-            }
-            let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
-            guard !my.rotation.ownIdentifiers.contains(rpi) else { return }
-            let sighting = Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
-                                    rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
-                                    adapterAddress: report.adapterAddress)
-            guard !my.backlog.pending.merge(sighting) else { return }
-            guard my.cycle.sightings < Self.maximumSightingsPerScan else {
-                my.cycle.dropped += 1
-                return
-            }
-            my.cycle.sightings += 1
-            my.backlog.pending.start(sighting)
-            if my.backlog.pending.count > Self.maximumPending {
-                // A tenth at a time, so that a long outage does not move the whole array per report.
-                let excess = my.backlog.pending.count - Self.maximumPending + Self.maximumPending / 10
-                my.backlog.dropped += excess
-                my.backlog.pending.removeFirst(excess)
-            }
+        guard DispatchQueue.getSpecific(key: Self.agentQueue) == ObjectIdentifier(self) else {
+            return async { [self] in take(report, at: time) }
+        }
+        take(report, at: time)
+    }
+
+    /// Marks the agent's queue with the agent, so that `report` knows when it runs there.
+    private static let agentQueue = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// A reception heard at `time`, on the queue: it changes no state the status shows.
+    private func take(_ report: RadioReport, at time: Int64) {
+        guard report.serviceData.count == 20 else {
+            logger.debug("ignoring FD6F service data of \(report.serviceData.count) bytes (expected 20)", metadata: ["adapter": "\(report.adapter)"])
+            return
+        }
+        let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
+        guard !my.rotation.ownIdentifiers.contains(rpi) else { return }
+        let sighting = Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
+                                rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
+                                adapterAddress: report.adapterAddress)
+        guard !my.backlog.pending.merge(sighting) else { return }
+        guard my.cycle.sightings < Self.maximumSightingsPerScan else {
+            my.cycle.dropped += 1
+            return
+        }
+        my.cycle.sightings += 1
+        my.backlog.pending.start(sighting)
+        if my.backlog.pending.count > Self.maximumPending {
+            // A tenth at a time, so that a long outage does not move the whole array per report.
+            let excess = my.backlog.pending.count - Self.maximumPending + Self.maximumPending / 10
+            my.backlog.dropped += excess
+            my.backlog.pending.removeFirst(excess)
         }
     }
 

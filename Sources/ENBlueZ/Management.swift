@@ -201,19 +201,21 @@ final class ManagementSocket: Sendable {
     /// Hands the watch, in line, every event read so far (every one read before the last reply),
     /// in order. Called on the watch's queue, where the events would otherwise wait for the work
     /// in progress to end.
+    ///
+    /// One batch, the events read until now: those read meanwhile have a delivery of their own on
+    /// the queue (`route`), so that under a crowd's Device Found the queue's timers and calls take
+    /// their turns between batches, where a block for each event queued them behind thousands.
     func deliverPending() {
-        // Taken a batch at a time: Device Found comes by the hundred a second while a command waits.
-        while let (batch, watch) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration)? in
+        guard let (batch, watch) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration)? in
             guard let watch = state.watch, !state.events.isEmpty else { return nil }
             defer { state.events = [] }
             return (state.events, watch)
-        }) {
-            dispatchPrecondition(condition: .onQueue(watch.queue))
-            for (event, read) in batch {
-                // Not after the watch was cancelled.
-                guard state.withLock({ $0.watch?.id == watch.id }) else { return }
-                watch.handler(event, read)
-            }
+        }) else { return }
+        dispatchPrecondition(condition: .onQueue(watch.queue))
+        for (event, read) in batch {
+            // Not after the watch was cancelled.
+            guard state.withLock({ $0.watch?.id == watch.id }) else { return }
+            watch.handler(event, read)
         }
     }
 
@@ -309,7 +311,8 @@ final class ManagementSocket: Sendable {
 
     /// Numbers `packet` in the order read and routes it: an event waits for the watch (handed
     /// over on its queue, or sooner by `deliverPending`), so every event read before a reply is
-    /// there for the command's sender to ask for once the reply is in.
+    /// there for the command's sender to ask for once the reply is in. The first event of a batch
+    /// asks the queue for its delivery; the rest join it.
     private func route(_ packet: [UInt8]) {
         guard packet.count < 2 || ![ManagementPacket.commandComplete, ManagementPacket.commandStatus].contains(UInt16(littleEndian: packet, at: 0)) else {
             state.withLock { state in
@@ -325,7 +328,7 @@ final class ManagementSocket: Sendable {
             state.read = state.read.next
             guard let watch = state.watch else { return nil }
             state.events.append((event, state.read))
-            return watch
+            return state.events.count == 1 ? watch : nil
         }) else { return }
         watch.queue.async { [weak self] in self?.deliverPending() }
     }
