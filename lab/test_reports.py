@@ -2,8 +2,8 @@
 
 testdata/bt5-run.tar.xz is a run of make lab-test's bt5 kind that passed every check, trimmed to
 what the checks read (btmon's capture of the agents' two controllers); testdata/soak-run.tar.xz a
-two-minute soak that passed. ENCTL names the enctl to derive and detect with (the tree's debug
-build unless set)."""
+two-minute soak that passed; testdata/service-run.tar.xz a make lab-service run that passed.
+ENCTL names the enctl to derive and detect with (the tree's debug build unless set)."""
 import contextlib, glob, importlib.util, io, json, os, re, shutil, subprocess, sys, tarfile, tempfile, unittest
 import labframe, report
 
@@ -138,6 +138,37 @@ class ReplayedSoak(Replay):
 
     def test_every_phase_in_the_soak_manifest_is_written_by_the_shell(self):
         self.assertWritten({entry["phase"] for entry in labframe.Lab(self.folder).manifest})
+
+
+class ReplayedService(Replay):
+    """testdata/service-run.tar.xz: a make lab-service run (amd64, BT 5 controllers, cockpit-enagent
+    given) that passed every check, trimmed to what service-report.py reads."""
+    ARCHIVE = "service-run.tar.xz"
+
+    def failing(self, folder):
+        return super().failing(service_report.checks(), labframe.Lab(folder))
+
+    def doctored_phase(self, name, **values):
+        """A copy whose phase NAME has VALUES instead."""
+        return self.doctored(lambda entries: [dict(entry, **values) if entry["phase"] == name else entry for entry in entries])
+
+    def test_the_recorded_run_passes_every_check(self):
+        self.assertEqual(self.failing(self.folder), set())
+
+    def test_a_restart_on_the_air_past_its_bound_fails_only_kill_restart(self):
+        back = labframe.Lab(self.folder).phase("kill-restart")["back"]
+        self.assertEqual(self.failing(self.doctored_phase("kill-restart", back="10.7 " + back.split(" ", 1)[1])), {"kill-restart"})
+
+    def test_a_service_ended_otherwise_than_by_the_watchdog_fails_only_watchdog_restart(self):
+        self.assertEqual(self.failing(self.doctored_phase("watchdog-restart", ended_by="Failed with result 'signal'")), {"watchdog-restart"})
+
+    def test_a_key_in_the_journal_fails_only_journal_no_keys(self):
+        folder = self.doctored(lambda entries: entries)
+        lab = labframe.Lab(folder)
+        key = service_report.snapshot(lab, lab.phase("journal-no-keys")["keys"])["keys"][0][2]
+        with open(lab.path(lab.phase("journal-no-keys")["journal"]), "ab") as journal:
+            journal.write(f"MESSAGE=derived {key.upper()}\n\n".encode())
+        self.assertEqual(self.failing(folder), {"journal-no-keys"})
 
 
 class ServiceChecks(unittest.TestCase):
