@@ -39,6 +39,8 @@ snapshot() { python3 "$SD/snapshot.py" "$database" "${@:2}" > "$OUT/$1"; }
 # UNIX at UPTIME: what the guest writes to the lab share is dated as on the host again.
 clock_back_to() { date -s "@$(( $1 + $(cut -d. -f1 /proc/uptime) - $2 ))" > /dev/null; }
 windows_json() { enctl windows --json 2>&1; }
+# listening PORT: a server of the lab's answers on loopback's PORT.
+listening() { python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1]))).close()' "$1" 2> /dev/null; }
 yes_if() { if "$@"; then echo yes; else echo no; fi; }
 
 # A larger buffer for btmon's socket alone (as lab/boot-lab.sh: the kernel drops what does not fit).
@@ -223,8 +225,7 @@ step "the detection timer: a missed run, against a key server on loopback"
 printf '%s\n' 'url = http://127.0.0.1:8000/' 'index = exposureKeyExport-LAB/index.txt' 'region = LAB' > /etc/enagent/key-server.conf
 openssl ec -in /root/authority.pem -pubout -out /etc/enagent/trusted-keys/228_v1.pem 2>/dev/null
 restarts_before_key=$(systemctl show -p NRestarts --value enagentd) pid_before_key=$(systemctl show -p MainPID --value enagentd)
-key_server_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8000)).close()' 2> /dev/null; }
-wait_for 60 key_server_up
+wait_for 60 listening 8000
 clear_of_calendar_time 200
 runs_before=$(detect_runs)
 boot_timer
@@ -293,8 +294,7 @@ python3 "$SD/servers/health_authority.py" 8001 /run/publishes.jsonl > /run/healt
 install -m 0640 -o root -g enagent /dev/null /etc/enagent/key-server.conf  # as the package installs it (removed above)
 printf '%s\n' 'url = http://127.0.0.1:8001/' 'publish-url = http://127.0.0.1:8001/v1/publish' 'health-authority = test-authority' \
     'verification-url = http://127.0.0.1:8001/' 'verification-api-key = test-api-key' > /etc/enagent/key-server.conf
-authority_up() { python3 -c 'import socket; socket.create_connection(("127.0.0.1", 8001)).close()' 2> /dev/null; }
-wait_for 30 authority_up
+wait_for 30 listening 8001
 added=$(enctl test-result add --code 12345678 2>&1); added_status=$?
 shared=$(enctl share --yes 2>&1); shared_status=$?
 kill $AUTHORITY
