@@ -83,6 +83,8 @@ def heading(lab):
 
 
 class Check:
+    """A check; its title None when it prints its own line (the service report's "ok NAME: DETAIL")."""
+
     def __init__(self, name, title, run):
         self.name, self.title, self.run = name, title, run
 
@@ -95,13 +97,15 @@ def run_report(checks, lab, only=(), ahead=lambda lab: None):
     for check in checks:
         if only and check.name not in only:
             continue
-        print(check.title)
+        if check.title is not None:
+            print(check.title)
         found = failures.setdefault(check.name, [])
         try:
             check.run(lab, found.append)
         except Exception as error:
-            found.append(f"{check.title.split(' (')[0].lower()}: could not be checked ({type(error).__name__}: {error})")
-            print(f"  could not be checked: {type(error).__name__}: {error}")
+            cause = f"{type(error).__name__}: {error}"
+            found.append(f"{(check.title or check.name).split(' (')[0].lower()}: could not be checked ({cause})")
+            print(f"  could not be checked: {cause}" if check.title is not None else f"FAILED {check.name}: could not be checked ({cause})")
     return failures
 
 
@@ -110,7 +114,7 @@ def report(verdict, given, lab, checks, ahead=lambda lab: None):
     --check, 1 unless every check run held; 2 for a check of no such name."""
     if given.list:
         for check in checks:
-            print(f"{check.name:22} {check.title}")
+            print(f"{check.name:22} {check.title or ''}".rstrip())
         return 0
     unknown = sorted(set(given.check or ()) - {check.name for check in checks})
     if unknown:

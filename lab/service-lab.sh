@@ -4,8 +4,8 @@
 # services, two emulated controllers (hci0 for enagentd, hci1 for phones), installs DEB with dpkg -i
 # with the Swift toolchain hidden, and runs lab/systemd/checks.sh; with COCKPIT_DEB (cockpit-enagent),
 # installs it too, starts cockpit.socket and logs in over TLS on port 9090 (the guest's Cockpit is
-# the host's cockpit-ws, seen through its root). Prints its checks and figures
-# (lab/service-report.py) and fails unless every check held. (make lab-service; make lab-arm64 on
+# the host's cockpit-ws, seen through its root). The guest records what it saw; lab/service-report.py
+# judges each check on the host and prints them and the figures; fails unless every check held. (make lab-service; make lab-arm64 on
 # an arm64 guest root, without COCKPIT_DEB: that root has no Cockpit)
 # Env: LAB (default /tmp/enagent-lab), SWIFT (swift: whose directories the guest hides),
 #      BTVIRT_OPTS (-l2; -Ll2: BT 4.x controllers), INSTALL (dpkg -i; how the guest installs DEB),
@@ -48,7 +48,7 @@ SYSTEMD_UNITS=$SD LAB=$LAB NCTRL=2 BTVIRT_OPTS=$BTVIRT_OPTS QEMU_TIMEOUT=${QEMU_
 rc=$?
 set -e
 echo
-echo "enagent as a system service (lab/systemd/checks.sh; log: $LAB/out/checks.log, journal: $LAB/out/journal.txt):"
+echo "enagent as a system service (lab/systemd/checks.sh, judged by lab/service-report.py; log: $LAB/out/checks.log, journal: $LAB/out/journal.txt):"
 report=0; python3 "$HERE/service-report.py" "$LAB/out" --check || report=$?
 if [ "$rc" != 0 ] || [ "$report" != 0 ]; then
     echo "service-lab: FAILED (guest exit $rc, report exit $report)"

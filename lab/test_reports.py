@@ -2,8 +2,8 @@
 
 testdata/bt5-run.tar.xz is a run of make lab-test's bt5 kind that passed every check, trimmed to
 what the checks read (btmon's capture of the agents' two controllers); testdata/soak-run.tar.xz a
-two-minute soak that passed. ENCTL names the enctl to derive and detect with (the tree's debug
-build unless set)."""
+two-minute soak that passed; testdata/service-run.tar.xz a make lab-service run that passed.
+ENCTL names the enctl to derive and detect with (the tree's debug build unless set)."""
 import contextlib, glob, importlib.util, io, json, os, re, shutil, subprocess, sys, tarfile, tempfile, unittest
 import labframe, report
 from report_checks import bounds
@@ -12,6 +12,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENCTL = os.environ.get("ENCTL") or os.path.join(HERE, "../.build/debug/enctl")
 soak_report = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("soak_report", os.path.join(HERE, "soak-report.py")))
 spec.loader.exec_module(soak_report)
+service_report = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("service_report", os.path.join(HERE, "service-report.py")))
+spec.loader.exec_module(service_report)
 
 
 class RecordingLab(report.AgentsLab):
@@ -139,8 +141,40 @@ class ReplayedSoak(Replay):
         self.assertWritten({entry["phase"] for entry in labframe.Lab(self.folder).manifest})
 
 
+class ReplayedService(Replay):
+    """testdata/service-run.tar.xz: a make lab-service run (amd64, BT 5 controllers, cockpit-enagent
+    given) that passed every check, trimmed to what service-report.py reads."""
+    ARCHIVE = "service-run.tar.xz"
+
+    def failing(self, folder):
+        return super().failing(service_report.checks(), labframe.Lab(folder))
+
+    def doctored_phase(self, name, **values):
+        """A copy whose phase NAME has VALUES instead."""
+        return self.doctored(lambda entries: [dict(entry, **values) if entry["phase"] == name else entry for entry in entries])
+
+    def test_the_recorded_run_passes_every_check(self):
+        self.assertEqual(self.failing(self.folder), set())
+
+    def test_a_restart_on_the_air_past_its_bound_fails_only_kill_restart(self):
+        back = labframe.Lab(self.folder).phase("kill-restart")["back"]
+        self.assertEqual(self.failing(self.doctored_phase("kill-restart", back="10.7 " + back.split(" ", 1)[1])), {"kill-restart"})
+
+    def test_a_service_ended_otherwise_than_by_the_watchdog_fails_only_watchdog_restart(self):
+        self.assertEqual(self.failing(self.doctored_phase("watchdog-restart", ended_by="Failed with result 'signal'")), {"watchdog-restart"})
+
+    def test_a_key_in_the_journal_fails_only_journal_no_keys(self):
+        folder = self.doctored(lambda entries: entries)
+        lab = labframe.Lab(folder)
+        key = service_report.snapshot(lab, lab.phase("journal-no-keys")["keys"])["keys"][0][2]
+        with open(lab.path(lab.phase("journal-no-keys")["journal"]), "ab") as journal:
+            journal.write(f"MESSAGE=derived {key.upper()}\n\n".encode())
+        self.assertEqual(self.failing(folder), {"journal-no-keys"})
+
+
 class ServiceChecks(unittest.TestCase):
-    """The service lab's verdicts as checks.sh records them with manifest.sh's phase, read back."""
+    """The service lab's checks, judged by service-report.py on what checks.sh records with
+    manifest.sh's phase, read back."""
 
     def run_in_shell(self, script):
         folder = tempfile.mkdtemp(prefix="lab-service-")
@@ -161,28 +195,59 @@ went on'; phase figure text= number:=1.5 status:='{"status":
         self.assertIsInstance(check["realtime"], float)
 
     def test_a_failed_check_fails_the_service_report_alone(self):
-        folder = self.run_in_shell('phase check name=boot verdict=ok detail=up; phase check name=suspend verdict=FAILED detail="12 s"; phase done')
-        self.assertEqual(self.report(folder, "--check", "boot").returncode, 0)
-        failed = self.report(folder, "--check")
-        self.assertEqual((failed.returncode, failed.stdout.splitlines()[-1]), (1, "service checks: FAIL"))
-
-    def test_a_check_announced_and_not_recorded_fails(self):
-        folder = self.run_in_shell('phase cockpit checks="cockpit-install cockpit-page"; phase check name=cockpit-install verdict=ok detail=0; phase done')
-        failed = self.report(folder, "--check")
+        folder = self.run_in_shell('phase boot state=running failed=0 dbus=active bluetooth=active; phase adapters powered="true false"; phase done')
+        held = self.report(folder, "--check", "boot")
+        self.assertEqual((held.returncode, held.stdout.splitlines()[0]),
+                         (0, "ok boot: systemd is running, 0 units failed; dbus active, bluetooth active"))
+        failed = self.report(folder, "--check", "adapters")
         self.assertEqual(failed.returncode, 1)
-        self.assertIn("FAILED cockpit-page: announced, never recorded", failed.stdout)
-        self.assertEqual(self.report(folder, "--check", "cockpit-install").returncode, 0)
+        self.assertIn("FAILED adapters: bluetoothd offers hci0 and hci1, powered (AutoEnable): true false", failed.stdout)
+        every = self.report(folder, "--check")
+        self.assertEqual((every.returncode, every.stdout.splitlines()[-1]), (1, "service checks: FAIL"))
+
+    def test_a_check_the_guest_did_not_record_fails(self):
+        folder = self.run_in_shell('phase watchdog-kept before=x.json; phase done')
+        failed = self.report(folder, "--check", "kill-restart", "watchdog-kept")
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("FAILED kill-restart: could not be checked (LookupError: no phase kill-restart in phases.jsonl)", failed.stdout)
+        self.assertIn("FAILED watchdog-kept: could not be checked (FileNotFoundError", failed.stdout)
+
+    def test_the_steps_a_lab_skips_are_not_judged_and_once_begun_are(self):
+        skipped = self.run_in_shell("phase beacon extended=no; phase done")
+        self.assertEqual(self.report(skipped, "--check", "kill-own-instance", "cockpit-page").returncode, 0)
+        begun = self.run_in_shell('phase cockpit; phase cockpit-install command="dpkg -i" rc=0 package="cockpit-enagent 0.6.0: install ok installed"; phase done')
+        self.assertEqual(self.report(begun, "--check", "cockpit-install").returncode, 0)
+        failed = self.report(begun, "--check", "cockpit-page")
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("FAILED cockpit-page: could not be checked", failed.stdout)
+
+    def test_a_bound_of_the_guest_s_radio_and_clock(self):
+        folder = self.run_in_shell('phase kill-restart killed=10 pid=12 restarts=1 back="10.1 aa:bb 00ff"; '
+                                   'phase security unit=enagentd.service exposure=2.1; phase security unit=enagent-detect.service exposure=1.9; phase done')
+        self.assertIn("FAILED kill-restart: restarted by systemd (pid 10 -> 12, NRestarts 1); hci0 advertising a new RPI from a new address "
+                      "10.1 s after the kill (at most 10)", self.report(folder, "--check", "kill-restart").stdout)
+        self.assertEqual(self.report(folder, "--check", "security-enagentd.service").returncode, 1)
+        self.assertEqual(self.report(folder, "--check", "security-enagent-detect.service").returncode, 0)
 
     def test_checks_that_did_not_finish_fail(self):
-        folder = self.run_in_shell("phase check name=boot verdict=ok detail=up")
+        folder = self.run_in_shell("phase boot state=running failed=0 dbus=active bluetooth=active")
         self.assertIn("did not finish", self.report(folder, "--check").stdout)
+
+    def test_every_check_reads_a_phase_checks_sh_records_and_every_figure_it_leaves_is_worded(self):
+        names = {"security" if check.name.startswith("security-") else check.name for check in service_report.checks()} - {"finished"}
+        written = written_phases()
+        for name in sorted(names | {"beacon", "cockpit"}):
+            with self.subTest(phase=name):
+                self.assertTrue(any(pattern.fullmatch(name) for pattern in written), f"no phase call writes {name}")
+        with open(os.path.join(HERE, "systemd/checks.sh")) as script:
+            self.assertEqual(set(re.findall(r"^\s*figure about=([\w-]+)", script.read(), re.M)), set(service_report.figures()))
 
 
 def written_phases():
     """The phase names the lab's scripts write, as patterns ($agent and the like match a word)."""
     patterns = set()
     for path in glob.glob(os.path.join(HERE, "**/*.sh"), recursive=True):
-        for name in re.findall(r"(?:^|[;&|(]|then|do)\s*phase ([\w$-]+)", open(path).read(), re.M):
+        for name in re.findall(r"(?:^|[;&|(]|then|do)\s*(?:phase|record) ([\w$-]+)", open(path).read(), re.M):
             patterns.add(re.compile(re.sub(r"\\\$\w+", r"\\w+", re.escape(name))))
     for path in glob.glob(os.path.join(HERE, "*.py")):
         patterns |= {re.compile(re.escape(name)) for name in re.findall(r'"phase": "([\w-]+)"', open(path).read())}
