@@ -317,8 +317,9 @@ public final class RadioAgent: RadioListener {
         take(report, at: time)
     }
 
-    /// Marks the agent's queue with the agent, so that `report` knows when it runs there.
-    private static let agentQueue = DispatchSpecificKey<ObjectIdentifier>()
+    /// Marks the agent's queue with the agent, so that `report` knows when it runs there. Made
+    /// once and never changed; Dispatch on Linux does not mark its keys Sendable.
+    nonisolated(unsafe) private static let agentQueue = DispatchSpecificKey<ObjectIdentifier>()
 
     /// A reception heard at `time`, on the queue: it changes no state the status shows.
     private func take(_ report: RadioReport, at time: Int64) {
