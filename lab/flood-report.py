@@ -14,7 +14,7 @@ began), and the phones after the flood (phones.jsonl), which each agent must hav
 agent's log: the stall it noted, once."""
 import calendar, json, sys, time
 import labframe, onair
-from labframe import Check, Lab, arguments, report
+from labframe import Check, Lab, arguments, failed_steps, report
 
 AGENTS = {"a": 0, "b": 1}
 # An agent whose scan stalled scans again within this long (issue 56's bound), plus one pause of the
@@ -28,7 +28,7 @@ STALL_NOTES_AT_MOST = 1
 
 def checks():
     return [
-        Check("steps", "FLOOD STEPS (each phase's commands)", steps),
+        Check("steps", "FLOOD STEPS (each phase's commands)", failed_steps),
         Check("flood", "FLOOD (phones.py flood on the other controllers)", flood),
         Check("capture", "CAPTURE (btmon recorded to the end)", capture),
         Check("scanning", f"SCANNING (no stretch without a scan longer than {RECOVERED_WITHIN:.0f} s, btmon)", scanning),
@@ -67,12 +67,6 @@ def capture(lab, fail):
                  "(dmesg.txt has the kernel's word)")
 
 
-def steps(lab, fail):
-    for entry in lab.entries("failed"):
-        fail(f"steps: {entry.get('step')}")
-    print(f"  {len(lab.entries('failed'))} failed steps")
-
-
 def flood(lab, fail):
     done = lab.phase("flood")
     print(f"  {done['advertisers']} fresh advertisers from {', '.join(done['adapters'])} in {done['realtime'] - done['started']:.0f} s "
@@ -81,14 +75,10 @@ def flood(lab, fail):
         fail("flood: no advertiser went on the air")
 
 
-def windows(lab, controller):
-    return onair.scan_moments(lab.snoop, controller)
-
-
 def scanning(lab, fail):
     start, end = lab.at("flood-started"), lab.at("end")
     for agent, controller in AGENTS.items():
-        scans = windows(lab, controller)
+        scans = onair.scan_moments(lab.snoop, controller)
         # Stretches without a scan enabled, from the flood's start to the run's end.
         stretches, since = [], start
         for begun, ended in scans:
@@ -149,7 +139,7 @@ def journal(lab, fail):
         if notes:
             # The log's stamps are whole seconds (UTC): the first scan the controller ran from that second on.
             noted = calendar.timegm(time.strptime(notes[0][:20], "%Y-%m-%dT%H:%M:%SZ"))
-            after = [begun for begun, _ in windows(lab, controller) if begun >= noted]
+            after = [begun for begun, _ in onair.scan_moments(lab.snoop, controller) if begun >= noted]
             print(f"    hci{controller}'s next scan " + (f"{after[0] - noted:.1f} s after the note's second, "
                                                         f"+{noted - lab.at('flood-started'):.0f} s into the flood" if after else "never came"))
         if len(notes) > STALL_NOTES_AT_MOST:

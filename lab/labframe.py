@@ -82,6 +82,13 @@ def heading(lab):
     print(f"  {lab.host_load()}")
 
 
+def failed_steps(lab, fail):
+    """A check of the phases' commands: each step a run's script marked failed (its `must`)."""
+    for entry in lab.entries("failed"):
+        fail(f"steps: {entry.get('step')}")
+    print(f"  {len(lab.entries('failed'))} failed steps")
+
+
 class Check:
     """A check; its title None when it prints its own line (the service report's "ok NAME: DETAIL")."""
 

@@ -26,7 +26,7 @@ import functools, json, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair  # noqa: E402
-from labframe import Check, Lab, arguments, heading, report  # noqa: E402
+from labframe import Check, Lab, arguments, failed_steps, heading, report  # noqa: E402
 
 AGENTS = {"a": 0, "b": 1}
 # Of the pairs expected, the share each agent must record.
@@ -156,9 +156,7 @@ class CrowdLab(Lab):
 
 
 def steps(lab, fail):
-    for entry in lab.entries("failed"):
-        fail(f"steps: {entry.get('step')}")
-    print(f"  {len(lab.entries('failed'))} failed steps")
+    failed_steps(lab, fail)
     for agent in AGENTS:
         status = lab.text(f"{agent}/exit-status").strip() if lab.exists(f"{agent}/exit-status") else "none"
         if status != "0":
