@@ -276,8 +276,9 @@ struct ExposureNotificationService: Sendable {
     }
 
     /// The properties, a row each: the field of `AgentProperties` that holds it in a client (its
-    /// contract: name and type), the daemon's facts whose change announces it, and its getter. The object serves them in this order (the interface's), and the daemon announces
-    /// those whose rows name a fact it changed (`names(changedWith:)`); the rest it never announces.
+    /// contract: name and type), the daemon's facts whose change announces it, and its getter. The
+    /// object serves them in this order (the interface's), and the daemon announces those whose
+    /// rows name a fact it changed (`names(changedWith:)`); the rest it never announces.
     static let properties: [ServedProperty] = [
         ServedProperty(\.enabled, changesWith: [.status]) { service in try service.onDaemonQueue { try service.daemon.enabled } },
         ServedProperty(\.status, changesWith: [.status, .radio]) { service in try service.onDaemonQueue { service.daemon.status.rawValue } },
