@@ -31,16 +31,17 @@ def unix_seconds(timestamp):
     return (timestamp - BTSNOOP_EPOCH_MICROSECONDS) / 1e6
 
 
-# btmon writes frames in the order it reads them, so a frame stamped more than this before one
-# written earlier carries a stale stamp.
-STALE_STAMP_MICROSECONDS = 1_000_000
+# The monitor channel's opcode of a program's log line (bluetoothd's), which the kernel passes on
+# unstamped (net/bluetooth/hci_sock.c hci_logging_frame), so that btmon's read stamps it.
+USER_LOGGING = 13
 
 
 def records(path, follow=None):
-    """(index, opcode, timestamp, payload) of every frame, in the order btmon wrote them. A frame
-    stamped well before one written earlier gets that one's stamp: in the flood lab's guest
-    (Debian 12, 2026-11-29) the HCI and management frames' stamps froze for minutes, twice, while
-    bluetoothd's log lines between them went on with the time; the frames themselves kept coming.
+    """(index, opcode, timestamp, payload) of every frame, in the order btmon wrote them. The
+    kernel stamps HCI and management frames as they happen (hci_send_frame, hci_recv_frame), but
+    a log line when btmon reads it: in the flood lab's guest btmon read up to 284 s behind, so a
+    log line takes the stamp of the kernel's frame before it (its lower bound; HCI frames were
+    never out of order by more than a second there, while log lines ran minutes ahead of them).
     `follow`: called each time the frames written so far are read, after which those btmon wrote
     meanwhile are read (each frame once), for as long as it returns."""
     with open(path, "rb") as capture:
@@ -54,9 +55,10 @@ def records(path, follow=None):
                 if position + 24 + included > len(data):
                     break  # written in part so far
                 timestamp = struct.unpack(">q", data[position + 16:position + 24])[0]
-                if latest is not None and timestamp < latest - STALE_STAMP_MICROSECONDS:
+                if flags & 0xFFFF == USER_LOGGING and latest is not None:
                     timestamp = latest
-                latest = timestamp if latest is None else max(latest, timestamp)
+                else:
+                    latest = timestamp if latest is None else max(latest, timestamp)
                 yield flags >> 16, flags & 0xFFFF, timestamp, data[position + 24:position + 24 + included]
                 position += 24 + included
             if follow is None:
@@ -390,8 +392,8 @@ def scan_windows(path, controller):
 def report_times(path, controller):
     """Unix times of the controller's advertising reports. A controller reports only while it
     scans, so each proves a scan at its moment: btmon's capture can miss the scan enable itself
-    (in the flood lab of 2026-11-29 it lost an agent's own commands for 35 s, while that
-    controller's reports went on being recorded)."""
+    (in the flood lab of 2026-11-29 18:04 it lost the enable of scans that brought 607 of hci0's
+    6,256 reports, while that controller's reports went on being recorded)."""
     return [unix_seconds(timestamp) for index, opcode, timestamp, payload in records(path)
             if index == controller and opcode == EVENT and len(payload) >= 3 and payload[0] == 0x3E
             and payload[2] in (LE_ADVERTISING_REPORT, LE_EXTENDED_ADVERTISING_REPORT)]

@@ -1,0 +1,45 @@
+"""lab/onair.py's reading of a btmon capture (python3 -m unittest discover -s lab; make
+lab-report-test): a made-up capture as btmon writes one when it reads behind, as in the flood lab,
+where bluetoothd's log lines (stamped when btmon reads them) run ahead of the kernel's frames."""
+import os, struct, tempfile, unittest
+import onair
+
+START = 1795950000.0
+
+
+def frame(controller, opcode, seconds, payload):
+    stamp = int(seconds * 1e6) + onair.BTSNOOP_EPOCH_MICROSECONDS
+    return struct.pack(">IIIIq", len(payload), len(payload), controller << 16 | opcode, 0, stamp) + payload
+
+
+def scan_enable(controller, seconds, enable):
+    return (frame(controller, 2, seconds, struct.pack("<HB", 0x2042, 6) + bytes([enable, 0, 0, 0, 0, 0]))
+            + frame(controller, 3, seconds + 0.001, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0"))
+
+
+def log_line(seconds, text):
+    return frame(0xFFFF, onair.USER_LOGGING, seconds, b"\x06\x0bbluetoothd\0" + text + b"\0")
+
+
+class BehindCapture(unittest.TestCase):
+    def setUp(self):
+        descriptor, self.path = tempfile.mkstemp(suffix=".snoop")
+        self.addCleanup(os.remove, self.path)
+        with os.fdopen(descriptor, "wb") as capture:
+            capture.write(b"btsnoop\0" + struct.pack(">II", 1, 2001) + scan_enable(0, START + 1, 1)
+                          # btmon reads 50 s behind: the log line bluetoothd wrote at about +2 s is stamped +52 s
+                          + log_line(START + 52, b"src/adapter.c:start_discovery_complete()")
+                          + scan_enable(0, START + 4, 0) + scan_enable(0, START + 5, 1) + scan_enable(0, START + 8, 0))
+
+    def test_the_kernels_stamps_stand_when_a_log_line_read_late_comes_between(self):
+        windows = [(round(begun - START, 3), round(ended - START, 3)) for begun, ended in onair.scan_windows(self.path, 0)]
+        self.assertEqual(windows, [(1.001, 4.001), (5.001, 8.001)])
+
+    def test_a_log_line_takes_the_stamp_of_the_kernels_frame_before_it(self):
+        stamps = [round(onair.unix_seconds(stamp) - START, 3) for _, opcode, stamp, _ in onair.records(self.path)
+                  if opcode == onair.USER_LOGGING]
+        self.assertEqual(stamps, [1.001])
+
+
+if __name__ == "__main__":
+    unittest.main()
