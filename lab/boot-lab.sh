@@ -237,6 +237,10 @@ fi
 
 $LAB/guest-payload.sh; RC=$?
 echo "GUEST: payload rc=$RC at $(up)s"
+# btmon reads behind in a crowd (the flood's 147 s, the RootCanal crowd's 200 s): what its socket
+# still holds is written before it stops, until the capture stops growing (at most 120 s).
+size=-1; for i in $(seq 120); do now=$(stat -c %s $BTSNOOP); [ "$now" = "$size" ] && break; size=$now; sleep 1; done
+echo "GUEST: btmon's capture $(stat -c %s $BTSNOOP) bytes at $(up)s"
 kill $BTMON 2>/dev/null; sleep 0.3
 cp $BTSNOOP $OUT/btmon.snoop
 echo $RC > $OUT/rc

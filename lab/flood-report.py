@@ -52,19 +52,7 @@ def ahead(lab):
 
 
 def capture(lab, fail):
-    """The scans are judged from btmon's capture: the agents' controllers' frames must last to the
-    run's end (in one run of 2026-11-29 they stopped 173 s before it, while bluetoothd's log lines
-    went on being recorded and the agents went on storing sightings)."""
-    last = {controller: 0.0 for controller in AGENTS.values()}
-    for index, _, timestamp, _ in onair.records(lab.snoop):
-        if index in last:
-            last[index] = onair.unix_seconds(timestamp)
-    gone = lab.phase("end").get("btmon") is False
-    for controller, at in sorted(last.items()):
-        print(f"  hci{controller}: the capture's last frame {lab.at('end') - at:.1f} s before the run's end" + ("; btmon was gone at the end" if gone else ""))
-        if lab.at("end") - at > RECOVERED_WITHIN or gone:
-            fail(f"capture: hci{controller}'s frames end {lab.at('end') - at:.0f} s before the run does, so its scans after them cannot be judged "
-                 "(dmesg.txt has the kernel's word)")
+    onair.check_capture(lab, fail, AGENTS, lab.at("end"), RECOVERED_WITHIN)
 
 
 def flood(lab, fail):

@@ -89,6 +89,15 @@ def failed_steps(lab, fail):
     print(f"  {len(lab.entries('failed'))} failed steps")
 
 
+def agents_stopped(lab, fail, agents):
+    """A check of each agent's exit status on SIGTERM (the file AGENT/exit-status), which is 0."""
+    for agent in agents:
+        status = lab.text(f"{agent}/exit-status").strip() if lab.exists(f"{agent}/exit-status") else "none"
+        print(f"  agent {agent} stopped on SIGTERM with exit status {status}")
+        if status != "0":
+            fail(f"agent {agent} exited with status {status} on SIGTERM, not 0")
+
+
 class Check:
     """A check; its title None when it prints its own line (the service report's "ok NAME: DETAIL")."""
 

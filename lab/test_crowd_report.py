@@ -2,9 +2,9 @@
 lab-report-test): five phones rotating every 10 s, two agents scanning 3 s of every 4 s for a
 minute and storing every RPI on the air during a scan once, a guest clock 0.3 s ahead of the
 host's; then the same run with one pair missing, one RPI stored twice in a scan within the agent's
-merge window, a status said while no scan ran and clock marks read too slowly, each failing its
-check alone; and one stored twice beyond the merge window, and marks read slowly within the
-bound, which pass."""
+merge window, a status said while no scan ran, clock marks read too slowly and a capture that
+ends early, each failing its check alone; and one stored twice beyond the merge window, and marks
+read slowly within the bound, which pass."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, unittest
 import labframe
 
@@ -20,9 +20,10 @@ BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
 class Run:
     """A run folder as make lab-rootcanal-crowd leaves it, made up; `missing` (agent, scan, phone),
     `twice` (agent, scan, phone: a second row `later` agent seconds after the first) and
-    `stray_poll` doctor it; `mark_width` is how long each clock mark took to read (seconds)."""
+    `stray_poll` doctor it; `mark_width` is how long each clock mark took to read (seconds);
+    `captured_seconds`: btmon's capture ends that long after the crowd's start."""
 
-    def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01):
+    def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None):
         self.folder, self.phases, self.records = folder, [], []
         rpis = self.phones()
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
@@ -42,7 +43,9 @@ class Run:
         with open(os.path.join(folder, labframe.MANIFEST), "w") as manifest:
             manifest.writelines(json.dumps(line) + "\n" for line in self.phases)
         with open(os.path.join(folder, "btmon.snoop"), "wb") as capture:
-            capture.write(b"btsnoop\0" + struct.pack(">II", 1, 2001) + b"".join(record for _, record in sorted(self.records)))
+            kept = [record for guest, record in sorted(self.records)
+                    if captured_seconds is None or guest <= START + OFFSET + captured_seconds]
+            capture.write(b"btsnoop\0" + struct.pack(">II", 1, 2001) + b"".join(kept))
 
     def phase(self, name, realtime, **values):
         self.phases.append({"phase": name, "realtime": realtime, "monotonic": 0, **values})
@@ -135,6 +138,11 @@ class CrowdReport(unittest.TestCase):
 
     def test_scanning_said_between_scans_fails_the_status(self):
         self.assertEqual(self.failing(stray_poll=True)[0], {"status"})
+
+    def test_a_capture_that_ends_early_fails_it_and_leaves_the_later_polls_unjudged(self):
+        failed, printed = self.failing(stray_poll=True, captured_seconds=20)
+        self.assertEqual(failed, {"capture"}, printed)
+        self.assertIn("0 of them while hci0 ran no scan (5 after the capture's last frame of hci0, not judged", printed)
 
 
 if __name__ == "__main__":

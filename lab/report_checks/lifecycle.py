@@ -1,5 +1,5 @@
 """The lab's steps and the agents' lives: the kills and restarts, the pause, the shutdown."""
-import onair
+import labframe, onair
 from .agentslab import AGENTS
 from .bounds import BACK_WITHIN, KEYS_PER_DAY, PAUSE_WITHIN
 
@@ -14,11 +14,7 @@ def steps(lab, fail):
 
 
 def shutdown(lab, fail):
-    for agent in AGENTS:
-        status = open(lab.path(f"{agent}/exit-status")).read().strip()
-        print(f"  agent {agent} stopped on SIGTERM with exit status {status}")
-        if status != "0":
-            fail(f"agent {agent} exited with status {status} on SIGTERM, not 0")
+    labframe.agents_stopped(lab, fail, AGENTS)
 
 
 def first_after_restart(lab, fail):

@@ -26,7 +26,7 @@ import functools, json, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair  # noqa: E402
-from labframe import Check, Lab, arguments, failed_steps, heading, report  # noqa: E402
+from labframe import Check, Lab, agents_stopped, arguments, failed_steps, heading, report  # noqa: E402
 
 AGENTS = {"a": 0, "b": 1}
 # Of the pairs expected, the share each agent must record.
@@ -49,6 +49,9 @@ NO_RSSI = 127
 # The agent merges an RPI's receptions within this long (its clock's seconds) of a row's first
 # into that row, up to MOST_RECEPTIONS (ExposureWindowing.sameScanSeconds, SightingRecord.maximumReceptions).
 SAME_SCAN, MOST_RECEPTIONS = 25, 255
+# The agents' controllers' last frames in btmon's capture lie at most this long before the crowd's
+# end (an agent scans 3 s of every 4, and each scan's start and end are frames).
+CAPTURE_GAP = 10.0
 
 
 def kind(line):
@@ -157,10 +160,7 @@ class CrowdLab(Lab):
 
 def steps(lab, fail):
     failed_steps(lab, fail)
-    for agent in AGENTS:
-        status = lab.text(f"{agent}/exit-status").strip() if lab.exists(f"{agent}/exit-status") else "none"
-        if status != "0":
-            fail(f"steps: agent {agent} exited with status {status} on SIGTERM, not 0")
+    agents_stopped(lab, fail, AGENTS)
 
 
 def clock(lab, fail):
@@ -277,6 +277,10 @@ def rows(lab, fail):
             fail(f"rows: {agent} stored {unmerged} rows of an RPI within {SAME_SCAN} s (its clock) of its row before in the same scan")
 
 
+def capture(lab, fail):
+    onair.check_capture(lab, fail, AGENTS, lab.at("crowd-ended"), CAPTURE_GAP, end="the crowd's end")
+
+
 def status(lab, fail):
     onair.check_status_polls(lab, fail, AGENTS, lab.at("crowd-started"))
 
@@ -287,6 +291,7 @@ def checks():
         Check("clock", "CLOCKS (the guest's against the host's: files made on the lab share, and btmon's first report of each new address)", clock),
         Check("crowd", f"CROWD (the (scan, advertiser) pairs each agent recorded, at least {RECORDED_SHARE:.0%})", crowd),
         Check("rows", "ROWS (an RPI's receptions in a scan one row each 25 s of the agents' clock) AND RSSI", rows),
+        Check("capture", "CAPTURE (btmon recorded to the crowd's end)", capture),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
     ]
 
