@@ -93,36 +93,35 @@ extension Phase where State == ScanState {
     public convenience init(logger: Logger) { self.init("scan", .stopped, logger: logger) }
 }
 
-/// Where the agent's scan is.
+/// Whether the agent wants a scan: the radio's activity says whether it runs (`RadioActivity.scan`).
 public enum ScanState: Sendable, Equatable, CustomStringConvertible {
     case stopped
-    /// Started, but the radio holds it until the advertisement is on the air (`Radio.startScanning`).
-    case waitingForAdvertisement
-    case running
+    /// Asked of the radio for this cycle: it runs, or the radio holds it (until the advertisement
+    /// is on the air, say).
+    case started
     /// The radio refused the last start (retried each second): its problem takes over the status
     /// until a scan starts.
     case refused(AgentStatus)
 
-    /// Whether the radio has a scan running or waiting, which `stopScanning` ends.
-    public var isStarted: Bool { self == .running || self == .waitingForAdvertisement }
-
     public var description: String {
         switch self {
         case .stopped: "stopped"
-        case .waitingForAdvertisement: "waiting-for-advertisement"
-        case .running: "running"
+        case .started: "started"
         case .refused(let problem): "refused(\(problem.rawValue))"
         }
     }
 }
 
 extension RadioState {
-    /// The status's view of the radio, from the advertiser's state, the scan's, whether the last
-    /// write to the store failed, and whether sightings wait for room on the disk. The problem
-    /// shown is the most pressing: the scan's refusal (the radio is not there to do anything),
-    /// then an unwritable store (nothing new may go on the air until it is written), then what
-    /// holds the advertisement back, then sightings waiting (everything else runs).
-    public init(advertiser: AdvertiserState, scan: ScanState, storeFailing: Bool, sightingsWaitForDisk: Bool = false) {
+    /// The status's view of the radio, from what the radio does (`activity`), the advertiser's
+    /// state, the scan's, whether the last write to the store failed, and whether sightings wait
+    /// for room on the disk. Advertising while the agent wants its advertisement on the air and the
+    /// radio has it there; scanning while the agent wants a scan and the radio runs it (not while
+    /// it waits or starts). The problem shown is the most pressing: the scan's refusal (the radio
+    /// is not there to do anything), then an unwritable store (nothing new may go on the air until
+    /// it is written), then what holds the advertisement back, then sightings waiting (everything
+    /// else runs).
+    public init(activity: RadioActivity, advertiser: AdvertiserState, scan: ScanState, storeFailing: Bool, sightingsWaitForDisk: Bool = false) {
         guard advertiser != .idle else {
             self.init()
             return
@@ -130,6 +129,7 @@ extension RadioState {
         let problem: AgentStatus? = if case .refused(let scanProblem) = scan { scanProblem } else if storeFailing { .storeUnwritable }
                                     else { advertiser.problem ?? (sightingsWaitForDisk ? .diskLow : nil) }
         let resumesAt: Int64? = if problem == .waitingForInterval, case .waitingForInterval(let resumesAt) = advertiser { resumesAt } else { nil }
-        self.init(advertising: advertiser.isOnAir, scanning: scan == .running, problem: problem, advertisingResumesAt: resumesAt)
+        self.init(advertising: advertiser.isOnAir && activity.advertisement == .onAir, scanning: scan == .started && activity.scan == .running,
+                  problem: problem, advertisingResumesAt: resumesAt, adapter: activity.adapter)
     }
 }

@@ -5,31 +5,61 @@ public protocol Radio: AnyObject, Sendable {
     /// Broadcasts the service data (RPI ‖ AEM) as a fresh advertisement, replacing the previous
     /// one, so that the address changes together with the RPI. `serviceData` is given the TX
     /// power the controller selected for the advertisement (nil when it does not say), which the
-    /// metadata must carry. When it throws, nothing of this advertisement went on the air.
-    /// Returns what became of a scan that waited for the advertisement (`startScanning`): started
-    /// with it, or waiting still; nil when none waited.
-    func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws -> ScanStart?
+    /// metadata must carry. When it throws, nothing of this advertisement went on the air. A scan
+    /// that waited for the advertisement (`startScanning`) starts with it.
+    func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws
     /// Takes the advertisement off the air; when it throws, it may still be on the air.
     func stopAdvertising() throws
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
     /// It may wait for the advertisement to be on the air (an active scan without it could go out
     /// from the adapter's public address): it then starts with an advertisement that `advertise`
-    /// puts on the air, which says so.
-    func startScanning() throws -> ScanStart
+    /// puts on the air. `activity` says which.
+    func startScanning() throws
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
     func stopScanning() throws
     /// How long a scan may run before the agent ends it and starts it anew (nil: unbounded), so
     /// that only the agent starts it: the kernel ends an active scan (bluetoothd's discovery)
     /// after 10.24 s, and bluetoothd starts it again by itself, without `startScanning`'s check.
     var longestScanSeconds: Double? { get }
+    /// What the radio is doing now, read on its queue: the radio alone knows it, and tells its
+    /// listener each time it changes (`RadioListener.radioChanged`).
+    var activity: RadioActivity { get }
 }
 
-/// How a scan the agent asked for began: at once, or waiting for the advertisement to be on the
-/// air, or, while the kernel makes an LE connection, for the next advertisement (the controller
-/// could refuse the scan's random address).
-public enum ScanStart: Sendable, Equatable {
-    case started
-    case waitsForAdvertisement
+/// What the radio is doing, as it publishes it (`Radio.activity`): where its advertisement is, what
+/// its scan does, and the adapter it uses. The agent derives the status from it and from its own
+/// reasons to hold off (`RadioState`); nothing else keeps a copy.
+public struct RadioActivity: Sendable, Equatable {
+    public enum Advertisement: Sendable, Equatable {
+        case none
+        /// Being put into the kernel: nothing of it on the air yet.
+        case adding
+        case onAir
+        /// On the air, but the adapter turned unfit for it: it is being withdrawn.
+        case unfit
+    }
+
+    public enum Scan: Sendable, Equatable {
+        case idle
+        /// Asked for, held until the advertisement is on the air (an active scan's random address).
+        case waitingForAdvertisement
+        /// Asked for, not yet shown to run (bluetoothd answered, the kernel has not said).
+        case starting
+        case running
+        /// Stopped for a moment while a BT 4.x controller takes the advertisement's new address.
+        case paused
+    }
+
+    public var advertisement: Advertisement
+    public var scan: Scan
+    /// The adapter in use, when one is known.
+    public var adapter: AdapterIdentity?
+
+    public init(advertisement: Advertisement = .none, scan: Scan = .idle, adapter: AdapterIdentity? = nil) {
+        self.advertisement = advertisement
+        self.scan = scan
+        self.adapter = adapter
+    }
 }
 
 /// An advertisement the radio put off without touching the air: the one on the air (if any) stays
@@ -39,6 +69,8 @@ public protocol RadioPostponement: Error {}
 /// What a radio tells the agent as it happens (`RadioAgent`; a recorder in tests).
 public protocol RadioListener: AnyObject, Sendable {
     func report(_ report: RadioReport)
+    /// The radio's `activity` changed; told on the radio's queue, also in the middle of a call.
+    func radioChanged()
     func radioLost()
     func radioReturned()
     func advertisementRemoved()
@@ -121,7 +153,8 @@ public struct RadioSchedule: Sendable, Equatable {
 }
 
 /// What the radio is doing, for the agent's status and the D-Bus properties: a value the agent
-/// derives from its advertiser's and scan's states (`init(advertiser:scan:storeFailing:sightingsWaitForDisk:)`).
+/// derives from the radio's activity and its own reasons to hold off
+/// (`init(activity:advertiser:scan:storeFailing:sightingsWaitForDisk:)`).
 public struct RadioState: Sendable, Equatable {
     public let advertising: Bool
     public let scanning: Bool
@@ -130,11 +163,15 @@ public struct RadioState: Sendable, Equatable {
     /// When the next fresh identifier may go on the air (unix time), while the problem is
     /// `waitingForInterval`: the current interval's identifier was on the air already.
     public let advertisingResumesAt: Int64?
+    /// The adapter the radio uses, when it knows one.
+    public let adapter: AdapterIdentity?
 
-    public init(advertising: Bool = false, scanning: Bool = false, problem: AgentStatus? = nil, advertisingResumesAt: Int64? = nil) {
+    public init(advertising: Bool = false, scanning: Bool = false, problem: AgentStatus? = nil, advertisingResumesAt: Int64? = nil,
+                adapter: AdapterIdentity? = nil) {
         self.advertising = advertising
         self.scanning = scanning
         self.problem = problem
         self.advertisingResumesAt = advertisingResumesAt
+        self.adapter = adapter
     }
 }

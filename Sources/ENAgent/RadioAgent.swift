@@ -62,6 +62,9 @@ public final class RadioAgent: RadioListener {
     /// The scan schedule's cycle.
     private struct ScanCycle {
         var timer: (any DispatchSourceTimer)?
+        /// When the radio was last asked for what may start the scan (a start, or the advertisement
+        /// a scan waits for).
+        var askedAt: Int64?
         /// When the scan of the current cycle first ran; nil while none has.
         var startedAt: Int64?
         /// Sightings started in the current scan, and the receptions refused beyond
@@ -96,10 +99,12 @@ public final class RadioAgent: RadioListener {
         _modify { yield &onQueue.value }
     }
 
-    /// The radio's state as the status shows it, derived from the advertiser's and the scan's;
-    /// `onChange` hears of it once each piece of work on the queue is done (`changing`).
+    /// The radio's state as the status shows it, derived from what the radio does and the
+    /// agent's own states; `onChange` hears of it once each piece of work on the queue is done
+    /// (`changing`).
     private var state: RadioState {
-        RadioState(advertiser: my.advertiser.state, scan: my.scan.state, storeFailing: my.backlog.storeFailing, sightingsWaitForDisk: my.backlog.waitsForDisk)
+        RadioState(activity: radio.activity, advertiser: my.advertiser.state, scan: my.scan.state, storeFailing: my.backlog.storeFailing,
+                   sightingsWaitForDisk: my.backlog.waitsForDisk)
     }
     private let onChange: (@Sendable (RadioState) -> Void)?
 
@@ -197,7 +202,7 @@ public final class RadioAgent: RadioListener {
             // takes the advertisement off).
             enter(.radioLost, because: "the adapter went away or was switched off")
             // A scan that waits for the advertisement waits on: the recovery starts the scan anew.
-            if my.scan.state != .waitingForAdvertisement { enterScan(.stopped, because: "the radio went away") }
+            if radio.activity.scan != .waitingForAdvertisement { enterScan(.stopped, because: "the radio went away") }
         }
     }
 
@@ -257,10 +262,17 @@ public final class RadioAgent: RadioListener {
     /// pause for an advertisement that could not resume it): a new scan cycle starts at once.
     public func scanStopped() {
         async { [self] in
-            guard running, my.scan.state.isStarted else { return }
+            guard running, my.scan.state == .started else { return }
             enterScan(.stopped, because: "the radio's scan ended without the agent")
             scanCycle()
         }
+    }
+
+    /// What the radio does changed (`Radio.activity`): the status follows, and a scan the radio
+    /// started by itself (one that waited for the kernel's word, or resumed after a pause) begins
+    /// the cycle's record.
+    public func radioChanged() {
+        async { [self] in noteScanRunning() }
     }
 
     /// The wall clock was stepped (the daemon's upkeep noticed): an identifier for the time it
@@ -285,7 +297,7 @@ public final class RadioAgent: RadioListener {
             enter(.steppedAside(problem), because: reason)
             logger.warning("\(reason): the advertisement taken off the air")
             scheduleRotation(in: Self.retrySeconds)
-            if problem.entry.scanYieldsToOthers && my.scan.state == .running {
+            if problem.entry.scanYieldsToOthers && my.scan.state == .started && radio.activity.scan == .running {
                 // The kernel puts the other advertisement on the one set from a new random
                 // address, which the controller refuses while a scan runs, and tries again every
                 // 2 s: the scan waits for one such turn (the lab saw the other kept off for 4 s).
@@ -410,7 +422,8 @@ public final class RadioAgent: RadioListener {
                 try store.set(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue)
                 my.rotation.lastOnAir = .interval(broadcast.interval)
                 var advertised = broadcast, sent = metadata
-                let waitingScan = try radio.advertise { [self] selectedPower in
+                my.cycle.askedAt = now
+                try radio.advertise { [self] selectedPower in
                     // The metadata carries the TX power the controller chose for this advertisement.
                     if let selectedPower, selectedPower != sent.transmitPower {
                         sent.transmitPower = selectedPower
@@ -419,9 +432,7 @@ public final class RadioAgent: RadioListener {
                     return advertised.serviceData
                 }
                 enter(.onAir(interval: advertised.interval), because: rolled ? "a fresh key's identifier" : "a new identifier")
-                if my.scan.state == .waitingForAdvertisement && waitingScan == .started {
-                    enterScan(.running, because: "the advertisement it waited for is on the air", asked: now)
-                }
+                noteScanRunning()
                 my.rotation.lastRefusal = nil
                 my.rotation.rolledButNotAired = nil
                 my.backlog.storeFailing = false
@@ -468,16 +479,22 @@ public final class RadioAgent: RadioListener {
     }
 
     /// Moves the scan to `new`. A cycle's scan is one scan of the device's from the moment it first
-    /// runs to the moment it stops, its pieces (`continuesCycle`) and a wait for the advertisement
-    /// within it included.
-    /// `asked`: when the radio was asked for the scan that now runs. A controller reports what it
-    /// hears as soon as its scan is enabled, before the radio returns (RootCanal's first reports
-    /// came 0.0–0.2 s after the enable, while BlueZRadio waited for the kernel's Discovering
-    /// event): the scan's record starts from the asking, so that no sighting falls before it.
-    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String, continuesCycle: Bool = false, asked: Int64? = nil) {
-        if new == .running && my.cycle.startedAt == nil { my.cycle.startedAt = asked ?? clock.now }
-        if !new.isStarted && !continuesCycle { endScanRecord(continuing: false) }
+    /// runs (`noteScanRunning`) to the moment it stops, its pieces (`continuesCycle`) and a wait for
+    /// the advertisement within it included.
+    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String, continuesCycle: Bool = false) {
+        if new != .started && !continuesCycle { endScanRecord(continuing: false) }
         my.scan.enter(new, because: reason())
+    }
+
+    /// Begins the cycle's record once the scan the agent wants first runs. A controller reports
+    /// what it hears as soon as its scan is enabled, before the radio returns (RootCanal's first
+    /// reports came 0.0–0.2 s after the enable, while BlueZRadio waited for the kernel's
+    /// Discovering event): the record starts when the radio was asked, so that no sighting falls
+    /// before it.
+    private func noteScanRunning() {
+        guard my.scan.state == .started, my.cycle.startedAt == nil, radio.activity.scan == .running else { return }
+        my.cycle.startedAt = my.cycle.askedAt ?? clock.now
+        logger.debug("scan: the radio runs it (a scan cycle)")
     }
 
     /// Notes the scan recorded so far as ended now (its cycle is over); a continuous scan, which
@@ -501,7 +518,7 @@ public final class RadioAgent: RadioListener {
     /// (`continuesCycle`) leaves it for the scan's end, so that the next piece's receptions join
     /// their identifiers' sightings.
     private func endScan(because reason: @autoclosure () -> String, continuesCycle: Bool = false) {
-        if my.scan.state.isStarted { stopScanning() }
+        if my.scan.state == .started { stopScanning() }
         enterScan(.stopped, because: reason(), continuesCycle: continuesCycle)
         if !continuesCycle { flush() }
     }
@@ -531,12 +548,11 @@ public final class RadioAgent: RadioListener {
     /// new cycle is due after `retrySeconds`.
     private func beginScan() -> Bool {
         do {
-            if !my.scan.state.isStarted {
-                let asked = clock.now
-                switch try radio.startScanning() {
-                case .started: enterScan(.running, because: "a scan cycle", asked: asked)
-                case .waitsForAdvertisement: enterScan(.waitingForAdvertisement, because: "the radio holds it until the advertisement is on the air")
-                }
+            if my.scan.state != .started {
+                my.cycle.askedAt = clock.now
+                try radio.startScanning()
+                enterScan(.started, because: "a scan cycle")
+                noteScanRunning()
             }
             my.cycle.lastRefusal = nil
             // A scan disproves the radio's refusal or loss, not what keeps the agent from advertising.

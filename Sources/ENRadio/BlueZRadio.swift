@@ -247,7 +247,7 @@ public final class BlueZRadio: Radio {
             }
         }
         guard var adapter = found else { throw Failure.noAdapter(configuredAdapter?.description ?? chosen) }
-        my.lastFound = Self.identity(of: adapter)
+        publishing { my.lastFound = Self.identity(of: adapter) }
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
             // bluetoothd answers only org.bluez.Error.Failed when asked to power a blocked adapter on.
@@ -264,7 +264,7 @@ public final class BlueZRadio: Radio {
         return adapter
     }
 
-    public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws -> ScanStart? {
+    public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
         // While a connection is being initiated the kernel keeps a legacy controller's random
@@ -278,13 +278,7 @@ public final class BlueZRadio: Radio {
         let scanWaited = my.scan.waitsForAdvertisement
         try replace(previousPhase, by: serviceData, on: adapter, controller: controller)
         // The scan that waited starts with the advertisement, here or as a pause for it ends.
-        guard scanWaited else { return nil }
-        startWaitingScan(on: adapter)
-        switch my.scan {
-        case .idle: return nil
-        case .waitingForAdvertisement: return .waitsForAdvertisement
-        case .passive, .active, .discoveryStarting, .paused: return .started
-        }
+        if scanWaited { startWaitingScan(on: adapter) }
     }
 
     /// Puts a new advertisement in place of the one in `previousPhase`, which stays this radio's
@@ -455,7 +449,8 @@ public final class BlueZRadio: Radio {
     /// that its scan stopped and starts one anew: its status never says a scan runs that waits.
     private func resumeScan(on adapter: Adapter, ran: Bool) {
         do {
-            if try startScan(on: adapter) == .waitsForAdvertisement && ran { my.listener.agent?.scanStopped() }
+            try startScan(on: adapter)
+            if my.scan.waitsForAdvertisement && ran { my.listener.agent?.scanStopped() }
         } catch {
             enter(.idle, because: "it did not start again: \(error)")
             my.listener.agent?.scanStopped()
@@ -567,7 +562,7 @@ public final class BlueZRadio: Radio {
     private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, busy: UInt8 = 0x0A, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D,
                        invalidIndex: UInt8 = 0x11
 
-    public func startScanning() throws -> ScanStart {
+    public func startScanning() throws {
         let adapter = try adapter()
         // A scan the agent lost track of (the adapter went and came back) must not run on beside the new one.
         let previous = my.scan
@@ -577,13 +572,13 @@ public final class BlueZRadio: Radio {
                 logger.debug("the previous scan on \(previousAdapter.name) did not stop: \(error)")
             }
         }
-        return try startScan(on: adapter)
+        try startScan(on: adapter)
     }
 
     /// Starts a scan on `adapter` and notes it: passive, through a monitor, or, where the kernel
     /// has no monitors or refuses this one as Busy, bluetoothd's discovery, which may wait for the
     /// advertisement.
-    private func startScan(on adapter: Adapter) throws -> ScanStart {
+    private func startScan(on adapter: Adapter) throws {
         if my.discoveryStalled, let controller = adapter.index {
             do {
                 return try addMonitor(on: adapter, controller: controller)
@@ -596,12 +591,12 @@ public final class BlueZRadio: Radio {
         }
         if my.scanMode == .passive, let controller = adapter.index {
             do {
-                let started = try addMonitor(on: adapter, controller: controller)
+                try addMonitor(on: adapter, controller: controller)
                 if my.monitorRefused {
                     my.monitorRefused = false
                     logger.notice("the kernel took the scan's monitor on \(adapter.name) again: scanning passively")
                 }
-                return started
+                return
             } catch let error as ManagementError where [Self.unknownCommand, Self.notSupported].contains(error.status) {
                 my.scanMode = .active
                 logger.notice("scanning actively through bluetoothd's discovery (its scan requests carry an address of the adapter's): "
@@ -647,7 +642,7 @@ public final class BlueZRadio: Radio {
         guard let controller = adapter.index, my.watching else {
             try client.startDiscovery(on: adapter)
             enter(.active(adapter), because: "bluetoothd started its discovery (no management watch to hear the kernel's word)")
-            return .started
+            return
         }
         my.scansUnpassed = DiscoveryStall.scansUnpassed(after: my.scansUnpassed, heardByKernel: my.heardByKernel, passedByBluetoothd: my.passedByBluetoothd)
         (my.heardByKernel, my.passedByBluetoothd) = (0, 0)
@@ -663,13 +658,12 @@ public final class BlueZRadio: Radio {
         }
         enter(.discoveryStarting(adapter), because: "bluetoothd answered StartDiscovery")
         awaitDiscovery(on: controller)
-        if case .active = my.scan { return .started }
+        if case .active = my.scan { return }
         if let stall = DiscoveryStall(kernelDiscovering: my.discoveries[controller] != nil) {
             return try scanPassively(for: stall, on: adapter, controller: controller)
         }
         enter(.active(adapter), because: "the kernel runs a discovery on \(adapter.name)")
         bluetoothdScans(on: adapter)
-        return .started
     }
 
     /// bluetoothd's discovery runs in the kernel: one judged stalled works again.
@@ -757,7 +751,7 @@ public final class BlueZRadio: Radio {
     /// advertisement is off the air (make test's Debian 12 lab of 2026-11-29: a Discovering event
     /// missed, a discovery left to bluetoothd, and 10.24 s after the agent's pause bluetoothd's
     /// restart went out from hci1's public address).
-    private func scanPassively(for stall: DiscoveryStall, on adapter: Adapter, controller: UInt16) throws -> ScanStart {
+    private func scanPassively(for stall: DiscoveryStall, on adapter: Adapter, controller: UInt16) throws {
         noteStall(stall, on: adapter)
         do { try client.leaveDiscovery(on: adapter) } catch { logger.debug("cannot withdraw from bluetoothd's discovery on \(adapter.name): \(error)") }
         return try addMonitor(on: adapter, controller: controller)
@@ -783,7 +777,7 @@ public final class BlueZRadio: Radio {
     /// A passive scan on `adapter`: a kernel advertisement monitor, for which the kernel scans
     /// passively, sending nothing (`State.discoveryStalled` too: the kernel's own active discovery
     /// went out from the adapter's public address in the lab).
-    private func addMonitor(on adapter: Adapter, controller: UInt16) throws -> ScanStart {
+    private func addMonitor(on adapter: Adapter, controller: UInt16) throws {
         try removeLeftoverMonitor(on: adapter)
         try checkPoweredForMonitor(adapter, controller: controller)
         // What the controller hears as the scan starts counts (an emulated one reports each
@@ -798,13 +792,11 @@ public final class BlueZRadio: Radio {
             try store.set(StoreSettings.scanMonitor, to: note)
             my.monitorNote = .known(note)
         }
-        return .started
     }
 
     /// Notes an active scan on `adapter` that waits (`why`), for the next advertisement to start it.
-    private func waitForAdvertisement(on adapter: Adapter, _ why: String) -> ScanStart {
+    private func waitForAdvertisement(on adapter: Adapter, _ why: String) {
         enter(.waitingForAdvertisement(adapter), because: why)
-        return .waitsForAdvertisement
     }
 
     /// Starts the active scan that waited for the advertisement now on `adapter`.
@@ -904,7 +896,7 @@ public final class BlueZRadio: Radio {
 
     /// The adapter in use (for reports and the status), when one is known; its address once
     /// BlueZ has given it.
-    public var adapterInUse: AdapterIdentity? {
+    private var adapterInUse: AdapterIdentity? {
         let configuredName: String?
         if case .name(let name)? = configuredAdapter { configuredName = name } else { configuredName = nil }
         guard let name = configuredName ?? my.advertisement.advertisement?.adapter.name ?? my.scan.adapter?.name else { return nil }
@@ -1017,7 +1009,7 @@ public final class BlueZRadio: Radio {
     /// The advertisement's only way to a new phase; logs the change.
     private func enter(_ phase: AdvertisementPhase, because reason: String) {
         logger.debug("advertisement: \(my.advertisement) → \(phase): \(reason)")
-        my.advertisement = phase
+        publishing { my.advertisement = phase }
     }
 
     /// The scan's only way to a new phase; logs the change, a wait for the advertisement at info.
@@ -1027,7 +1019,19 @@ public final class BlueZRadio: Radio {
         } else {
             logger.debug("scan: \(my.scan) → \(phase): \(reason)")
         }
-        my.scan = phase
+        publishing { my.scan = phase }
+    }
+
+    /// What the radio does, as the agent and the status read it: its phases and the adapter in use.
+    public var activity: RadioActivity {
+        RadioActivity(advertisement: my.advertisement.shown, scan: my.scan.shown, adapter: adapterInUse)
+    }
+
+    /// Makes `change` and tells the agent when it changed the activity: the radio's one publication.
+    private func publishing(_ change: () -> Void) {
+        let before = activity
+        change()
+        if activity != before { my.listener.agent?.radioChanged() }
     }
 
     /// Passes `agent` what this radio's adapter hears, and follows bluetoothd and the adapters so

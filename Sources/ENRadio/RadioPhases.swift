@@ -1,3 +1,4 @@
+import ENAgent
 import ENBlueZ
 
 /// What the radio has in the kernel, as phases, each changed only by `BlueZRadio`'s
@@ -35,6 +36,16 @@ extension BlueZRadio {
             }
         }
 
+        /// What the agent sees of it.
+        var shown: RadioActivity.Advertisement {
+            switch self {
+            case .none: return .none
+            case .adding: return .adding
+            case .onAir: return .onAir
+            case .unfit: return .unfit
+            }
+        }
+
         /// The advertisement the kernel has enabled (an unfit one until it is withdrawn).
         var onAir: Advertisement? {
             switch self {
@@ -69,6 +80,18 @@ extension BlueZRadio {
         case waitingForAdvertisement(Adapter)
         /// Stopped while a legacy controller takes an advertisement's new address (`pausingScan`).
         case paused(Adapter)
+
+        /// What the agent sees of it: a scan runs once the kernel took its monitor or said its
+        /// discovery runs.
+        var shown: RadioActivity.Scan {
+            switch self {
+            case .idle: return .idle
+            case .passive, .active: return .running
+            case .discoveryStarting: return .starting
+            case .waitingForAdvertisement: return .waitingForAdvertisement
+            case .paused: return .paused
+            }
+        }
 
         var waitsForAdvertisement: Bool {
             if case .waitingForAdvertisement = self { return true }

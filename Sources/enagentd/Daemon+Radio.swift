@@ -30,11 +30,11 @@ extension Daemon {
 
     /// Starts the radio run; the agent's changes come to the daemon's queue.
     private func startRadio(_ starter: RadioStarter) throws -> RadioRun {
-        let run = try starter.start { [weak self, queue] state, adapter in
+        let run = try starter.start { [weak self, queue] state in
             queue.async { [weak self] in
                 guard let self else { return }
                 self.my.radio.state = state
-                if let adapter { self.my.radio.adapter = adapter }
+                if let adapter = state.adapter { self.my.radio.adapter = adapter }
                 self.apply()
             }
         }

@@ -31,6 +31,6 @@ struct RadioStarter: Sendable {
     /// The adapter the configuration names, for the status while the radio has found none.
     let configuredAdapter: String?
     /// Starts the agent and its radio; `onChange` hears, on the radio's queue, each state the agent
-    /// derives, with the adapter then in use (nil when none is known).
-    let start: @Sendable (_ onChange: @escaping @Sendable (RadioState, AdapterIdentity?) -> Void) throws -> RadioRun
+    /// derives (with the adapter then in use, nil when none is known).
+    let start: @Sendable (_ onChange: @escaping @Sendable (RadioState) -> Void) throws -> RadioRun
 }

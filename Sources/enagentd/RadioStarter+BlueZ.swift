@@ -28,10 +28,7 @@ extension RadioStarter {
             }
             let metadata = Metadata(transmitPower: settings.txPower(adapter: adapter.name.isEmpty ? nil : adapter.name, logger: logger))
             let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
-                                   clock: clock, schedule: settings.schedule, metadata: metadata, logger: logger, queue: radioQueue) { state in
-                // Called on the radio's queue, where the radio's adapter is read.
-                onChange(state, bluez.adapterInUse)
-            }
+                                   clock: clock, schedule: settings.schedule, metadata: metadata, logger: logger, queue: radioQueue, onChange: onChange)
             let followed = try bluez.follow(for: agent, logger: logger)
             let managementWatch = radioQueue.sync { bluez.watchManagement(for: agent, logger: logger) }
             let sleep = SleepInhibitor(connection: bus, logger: logger)

@@ -7,29 +7,38 @@ import TestSupport
 import Testing
 
 @Suite struct AdvertiserStateTests {
-    /// What the status shows for each advertiser's state, scan's state and store: the scan's
-    /// refusal first, then an unwritable store, then what holds the advertisement back.
-    @Test func theRadioStateDerivesFromTheAdvertiserTheScanAndTheStore() {
+    /// What the status shows for each of the radio's activities, advertiser's state, scan's state
+    /// and store: advertising and scanning only where the agent wants them and the radio does them;
+    /// the scan's refusal first, then an unwritable store, then what holds the advertisement back.
+    @Test func theRadioStateDerivesFromTheRadiosActivityTheAdvertiserTheScanAndTheStore() {
         let interval = ENIntervalNumber(2_834_000)
-        let table: [(AdvertiserState, ScanState, storeFailing: Bool, RadioState)] = [
-            (.idle, .refused(.noAdapter), true, RadioState()),
-            (.onAir(interval: interval), .running, false, RadioState(advertising: true, scanning: true)),
-            (.onAir(interval: interval), .running, true, RadioState(advertising: true, scanning: true, problem: .storeUnwritable)),
-            (.onAir(interval: interval), .waitingForAdvertisement, false, RadioState(advertising: true)),
-            (.waitingForInterval(resumesAt: 5), .running, false, RadioState(scanning: true, problem: .waitingForInterval, advertisingResumesAt: 5)),
-            (.waitingForInterval(resumesAt: 5), .refused(.bluetoothOff), false, RadioState(problem: .bluetoothOff)),
-            (.waitingForInterval(resumesAt: 5), .running, true, RadioState(scanning: true, problem: .storeUnwritable)),
-            (.steppedAside(.adapterShared), .stopped, false, RadioState(problem: .adapterShared)),
-            (.refused(.adapterConnectable), .waitingForAdvertisement, false, RadioState(problem: .adapterConnectable)),
-            (.refused(.lastIntervalUnknown), .running, false, RadioState(scanning: true, problem: .lastIntervalUnknown)),
-            (.refused(.storeUnwritable), .refused(.noAdapter), true, RadioState(problem: .noAdapter)),
-            (.radioLost, .stopped, false, RadioState(problem: .bluetoothOff)),
-            (.asleep, .stopped, false, RadioState()),
-            (.retrying, .running, false, RadioState(scanning: true)),
+        let hci0 = AdapterIdentity(name: "hci0")
+        let both = RadioActivity(advertisement: .onAir, scan: .running, adapter: hci0)
+        let scanning = RadioActivity(scan: .running, adapter: hci0)
+        let table: [(RadioActivity, AdvertiserState, ScanState, storeFailing: Bool, RadioState)] = [
+            (both, .idle, .refused(.noAdapter), true, RadioState()),
+            (both, .onAir(interval: interval), .started, false, RadioState(advertising: true, scanning: true, adapter: hci0)),
+            (both, .onAir(interval: interval), .started, true, RadioState(advertising: true, scanning: true, problem: .storeUnwritable, adapter: hci0)),
+            (RadioActivity(advertisement: .onAir, scan: .waitingForAdvertisement), .onAir(interval: interval), .started, false, RadioState(advertising: true)),
+            (RadioActivity(advertisement: .onAir, scan: .starting), .onAir(interval: interval), .started, false, RadioState(advertising: true)),
+            (RadioActivity(advertisement: .onAir, scan: .paused), .onAir(interval: interval), .started, false, RadioState(advertising: true)),
+            (RadioActivity(advertisement: .adding, scan: .running), .onAir(interval: interval), .started, false, RadioState(scanning: true)),
+            (RadioActivity(advertisement: .unfit), .onAir(interval: interval), .stopped, false, RadioState()),
+            (both, .onAir(interval: interval), .stopped, false, RadioState(advertising: true, adapter: hci0)),
+            (scanning, .waitingForInterval(resumesAt: 5), .started, false, RadioState(scanning: true, problem: .waitingForInterval, advertisingResumesAt: 5, adapter: hci0)),
+            (RadioActivity(), .waitingForInterval(resumesAt: 5), .refused(.bluetoothOff), false, RadioState(problem: .bluetoothOff)),
+            (scanning, .waitingForInterval(resumesAt: 5), .started, true, RadioState(scanning: true, problem: .storeUnwritable, adapter: hci0)),
+            (RadioActivity(), .steppedAside(.adapterShared), .stopped, false, RadioState(problem: .adapterShared)),
+            (RadioActivity(scan: .waitingForAdvertisement), .refused(.adapterConnectable), .started, false, RadioState(problem: .adapterConnectable)),
+            (scanning, .refused(.lastIntervalUnknown), .started, false, RadioState(scanning: true, problem: .lastIntervalUnknown, adapter: hci0)),
+            (RadioActivity(), .refused(.storeUnwritable), .refused(.noAdapter), true, RadioState(problem: .noAdapter)),
+            (RadioActivity(), .radioLost, .stopped, false, RadioState(problem: .bluetoothOff)),
+            (RadioActivity(), .asleep, .stopped, false, RadioState()),
+            (scanning, .retrying, .started, false, RadioState(scanning: true, adapter: hci0)),
         ]
-        for (advertiser, scan, storeFailing, shown) in table {
-            #expect(RadioState(advertiser: advertiser, scan: scan, storeFailing: storeFailing) == shown,
-                    "\(advertiser), scan \(scan), store failing: \(storeFailing)")
+        for (activity, advertiser, scan, storeFailing, shown) in table {
+            #expect(RadioState(activity: activity, advertiser: advertiser, scan: scan, storeFailing: storeFailing) == shown,
+                    "\(activity), \(advertiser), scan \(scan), store failing: \(storeFailing)")
         }
     }
 

@@ -47,7 +47,7 @@ final class RecordingRadio: Radio {
     func refuseNextScans(_ count: Int) { scanRefusals.withLock { $0 = count } }
     func turnConnectable(_ on: Bool) { connectable.withLock { $0 = on } }
 
-    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws -> ScanStart? {
+    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         calls.withLock { $0.append("advertise") }
         let refused = refusals.withLock { remaining in
             defer { remaining = max(0, remaining - 1) }
@@ -59,25 +59,31 @@ final class RecordingRadio: Radio {
         let data = try serviceData(selectedTransmitPower)
         advertised.withLock { $0.append(data) }
         // A waiting scan starts with the advertisement the radio accepts, as BlueZRadio's does.
-        return scanWaits.withLock { waits in defer { waits = false }; return waits ? .started : nil }
+        doing.withLock { activity in
+            activity.advertisement = .onAir
+            if activity.scan == .waitingForAdvertisement { activity.scan = .running }
+        }
     }
-    func stopAdvertising() { calls.withLock { $0.append("stopAdvertising") } }
+    func stopAdvertising() {
+        calls.withLock { $0.append("stopAdvertising") }
+        doing.withLock { $0.advertisement = .none }
+    }
     /// What happens while a scan starts (the controller already hearing, the clock moving on).
     let whileStarting = Mutex<(@Sendable () -> Void)?>(nil)
-    func startScanning() throws -> ScanStart {
+    func startScanning() throws {
         calls.withLock { $0.append("startScanning") }
         whileStarting.withLock { $0 }?()
         if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
         let waits = connectable.withLock({ $0 }) && activeScanWaitsForAdvertisement
-        scanWaits.withLock { $0 = waits }
-        return waits ? .waitsForAdvertisement : .started
+        doing.withLock { $0.scan = waits ? .waitingForAdvertisement : .running }
     }
     func stopScanning() {
         calls.withLock { $0.append("stopScanning") }
-        scanWaits.withLock { $0 = false }
+        doing.withLock { $0.scan = .idle }
     }
-    /// Whether the scan started last waits for the advertisement.
-    private let scanWaits = Mutex(false)
+    /// What it does, as BlueZRadio's phases would say.
+    private let doing = Mutex(RadioActivity())
+    var activity: RadioActivity { doing.withLock { $0 } }
 
     var log: [String] { calls.withLock { $0 } }
     var serviceData: [[UInt8]] { advertised.withLock { $0 } }

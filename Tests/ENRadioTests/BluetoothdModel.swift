@@ -212,6 +212,7 @@ final class ListenerLog: RadioListener {
     private let heard = Mutex<[Heard]>([])
 
     func report(_ report: RadioReport) { received.withLock { $0.append(report) } }
+    func radioChanged() {}
 
     private let received = Mutex<[RadioReport]>([])
     /// The sightings the radio reported, in order.

@@ -19,9 +19,10 @@ final class RadioDriver {
     /// What the agent's status says: advertising, or the problem that keeps it from it.
     private(set) var advertising = false
     private(set) var problem: AgentStatus?
-    private(set) var scanning = false
-    /// The radio holds the scan until the advertisement is on the air (RadioAgent's own note).
-    private var scanWaits = false
+    /// The agent wants a scan (RadioAgent's `ScanState.started`).
+    private var scanStarted = false
+    /// What the agent's status says of the scan: wanted, and run by the radio (`RadioState`).
+    var scanning: Bool { scanStarted && onQueue { radio.activity.scan } == .running }
     /// Everything the radio told the agent, in order.
     private(set) var heard = [ListenerLog.Heard]()
     /// The service data of every advertisement the radio accepted.
@@ -50,11 +51,10 @@ final class RadioDriver {
     func rotate() {
         let serviceData = (0..<20).map { _ in UInt8.random(in: 0...255, using: &generator) }
         do {
-            let waitingScan = try onQueue { try radio.advertise { _ in serviceData } }
+            try onQueue { try radio.advertise { _ in serviceData } }
             advertising = true
             problem = nil
             advertised.append(serviceData)
-            if scanWaits && waitingScan == .started { (scanWaits, scanning) = (false, true) }
         } catch is any RadioPostponement {
             // The previous advertisement stays on the air, and the status with it.
         } catch {
@@ -88,8 +88,8 @@ final class RadioDriver {
                         startScan()
                     }
                 // RadioAgent.scanStopped: a new scan at once.
-                case .scanStopped where scanning || scanWaits:
-                    (scanning, scanWaits) = (false, false)
+                case .scanStopped where scanStarted:
+                    scanStarted = false
                     startScan()
                 default:
                     break
@@ -106,7 +106,8 @@ final class RadioDriver {
     /// RadioAgent.radioLost.
     func lost() {
         stopAdvertising()
-        scanning = false
+        // A scan that waits for the advertisement waits on.
+        if onQueue({ radio.activity.scan }) != .waitingForAdvertisement { scanStarted = false }
         problem = .bluetoothOff
     }
 
@@ -119,21 +120,21 @@ final class RadioDriver {
     /// RadioAgent's retry every second while it cannot advertise.
     func retry() {
         if !advertising { rotate() }
-        if !scanning && !scanWaits { startScan() }
+        if !scanStarted { startScan() }
     }
 
     func startScan() {
         do {
-            scanning = try onQueue { try radio.startScanning() } == .started
-            scanWaits = !scanning
+            try onQueue { try radio.startScanning() }
+            scanStarted = true
         } catch {
-            (scanning, scanWaits) = (false, false)
+            scanStarted = false
         }
     }
 
     func stopScan() {
         try? onQueue { try radio.stopScanning() }
-        (scanning, scanWaits) = (false, false)
+        scanStarted = false
     }
 
     /// Three phones heard in the scan that runs, then the next scan, as the agent's cycle goes.

@@ -111,6 +111,7 @@ import Testing
         var lossesAndReturns: [String] { heard.withLock { $0.filter { $0 != "returned" } } }
         var losses: Int { heard.withLock { $0.filter { $0.hasPrefix("lost") }.count } }
         func report(_ report: RadioReport) {}
+        func radioChanged() {}
         func radioLost() { heard.withLock { $0.append("lost") } }
         func radioReturned() { heard.withLock { $0.append("returned") } }
         func advertisementRemoved() {}

@@ -18,18 +18,15 @@ private final class Log: Sendable {
 private final class LoggingRadio: Radio {
     let log: Log
     init(log: Log) { self.log = log }
-    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws -> ScanStart? {
+    func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         _ = try serviceData(nil)
         log.append("advertise")
-        return nil
     }
     func stopAdvertising() { log.append("stopAdvertising") }
-    func startScanning() -> ScanStart {
-        log.append("startScanning")
-        return .started
-    }
+    func startScanning() { log.append("startScanning") }
     func stopScanning() { log.append("stopScanning") }
     let longestScanSeconds: Double? = nil
+    let activity = RadioActivity()
 }
 
 struct RadioRunTests {
