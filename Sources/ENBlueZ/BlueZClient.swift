@@ -30,7 +30,7 @@ public final class BlueZClient: Sendable {
     /// adapter's properties only: GetManagedObjects carries every device BlueZ has seen, which
     /// with a crowd around took bluetoothd over 10 s (the lab's crowd).
     public func adapter(named name: String) throws(DBusError) -> Adapter? {
-        let path = "/org/bluez/" + name
+        let path = BlueZ.adapterPath(name)
         let reply: [DBusValue]
         do {
             reply = try connection.call(destination: BlueZ.service, path: path, interface: ExportedObject.propertiesInterface, member: "GetAll",

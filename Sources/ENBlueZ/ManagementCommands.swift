@@ -3,7 +3,25 @@
 /// Address types in Start/Stop Discovery: LE public and LE random.
 public let leAddressTypes: UInt8 = 0x06
 
-/// Read Controller Information (0x0004): the adapter's current settings.
+/// Read Controller Index List (0x0003): the controllers the kernel has, by index (hciN's N).
+public struct ReadControllerIndexList: ManagementCommand {
+    public static let opcode: UInt16 = 0x0003
+    public static let name = "Read Controller Index List"
+    /// The index a command about no controller is sent to (MGMT_INDEX_NONE).
+    public static let noController: UInt16 = 0xFFFF
+    public var parameters: [UInt8] { [] }
+    public init() {}
+
+    /// Num_Controllers (2), then each index (2).
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> [UInt16] {
+        guard reply.count >= 2 else { throw .malformedReply(name, reply) }
+        let count = Int(UInt16(littleEndian: reply, at: 0))
+        guard reply.count >= 2 + 2 * count else { throw .malformedReply(name, reply) }
+        return (0..<count).map { UInt16(littleEndian: reply, at: 2 + 2 * $0) }
+    }
+}
+
+/// Read Controller Information (0x0004): the adapter's address and settings.
 public struct ReadControllerInformation: ManagementCommand {
     public static let opcode: UInt16 = 0x0004
     public static let name = "Read Controller Information"
@@ -20,13 +38,28 @@ public struct ReadControllerInformation: ManagementCommand {
         public static let privacy = Settings(rawValue: 1 << 13)
     }
 
+    public struct Information: Sendable {
+        /// The controller's own address, as BlueZ writes it (its Address property).
+        public var address: String
+        /// What the controller can do, and what is on now.
+        public var supported: Settings
+        public var current: Settings
+    }
+
     public init() {}
 
-    /// Address (6), version (1), manufacturer (2), supported settings (4), current settings (4), …
-    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> Settings {
+    /// Address (6, least significant byte first), version (1), manufacturer (2), supported
+    /// settings (4), current settings (4), …
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> Information {
         guard reply.count >= 17 else { throw .malformedReply(name, reply) }
-        return Settings(rawValue: UInt32(littleEndian: reply, at: 13))
+        let address = reply[0..<6].reversed().map { String($0, radix: 16, uppercase: true).leftPadded(to: 2) }.joined(separator: ":")
+        return Information(address: address, supported: Settings(rawValue: UInt32(littleEndian: reply, at: 9)),
+                           current: Settings(rawValue: UInt32(littleEndian: reply, at: 13)))
     }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
 }
 
 /// Stop Discovery (0x0024): ends a discovery the kernel runs (one left by a bluetoothd that died),

@@ -148,6 +148,9 @@ public final class BlueZRadio: Radio {
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
         var bluetoothdSettled = false
+        /// Calls of the radio's in a row that bluetoothd left unanswered since it (re)started,
+        /// before it ever offered the adapter.
+        var unansweredSinceStart = 0
         /// Since the last scan through bluetoothd's discovery began: the EN advertisements the kernel
         /// reported in it (its Device Found events reach every socket), and those bluetoothd passed
         /// on, also after the scan's end (a busy bluetoothd's trail the kernel's by seconds); and
@@ -185,23 +188,58 @@ public final class BlueZRadio: Radio {
 
     /// The configured adapter, else the first that can advertise; powered on when allowed. While
     /// bluetoothd does not answer (`DiscoveryStall`: under the lab's flood every call of its timed
-    /// out, 10 s each), the adapter found last, as long as the kernel has it powered.
+    /// out, 10 s each), the adapter found last, as long as the kernel has it powered; when it has
+    /// never answered, the kernel's own.
     public func adapter() throws -> Adapter {
         if my.discoveryStalled, let adapter = try adapterAsTheKernelHasIt() { return adapter }
         do {
             let adapter = try findAdapter()
             my.lastAdapter = adapter
             my.bluetoothdSettled = true
+            my.unansweredSinceStart = 0
             return adapter
         } catch {
-            // A bluetoothd that has not offered the adapter since it started is starting, not stalled
-            // (the lab's restarted bluetoothd left a Get unanswered for 10 s).
-            guard my.bluetoothdSettled, let stall = DiscoveryStall(call: "Get of the adapter's properties", failure: error),
-                  let last = my.lastAdapter else { throw error }
+            guard let stall = DiscoveryStall(call: "Get of the adapter's properties", failure: error) else { throw error }
+            if !my.bluetoothdSettled {
+                // A bluetoothd that has not offered the adapter since it started is starting, not
+                // stalled (the lab's restarted bluetoothd left a Get unanswered for 10 s), unless it
+                // stays silent: among the RootCanal lab's 300 phones one left an agent that started
+                // there without an answer for two minutes. The kernel then says which adapter it is.
+                my.unansweredSinceStart += 1
+                guard my.unansweredSinceStart >= Self.unansweredCallsBeforeTheKernelsAdapter, let adapter = try adapterFromTheKernel() else { throw error }
+                my.lastAdapter = adapter
+            }
+            guard let last = my.lastAdapter else { throw error }
             noteStall(stall, on: last)
             guard let adapter = try adapterAsTheKernelHasIt() else { throw error }
             return adapter
         }
+    }
+
+    /// Calls left unanswered in a row (10 s each) after which a bluetoothd that has not offered the
+    /// adapter since it started is taken as stalled, not starting: three times the longest start
+    /// the labs saw (a restarted bluetoothd left one Get unanswered), since a stall lasts until
+    /// bluetoothd restarts, with passive scans on a kernel where they are not the default.
+    static let unansweredCallsBeforeTheKernelsAdapter = 3
+
+    /// The adapter the configuration means as the kernel has it (its controllers, their addresses
+    /// and settings): the configured one, or the one chosen before, or the first with LE, as
+    /// `findAdapter` takes bluetoothd's; nil when the kernel has none of them.
+    private func adapterFromTheKernel() throws -> Adapter? {
+        let controllers = try management.send(ReadControllerIndexList(), controller: ReadControllerIndexList.noController).map {
+            (name: "hci\($0)", information: try management.send(ReadControllerInformation(), controller: $0))
+        }
+        let name: String?
+        switch configuredAdapter {
+        case let choice?: name = choice.resolve(among: controllers.map { ($0.name, $0.information.address) })
+        case nil: name = my.chosenAdapter ?? controllers.first { $0.information.supported.contains(.le) }?.name
+        }
+        guard let name, let information = controllers.first(where: { $0.name == name })?.information else { return nil }
+        if configuredAdapter == nil { my.chosenAdapter = name }
+        let adapter = Adapter(path: BlueZ.adapterPath(name), address: information.address, powered: information.current.contains(.powered),
+                              canAdvertise: information.supported.contains(.le))
+        publishing { my.lastFound = Self.identity(of: adapter) }
+        return adapter
     }
 
     /// The adapter found last, when the kernel has it powered; nil when it is off (bluetoothd
@@ -209,7 +247,7 @@ public final class BlueZRadio: Radio {
     private func adapterAsTheKernelHasIt() throws -> Adapter? {
         guard var adapter = my.lastAdapter, let controller = adapter.index else { return nil }
         let settings: ReadControllerInformation.Settings
-        do throws(ManagementError) { settings = try management.send(ReadControllerInformation(), controller: controller) } catch {
+        do throws(ManagementError) { settings = try management.send(ReadControllerInformation(), controller: controller).current } catch {
             guard error.status == Self.invalidIndex else { throw error }
             throw Failure.noAdapter(adapter.name)
         }
@@ -302,7 +340,8 @@ public final class BlueZRadio: Radio {
             try remove(previous.instance, from: previous.adapter)
             held = nil
         }
-        let (settings, settingsRead) = try management.exchange(ReadControllerInformation(), controller: controller)
+        let (information, settingsRead) = try management.exchange(ReadControllerInformation(), controller: controller)
+        let settings = information.current
         guard !settings.contains(.connectable) else {
             // The kernel re-programs the advertisement on the air when the adapter turns connectable:
             // on a legacy controller the last RPI goes on in ADV_IND from the adapter's own address.
@@ -811,7 +850,7 @@ public final class BlueZRadio: Radio {
     /// leave only the moment between this read and the monitor for that (the kernel reports the
     /// adapter off before it marks the controller down, in hci_dev_close_sync).
     private func checkPoweredForMonitor(_ adapter: Adapter, controller: UInt16) throws {
-        guard try !management.send(ReadControllerInformation(), controller: controller).contains(.powered) else { return }
+        guard try !management.send(ReadControllerInformation(), controller: controller).current.contains(.powered) else { return }
         if let kill = killSwitch(adapter.name) { throw Failure.blocked(adapter.name, kill) }
         throw Failure.poweredOff(adapter.name)
     }
@@ -1050,6 +1089,7 @@ public final class BlueZRadio: Radio {
         } + client.followService { [self] present in
             queue.async { [self] in
                 my.bluetoothdSettled = false
+                my.unansweredSinceStart = 0
                 if present {
                     if my.discoveryStalled {
                         my.discoveryStalled = false

@@ -95,11 +95,21 @@ import Testing
         #expect(!legacy.hasExtendedAdvertising && legacy.supportedFlags == 0x0001_C07F)
 
         var information = [UInt8](repeating: 0, count: 280)
+        // The address as btmon recorded the lab's hci0 (00:AA:01:00:00:00), least significant byte first.
+        information.replaceSubrange(0..<6, with: [0x00, 0x00, 0x00, 0x01, 0xAA, 0x00])
+        information[9] = 0xFF  // supported: powered … BR/EDR
+        information[10] = 0x06  // supported: LE, advertising
         information[13] = 0x83  // powered, connectable, BR/EDR
         information[14] = 0x02  // LE
-        let settings = try ReadControllerInformation.decode(information)
-        #expect(settings == [.powered, .connectable, .bredr, .le])
+        let controller = try ReadControllerInformation.decode(information)
+        #expect(controller.address == "00:AA:01:00:00:00")
+        #expect(controller.current == [.powered, .connectable, .bredr, .le])
+        #expect(controller.supported.contains([.powered, .le, .advertising]) && !controller.supported.contains(.privacy))
         #expect(throws: ManagementError.self) { try ReadControllerInformation.decode(Array(information.prefix(16))) }
+
+        #expect(try ReadControllerIndexList.decode([0x02, 0x00, 0x00, 0x00, 0x03, 0x00]) == [0, 3])
+        #expect(try ReadControllerIndexList.decode([0x00, 0x00]) == [])
+        #expect(throws: ManagementError.self) { try ReadControllerIndexList.decode([0x02, 0x00, 0x00, 0x00]) }
     }
 
     /// New Settings as btmon recorded it when `btmgmt --index 0 connectable on` ran on a BT 4.x

@@ -117,6 +117,8 @@ final class KernelModel: ManagementInterface {
     }
 
     static let controller: UInt16 = 0
+    /// hci0's address (BluetoothdModel's Address), most significant byte first.
+    static let address: [UInt8] = [0x00, 0x1A, 0x7D, 0xDA, 0x71, 0x13]
 
     // MARK: ManagementInterface
 
@@ -177,10 +179,12 @@ final class KernelModel: ManagementInterface {
 
     private func answer<Command: ManagementCommand>(_ command: Command, state: inout State) throws(ManagementError) -> [UInt8] {
         func refuse(_ status: UInt8) -> ManagementError { .refused(Command.name, controller: Self.controller, status: status) }
+        if command is ReadControllerIndexList { return state.present ? [1, 0] + Self.controller.littleEndianBytes : [0, 0] }
         guard state.present else { throw refuse(Self.invalidIndex) }
         switch command {
         case is ReadControllerInformation:
-            return [UInt8](repeating: 0, count: 13) + state.settings.rawValue.littleEndianBytes
+            let supported: ReadControllerInformation.Settings = [.powered, .connectable, .bredr, .le, .advertising]
+            return Self.address.reversed() + [0, 0, 0] + supported.rawValue.littleEndianBytes + state.settings.rawValue.littleEndianBytes
         case is ReadAdvertisingFeatures:
             let count = UInt8(state.instances.count)
             let listed = state.instances.keys.sorted().filter { !kernel.listsOnlyUpToCount || $0 <= count }

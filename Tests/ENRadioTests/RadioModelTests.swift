@@ -652,6 +652,27 @@ struct RadioDefectTests {
         #expect(!driver.advertising && !driver.scanning && RadioInvariants.broken(driver) == [])
     }
 
+    /// The RootCanal lab's crowd of 300 phones (2026-11-29): bluetoothd, swamped by the crowd's
+    /// events, left an agent that started among them without an answer for two minutes, and the
+    /// agent had no adapter. Two unanswered calls are a bluetoothd starting; after three in a row
+    /// the radio takes the adapter from the kernel (its address as bluetoothd would give it), says
+    /// the stall once, advertises and scans passively.
+    @Test(arguments: Setup.all)
+    func aBluetoothdSilentFromTheStartLeavesTheRadioTheKernelsAdapter(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.bluetoothd.stall(silent: true)
+        driver.rotate()
+        driver.startScan()
+        driver.settle()
+        #expect(!driver.advertising && !driver.scanning && driver.problem == .bluetoothOff, "two calls unanswered: bluetoothd may be starting")
+        driver.retry()
+        driver.settle()
+        #expect(driver.advertising && driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning,
+                "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+        #expect(driver.onQueue { driver.radio.activity.adapter } == AdapterIdentity(name: "hci0", address: BluetoothAddress("00:1A:7D:DA:71:13")))
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// Issue 56: bluetoothd's discovery ran in the kernel, and bluetoothd passed on none of its
     /// reports. The kernel's Device Found events are the sightings of either scan, so that scan
     /// loses none, and at its end the radio judges bluetoothd's discovery stalled (the kernel heard
