@@ -14,10 +14,7 @@ public struct ReadControllerIndexList: ManagementCommand {
 
     /// Num_Controllers (2), then each index (2).
     public static func decode(_ reply: [UInt8]) throws(ManagementError) -> [UInt16] {
-        guard reply.count >= 2 else { throw .malformedReply(name, reply) }
-        let count = Int(UInt16(littleEndian: reply, at: 0))
-        guard reply.count >= 2 + 2 * count else { throw .malformedReply(name, reply) }
-        return (0..<count).map { UInt16(littleEndian: reply, at: 2 + 2 * $0) }
+        try numbers(in: reply, countAt: 0, of: name)
     }
 }
 
@@ -56,6 +53,14 @@ public struct ReadControllerInformation: ManagementCommand {
         return Information(address: address, supported: Settings(rawValue: UInt32(littleEndian: reply, at: 9)),
                            current: Settings(rawValue: UInt32(littleEndian: reply, at: 13)))
     }
+}
+
+/// A list of 16-bit numbers in a reply of `command`'s: their count at `offset`, then each.
+private func numbers(in reply: [UInt8], countAt offset: Int, of command: String) throws(ManagementError) -> [UInt16] {
+    guard reply.count >= offset + 2 else { throw .malformedReply(command, reply) }
+    let count = Int(UInt16(littleEndian: reply, at: offset))
+    guard reply.count >= offset + 2 + 2 * count else { throw .malformedReply(command, reply) }
+    return (0..<count).map { UInt16(littleEndian: reply, at: offset + 2 + 2 * $0) }
 }
 
 extension String {
@@ -257,10 +262,7 @@ public struct ReadAdvertisementMonitorFeatures: ManagementCommand {
     /// Supported and enabled features (4 + 4), max handles (2), max patterns (1), handle count
     /// (2), then the handles.
     public static func decode(_ reply: [UInt8]) throws(ManagementError) -> [UInt16] {
-        guard reply.count >= 13 else { throw .malformedReply(name, reply) }
-        let count = Int(UInt16(littleEndian: reply, at: 11))
-        guard reply.count >= 13 + 2 * count else { throw .malformedReply(name, reply) }
-        return (0..<count).map { UInt16(littleEndian: reply, at: 13 + 2 * $0) }
+        try numbers(in: reply, countAt: 11, of: name)
     }
 }
 
