@@ -320,25 +320,29 @@ public final class BlueZRadio: Radio {
     }
 
     /// Puts a new advertisement in place of the one in `previousPhase`, which stays this radio's
-    /// to withdraw until it is removed: a failure before then (the adapter switched off in the
-    /// middle) leaves it in the kernel, which enables it again at power-on, from a new address.
+    /// to withdraw until it is removed (`.replacing`): a failure before then (the adapter switched
+    /// off in the middle) leaves it in the kernel, which enables it again at power-on, from a new
+    /// address.
     private func replace(_ previousPhase: AdvertisementPhase, by serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16) throws {
-        let previous = previousPhase.advertisement
-        if previous != nil { enter(.none, because: "a new advertisement replaces it") }
-        var held = previous
+        if previousPhase.advertisement != nil { enter(.replacing(previousPhase), because: "a new advertisement replaces it") }
         do {
-            try advertise(serviceData, on: adapter, controller: controller, replacing: previous, held: &held)
+            try advertise(serviceData, on: adapter, controller: controller, replacing: previousPhase)
         } catch {
-            if held != nil, case .none = my.advertisement { enter(previousPhase, because: "the new advertisement failed, and the previous is still in the kernel") }
+            if case .replacing(let previous) = my.advertisement { enter(previous, because: "the new advertisement failed, and the previous is still in the kernel") }
             throw error
         }
     }
 
-    private func advertise(_ serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16, replacing previous: Advertisement?,
-                           held: inout Advertisement?) throws {
+    /// The previous advertisement of a replacement is gone from the kernel.
+    private func previousGone(_ reason: String) {
+        if case .replacing = my.advertisement { enter(.none, because: reason) }
+    }
+
+    private func advertise(_ serviceData: (Int8?) throws -> [UInt8], on adapter: Adapter, controller: UInt16, replacing previousPhase: AdvertisementPhase) throws {
+        let previous = previousPhase.advertisement
         if let previous, previous.adapter.name != adapter.name {
             try remove(previous.instance, from: previous.adapter)
-            held = nil
+            previousGone("removed from \(previous.adapter.name)")
         }
         let (information, settingsRead) = try management.exchange(ReadControllerInformation(), controller: controller)
         let settings = information.current
@@ -347,14 +351,14 @@ public final class BlueZRadio: Radio {
             // on a legacy controller the last RPI goes on in ADV_IND from the adapter's own address.
             // It must not stay there (nor past its interval), so it goes before the agent waits.
             if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
-            held = nil
+            previousGone("withdrawn from a connectable adapter")
             throw Failure.connectable(adapter.name)
         }
         let features = try management.send(ReadAdvertisingFeatures(), controller: controller)
         let legacy = !features.hasExtendedAdvertising
         // The same with no advertisement of this radio's on the adapter: the address in force is
         // then another's, or that of one removed meanwhile (bluetoothd's start, a killed run).
-        if legacy && held == nil && leConnectionBeingMade(controller) { throw Postponed.connectionBeingMade(adapter.name) }
+        if legacy, case .none = my.advertisement, leConnectionBeingMade(controller) { throw Postponed.connectionBeingMade(adapter.name) }
         // A monitor a killed run left keeps the kernel scanning, which on a legacy controller
         // refuses the advertisement's new address: it goes before the advertisement comes.
         try removeLeftoverMonitor(on: adapter)
@@ -380,8 +384,10 @@ public final class BlueZRadio: Radio {
         // identifier would go out from several addresses. The agent steps aside until it is alone
         // (and asks no more of the kernel than these two reads a second meanwhile).
         if legacy && features.instances.contains(where: { $0 != own && !standIns.contains($0) }) {
-            if let kept { try pausingScan(on: adapter, if: true) { try withdraw(kept, from: adapter) } }
-            held = nil
+            if let kept {
+                try pausingScan(on: adapter, if: true) { try withdraw(kept, from: adapter) }
+                previousGone("withdrawn from a shared adapter")
+            }
             throw Failure.shared(adapter.name)
         }
         // Else the highest instance that no other program holds, which the kernel's list may not show.
@@ -393,7 +399,6 @@ public final class BlueZRadio: Radio {
             // Kernel 6.1 lists only the instances numbered up to their count: another program's
             // instance 2 beside none of this radio's is hidden from the check above, not from the survey.
             if legacy && !survey.othersInUse.subtracting(standIns).subtracting(own.map { [$0] } ?? []).isEmpty {
-                held = nil
                 throw Failure.shared(adapter.name)
             }
             guard let free = survey.free else { throw Failure.cannotAdvertise(adapter.name) }
@@ -404,7 +409,7 @@ public final class BlueZRadio: Radio {
             // A fresh instance, so the kernel gives it a fresh non-resolvable address.
             if listed.contains(instance) {
                 let removed = try removeUnlessStuck(instance, from: adapter)
-                if instance == kept { held = nil }
+                if instance == kept { previousGone(removed ? "its instance removed for a fresh address" : "its instance stuck, forgotten") }
                 if !removed {
                     guard let free = try freeInstance(on: adapter, controller: controller).free else { throw Failure.cannotAdvertise(adapter.name) }
                     instance = free
@@ -424,7 +429,6 @@ public final class BlueZRadio: Radio {
             management.deliverPending()
             if case .unfit(_, let failure) = my.advertisement {
                 // The instance is the previous one's, kept, unless that was stuck and forgotten.
-                held = nil
                 try withdraw(instance, from: adapter)
                 enter(.none, because: "withdrawn before its data went out")
                 throw failure
@@ -441,7 +445,9 @@ public final class BlueZRadio: Radio {
                 // radio's), not the kept one, which goes now: held, it would pass for this radio's
                 // advertisement on the air, which an active scan waits for (`startScan`).
                 enter(.none, because: "its data was refused")
-                if instance == kept, (try? withdraw(instance, from: adapter)) != nil { held = nil }
+                if instance == kept, (try? withdraw(instance, from: adapter)) == nil {
+                    enter(.replacing(previousPhase), because: "the previous instance, kept for it, is still in the kernel")
+                }
                 throw error
             }
             enter(.onAir(advertisement), because: "its data is in")
@@ -1040,7 +1046,7 @@ public final class BlueZRadio: Radio {
             my.listener.agent?.adapterUnfitForAdvertising(unfit.problem, because: reason)
         case .adding(let own, let since) where own.adapter.index == controller && read > since:
             enter(.unfit(own, failure(own.adapter.name)), because: reason)
-        case .none, .adding, .onAir, .unfit:
+        case .none, .replacing, .adding, .onAir, .unfit:
             break
         }
     }

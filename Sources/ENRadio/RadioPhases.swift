@@ -16,8 +16,13 @@ extension BlueZRadio {
 
     /// Where the advertisement is, changed only by `enter(_:because:)` (docs/architecture.md,
     /// "The radio's phases", draws the transitions).
-    enum AdvertisementPhase: CustomStringConvertible {
+    indirect enum AdvertisementPhase: CustomStringConvertible {
         case none
+        /// A new advertisement is being put in place of the one `previous` had, which is still in
+        /// the kernel and this radio's to withdraw: should the new one fail before it is removed,
+        /// `previous` is the phase again (the kernel would enable it again at power-on, from a new
+        /// address). Nothing of the new one is in the kernel yet.
+        case replacing(AdvertisementPhase)
         /// Its parameters given, its data not yet: nothing of it on the air. What the kernel said
         /// before the reply numbered `since` (the settings read first) the reads saw already.
         case adding(Advertisement, since: PacketNumber)
@@ -32,6 +37,7 @@ extension BlueZRadio {
         var advertisement: Advertisement? {
             switch self {
             case .none: return nil
+            case .replacing(let previous): return previous.advertisement
             case .adding(let advertisement, _), .onAir(let advertisement), .unfit(let advertisement, _): return advertisement
             }
         }
@@ -40,7 +46,7 @@ extension BlueZRadio {
         var shown: RadioActivity.Advertisement {
             switch self {
             case .none: return .none
-            case .adding: return .adding
+            case .replacing, .adding: return .adding
             case .onAir: return .onAir
             case .unfit: return .unfit
             }
@@ -50,13 +56,14 @@ extension BlueZRadio {
         var onAir: Advertisement? {
             switch self {
             case .onAir(let advertisement), .unfit(let advertisement, _): return advertisement
-            case .none, .adding: return nil
+            case .none, .replacing, .adding: return nil
             }
         }
 
         var description: String {
             switch self {
             case .none: return "none"
+            case .replacing(let previous): return "replacing \(previous)"
             case .adding(let advertisement, _): return "adding \(advertisement)"
             case .onAir(let advertisement): return "on the air, \(advertisement)"
             case .unfit(let advertisement, let failure): return "unfit, \(advertisement): \(failure)"
