@@ -107,7 +107,7 @@ def privacy(lab, fail):
 
 
 def phones_after(lab, fail):
-    phones = [json.loads(line) for line in open(lab.path("phones.jsonl"))] if lab.exists("phones.jsonl") else []
+    phones = [json.loads(line) for line in lab.lines("phones.jsonl")] if lab.exists("phones.jsonl") else []
     wanted = {phone["rpi"] for phone in phones if phone["wellFormed"]}
     if not wanted:
         fail("phones-after: no phone went on the air after the flood")

@@ -31,7 +31,11 @@ class Lab:
         return os.path.exists(self.path(name))
 
     def text(self, name):
-        return open(self.path(name), errors="replace").read()
+        with open(self.path(name), errors="replace") as file:
+            return file.read()
+
+    def lines(self, name):
+        return self.text(name).splitlines()
 
     def entries(self, name):
         """Every manifest line of the phase NAME, in the order written."""

@@ -4,7 +4,7 @@ testdata/bt5-run.tar.xz is a run of make lab-test's bt5 kind that passed every c
 what the checks read (btmon's capture of the agents' two controllers); testdata/soak-run.tar.xz a
 two-minute soak that passed; testdata/service-run.tar.xz a make lab-service run that passed.
 ENCTL names the enctl to derive and detect with (the tree's debug build unless set)."""
-import contextlib, glob, importlib.util, io, json, os, re, shutil, subprocess, sys, tarfile, tempfile, unittest
+import contextlib, glob, importlib.util, io, json, os, pathlib, re, shutil, subprocess, sys, tarfile, tempfile, unittest
 import labframe, report
 from report_checks import bounds
 
@@ -247,10 +247,10 @@ def written_phases():
     """The phase names the lab's scripts write, as patterns ($agent and the like match a word)."""
     patterns = set()
     for path in glob.glob(os.path.join(HERE, "**/*.sh"), recursive=True):
-        for name in re.findall(r"(?:^|[;&|(]|then|do)\s*(?:phase|record) ([\w$-]+)", open(path).read(), re.M):
+        for name in re.findall(r"(?:^|[;&|(]|then|do)\s*(?:phase|record) ([\w$-]+)", pathlib.Path(path).read_text(), re.M):
             patterns.add(re.compile(re.sub(r"\\\$\w+", r"\\w+", re.escape(name))))
     for path in glob.glob(os.path.join(HERE, "*.py")):
-        patterns |= {re.compile(re.escape(name)) for name in re.findall(r'"phase": "([\w-]+)"', open(path).read())}
+        patterns |= {re.compile(re.escape(name)) for name in re.findall(r'"phase": "([\w-]+)"', pathlib.Path(path).read_text())}
     return patterns
 
 

@@ -51,7 +51,7 @@ def airplane_mode(lab, fail):
     polled = lab.phase("rfkill")
     for agent, adapter in AGENTS.items():
         status = lab.phase(f"rfkill-status-{agent}")["status"]
-        said = "switched off by airplane mode" in open(lab.path(f"{agent}/enagentd.log")).read()
+        said = "switched off by airplane mode" in lab.text(f"{agent}/enagentd.log")
         took, fresh, _ = lab.returned(int(adapter.removeprefix("hci")), blocked_at, unblocked_at)
         judge_return(fail, agent, adapter, status, ("bluetooth-off",), took, fresh, polled.get(adapter), gone="blocked", back="unblocked:",
                      extra=f"; its log {'names' if said else 'does NOT name'} the block")

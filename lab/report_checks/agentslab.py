@@ -39,7 +39,7 @@ class AgentsLab(Lab):
     @functools.cached_property
     def phones(self):
         """The lab's phones and crowd (phones.py): one line per advertisement."""
-        return [json.loads(line) for line in open(self.path("phones.jsonl"))] if self.exists("phones.jsonl") else []
+        return [json.loads(line) for line in self.lines("phones.jsonl")] if self.exists("phones.jsonl") else []
 
     @functools.cached_property
     def phone_rpis(self):
@@ -166,7 +166,7 @@ class AgentsLab(Lab):
         on legacy controllers), but in the seconds an adapter was taken away."""
         moments = [entry["realtime"] for name in TAKEN_AWAY for entry in self.entries(name)]
         refused = []
-        for line in open(self.path(f"{agent}/enagentd.log")):
+        for line in self.lines(f"{agent}/enagentd.log"):
             if re.search(r"cannot advertise: hci\d+ refused", line):
                 logged = logged_at(line)
                 if not any(moment - 1 <= logged <= moment + 2 for moment in moments):

@@ -7,7 +7,7 @@ from .bounds import LEAST_RPIS, REENABLED_OFF_WITHIN, REPROGRAMMED_AT_MOST
 def address_rpi(lab, fail):
     # Pair each address with the service data in the same advertising report event only.
     pairs, address, in_report = set(), None, False
-    for line in open(lab.path("btmon.txt"), errors="replace"):
+    for line in lab.lines("btmon.txt"):
         if line[:1] in "<>@=":
             in_report, address = False, None
         if "Advertising Report" in line and line.startswith("      LE"):

@@ -80,7 +80,7 @@ def phones_and_crowd(lab, fail):
     crowd_cpu = lab.phase("crowd-cpu-b")
     started, ended = crowd_cpu["started"], crowd_cpu["realtime"]
     cpu = crowd_cpu["ticks"] / crowd_cpu["clock_ticks"] / ((ended - started) / 60)
-    log = open(lab.path("b/enagentd.log")).read().splitlines()
+    log = lab.lines("b/enagentd.log")
     writes = [line for line in log if "stored " in line and " sightings" in line]
     during = [line for line in writes if float(started) - 1 <= logged_at(line) <= float(ended) + 1]
     crowd_scans = [w for w in onair.scan_windows(lab.snoop, 1) if float(started) <= w[1] <= float(ended)]

@@ -53,7 +53,7 @@ def first_after_restart(lab, fail):
             if rolled and first_key == last_key:
                 fail(f"hci{controller} advertised two RPIs of one key in interval {first_interval} across {event}")
     for agent in AGENTS:
-        rolls = open(lab.path(f"{agent}/enagentd.log")).read().count("rolled to a fresh key")
+        rolls = lab.text(f"{agent}/enagentd.log").count("rolled to a fresh key")
         print(f"  agent {agent} rolled to a fresh key {rolls} time(s) (a recovery within the interval of its last advertisement)")
 
 

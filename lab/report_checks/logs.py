@@ -5,7 +5,7 @@ from .agentslab import AGENTS
 
 def logs(lab, fail):
     for agent, adapter in AGENTS.items():
-        log = open(lab.path(f"{agent}/enagentd.log")).read().lower()
+        log = lab.text(f"{agent}/enagentd.log").lower()
         secrets = [key.hex() for (key,) in lab.rows(agent, "SELECT key_data FROM temporary_exposure_key")] + sorted(lab.own[agent])
         leaked = [secret for secret in secrets if secret in log]
         power = re.search(r"advertising tx power (-?\d+) dbm, (read from \w+|as configured)", log)

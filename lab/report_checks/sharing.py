@@ -44,7 +44,7 @@ def another_controller(lab, fail):
     for agent, adapter in AGENTS.items():
         en, _, gap = onair.air_shares(lab.snoop, int(adapter.removeprefix("hci")), start, end)
         # The stamps are whole seconds: up to the one the next phase may begin in.
-        disturbed = [line.strip() for line in open(lab.path(f"{agent}/enagentd.log"))
+        disturbed = [line.strip() for line in lab.lines(f"{agent}/enagentd.log")
                      if DISTURBED.search(line) and int(start) <= logged_at(line) < int(end)]
         print(f"  {agent}: its EN advertisement on the air {en:.0%} of the {end - start:.1f} s (the longest stretch without {gap:.1f} s); "
               + (f"{len(disturbed)} log lines of a disturbance (first: {disturbed[0]})" if disturbed else "nothing disturbed in its log"))
