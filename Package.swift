@@ -49,7 +49,7 @@ let package = Package(
 
         // Layer 5: D-Bus over libdbus, and the BlueZ client on it.
         .target(name: "ENBus", dependencies: ["ENCore", "CENDBus"]),
-        .target(name: "ENBlueZ", dependencies: ["ENBus", "CENBluetooth"]),
+        .target(name: "ENBlueZ", dependencies: ["ENCore", "ENBus", "CENBluetooth"]),
         // Layer 5: the service manager's interfaces: sd_notify, the watchdog, logging to the journal.
         .target(name: "ENSystemd", dependencies: ["CENSystemd"]),
         // Layer 5: enagentd's D-Bus contract, which the daemon serves and enctl calls.

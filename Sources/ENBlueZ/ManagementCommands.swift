@@ -1,3 +1,5 @@
+import ENCore
+
 /// The management commands enagentd sends (doc/mgmt-api.txt), one type each.
 
 /// Address types in Start/Stop Discovery: LE public and LE random.
@@ -36,8 +38,8 @@ public struct ReadControllerInformation: ManagementCommand {
     }
 
     public struct Information: Sendable {
-        /// The controller's own address, as BlueZ writes it (its Address property).
-        public var address: String
+        /// The controller's own address.
+        public var address: BluetoothAddress
         /// What the controller can do, and what is on now.
         public var supported: Settings
         public var current: Settings
@@ -49,7 +51,7 @@ public struct ReadControllerInformation: ManagementCommand {
     /// settings (4), current settings (4), …
     public static func decode(_ reply: [UInt8]) throws(ManagementError) -> Information {
         guard reply.count >= 17 else { throw .malformedReply(name, reply) }
-        let address = reply[0..<6].reversed().map { String($0, radix: 16, uppercase: true).leftPadded(to: 2) }.joined(separator: ":")
+        let address = BluetoothAddress(rawValue: reply[0..<6].reversed().reduce(0) { $0 << 8 | UInt64($1) })!
         return Information(address: address, supported: Settings(rawValue: UInt32(littleEndian: reply, at: 9)),
                            current: Settings(rawValue: UInt32(littleEndian: reply, at: 13)))
     }
@@ -61,10 +63,6 @@ private func numbers(in reply: [UInt8], countAt offset: Int, of command: String)
     let count = Int(UInt16(littleEndian: reply, at: offset))
     guard reply.count >= offset + 2 + 2 * count else { throw .malformedReply(command, reply) }
     return (0..<count).map { UInt16(littleEndian: reply, at: offset + 2 + 2 * $0) }
-}
-
-extension String {
-    fileprivate func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
 }
 
 /// Stop Discovery (0x0024): ends a discovery the kernel runs (one left by a bluetoothd that died),

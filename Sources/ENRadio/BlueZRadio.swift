@@ -231,12 +231,12 @@ public final class BlueZRadio: Radio {
         }
         let name: String?
         switch configuredAdapter {
-        case let choice?: name = choice.resolve(among: controllers.map { ($0.name, $0.information.address) })
+        case let choice?: name = choice.resolve(among: controllers.map { ($0.name, $0.information.address.description) })
         case nil: name = my.chosenAdapter ?? controllers.first { $0.information.supported.contains(.le) }?.name
         }
         guard let name, let information = controllers.first(where: { $0.name == name })?.information else { return nil }
         if configuredAdapter == nil { my.chosenAdapter = name }
-        let adapter = Adapter(path: BlueZ.adapterPath(name), address: information.address, powered: information.current.contains(.powered),
+        let adapter = Adapter(path: BlueZ.adapterPath(name), address: information.address.description, powered: information.current.contains(.powered),
                               canAdvertise: information.supported.contains(.le))
         publishing { my.lastFound = Self.identity(of: adapter) }
         return adapter

@@ -102,7 +102,7 @@ import Testing
         information[13] = 0x83  // powered, connectable, BR/EDR
         information[14] = 0x02  // LE
         let controller = try ReadControllerInformation.decode(information)
-        #expect(controller.address == "00:AA:01:00:00:00")
+        #expect(controller.address.description == "00:AA:01:00:00:00")
         #expect(controller.current == [.powered, .connectable, .bredr, .le])
         #expect(controller.supported.contains([.powered, .le, .advertising]) && !controller.supported.contains(.privacy))
         #expect(throws: ManagementError.self) { try ReadControllerInformation.decode(Array(information.prefix(16))) }
