@@ -239,17 +239,115 @@ public struct MethodContract<Input: DBusRecord, Output: DBusRecord>: MethodDecla
     }
 }
 
-/// One property of an interface whose properties a record holds (a client reads them all into
-/// one): its name on the bus and the record's field that holds it, which gives its type.
-public struct PropertyContract<Record>: Sendable {
-    public let field: DBusField<Record>
-    /// The field, by which a server's row names the property.
-    public let keyPath: PartialKeyPath<Record> & Sendable
-    public var name: String { field.member.name }
+/// One D-Bus property, declared on the field of a record (`BusProperties`) that holds it in a
+/// client: its name on the bus; the field's type gives its signature. The declaration is the
+/// property's one row in the contract: the record's properties are its fields so declared, in their
+/// order, and a server's row names the property by it (`\.$field`).
+@propertyWrapper
+public struct BusProperty<Value: DBusRepresentable & Equatable>: Sendable, Equatable {
+    public let name: String
+    public var wrappedValue: Value
 
-    public init<Value: DBusRepresentable>(_ name: String, _ property: WritableKeyPath<Record, Value> & Sendable) {
-        field = DBusField(name, property)
-        keyPath = property
+    public init(wrappedValue: Value, _ name: String) {
+        self.name = name
+        self.wrappedValue = wrappedValue
+    }
+
+    /// The property itself, with its name: `AgentProperties().$status.name`.
+    public var projectedValue: Self { self }
+
+    var member: DBusArgument { DBusArgument(name, Value.dbusSignature) }
+}
+
+extension BusProperty: Encodable where Value: Encodable {
+    /// Only the value: `enctl status --json` keys it by the field's Swift name.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(wrappedValue)
+    }
+}
+
+extension BusProperty: Decodable {
+    /// Reads the property from the GetAll answer `BusProperties.init` decodes.
+    public init(from decoder: Decoder) throws {
+        guard let property = (decoder as? GetAllDecoder)?.property else {
+            throw ContractMismatch("a D-Bus property is read from a GetAll answer only")
+        }
+        name = property.name
+        do { wrappedValue = try Value(dbusValue: property.value) } catch { throw error.within("the property \(name)") }
+    }
+}
+
+/// A record whose `@BusProperty` fields are an interface's properties, as GetAll answers them.
+/// Their declarations are the whole contract: the names and signatures, their order and the
+/// decoding follow from them (through the fields' reflection and the record's synthesized decoding).
+public protocol BusProperties: Decodable, Sendable {
+    /// A record with every property at its default, from which the declarations are read.
+    init()
+}
+
+private protocol DeclaredProperty { var member: DBusArgument { get } }
+extension BusProperty: DeclaredProperty {}
+
+extension BusProperties {
+    /// The properties' names and types, in the interface's order.
+    public static var declarations: [DBusArgument] { fields.map(\.member) }
+
+    /// Each property with the Swift name of its field (the backing storage's, without its `_`).
+    private static var fields: [(swiftName: String, member: DBusArgument)] {
+        Mirror(reflecting: Self()).children.compactMap { child in
+            guard let label = child.label, let property = child.value as? any DeclaredProperty else { return nil }
+            return (String(label.dropFirst()), property.member)
+        }
+    }
+
+    /// The record from a GetAll answer: every property present, each of its type.
+    public init(_ properties: [String: DBusValue]) throws(ContractMismatch) {
+        let names = Dictionary(uniqueKeysWithValues: Self.fields.map { ($0.swiftName, $0.member.name) })
+        do { try self.init(from: GetAllDecoder(properties: properties, names: names)) } catch let error as ContractMismatch { throw error } catch {
+            throw ContractMismatch("\(error)")
+        }
+    }
+}
+
+/// A GetAll answer as a `Decoder` of a `BusProperties` record: the record's synthesized decoding
+/// asks for each field by its Swift name, and the field reads the value of its bus name.
+private struct GetAllDecoder: Decoder {
+    let properties: [String: DBusValue]
+    /// A field's bus name by its Swift name.
+    let names: [String: String]
+    /// The property one field reads, once the record asked for it.
+    var property: (name: String, value: DBusValue)?
+
+    var codingPath: [CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy _: Key.Type) -> KeyedDecodingContainer<Key> { KeyedDecodingContainer(Fields(decoder: self)) }
+    func unkeyedContainer() throws -> UnkeyedDecodingContainer { throw Self.notAProperty }
+    func singleValueContainer() throws -> SingleValueDecodingContainer { throw Self.notAProperty }
+
+    static let notAProperty = ContractMismatch("a field of a GetAll record that is not declared @BusProperty")
+
+    struct Fields<Key: CodingKey>: KeyedDecodingContainerProtocol {
+        let decoder: GetAllDecoder
+        var codingPath: [CodingKey] { [] }
+        var allKeys: [Key] { decoder.names.keys.compactMap(Key.init(stringValue:)) }
+
+        func contains(_ key: Key) -> Bool { decoder.names[key.stringValue] != nil }
+        func decodeNil(forKey _: Key) throws -> Bool { false }
+
+        func decode<T: Decodable>(_: T.Type, forKey key: Key) throws -> T {
+            guard let name = decoder.names[key.stringValue] else { throw GetAllDecoder.notAProperty }
+            guard let value = decoder.properties[name] else { throw ContractMismatch("the property \(name) is missing") }
+            var field = decoder
+            field.property = (name, value)
+            return try T(from: field)
+        }
+
+        func nestedContainer<Nested: CodingKey>(keyedBy _: Nested.Type, forKey _: Key) throws -> KeyedDecodingContainer<Nested> { throw GetAllDecoder.notAProperty }
+        func nestedUnkeyedContainer(forKey _: Key) throws -> UnkeyedDecodingContainer { throw GetAllDecoder.notAProperty }
+        func superDecoder() throws -> Decoder { throw GetAllDecoder.notAProperty }
+        func superDecoder(forKey _: Key) throws -> Decoder { throw GetAllDecoder.notAProperty }
     }
 }
 

@@ -615,53 +615,31 @@ public struct AdapterRssiCorrection: DBusRecord, Equatable, Encodable {
 }
 
 /// Every property, as one GetAll answers them (encoded with the Swift names: `enctl status --json`).
-/// A property is a field here and a row of `contracts`; the daemon serves it by the field's key
-/// path (enagentd's `ExposureNotificationService.properties`).
-public struct AgentProperties: Sendable, Equatable, Encodable {
-    public var enabled = false
+/// A property is one field here, declared with its name on the bus, in the interface's order; the
+/// daemon serves it by that field (enagentd's `ExposureNotificationService.properties`).
+public struct AgentProperties: BusProperties, Equatable, Encodable {
+    @BusProperty("Enabled") public var enabled = false
     /// One of AgentStatus's raw values: active, paused, disabled, consent-required, …
-    public var status = ""
+    @BusProperty("Status") public var status = ""
     /// Unix seconds; 0 when not paused.
-    public var pausedUntil: UInt64 = 0
-    public var adapter = "", advertising = false, scanning = false
+    @BusProperty("PausedUntil") public var pausedUntil: UInt64 = 0
+    @BusProperty("Adapter") public var adapter = ""
+    @BusProperty("Advertising") public var advertising = false
+    @BusProperty("Scanning") public var scanning = false
     /// Unix seconds of the last successful detection; 0 for never.
-    public var lastDetection: UInt64 = 0
+    @BusProperty("LastDetection") public var lastDetection: UInt64 = 0
     /// The last detection's error; "" when it succeeded.
-    public var lastDetectionError = ""
-    public var sightingsStored: UInt64 = 0
+    @BusProperty("LastDetectionError") public var lastDetectionError = ""
+    @BusProperty("SightingsStored") public var sightingsStored: UInt64 = 0
     /// The reminders due that tell nothing of exposure or diagnosis (GetHealthStatus has them all).
-    public var reminders: [String] = []
-    public var version = ""
+    @BusProperty("Reminders") public var reminders: [String] = []
+    @BusProperty("Version") public var version = ""
     /// dB the daemon's detection adds to every RSSI of an adapter the configuration does not name
     /// (enagent.conf's rssi-correction).
-    public var rssiCorrection: Int32 = 0
+    @BusProperty("RssiCorrection") public var rssiCorrection: Int32 = 0
     /// The adapter in use and every adapter the configuration names (rssi-correction.ADDRESS), each
     /// with the correction its sightings get.
-    public var adapterRssiCorrections: [AdapterRssiCorrection] = []
+    @BusProperty("AdapterRssiCorrections") public var adapterRssiCorrections: [AdapterRssiCorrection] = []
 
-    /// Each property's name on the bus and the field above that holds it (which gives its type),
-    /// in the interface's order.
-    public static let contracts: [PropertyContract<Self>] = [
-        PropertyContract("Enabled", \.enabled), PropertyContract("Status", \.status), PropertyContract("PausedUntil", \.pausedUntil),
-        PropertyContract("Adapter", \.adapter), PropertyContract("Advertising", \.advertising), PropertyContract("Scanning", \.scanning),
-        PropertyContract("LastDetection", \.lastDetection), PropertyContract("LastDetectionError", \.lastDetectionError),
-        PropertyContract("SightingsStored", \.sightingsStored), PropertyContract("Reminders", \.reminders), PropertyContract("Version", \.version),
-        PropertyContract("RssiCorrection", \.rssiCorrection), PropertyContract("AdapterRssiCorrections", \.adapterRssiCorrections),
-    ]
-
-    /// The properties' names and types, in the interface's order.
-    public static var declarations: [DBusArgument] { contracts.map(\.field.member) }
-
-    /// The property kept in `field`.
-    public static func contract(_ field: PartialKeyPath<Self>) -> PropertyContract<Self> {
-        guard let contract = contracts.first(where: { $0.keyPath == field }) else { preconditionFailure("\(field) is not a D-Bus property") }
-        return contract
-    }
-
-    public init(_ properties: [String: DBusValue]) throws(ContractMismatch) {
-        for contract in Self.contracts {
-            guard let value = properties[contract.name] else { throw ContractMismatch("the property \(contract.name) is missing") }
-            do throws(ContractMismatch) { try contract.field.decode(value, &self) } catch { throw ContractMismatch("the property \(error)") }
-        }
-    }
+    public init() {}
 }

@@ -275,25 +275,25 @@ struct ExposureNotificationService: Sendable {
         }
     }
 
-    /// The properties, a row each: the field of `AgentProperties` that holds it in a client (its
-    /// contract: name and type), the daemon's facts whose change announces it, and its getter. The
+    /// The properties, a row each: the field of `AgentProperties` that declares it (its contract:
+    /// name and type), the daemon's facts whose change announces it, and its getter. The
     /// object serves them in this order (the interface's), and the daemon announces those whose
     /// rows name a fact it changed (`names(changedWith:)`); the rest it never announces.
     static let properties: [ServedProperty] = [
-        ServedProperty(\.enabled, changesWith: [.status]) { service in try service.onDaemonQueue { try service.daemon.enabled } },
-        ServedProperty(\.status, changesWith: [.status, .radio]) { service in try service.onDaemonQueue { service.daemon.status.rawValue } },
-        ServedProperty(\.pausedUntil, changesWith: [.status]) { service in UInt64(try service.onDaemonQueue { try service.daemon.pausedUntil }) },
-        ServedProperty(\.adapter, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterName } },
-        ServedProperty(\.advertising, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.advertising } },
-        ServedProperty(\.scanning, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.scanning } },
-        ServedProperty(\.lastDetection, changesWith: [.detection]) { service in UInt64(try service.reading { try service.daemon.store.lastSuccessfulDetection() } ?? 0) },
-        ServedProperty(\.lastDetectionError, changesWith: [.detection]) { service in try service.reading { try service.daemon.store.lastDetection() }?.error ?? "" },
-        ServedProperty(\.sightingsStored, changesWith: [.sightings]) { service in UInt64(try service.reading { try service.daemon.store.sightingCount() }) },
-        ServedProperty(\.reminders, changesWith: [.reminders]) { service in try service.onDaemonQueue { service.daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
-        ServedProperty(\.version, changesWith: []) { _ in API.packageVersion },
-        ServedProperty(\.rssiCorrection, changesWith: []) { service in Int32(service.daemon.detection.rssiCorrections.defaultCorrection) },
+        ServedProperty(\.$enabled, changesWith: [.status]) { service in try service.onDaemonQueue { try service.daemon.enabled } },
+        ServedProperty(\.$status, changesWith: [.status, .radio]) { service in try service.onDaemonQueue { service.daemon.status.rawValue } },
+        ServedProperty(\.$pausedUntil, changesWith: [.status]) { service in UInt64(try service.onDaemonQueue { try service.daemon.pausedUntil }) },
+        ServedProperty(\.$adapter, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterName } },
+        ServedProperty(\.$advertising, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.advertising } },
+        ServedProperty(\.$scanning, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.radioState.scanning } },
+        ServedProperty(\.$lastDetection, changesWith: [.detection]) { service in UInt64(try service.reading { try service.daemon.store.lastSuccessfulDetection() } ?? 0) },
+        ServedProperty(\.$lastDetectionError, changesWith: [.detection]) { service in try service.reading { try service.daemon.store.lastDetection() }?.error ?? "" },
+        ServedProperty(\.$sightingsStored, changesWith: [.sightings]) { service in UInt64(try service.reading { try service.daemon.store.sightingCount() }) },
+        ServedProperty(\.$reminders, changesWith: [.reminders]) { service in try service.onDaemonQueue { service.daemon.reminders.filter { !$0.revealsHealth }.map(\.rawValue) } },
+        ServedProperty(\.$version, changesWith: []) { _ in API.packageVersion },
+        ServedProperty(\.$rssiCorrection, changesWith: []) { service in Int32(service.daemon.detection.rssiCorrections.defaultCorrection) },
         // The adapter in use heads the list.
-        ServedProperty(\.adapterRssiCorrections, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterRssiCorrections } },
+        ServedProperty(\.$adapterRssiCorrections, changesWith: [.radio]) { service in try service.onDaemonQueue { service.daemon.adapterRssiCorrections } },
     ]
 
     /// The names of the properties whose rows name one of `facts`.
@@ -345,9 +345,9 @@ struct ServedProperty: Sendable {
     /// The property on `service`, whose getter's failure is an error reply (Failed), never a default value.
     let served: @Sendable (ExposureNotificationService) -> DBusProperty
 
-    init<Value: DBusRepresentable>(_ field: KeyPath<AgentProperties, Value>, changesWith facts: Set<DaemonFact>,
-                                   _ get: @escaping @Sendable (ExposureNotificationService) throws -> Value) {
-        let name = AgentProperties.contract(field).name
+    init<Value>(_ property: KeyPath<AgentProperties, BusProperty<Value>>, changesWith facts: Set<DaemonFact>,
+                _ get: @escaping @Sendable (ExposureNotificationService) throws -> Value) {
+        let name = AgentProperties()[keyPath: property].name
         self.name = name
         changesWith = facts
         served = { service in

@@ -112,6 +112,30 @@ import Testing
         #expect(throws: ContractMismatch("the property SightingsStored is missing")) { try AgentProperties(properties) }
     }
 
+    /// A property is its field's declaration: a record of two declares both, in its order, with the
+    /// fields' types, reads them from a GetAll answer and encodes them by their Swift names; a field
+    /// not declared a property is named as such, not read as a default.
+    @Test func aPropertyIsTheDeclarationOfItsField() throws {
+        struct Sample: BusProperties, Encodable {
+            @BusProperty("Ready") var ready = false
+            @BusProperty("Names") var names: [String] = []
+        }
+        #expect(Sample.declarations == [DBusArgument("Ready", "b"), DBusArgument("Names", "as")])
+        let sample = try Sample(["Names": .strings(["a"]), "Ready": .boolean(true), "Other": .uint32(1)])
+        #expect(sample.ready && sample.names == ["a"] && sample.$names.name == "Names")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        #expect(String(decoding: try encoder.encode(sample), as: UTF8.self) == #"{"names":["a"],"ready":true}"#)
+        struct Undeclared: BusProperties {
+            @BusProperty("Ready") var ready = false
+            var count = 0
+        }
+        #expect(Undeclared.declarations.map(\.name) == ["Ready"])
+        #expect(throws: ContractMismatch("a field of a GetAll record that is not declared @BusProperty")) {
+            try Undeclared(["Ready": .boolean(true), "count": .int32(1)])
+        }
+    }
+
     static let adapterCorrection = AdapterRssiCorrection(address: "00:1A:7D:DA:71:13", name: "hci1", rssiCorrection: -4, configured: true)
 
     static func sampleValue(_ signature: String) -> DBusValue? {

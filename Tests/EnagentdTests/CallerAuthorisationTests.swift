@@ -56,7 +56,7 @@ import Testing
         #expect(judging.wait(timeout: .now() + 10) == .success, "the privileged call reached its check")
         let version = Result { () throws(DBusError) in
             try client.call(destination: server.uniqueName, path: API.path, interface: ExportedObject.propertiesInterface, member: "Get",
-                            [.string(API.interface), .string(AgentProperties.contract(\.version).name)], timeout: .seconds(2))
+                            [.string(API.interface), .string(AgentProperties().$version.name)], timeout: .seconds(2))
         }
         verdict.signal()
         let property = version.map { $0 == [.variant(.string(ExposureNotificationAPI.packageVersion))] }

@@ -141,21 +141,22 @@ struct DaemonStatusTests {
         heard(3)
         let signals = announced.withLock { $0 }
         #expect(signals.count == 3, "the second apply changed nothing and announced nothing: \(signals)")
-        #expect(signals.first?.contains(AgentProperties.contract(\.status).name) == true)
-        #expect(signals.dropFirst().first == [AgentProperties.contract(\.scanning).name])
-        #expect(signals.last == [AgentProperties.contract(\.sightingsStored).name])
+        #expect(signals.first?.contains(AgentProperties().$status.name) == true)
+        #expect(signals.dropFirst().first == [AgentProperties().$scanning.name])
+        #expect(signals.last == [AgentProperties().$sightingsStored.name])
     }
 
     /// Each property of the contract is one row of the service, in the interface's order, and a
     /// fact changed announces the properties whose rows name it, the constant ones never.
     @Test func eachPropertyIsOneRowAndAFactAnnouncesThePropertiesMadeOfIt() {
-        func name(_ field: PartialKeyPath<AgentProperties>) -> String { AgentProperties.contract(field).name }
+        let properties = AgentProperties()
         #expect(ExposureNotificationService.properties.map(\.name) == AgentProperties.declarations.map(\.name))
-        #expect(ExposureNotificationService.names(changedWith: [.detection]) == [name(\.lastDetection), name(\.lastDetectionError)])
+        #expect(ExposureNotificationService.names(changedWith: [.detection]) == [properties.$lastDetection.name, properties.$lastDetectionError.name])
         #expect(ExposureNotificationService.names(changedWith: [.radio])
-                == [name(\.status), name(\.adapter), name(\.advertising), name(\.scanning), name(\.adapterRssiCorrections)])
+                == [properties.$status.name, properties.$adapter.name, properties.$advertising.name, properties.$scanning.name,
+                    properties.$adapterRssiCorrections.name])
         #expect(ExposureNotificationService.names(changedWith: []) == [])
         let everyFact = Set(ExposureNotificationService.names(changedWith: Set(DaemonFact.allCases)))
-        #expect(everyFact == Set(AgentProperties.declarations.map(\.name)).subtracting([name(\.version), name(\.rssiCorrection)]))
+        #expect(everyFact == Set(AgentProperties.declarations.map(\.name)).subtracting([properties.$version.name, properties.$rssiCorrection.name]))
     }
 }
