@@ -443,11 +443,11 @@ public final class BlueZRadio: Radio {
                 // The new data is not on the air. The kernel removed the instance if it was new
                 // (add_adv_complete, whose Advertising Removed goes to every socket but this
                 // radio's), not the kept one, which goes now: held, it would pass for this radio's
-                // advertisement on the air, which an active scan waits for (`startScan`).
+                // advertisement on the air, which an active scan waits for (`startScan`). One the
+                // kernel will not remove either (stuck after rfkill, 6.1) is still the one the store
+                // remembers, removed before the next advertisement as a killed run's is.
                 enter(.none, because: "its data was refused")
-                if instance == kept, (try? withdraw(instance, from: adapter)) == nil {
-                    enter(.replacing(previousPhase), because: "the previous instance, kept for it, is still in the kernel")
-                }
+                if instance == kept { try? withdraw(instance, from: adapter) }
                 throw error
             }
             enter(.onAir(advertisement), because: "its data is in")

@@ -210,6 +210,41 @@ struct RadioDefectTests {
         }
     }
 
+    /// Debian 12 hides a BT 5 radio's instance above the count, so a rotation puts its new data
+    /// into the instance it keeps. An airplane mode toggled between the new parameters and the data
+    /// leaves that instance stuck (6.1): the data is refused, and so is its withdrawal. Nothing of
+    /// the radio's counts as on the air then (the previous phase restored did, and a waiting active
+    /// scan started with nothing on the air, from the public address), and the retry removes the
+    /// instance the store remembers, or forgets it stuck, and puts a fresh one on the air.
+    @Test(arguments: Setup.extended.filter(\.kernel.rfkillLeavesStuckInstances))
+    func aKeptInstanceStuckBeforeItsNewDataStaysTheRadiosAndTheRetryAdvertises(setup: Setup) throws {
+        let probe = RadioDriver(kernel: KernelModel(kernel: setup.kernel, legacy: setup.legacy))
+        probe.rotate()
+        let first = probe.kernel.snapshot.commands.count
+        probe.rotate()
+        let data = try #require(probe.kernel.snapshot.commands.dropFirst(first).firstIndex { $0.name == "Add Extended Advertising Data" }) - first
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.rotate()
+        let kept = try #require(kernel.exposureInstances(kernel.snapshot).first)
+        kernel.duringCommand(data) {
+            kernel.powerOff(rfkill: true)
+            kernel.unblock()
+            kernel.powerOn()
+        }
+        driver.rotate()
+        let commands = RandomSequenceTests.commands(kernel)
+        #expect(kernel.snapshot.instances[kept]?.stuck == true && !driver.advertising, "\(commands)")
+        #expect(kernel.snapshot.commands.suffix(2).map { "\($0.name) \($0.status)" } == ["Add Extended Advertising Data 3", "Remove Advertising 3"], "\(commands)")
+        #expect(driver.onQueue { driver.radio.activity.advertisement } == .none)
+        for _ in 0..<3 {
+            driver.settle()
+            driver.retry()
+        }
+        driver.settle()
+        #expect(RadioInvariants.broken(driver) == [], "\(RandomSequenceTests.commands(kernel))")
+        #expect(driver.advertising, "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+    }
+
     /// The random sequences' seed 7870847011759954248 (6.1, BT 4.x): kernel 6.1 lists only the
     /// instances numbered up to their count, so another program's instance 2, alone, is not
     /// listed; the radio took the controller for its own, and the kernel lent the one set to both
