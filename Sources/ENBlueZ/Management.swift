@@ -75,6 +75,17 @@ final class ManagementSocket: Sendable {
     /// memory only while they wait.
     static let receiveBufferBytes: Int32 = 4 << 20
 
+    /// Device Found events of one controller waiting for the watch, at most, before a new one is
+    /// dropped (and counted, `takeDroppedReports`); every other event waits its turn, and another
+    /// controller's reports (another program's scan, a second agent's) crowd out none of these. A crowd's reports can come faster
+    /// than a slow machine's agent takes them, and then each batch grew on the one before: in the
+    /// RootCanal crowd of 300 on the emulated guest an agent's scan end and rotation waited 155 s
+    /// behind them, and the waiting events took memory without end.
+    static let waitingReportsAtMost = 4_000
+    /// Events handed over in one turn of the watch's queue, at most: the queue's timers and calls
+    /// take their turns between.
+    static let deliveredPerTurn = 256
+
     private let open: @Sendable () -> Int32
     private let replyTimeout: DispatchTimeInterval
     /// One command in flight at a time: a reply names only its opcode and controller. Held also
@@ -91,6 +102,14 @@ final class ManagementSocket: Sendable {
         var read = PacketNumber(0)
         /// Events read that the watch has not been handed yet, in the order read.
         var events = [(ManagementEvent, PacketNumber)]()
+        /// Device Found events waiting among `events`, and those dropped since taken, by controller.
+        var waitingReports = [UInt16: Int]()
+        var droppedReports = [UInt16: Int]()
+
+        mutating func clearEvents() {
+            events = []
+            waitingReports = [:]
+        }
     }
 
     /// An open socket and its reader, which closes the descriptor once cancelled. The reader is
@@ -193,7 +212,7 @@ final class ManagementSocket: Sendable {
         let watch = Watch(socket: self)
         state.withLock { state in
             state.watch = Watch.Registration(id: ObjectIdentifier(watch), queue: queue, handler: handler)
-            state.events = []
+            state.clearEvents()
         }
         return watch
     }
@@ -205,18 +224,37 @@ final class ManagementSocket: Sendable {
     /// One batch, the events read until now: those read meanwhile have a delivery of their own on
     /// the queue (`route`), so that under a crowd's Device Found the queue's timers and calls take
     /// their turns between batches, where a block for each event queued them behind thousands.
-    func deliverPending() {
-        guard let (batch, watch) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration)? in
+    func deliverPending() { _ = deliver(atMost: .max) }
+
+    /// The queue's own turn: at most `deliveredPerTurn` events, and a turn of its own for the rest,
+    /// after what else waits on the queue.
+    private func deliverTurn() {
+        guard deliver(atMost: Self.deliveredPerTurn), let queue = state.withLock({ $0.watch?.queue }) else { return }
+        queue.async { [weak self] in self?.deliverTurn() }
+    }
+
+    /// Hands the watch the first `limit` events waiting, in order; whether more wait.
+    private func deliver(atMost limit: Int) -> Bool {
+        guard let (batch, watch, more) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration, Bool)? in
             guard let watch = state.watch, !state.events.isEmpty else { return nil }
-            defer { state.events = [] }
-            return (state.events, watch)
-        }) else { return }
+            let batch = Array(state.events.prefix(limit))
+            state.events.removeFirst(batch.count)
+            for case (.deviceFound(let controller, _), _) in batch { state.waitingReports[controller]? -= 1 }
+            return (batch, watch, !state.events.isEmpty)
+        }) else { return false }
         dispatchPrecondition(condition: .onQueue(watch.queue))
         for (event, read) in batch {
             // Not after the watch was cancelled.
-            guard state.withLock({ $0.watch?.id == watch.id }) else { return }
+            guard state.withLock({ $0.watch?.id == watch.id }) else { return false }
             watch.handler(event, read)
         }
+        return more
+    }
+
+    /// The Device Found events of `controller` dropped since the last call, as they came faster
+    /// than the watch's queue took them (`waitingReportsAtMost`).
+    func takeDroppedReports(controller: UInt16) -> Int {
+        state.withLock { $0.droppedReports.removeValue(forKey: controller) ?? 0 }
     }
 
     /// The events' way to a handler; cancelled (or released) it hears no more.
@@ -236,7 +274,7 @@ final class ManagementSocket: Sendable {
             socket.state.withLock { state in
                 guard state.watch?.id == id else { return }
                 state.watch = nil
-                state.events = []
+                state.clearEvents()
             }
         }
 
@@ -312,7 +350,8 @@ final class ManagementSocket: Sendable {
     /// Numbers `packet` in the order read and routes it: an event waits for the watch (handed
     /// over on its queue, or sooner by `deliverPending`), so every event read before a reply is
     /// there for the command's sender to ask for once the reply is in. The first event of a batch
-    /// asks the queue for its delivery; the rest join it.
+    /// asks the queue for its delivery; the rest join it. A Device Found beyond
+    /// `waitingReportsAtMost` is dropped and counted.
     private func route(_ packet: [UInt8]) {
         guard packet.count < 2 || ![ManagementPacket.commandComplete, ManagementPacket.commandStatus].contains(UInt16(littleEndian: packet, at: 0)) else {
             state.withLock { state in
@@ -324,13 +363,24 @@ final class ManagementSocket: Sendable {
             }
             return
         }
+        // A report beyond what may wait goes before it is decoded: this one reader has to keep up
+        // with the kernel, or a command's reply waits behind the reports (and fails as late).
+        if let controller = ManagementPacket.reportController(packet), state.withLock({ state in
+            guard state.waitingReports[controller, default: 0] >= Self.waitingReportsAtMost else { return false }
+            state.read = state.read.next
+            state.droppedReports[controller, default: 0] += 1
+            return true
+        }) {
+            return
+        }
         guard let event = ManagementPacket.event(packet), let watch = state.withLock({ state -> Watch.Registration? in
             state.read = state.read.next
             guard let watch = state.watch else { return nil }
+            if case .deviceFound(let controller, _) = event { state.waitingReports[controller, default: 0] += 1 }
             state.events.append((event, state.read))
             return state.events.count == 1 ? watch : nil
         }) else { return }
-        watch.queue.async { [weak self] in self?.deliverPending() }
+        watch.queue.async { [weak self] in self?.deliverTurn() }
     }
 
     /// Asks for `receiveBufferBytes`: past net.core.rmem_max with CAP_NET_ADMIN, which the
@@ -419,6 +469,13 @@ enum ManagementPacket {
     static let advertisingAddedEvent: UInt16 = 0x0023, advertisingRemovedEvent: UInt16 = 0x0024, monitorRemovedEvent: UInt16 = 0x002C, monitorDeviceFoundEvent: UInt16 = 0x002F
 
     /// `packet` as an event the agent acts on; nil for any other, or one cut short.
+    /// The controller of a Device Found or Advertisement Monitor Device Found event, read from its
+    /// header alone; nil for any other packet.
+    static func reportController(_ packet: [UInt8]) -> UInt16? {
+        guard packet.count >= 6, [deviceFoundEvent, monitorDeviceFoundEvent].contains(UInt16(littleEndian: packet, at: 0)) else { return nil }
+        return UInt16(littleEndian: packet, at: 2)
+    }
+
     static func event(_ packet: [UInt8]) -> ManagementEvent? {
         guard packet.count >= 6 else { return nil }
         let code = UInt16(littleEndian: packet, at: 0), controller = UInt16(littleEndian: packet, at: 2)

@@ -16,6 +16,9 @@ public protocol ManagementInterface: Sendable {
     /// Hands the watch's handler, in line, every event read so far, so every one read before the
     /// last reply; called on the watch's queue.
     func deliverPending()
+    /// The Device Found events of `controller` dropped since the last call, because they came
+    /// faster than the watch's queue took them.
+    func takeDroppedReports(controller: UInt16) -> Int
 }
 
 extension ManagementInterface {
@@ -44,6 +47,7 @@ public struct KernelManagement: ManagementInterface {
     }
 
     public func deliverPending() { ManagementSocket.kernel.deliverPending() }
+    public func takeDroppedReports(controller: UInt16) -> Int { ManagementSocket.kernel.takeDroppedReports(controller: controller) }
 }
 
 /// bluetoothd's adapter objects as the radio uses them (`BlueZClient` on the bus; a model in tests).

@@ -911,6 +911,9 @@ public final class BlueZRadio: Radio {
         let scan = my.scan
         guard let adapter = scan.adapter else { return }
         enter(.idle, because: "the agent ends it")
+        if let controller = adapter.index, case let dropped = management.takeDroppedReports(controller: controller), dropped > 0 {
+            logger.warning("\(dropped) advertisement reports of \(adapter.name) came faster than enagentd took them and were dropped during the scan")
+        }
         var failure: (any Error)?
         do { try stopScan(scan) } catch { failure = error }
         try client.forgetDevices(on: adapter)

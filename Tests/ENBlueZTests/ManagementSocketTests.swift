@@ -94,8 +94,8 @@ import Testing
     }
 
     /// Device Found of the `number`-th device (its address's first byte), with three bytes of AD.
-    static func deviceFound(_ number: UInt8) -> [UInt8] {
-        event(0x0012, [number, 0, 0, 0, 0, 0xC0, 0x01, 0xC4, 0, 0, 0, 0, 3, 0, 0x02, 0x01, 0x06])
+    static func deviceFound(_ number: UInt8, controller: UInt16 = 0) -> [UInt8] {
+        event(0x0012, controller: controller, [number, 0, 0, 0, 0, 0xC0, 0x01, 0xC4, 0, 0, 0, 0, 3, 0, 0x02, 0x01, 0x06])
     }
 
     /// Collects the events a watch hears; `wait` until `count` have come.
@@ -201,12 +201,53 @@ import Testing
         let devices = 5_000
         let written = (0..<devices).filter { kernel.write(Self.deviceFound(UInt8(truncatingIfNeeded: $0)), on: 1) }.count
         #expect(written == devices)
-        #expect(heard.wait(for: devices))
+        // Each handed over, or dropped if the watch's queue fell `waitingReportsAtMost` behind.
+        var dropped = 0
+        for _ in 0..<500 where heard.events.withLock(\.count) + dropped < devices {
+            dropped += socket.takeDroppedReports(controller: 0)
+            usleep(10_000)
+        }
+        #expect(heard.events.withLock(\.count) + dropped == devices)
         DispatchQueue(label: "test.kernel").async {
             guard kernel.command(on: 1) != nil else { return }
             kernel.write(Self.reply(to: ReadControllerInformation.opcode, [UInt8](repeating: 0, count: 13) + [0x01, 0x02, 0, 0]), on: 1)
         }
         #expect(try socket.exchange(ReadControllerInformation(), controller: 0).reply.current == [.powered, .le])
+    }
+
+    /// A crowd's reports faster than the watch's queue takes them: at most `waitingReportsAtMost`
+    /// of a controller wait, its Device Found events beyond are dropped and counted, another
+    /// controller's and any other event still come, in order, and the queue's other work takes its
+    /// turn after every `deliveredPerTurn` events, not behind them all.
+    @Test func reportsBeyondWhatWaitsAreDroppedAndCountedAndTheQueueTakesTurns() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        let queue = DispatchQueue(label: "test.events")
+        let heard = Heard()
+        let otherWorkAfter = Mutex<Int?>(nil)
+        let watch = try socket.watchEvents(on: queue) { event, read in
+            if heard.events.withLock({ $0.isEmpty }) {
+                queue.async { otherWorkAfter.withLock { $0 = heard.events.withLock(\.count) } }
+            }
+            heard.take(event, read)
+        }
+        defer { watch.cancel() }
+        queue.suspend()
+        let beyond = 1_000, waiting = ManagementSocket.waitingReportsAtMost
+        let written = (0..<(waiting + beyond)).filter { kernel.write(Self.deviceFound(UInt8(truncatingIfNeeded: $0)), on: 1) }.count
+        let others = 10
+        #expect(written == waiting + beyond && (0..<others).allSatisfy { kernel.write(Self.deviceFound(UInt8($0), controller: 1), on: 1) })
+        #expect(kernel.write(Self.event(0x0006, [0x83, 0x02, 0, 0]), on: 1))
+        var dropped = 0
+        for _ in 0..<500 where dropped < beyond {
+            dropped += socket.takeDroppedReports(controller: 0)
+            usleep(10_000)
+        }
+        #expect(dropped == beyond && socket.takeDroppedReports(controller: 1) == 0)
+        queue.resume()
+        #expect(heard.wait(for: waiting + others + 1))
+        #expect(otherWorkAfter.withLock { $0 } == ManagementSocket.deliveredPerTurn)
+        #expect(heard.events.withLock { $0.last } == .newSettings(controller: 0, [.powered, .connectable, .bredr, .le]))
     }
 
     /// The kernel drops what a full socket cannot take, a command's reply too (which fails the

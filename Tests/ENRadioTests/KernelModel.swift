@@ -166,6 +166,9 @@ final class KernelModel: ManagementInterface {
         }
     }
 
+    /// The model hands the radio every event: none dropped.
+    func takeDroppedReports(controller: UInt16) -> Int { 0 }
+
     /// Hands every queued event to the radio's watch on its queue, between the radio's calls.
     func deliver() {
         guard let queue = state.withLock({ $0.watch?.queue }) else { return }
