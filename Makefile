@@ -258,16 +258,17 @@ lab-flood: deps
 # RC_ROTATE seconds on its own; the lab's two agents in the Debian 12 guest on two RootCanal
 # controllers (two virtio consoles, btattach: hci0 and hci1, no btvirt) for RC_CROWD_SECONDS;
 # gated on the (scan, advertiser) pairs each agent recorded (lab/rootcanal/crowd-report.py). About
-# 6 minutes with the guest's boot: not part of make test.
+# 6 minutes with the guest's boot: not part of make test. The agents are the release build, as
+# installed (RC_BIN: another build's folder); under TCG a debug build's two agents took half the
+# guest's processors among 300 phones (docs/lab.md has the runs).
 RC_CROWD ?= 300
 RC_ROTATE ?= 10-20
 RC_CROWD_SECONDS ?= 120
-lab-rootcanal-crowd: deps
-	$(SWIFT) build --product enagentd
-	$(SWIFT) build --product enctl
+RC_BIN ?= $(CURDIR)/$(RELEASE_BIN)
+lab-rootcanal-crowd: release
 	mkdir -p $(LAB)
 	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) RC_PORTS=2 NCTRL=0 LEAVE_AFTER=crowd-ended QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + 900 )) \
-		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(DEBUG_BIN) $(LAB)/out $(RC_CROWD_SECONDS)"; guest=$$?; \
+		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(RC_BIN) $(LAB)/out $(RC_CROWD_SECONDS)"; guest=$$?; \
 	rm -rf $(LAB)/rootcanal-crowd; mv $(LAB)/out $(LAB)/rootcanal-crowd; cp $(LAB)/rootcanal/phones.jsonl $(LAB)/serve.log $(LAB)/rootcanal-crowd/; \
 	/usr/bin/python3 lab/rootcanal/crowd-report.py $(LAB)/rootcanal-crowd --check && exit $$guest
 

@@ -54,8 +54,10 @@ enable() {
     echo "agent $1: enctl enable failed"; phase failed step="enctl $1 enable: never succeeded"
 }
 # The two agents of a run without its other players (flood.sh, rootcanal/crowd-agents.sh): a on
-# hci0 and b on hci1, each on its API bus, enabled; their pids in A and B.
+# hci0 and b on hci1, each on its API bus, enabled; their pids in A and B. Beside them, where the
+# guest's processor time goes (cpushare.py, every 10 s: the reports print it) until end_run.
 start_agents() {
+    python3 "$LAB/cpushare.py" "$OUT/cpu.jsonl" 10 & CPU_SAMPLER=$!
     api_bus a; api_bus b
     agent a hci0 & A=$!
     agent b hci1 & B=$!
@@ -84,6 +86,7 @@ stop_agents() {
 end_run() {
     for agent in a b; do phase status-$agent status:="$(must "enctl $agent status" enctl $agent status --json)"; done
     stop_agents
+    kill "$CPU_SAMPLER"
     phase end btmon:="$(pgrep -x btmon >/dev/null && echo true || echo false)" free-kib:="$(awk '/MemAvailable/ {print $2}' /proc/meminfo)"
     dmesg > "$OUT/dmesg.txt" 2>&1
     cp -r "$STATE/a" "$STATE/b" "$OUT/"

@@ -11,6 +11,8 @@ of the Lab and a `fail` callable; run_report runs them in order, each to the end
 before it failed, and report() as its command line asked (arguments)."""
 import argparse, functools, json, os, sqlite3, sys
 
+import cpushare
+
 MANIFEST = "phases.jsonl"
 
 
@@ -84,6 +86,9 @@ def heading(lab):
     if lab.has("stack"):
         print(f"  stack: {lab.phase('stack')['description']}")
     print(f"  {lab.host_load()}")
+    if lab.exists("cpu.jsonl"):
+        for line in cpushare.summary(lab.path("cpu.jsonl")):
+            print(f"  the guest's processors {line}")
 
 
 def failed_steps(lab, fail):
