@@ -77,10 +77,10 @@ final class ManagementSocket: Sendable {
 
     /// Device Found events of one controller waiting for the watch, at most, before a new one is
     /// dropped (and counted, `takeDroppedReports`); every other event waits its turn, and another
-    /// controller's reports (another program's scan, a second agent's) crowd out none of these. A crowd's reports can come faster
-    /// than a slow machine's agent takes them, and then each batch grew on the one before: in the
-    /// RootCanal crowd of 300 on the emulated guest an agent's scan end and rotation waited 155 s
-    /// behind them, and the waiting events took memory without end.
+    /// controller's reports (another program's scan, a second agent's) crowd out none of these.
+    /// A crowd's reports can come faster than a slow machine's agent takes them, and then each
+    /// batch grew on the one before: in the RootCanal crowd of 300 on the emulated guest an agent's
+    /// scan end and rotation waited 155 s behind them, and the waiting events took memory without end.
     static let waitingReportsAtMost = 4_000
     /// Events handed over in one turn of the watch's queue, at most: the queue's timers and calls
     /// take their turns between.
@@ -468,7 +468,6 @@ enum ManagementPacket {
     static let newSettingsEvent: UInt16 = 0x0006, deviceFoundEvent: UInt16 = 0x0012, discoveringEvent: UInt16 = 0x0013
     static let advertisingAddedEvent: UInt16 = 0x0023, advertisingRemovedEvent: UInt16 = 0x0024, monitorRemovedEvent: UInt16 = 0x002C, monitorDeviceFoundEvent: UInt16 = 0x002F
 
-    /// `packet` as an event the agent acts on; nil for any other, or one cut short.
     /// The controller of a Device Found or Advertisement Monitor Device Found event, read from its
     /// header alone; nil for any other packet.
     static func reportController(_ packet: [UInt8]) -> UInt16? {
@@ -476,6 +475,7 @@ enum ManagementPacket {
         return UInt16(littleEndian: packet, at: 2)
     }
 
+    /// `packet` as an event the agent acts on; nil for any other, or one cut short.
     static func event(_ packet: [UInt8]) -> ManagementEvent? {
         guard packet.count >= 6 else { return nil }
         let code = UInt16(littleEndian: packet, at: 0), controller = UInt16(littleEndian: packet, at: 2)
