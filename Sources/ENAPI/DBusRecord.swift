@@ -256,7 +256,7 @@ public struct BusProperty<Value: DBusRepresentable & Equatable>: Sendable, Equat
     /// The property itself, with its name: `AgentProperties().$status.name`.
     public var projectedValue: Self { self }
 
-    var member: DBusArgument { DBusArgument(name, Value.dbusSignature) }
+    var member: DBusArgument { DBusArgument(name, Value.self) }
 }
 
 extension BusProperty: Encodable where Value: Encodable {
