@@ -43,7 +43,7 @@ struct RadioOptions: ParsableArguments {
 
 /// One of enagent.conf's checks (AgentConfiguration.Value) as an option's transform: the command
 /// line takes exactly what the file takes, and ArgumentParser names the option.
-func checked<T>(_ check: @escaping (String) throws(AgentConfiguration.InvalidValue) -> T) -> (String) throws -> T {
+func checked<T>(_ check: @escaping @Sendable (String) throws(AgentConfiguration.InvalidValue) -> T) -> @Sendable (String) throws -> T {
     { text in
         do { return try check(text) } catch { throw ValidationError("\(error)") }
     }

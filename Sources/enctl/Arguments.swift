@@ -25,7 +25,7 @@ enum ArgumentValue {
     }
 
     /// A whole number in `range`.
-    static func integer<Number: FixedWidthInteger>(in range: ClosedRange<Number>) -> (String) throws -> Number {
+    static func integer<Number: FixedWidthInteger & Sendable>(in range: ClosedRange<Number>) -> @Sendable (String) throws -> Number {
         { text in
             guard let value = Number(text), range.contains(value) else {
                 throw ValidationError("expected a whole number from \(range.lowerBound) to \(range.upperBound)")
