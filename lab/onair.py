@@ -504,13 +504,6 @@ def active_scan_addresses(path, controller):
     return addresses
 
 
-if __name__ == "__main__":
-    # onair.py SNOOP CONTROLLER: prints "ADVERTISING SCANNING" (yes/no) for the lab's scripts.
-    import sys
-    advertising, scanning = radio_state(sys.argv[1], int(sys.argv[2].removeprefix("hci")))
-    print("yes" if advertising else "no", "yes" if scanning else "no")
-
-
 def air_shares(path, controller, start, end):
     """From `start` to `end` (unix times): the share of the time an EN advertisement was on the air
     from the controller, the share another advertisement was, and the longest stretch without EN
@@ -547,3 +540,45 @@ def air_shares(path, controller, start, end):
         elif command == RESET:
             legacy_on, enabled_sets = False, set()
     return en_time / (end - start), other_time / (end - start), longest_gap
+
+
+def data_changed_on_the_air(path, controller):
+    """Every EN advertisement whose data a set on the air took before a new address: (unix time,
+    the address in force, the data on the air before, the new data). A controller sends new data at
+    its next advertising event, from the address it has (Core Vol 4 Part E 7.8.7), so the new RPI
+    goes out from the address of what was there before; the kernel writes a legacy set's data
+    before it disables the set for the next address (hci_start_adv_sync)."""
+    legacy = {"data": b"", "on": False, "address": None}
+    sets, addresses, enabled = {}, {}, set()
+    for time, command, parameters in accepted(path, controller):
+        if command == SET_RANDOM_ADDRESS and len(parameters) >= 6:
+            legacy["address"] = bytes(reversed(parameters[:6]))
+        elif command == SET_ADV_SET_RANDOM_ADDRESS and len(parameters) >= 7:
+            addresses[parameters[0]] = bytes(reversed(parameters[1:7]))
+        elif command == SET_ADV_DATA and parameters:
+            data = bytes(parameters[1:1 + parameters[0]])
+            if legacy["on"] and EN_PREFIX in data and data != legacy["data"]:
+                yield time, legacy["address"], legacy["data"], data
+            legacy["data"] = data
+        elif command == SET_EXT_ADV_DATA and len(parameters) >= 4:
+            handle, data = parameters[0], bytes(parameters[4:4 + parameters[3]])
+            if handle in enabled and EN_PREFIX in data and data != sets.get(handle, b""):
+                yield time, addresses.get(handle), sets.get(handle, b""), data
+            sets[handle] = data
+        elif command == SET_ADV_ENABLE and parameters:
+            legacy["on"] = bool(parameters[0])
+        elif command == SET_EXT_ADV_ENABLE and len(parameters) >= 2:
+            enabled = sets_enabled_after(enabled, parameters)
+        elif command in (ADV_SET_TERMINATED, REMOVE_ADV_SET) and parameters:
+            enabled.discard(parameters[0])
+        elif command == CLEAR_ADV_SETS:
+            enabled = set()
+        elif command == RESET:
+            enabled, legacy["on"] = set(), False
+
+
+if __name__ == "__main__":
+    # onair.py SNOOP CONTROLLER: prints "ADVERTISING SCANNING" (yes/no) for the lab's scripts.
+    import sys
+    advertising, scanning = radio_state(sys.argv[1], int(sys.argv[2].removeprefix("hci")))
+    print("yes" if advertising else "no", "yes" if scanning else "no")

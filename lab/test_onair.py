@@ -12,9 +12,14 @@ def frame(controller, opcode, seconds, payload):
     return struct.pack(">IIIIq", len(payload), len(payload), controller << 16 | opcode, 0, stamp) + payload
 
 
+def accepted(controller, seconds, opcode, parameters):
+    """A command and the controller's Command Complete with success."""
+    return (frame(controller, 2, seconds, struct.pack("<HB", opcode, len(parameters)) + parameters)
+            + frame(controller, 3, seconds + 0.001, bytes([0x0E, 4, 1]) + struct.pack("<H", opcode) + b"\0"))
+
+
 def scan_enable(controller, seconds, enable):
-    return (frame(controller, 2, seconds, struct.pack("<HB", 0x2042, 6) + bytes([enable, 0, 0, 0, 0, 0]))
-            + frame(controller, 3, seconds + 0.001, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0"))
+    return accepted(controller, seconds, 0x2042, bytes([enable, 0, 0, 0, 0, 0]))
 
 
 def log_line(seconds, text):
@@ -39,6 +44,35 @@ class BehindCapture(unittest.TestCase):
         stamps = [round(onair.unix_seconds(stamp) - START, 3) for _, opcode, stamp, _ in onair.records(self.path)
                   if opcode == onair.USER_LOGGING]
         self.assertEqual(stamps, [1.001])
+
+
+def en_data(rpi):
+    data = bytes.fromhex("0201060303") + onair.EN_PREFIX[2:] + rpi + bytes(4)
+    return bytes([len(data)]) + data + bytes(31 - len(data))
+
+
+class LegacyRotation(unittest.TestCase):
+    """The kernel's order on a legacy set (hci_start_adv_sync): the data, then off, address, on."""
+    def capture(self, *commands):
+        descriptor, path = tempfile.mkstemp(suffix=".snoop")
+        self.addCleanup(os.remove, path)
+        with os.fdopen(descriptor, "wb") as capture:
+            capture.write(b"btsnoop\0" + struct.pack(">II", 1, 2001)
+                          + b"".join(accepted(0, START + index, opcode, parameters) for index, (opcode, parameters) in enumerate(commands)))
+        return list(onair.data_changed_on_the_air(path, 0))
+
+    def enabled(self, address, rpi):
+        return [(onair.SET_RANDOM_ADDRESS, address[::-1]), (onair.SET_ADV_DATA, en_data(rpi)), (onair.SET_ADV_ENABLE, b"\1")]
+
+    def test_new_data_on_a_set_on_the_air_is_named_with_the_address_in_force(self):
+        first, second = bytes(range(16)), bytes(range(16, 32))
+        changes = self.capture(*self.enabled(b"\x31" * 6, first), (onair.SET_ADV_DATA, en_data(second)),
+                               (onair.SET_ADV_ENABLE, b"\0"), *self.enabled(b"\x32" * 6, second))
+        self.assertEqual([(address, before[11:27], after[11:27]) for _, address, before, after in changes], [(b"\x31" * 6, first, second)])
+
+    def test_new_data_while_the_set_is_off_goes_out_from_the_new_address_only(self):
+        first, second = bytes(range(16)), bytes(range(16, 32))
+        self.assertEqual(self.capture(*self.enabled(b"\x31" * 6, first), (onair.SET_ADV_ENABLE, b"\0"), *self.enabled(b"\x32" * 6, second)), [])
 
 
 if __name__ == "__main__":

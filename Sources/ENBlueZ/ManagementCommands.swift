@@ -111,7 +111,7 @@ public struct ReadAdvertisingFeatures: ManagementCommand {
 }
 
 /// The advertising instances other programs hold on a controller. Read Advertising Features does
-/// not list them all: kernels up to at least 6.1 list only the instances numbered up to the count
+/// not list them all: kernels 6.1 and 6.12 list only the instances numbered up to the count
 /// of instances, so a beacon alone in the highest instance is not listed, and a program that took
 /// the highest unlisted instance would overwrite it. Each instance held for a moment at the lowest
 /// unlisted number (parameters only: nothing goes on the air) raises the count by one; held until

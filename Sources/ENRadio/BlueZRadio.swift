@@ -406,8 +406,12 @@ public final class BlueZRadio: Radio {
             listed.remove(free)
         }
         try pausingScan(on: adapter, if: legacy) {
-            // A fresh instance, so the kernel gives it a fresh non-resolvable address.
-            if listed.contains(instance) {
+            // A fresh instance, so the kernel gives it a fresh non-resolvable address. The kept one
+            // goes even when the kernel does not list it (only instances numbered up to their count
+            // are): new data in an instance on the air is written to a legacy set before the kernel
+            // disables it for a new address (hci_start_adv_sync), so the new RPI would go out first
+            // from the previous one's address.
+            if listed.contains(instance) || instance == kept {
                 let removed = try removeUnlessStuck(instance, from: adapter)
                 if instance == kept { previousGone(removed ? "its instance removed for a fresh address" : "its instance stuck, forgotten") }
                 if !removed {

@@ -17,9 +17,6 @@ final class KernelModel: ManagementInterface {
     /// Where Debian 12's kernel and trixie's differ in what the agent depends on.
     struct Kernel: Sendable, CustomStringConvertible {
         var name: String
-        /// Read Advertising Features lists only instances numbered up to the count of instances
-        /// (6.1, measured in the lab: a beacon alone in instance 3 is not listed).
-        var listsOnlyUpToCount: Bool
         /// After rfkill closed a BT 5 controller, the kernel keeps the instances the controller
         /// lost and fails (status Failed) commands that touch them (6.1, measured in the lab).
         var rfkillLeavesStuckInstances: Bool
@@ -31,11 +28,9 @@ final class KernelModel: ManagementInterface {
         /// in its airplane mode (status 0x03, then Busy 45 times).
         var strandsFailedMonitor: Bool
 
-        static let bookworm = Kernel(name: "6.1", listsOnlyUpToCount: true, rfkillLeavesStuckInstances: true, strandsFailedMonitor: true)
-        /// 6.12 limits instance numbers to the controller's sets (hci_add_adv_instance), so none
-        /// hides above the count, and clears instances at rfkill as at power-off (issue 39's lab
-        /// to confirm the second).
-        static let trixie = Kernel(name: "6.12", listsOnlyUpToCount: false, rfkillLeavesStuckInstances: false, strandsFailedMonitor: true)
+        static let bookworm = Kernel(name: "6.1", rfkillLeavesStuckInstances: true, strandsFailedMonitor: true)
+        /// 6.12 clears instances at rfkill as at power-off (issue 39's lab to confirm it).
+        static let trixie = Kernel(name: "6.12", rfkillLeavesStuckInstances: false, strandsFailedMonitor: true)
 
         var description: String { name }
     }
@@ -56,6 +51,10 @@ final class KernelModel: ManagementInterface {
         var address: Int
         /// Sent as connectable ADV_IND from the adapter's own address.
         var fromPublicAddress: Bool
+        /// Written to a legacy set while another program's instance had it, from that instance's
+        /// address: the kernel lending the one set to another program that added its instance
+        /// between two of the radio's commands, which the radio hears of only afterwards.
+        var inAnotherProgramsTurn = false
     }
 
     struct State {
@@ -189,8 +188,11 @@ final class KernelModel: ManagementInterface {
             let supported: ReadControllerInformation.Settings = [.powered, .connectable, .bredr, .le, .advertising]
             return Self.address.reversed() + [0, 0, 0] + supported.rawValue.littleEndianBytes + state.settings.rawValue.littleEndianBytes
         case is ReadAdvertisingFeatures:
+            // Only instances numbered up to their count are listed: measured on 6.1 (a beacon alone
+            // in instance 3 is not listed) and on 6.12 with a legacy controller (the trixie-bt4 lab
+            // of 2026-11-30 read "Instances: 0" beside the agent's instance 5 alone on the air).
             let count = UInt8(state.instances.count)
-            let listed = state.instances.keys.sorted().filter { !kernel.listsOnlyUpToCount || $0 <= count }
+            let listed = state.instances.keys.sorted().filter { $0 <= count }
             let flags: UInt32 = legacy ? 0 : 1 << 7
             return flags.littleEndianBytes + [31, 31, maximumInstances, UInt8(listed.count)] + listed
         case let add as AddExtendedAdvertisingParameters:
@@ -265,6 +267,14 @@ final class KernelModel: ManagementInterface {
     /// legacy one the set goes to it at once (the kernel schedules the newest), from a new address.
     private func enable(_ instance: UInt8, state: inout State) {
         guard let data = state.instances[instance]?.data else { return }
+        // The kernel writes a legacy set's data before it disables the set for the new address
+        // (hci_start_adv_sync: hci_update_adv_data_sync, then hci_enable_advertising_sync): the new
+        // data goes out first from the address in force. Measured in the trixie-bt4 lab of
+        // 2026-11-30: LE Set Advertising Data with a new RPI while enabled, then the new address.
+        if legacy, let (turn, current) = state.onAir.first, state.powered {
+            state.history.append(Aired(data: data, address: current.address, fromPublicAddress: current.fromPublicAddress,
+                                       inAnotherProgramsTurn: state.instances[turn]?.owner != state.instances[instance]?.owner))
+        }
         if legacy {
             state.onAir = [:]
             state.turn = instance
@@ -462,7 +472,7 @@ final class KernelModel: ManagementInterface {
             state.monitors.removeAll()
             state.happened(.monitorRemoved(controller: Self.controller, handle: 0))
             let count = UInt8(state.instances.count)
-            guard state.powered, state.instances.keys.contains(where: { !kernel.listsOnlyUpToCount || $0 <= count }) else { return }
+            guard state.powered, state.instances.keys.contains(where: { $0 <= count }) else { return }
             for instance in state.instances.keys.sorted() where !state.instances[instance]!.stuck {
                 removeInstance(instance, by: .other, state: &state)
             }

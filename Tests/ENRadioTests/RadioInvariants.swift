@@ -16,7 +16,9 @@ enum RadioInvariants {
         var addresses = [[UInt8]: Set<Int>]()
         // Not the kernel's re-programming as the adapter turns connectable, which no program can
         // prevent (docs/radio.md: "A connectable adapter"); the rule below has it taken off at once.
-        for aired in state.history where KernelModel.isExposureNotification(aired.data) && !aired.fromPublicAddress {
+        // Nor the kernel's lending a legacy set to another program's instance added between two of
+        // the radio's commands: the radio steps aside as it hears of it ("A second advertiser").
+        for aired in state.history where KernelModel.isExposureNotification(aired.data) && !aired.fromPublicAddress && !aired.inAnotherProgramsTurn {
             addresses[Array(aired.data[11...]), default: []].insert(aired.address)
         }
         if let linked = addresses.first(where: { $0.value.count > 1 }) { broken.append("one RPI from \(linked.value.count) addresses") }
