@@ -447,20 +447,23 @@ def check_capture(lab, fail, agents, until, bound, end="the run's end"):
                  "(dmesg.txt has the kernel's word)")
 
 
-def check_status_polls(lab, fail, agents, since):
+def check_status_polls(lab, fail, agents, since, snoop=None, to_capture=lambda time: time, slack=0.0):
     """No `enctl status` poll of an agent (the manifest's "status-poll" lines of agent-lib.sh's
     poll_status, each with the moment it began) said Scanning while its controller ran no scan at
     any moment from the poll's start to its answer; polls answered after the capture's last frame
     of the controller are not judged (`check_capture` fails then). `agents`: name -> controller index; `since`:
-    the unix time from which the run's lines are told apart (printed relative to it)."""
-    last = last_frames(lab.snoop, agents.values())
+    the unix time from which the run's lines are told apart (printed relative to it). `snoop`: a
+    capture other than btmon's, whose clock `to_capture` turns the guest's times into, known to
+    within `slack` seconds either way."""
+    snoop = snoop or lab.snoop
+    last = last_frames(snoop, agents.values())
     for agent, controller in agents.items():
-        scans = scan_moments(lab.snoop, controller)
+        scans = scan_moments(snoop, controller)
         polls = [entry for entry in lab.entries("status-poll") if entry["agent"] == agent]
         said = [poll for poll in polls if poll["status"].get("scanning")]
-        judged = [poll for poll in said if poll["realtime"] <= last[controller]]
+        judged = [poll for poll in said if to_capture(poll["realtime"]) <= last[controller]]
         wrong = [poll for poll in judged
-                 if not any(begun <= poll["realtime"] and ended >= poll["started"] for begun, ended in scans)]
+                 if not any(begun <= to_capture(poll["realtime"]) + slack and ended >= to_capture(poll["started"]) - slack for begun, ended in scans)]
         print(f"  {agent}: {len(polls)} polls, {len(said)} said scanning, {len(wrong)} of them while hci{controller} ran no scan"
               + (f" ({len(said) - len(judged)} after the capture's last frame of hci{controller}, not judged: see the capture's check)"
                  if len(judged) < len(said) else ""))

@@ -3,25 +3,29 @@
 (crowd-agents.sh in the guest, two RootCanal controllers) recorded of the host's Bumble phones.
 
 Reads the run's manifest (phases.jsonl), each agent's database (RUN_DIR/a, RUN_DIR/b: its scans
-and sightings), btmon's capture of the guest and the phones' log (phones.jsonl of rclab.py serve:
-each RPI's "on", stamped once its set was on again, and "off", stamped before its set went off,
-by the host's clock).
+and sightings), RootCanal's own record of the agents' controllers (host.snoop: hcisniffer.py's
+merge of RootCanal's HCI sniffer files, stamped by the host's clock to the millisecond) and the
+phones' log (phones.jsonl of rclab.py serve: each RPI's "on", stamped once its set was on again,
+and "off", stamped before its set went off, by the host's clock).
 
-The clocks: the databases count in the agents' clock (the manifest's phase "clock": 120 times
-faster from an origin), which turns back into the guest's; the guest's clock is the host's give or
-take what the guest's kernel read at boot (whole seconds). crowd-agents.sh measures that offset at
-the run's start and end (the phase "clock-mark": a file made on the lab share between two readings
-of the guest's clock has the host's time as its modification time), and the report takes it as
-moving evenly from one to the other. As a cross-check, btmon's first report of each phone's new
-address follows the host's "on" of it by the offset and a few milliseconds when the controller
-scanned then (RootCanal sends an advertising set as soon as it is enabled).
+The (scan, advertiser) pairs come from the host's clock alone: each scan a controller ran (the
+scan enables RootCanal took), and the RPIs on the air for the whole of it, with MARGIN to spare
+on either side. A pair is recorded when the agent stored a sighting of that RPI in its own record
+of that scan (its database's scan table: the recorded scan that overlaps the controller's most;
+from the scan's start to its end plus ScanHistory.lateReportSeconds).
 
-For each scan of each agent (its database's scan table, turned into the host's clock), the RPIs on
-the air for the whole scan, with the clocks' margin to spare on either side, are the (scan, advertiser) pairs
-expected; a pair is recorded when the agent stored a sighting of that RPI in that scan (from the
-scan's start to its end plus ScanHistory.lateReportSeconds). An RPI's receptions in a scan are one
-row for each SAME_SCAN seconds of the agents' clock (SightingRecord: the agent merges the receptions
-within that long of a row's first into it); at the lab's 120 times, a scan of seconds is minutes."""
+Only that matching, the crowd's start and end, and the status polls need the guest's clock: the
+databases count in the agents' clock (the manifest's phase "clock": 120 times faster from an
+origin), which turns back into the guest's; the guest's clock is the host's give or take what the
+guest's kernel read at boot (whole seconds). crowd-agents.sh measures that offset at the run's
+start and end (the phase "clock-mark": a file made on the lab share between two readings of the
+guest's clock has the host's time as its modification time), and the report takes it as moving
+evenly from one to the other; scans 1 s apart are matched with room to spare while a mark is read
+within LARGEST_MARK. Until 2026-11-30 the pairs were the agents' recorded scans against btmon's
+capture in the guest, which fell minutes behind a crowd of 300 and whose lost tail failed runs
+in which the agents had recorded every pair. An RPI's receptions in a scan are one row for each
+SAME_SCAN seconds of the agents' clock (SightingRecord: the agent merges the receptions within
+that long of a row's first into it); at the lab's 120 times, a scan of seconds is minutes."""
 import functools, json, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -31,26 +35,29 @@ from labframe import Check, Lab, agents_stopped, arguments, failed_steps, headin
 AGENTS = {"a": 0, "b": 1}
 # Of the pairs expected, the share each agent must record.
 RECORDED_SHARE = 0.99
-# Seconds an RPI must have been on the air before a scan's start and after its end to be expected
-# in it, at least: more when the clock marks were read more slowly (a loaded guest), as the offset
-# is then known only to half a mark's width (CrowdLab.margin). Past LARGEST_MARGIN the pairs near
-# a scan's ends would be too few to judge, and the clock check fails.
-MARGIN, LARGEST_MARGIN = 0.1, 0.5
+# Seconds an RPI must have been on the air before a controller's scan began and after it ended to
+# be expected in it (both by the host's clock: RootCanal's stamps are whole milliseconds).
+MARGIN = 0.1
+# A controller's scan shorter than this is not judged: a phone advertises every 270 ms at most.
+SHORTEST_SCAN = 0.5
+# The slowest clock mark (seconds from the guest's first reading to its second) that still places
+# the agents' scans, 1 s apart, against the controllers'.
+LARGEST_MARK = 1.5
 # A sighting this long (the agents' seconds) after its scan's recorded end still belongs to it
 # (Sources/ENStore/ScanHistory.swift, lateReportSeconds).
 LATE_REPORT = 1
 # Host ticks: a file's modification time is the host kernel's coarse clock, up to this early.
 HOST_TICK = 0.004
-# The first reports of new addresses within this long of the offset (seconds) are those of
-# rotations while the controller scanned, the delivery's delays printed.
+# The first reports of new addresses within this long (seconds) of the phone's "on" are those of
+# rotations while the controller scanned, RootCanal's delivery printed.
 PROMPT = 0.5
 # RSSI the agent stores for a reception without one (schema v12, later_receptions).
 NO_RSSI = 127
 # The agent merges an RPI's receptions within this long (its clock's seconds) of a row's first
 # into that row, up to MOST_RECEPTIONS (ExposureWindowing.sameScanSeconds, SightingRecord.maximumReceptions).
 SAME_SCAN, MOST_RECEPTIONS = 25, 255
-# The agents' controllers' last frames in btmon's capture lie at most this long before the crowd's
-# end (an agent scans 3 s of every 4, and each scan's start and end are frames).
+# The agents' controllers' last frames in RootCanal's record lie at most this long before the
+# crowd's end (an agent scans 3 s of every 4, and each scan's start and end are frames).
 CAPTURE_GAP = 10.0
 
 
@@ -102,42 +109,66 @@ class CrowdLab(Lab):
         return {at: best[at] for at in ("start", "end")}
 
     @functools.cached_property
-    def margin(self):
-        """MARGIN, or the offset's uncertainty when larger: half the wider mark's width and a host tick."""
-        return max(MARGIN, max(width / 2 + HOST_TICK for width, _, _ in self.marks.values()))
+    def uncertainty(self):
+        """How well the offset is known: half the wider mark's width and a host tick."""
+        return max(width / 2 + HOST_TICK for width, _, _ in self.marks.values())
 
     def offset(self, guest):
         """The guest's clock minus the host's at the guest's unix time `guest`."""
         (_, start, early), (_, end, late) = self.marks["start"], self.marks["end"]
         return early + (late - early) * (guest - start) / (end - start)
 
-    def host_time(self, agent_seconds):
-        guest = self.guest_time(agent_seconds)
+    def from_guest(self, guest):
+        """The host's time of the guest's unix time `guest`."""
         return guest - self.offset(guest)
+
+    def host_time(self, agent_seconds):
+        return self.from_guest(self.guest_time(agent_seconds))
+
+    @functools.cached_property
+    def crowd_span(self):
+        """(start, end) of the crowd, by the host's clock."""
+        return self.from_guest(self.at("crowd-started")), self.from_guest(self.at("crowd-ended"))
+
+    @functools.cached_property
+    def host_snoop(self):
+        return self.path("host.snoop")
 
     @functools.cached_property
     def delays(self):
-        """Seconds from each phone's "on" (host) to the first report of its address on the agents'
-        controllers (guest, less the offset), of those that came within PROMPT: rotations while the
-        controller scanned."""
+        """Seconds from each phone's "on" to the first report of its address on the agents'
+        controllers (both by the host's clock), of those that came within PROMPT: rotations while
+        the controller scanned."""
         on = {rpi["address"]: rpi["on"] for rpi in self.rpis}
         delays = []
         for controller in AGENTS.values():
             first = {}
             for time, address in self.reports(controller):
-                first.setdefault(address, time - self.offset(time))
+                first.setdefault(address, time)
             delays += [first[address] - on[address] for address in first if address in on]
         return sorted(delay for delay in delays if abs(delay) <= PROMPT)
 
     @functools.cache
     def reports(self, controller):
-        """(guest time, address) of each advertising report of the controller (btmon)."""
-        return onair.report_addresses(self.snoop, controller)
+        """(host time, address) of each advertising report of the controller (RootCanal's record)."""
+        return onair.report_addresses(self.host_snoop, controller)
 
     @functools.cache
     def windows(self, controller):
-        """(start, end), guest times, of each scan the controller ran (btmon)."""
-        return onair.scan_windows(self.snoop, controller)
+        """(start, end), host times, of each scan the controller ran during the crowd (RootCanal's record)."""
+        start, end = self.crowd_span
+        return [(begun, ended) for begun, ended in onair.scan_windows(self.host_snoop, controller) if ended > start and begun < end]
+
+    @functools.cache
+    def matches(self, agent, controller):
+        """Each of the controller's scans with the index of the agent's recorded scan that overlaps
+        it most (None: no recorded scan overlaps it)."""
+        recorded = [(self.host_time(start), self.host_time(end)) for start, end in self.scans(agent)]
+        matched = []
+        for begun, ended in self.windows(controller):
+            overlaps = [(min(ended, end) - max(begun, start), index) for index, (start, end) in enumerate(recorded) if start < ended and end > begun]
+            matched.append(((begun, ended), max(overlaps)[1] if overlaps else None))
+        return matched
 
     @functools.cache
     def scans(self, agent):
@@ -166,91 +197,89 @@ def steps(lab, fail):
 def clock(lab, fail):
     for at, (width, _, offset) in lab.marks.items():
         print(f"  at the {at}: the guest's clock {offset * 1000:+.0f} ms from the host's (read within {width * 1000:.0f} ms)")
-    print(f"  the pairs' margin: {lab.margin * 1000:.0f} ms")
-    if lab.margin > LARGEST_MARGIN:
-        fail(f"clock: the marks were read too slowly for a margin under {LARGEST_MARGIN * 1000:.0f} ms")
+    widest = max(width for width, _, _ in lab.marks.values())
+    if widest > LARGEST_MARK:
+        fail(f"clock: a mark took {widest * 1000:.0f} ms to read, more than {LARGEST_MARK * 1000:.0f} ms: the agents' scans cannot be placed against the controllers'")
     drift = lab.marks["end"][2] - lab.marks["start"][2]
-    if abs(drift) > lab.margin:
+    if abs(drift) > max(lab.uncertainty, 0.5):
         fail(f"clock: the offset moved by {drift * 1000:.0f} ms during the run")
     delays = lab.delays
-    if not delays:
-        fail("clock: no phone's new address reported within half a second of its \"on\": the offset is not confirmed")
-        return
-    print(f"  a new address reported on the agents' controllers {statistics.median(delays) * 1000:+.0f} ms after its \"on\" "
-          f"(median of {len(delays)}; {delays[0] * 1000:+.0f} to {delays[-1] * 1000:+.0f} ms)")
-    if delays[0] < -lab.margin:
-        fail(f"clock: a new address reported {-delays[0] * 1000:.0f} ms before its \"on\": the clocks' offset is wrong")
+    if delays:
+        print(f"  RootCanal reported a phone's new address on the agents' controllers {statistics.median(delays) * 1000:+.0f} ms after its \"on\" "
+              f"(median of {len(delays)}; {delays[0] * 1000:+.0f} to {delays[-1] * 1000:+.0f} ms; both by the host's clock)")
 
 
 def crowd(lab, fail):
-    print(f"  the agents among the phones for {lab.at('crowd-ended') - lab.at('crowd-started'):.0f} s; "
+    start, end = lab.crowd_span
+    print(f"  the agents among the phones for {end - start:.0f} s; "
           f"{len(lab.rpis)} RPIs of {len({rpi['phone'] for rpi in lab.rpis})} phones in the phones' log")
     for agent, controller in AGENTS.items():
-        scans = lab.scans(agent)
         recorded = {(index, rpi) for index, rpi, _, _ in lab.sightings(agent) if index is not None}
+        matches = lab.matches(agent, controller)
+        judged = [(window, index) for window, index in matches if window[1] - window[0] >= SHORTEST_SCAN]
         expected, missed, by_kind = 0, [], defaultdict(lambda: [0, 0])
-        for index, (start, end) in enumerate(scans):
-            begun, ended = lab.host_time(start), lab.host_time(end)
+        for (begun, ended), index in judged:
             for rpi in lab.rpis:
-                if rpi["on"] <= begun - lab.margin and rpi["off"] >= ended + lab.margin:
+                if rpi["on"] <= begun - MARGIN and rpi["off"] >= ended + MARGIN:
                     expected += 1
                     by_kind[rpi["kind"]][0] += 1
                     if (index, rpi["rpi"]) not in recorded:
-                        missed.append((index, rpi))
+                        missed.append(((begun, ended), index, rpi))
                         by_kind[rpi["kind"]][1] += 1
         share = (expected - len(missed)) / expected if expected else 0
-        lengths = [(end - start) / lab.agent_clock[1] for start, end in scans]
+        lengths = [ended - begun for (begun, ended), _ in judged]
         print(f"  {agent} (hci{controller}): {expected - len(missed)} of {expected} (scan, advertiser) pairs recorded = {share:.2%} "
-              f"over {len(scans)} scans of {min(lengths, default=0):.2f}-{max(lengths, default=0):.2f} s; missing by kind: "
-              + ", ".join(f"{name} {lost} of {count}" for name, (count, lost) in sorted(by_kind.items())))
+              f"over {len(judged)} of hci{controller}'s scans of {min(lengths, default=0):.2f}-{max(lengths, default=0):.2f} s"
+              + (f" ({len(matches) - len(judged)} shorter than {SHORTEST_SCAN} s not judged)" if len(judged) < len(matches) else "")
+              + "; missing by kind: " + ", ".join(f"{name} {lost} of {count}" for name, (count, lost) in sorted(by_kind.items())))
         lags(lab, agent, controller)
         if missed:
             explain(lab, agent, controller, missed)
         if not expected or share < RECORDED_SHARE:
             fail(f"crowd: {agent} recorded {share:.2%} of {expected} (scan, advertiser) pairs, below {RECORDED_SHARE:.0%}")
+        unrecorded = sum(1 for _, index in judged if index is None)
+        if unrecorded:
+            fail(f"crowd: hci{controller} ran {unrecorded} scans that {agent} did not record")
+        # Within the crowd and RootCanal's record of the controller (the capture's check judges its end).
+        ran, until = {index for _, index in matches}, min(end, onair.last_frames(lab.host_snoop, [controller])[controller]) - 1
+        phantom = [index for index, (begun, ended) in enumerate(lab.scans(agent))
+                   if index not in ran and start + 1 < lab.host_time(begun) and lab.host_time(ended) < until]
+        if phantom:
+            fail(f"crowd: {agent} recorded {len(phantom)} scans during the crowd that hci{controller} did not run")
 
 
 def lags(lab, agent, controller):
-    """How the controller's scans (the scan enables it accepted, btmon) lay against the agent's
-    recorded ones: the one overlapping each recorded scan most, its start's and end's lags."""
-    windows, starts, ends, none = lab.windows(controller), [], [], 0
-    for start, end in lab.scans(agent):
-        start, end = lab.guest_time(start), lab.guest_time(end)
-        overlaps = [(min(end, ended) - max(start, begun), begun, ended) for begun, ended in windows if begun < end and ended > start]
-        if not overlaps:
-            none += 1
-            continue
-        _, begun, ended = max(overlaps)
-        starts.append(begun - start)
-        ends.append(ended - end)
+    """How each of the controller's scans lay against the agent's record of it (the agent's
+    times through the clock marks): its start's and end's lags."""
+    starts, ends = [], []
+    for (begun, ended), index in lab.matches(agent, controller):
+        if index is not None:
+            start, end = lab.scans(agent)[index]
+            starts.append(begun - lab.host_time(start))
+            ends.append(ended - lab.host_time(end))
     if starts:
-        print(f"    hci{controller}'s scan began {statistics.median(starts):+.2f} s from a recorded scan's start (median; {min(starts):+.2f} to "
-              f"{max(starts):+.2f}) and ended {statistics.median(ends):+.2f} s from its end ({min(ends):+.2f} to {max(ends):+.2f})"
-              + (f"; {none} recorded scans without one" if none else ""))
+        print(f"    hci{controller}'s scan began {statistics.median(starts):+.2f} s from the recorded scan's start (median; {min(starts):+.2f} to "
+              f"{max(starts):+.2f}) and ended {statistics.median(ends):+.2f} s from its end ({min(ends):+.2f} to {max(ends):+.2f})")
 
 
 def explain(lab, agent, controller, missed):
     """Whether the agent's controller reported a missed RPI's address during the scan (the agent, or
-    the kernel above the controller, lost it) or not (RootCanal, or the controller's scan, did)."""
+    the kernel above the controller, lost it) or not (RootCanal did)."""
     reported = defaultdict(list)
     for time, address in lab.reports(controller):
-        reported[address].append(time - lab.offset(time))
-    windows = lab.windows(controller)
+        reported[address].append(time)
     heard, unheard = Counter(), Counter()
-    for index, rpi in missed:
-        start, end = (lab.host_time(moment) for moment in lab.scans(agent)[index])
-        (heard if any(start <= time <= end for time in reported[rpi["address"]]) else unheard)[index] += 1
-    scanning = sum(1 for index in set(unheard) if any(begun - lab.offset(begun) < lab.host_time(lab.scans(agent)[index][1])
-                                                      and ended - lab.offset(ended) > lab.host_time(lab.scans(agent)[index][0])
-                                                      for begun, ended in windows))
+    for (begun, ended), _, rpi in missed:
+        (heard if any(begun <= time <= ended for time in reported[rpi["address"]]) else unheard)[begun] += 1
+    unmatched = sum(1 for _, index, _ in missed if index is None)
     stray = {rpi for index, rpi, _, _ in lab.sightings(agent) if index is None}
     print(f"    of the {len(missed)} missing: {sum(heard.values())} reported by hci{controller} during the scan (in {len(heard)} scans), "
-          f"{sum(unheard.values())} not (in {len(unheard)} scans, {scanning} of them with a scan enabled on hci{controller} meanwhile); "
-          f"{sum(1 for _, rpi in missed if rpi['rpi'] in stray)} of the RPIs stored outside every recorded scan")
-    for index, count in sorted((heard + unheard).items(), key=lambda item: -item[1])[:3]:
-        start, end = lab.scans(agent)[index]
-        print(f"    scan {index} (+{lab.guest_time(start) - lab.at('crowd-started'):.1f} s, {(end - start) / lab.agent_clock[1]:.2f} s): "
-              f"{count} missing, {heard[index]} of them reported by the controller")
+          f"{sum(unheard.values())} not (in {len(unheard)} scans); {unmatched} in scans {agent} did not record; "
+          f"{sum(1 for _, _, rpi in missed if rpi['rpi'] in stray)} of the RPIs stored outside every recorded scan")
+    for begun, count in sorted((heard + unheard).items(), key=lambda item: -item[1])[:3]:
+        ended = next(window[1] for window, _, _ in missed if window[0] == begun)
+        print(f"    hci{controller}'s scan at +{begun - lab.crowd_span[0]:.1f} s ({ended - begun:.2f} s): "
+              f"{count} missing, {heard[begun]} of them reported by the controller")
 
 
 def rows(lab, fail):
@@ -278,20 +307,24 @@ def rows(lab, fail):
 
 
 def capture(lab, fail):
-    onair.check_capture(lab, fail, AGENTS, lab.at("crowd-ended"), CAPTURE_GAP, end="the crowd's end")
+    end = lab.crowd_span[1]
+    for controller, at in sorted(onair.last_frames(lab.host_snoop, AGENTS.values()).items()):
+        print(f"  hci{controller}: RootCanal's record of it ends {end - at:.1f} s before the crowd's end")
+        if end - at > CAPTURE_GAP:
+            fail(f"capture: RootCanal's record of hci{controller} ends {end - at:.0f} s before the crowd's end, so its scans after it cannot be judged")
 
 
 def status(lab, fail):
-    onair.check_status_polls(lab, fail, AGENTS, lab.at("crowd-started"))
+    onair.check_status_polls(lab, fail, AGENTS, lab.at("crowd-started"), snoop=lab.host_snoop, to_capture=lab.from_guest, slack=lab.uncertainty)
 
 
 def checks():
     return [
         Check("steps", "STEPS (each phase's commands)", steps),
-        Check("clock", "CLOCKS (the guest's against the host's: files made on the lab share, and btmon's first report of each new address)", clock),
+        Check("clock", "CLOCKS (the guest's against the host's: files made on the lab share; RootCanal's delivery of new addresses)", clock),
         Check("crowd", f"CROWD (the (scan, advertiser) pairs each agent recorded, at least {RECORDED_SHARE:.0%})", crowd),
         Check("rows", "ROWS (an RPI's receptions in a scan one row each 25 s of the agents' clock) AND RSSI", rows),
-        Check("capture", "CAPTURE (btmon recorded to the crowd's end)", capture),
+        Check("capture", "CAPTURE (RootCanal's record of the agents' controllers to the crowd's end)", capture),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
     ]
 

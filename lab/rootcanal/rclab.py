@@ -25,7 +25,7 @@ RPIs are derived with the lab's own HKDF/AES (lab/onair.py) from a TEK per phone
 the next interval number, so that an accelerated rotation still gives a new RPI of the same key.
 The scanners record every advertising report (legacy and extended) with the time it arrived.
 """
-import argparse, asyncio, json, math, os, random, resource, signal, socket, struct, subprocess, sys, time
+import argparse, asyncio, json, math, os, random, resource, shutil, signal, socket, struct, subprocess, sys, time
 from collections import Counter, defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,13 +50,20 @@ class RootCanal:
     """A RootCanal process: the default BT 5.3 controller on HCI_PORT and a legacy-only one (no LE
     extended advertising: the legacy commands, as a BT 4.x controller) on LEGACY_PORT."""
 
-    def __init__(self, out, name, timer_ms=None):
+    def __init__(self, out, name, sniff=False):
         self.log_path = os.path.join(out, f"rootcanal-{name}.log")
         configuration = (f"tcp_server {{ tcp_port: {HCI_PORT} }} "
                          f"tcp_server {{ tcp_port: {LEGACY_PORT} configuration {{ features {{ le_extended_advertising: false }} }} }}")
         self.log = open(self.log_path, "w")
-        self.process = subprocess.Popen([os.path.join(HERE, "rootcanal.sh"), f"-configuration={configuration}"],
-                                        stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        # sniff: a pcap file of each HCI connection's packets in out/hci (hcisniffer.py reads them).
+        directory = os.path.join(out, "hci")
+        if sniff:
+            shutil.rmtree(directory, ignore_errors=True)
+            os.makedirs(directory)
+        self.process = subprocess.Popen([os.path.join(HERE, "rootcanal.sh"), f"-configuration={configuration}"]
+                                        + (["-enable_hci_sniffer"] if sniff else []),
+                                        stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
+                                        cwd=directory if sniff else None)
         deadline = time.time() + 20
         while not all(port_open(p) for p in (TEST_PORT, HCI_PORT, LEGACY_PORT)):
             if self.process.poll() is not None or time.time() > deadline:
@@ -746,7 +753,7 @@ async def serve(out, crowd, rotate, seconds):
     every shortest to longest seconds, at random; every rotation is a line of phones.jsonl, the
     RPI it ends ("off", stamped before the set went off) and the one it starts ("on", stamped
     once the set is on again)."""
-    rc = RootCanal(out, "serve")
+    rc = RootCanal(out, "serve", sniff=True)
     try:
         remove_default_beacons()
         print(f"rclab serve: RootCanal pid {rc.pid}, HCI {HCI_PORT} (BT 5.3) and {LEGACY_PORT} (legacy-only), "
