@@ -309,7 +309,7 @@ def rows(lab, fail):
 def capture(lab, fail):
     end = lab.crowd_span[1]
     for controller, at in sorted(onair.last_frames(lab.host_snoop, AGENTS.values()).items()):
-        print(f"  hci{controller}: RootCanal's record of it ends {end - at:.1f} s before the crowd's end")
+        print(f"  hci{controller}: RootCanal's record of it ends {abs(end - at):.1f} s {'before' if at < end else 'after'} the crowd's end")
         if end - at > CAPTURE_GAP:
             fail(f"capture: RootCanal's record of hci{controller} ends {end - at:.0f} s before the crowd's end, so its scans after it cannot be judged")
 
