@@ -12,7 +12,7 @@ longest stretch from the flood's start to the end of the phones after it without
 manifest: the flood's rate, each `enctl status` poll (the phase "status-poll", with the moment it
 began), and the phones after the flood (phones.jsonl), which each agent must have stored. From each
 agent's log: the stall it noted, once."""
-import calendar, json, sys, time
+import json, sys
 import labframe, onair
 from labframe import Check, Lab, arguments, failed_steps, report
 
@@ -20,9 +20,7 @@ AGENTS = {"a": 0, "b": 1}
 # An agent whose scan stalled scans again within this long (issue 56's bound), plus one pause of the
 # lab's scan cycle (lab.conf: 3 s of every 4, at the agents' clock; a real second at most).
 RECOVERED_WITHIN = 30.0 + 4.0
-# The note of a stalled discovery in an agent's log (BlueZRadio.noteStall), at most once per run
-# of bluetoothd (the lab's bluetoothd runs throughout).
-STALL_NOTE = "bluetoothd does not scan on hci"
+# The agents note a stalled discovery at most once per run of bluetoothd (the lab's runs throughout).
 STALL_NOTES_AT_MOST = 1
 
 
@@ -64,26 +62,7 @@ def flood(lab, fail):
 
 
 def scanning(lab, fail):
-    start, end = lab.at("flood-started"), lab.at("end")
-    for agent, controller in AGENTS.items():
-        scans = onair.scan_moments(lab.snoop, controller)
-        # Stretches without a scan enabled, from the flood's start to the run's end.
-        stretches, since = [], start
-        for begun, ended in scans:
-            if ended <= start:
-                continue
-            if begun > since:
-                stretches.append((begun - since, since))
-            since = max(since, ended)
-        stretches.append((end - since, since))
-        longest = sorted(stretches, reverse=True)[:3]
-        during = sum(1 for begun, _ in onair.scan_windows(lab.snoop, controller) if start <= begun <= end)
-        print(f"  {agent} (hci{controller}): {during} scans from the flood's start; longest stretches without one: "
-              + ", ".join(f"{length:.1f} s from +{at - start:.0f} s" for length, at in longest))
-        for length, at in longest:
-            if length > RECOVERED_WITHIN:
-                fail(f"scanning: hci{controller} ran no scan for {length:.1f} s from +{at - start:.0f} s after the flood began "
-                     f"(at most {RECOVERED_WITHIN:.0f} s)")
+    onair.check_scan_stretches(lab, fail, AGENTS, lab.at("flood-started"), lab.at("end"), RECOVERED_WITHIN, what="the flood")
 
 
 def status(lab, fail):
@@ -120,18 +99,7 @@ def phones_after(lab, fail):
 
 
 def journal(lab, fail):
-    for agent, controller in AGENTS.items():
-        log = lab.text(f"{agent}/enagentd.log").splitlines()
-        notes = [line for line in log if STALL_NOTE in line]
-        print(f"  {agent}: {len(notes)} notes of a stalled discovery" + (f"; the first: {notes[0][:400]}" if notes else ""))
-        if notes:
-            # The log's stamps are whole seconds (UTC): the first scan the controller ran from that second on.
-            noted = calendar.timegm(time.strptime(notes[0][:20], "%Y-%m-%dT%H:%M:%SZ"))
-            after = [begun for begun, _ in onair.scan_moments(lab.snoop, controller) if begun >= noted]
-            print(f"    hci{controller}'s next scan " + (f"{after[0] - noted:.1f} s after the note's second, "
-                                                        f"+{noted - lab.at('flood-started'):.0f} s into the flood" if after else "never came"))
-        if len(notes) > STALL_NOTES_AT_MOST:
-            fail(f"journal: {agent} noted the stall {len(notes)} times")
+    onair.check_stall_notes(lab, fail, AGENTS, lab.at("flood-started"), STALL_NOTES_AT_MOST, what="the flood")
 
 
 if __name__ == "__main__":

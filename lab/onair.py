@@ -6,7 +6,7 @@ parameters (PDU type, interval, own address type), the advertising set's random 
 advertising data, the TX power the controller selected, and the scan parameters. The RPIs and
 the metadata are derived from the agents' TEKs with the standard library's HMAC (HKDF) and Debian's python3-cryptography (AES),
 an implementation independent of enagent's."""
-import functools, hashlib, hmac, os, struct
+import calendar, functools, hashlib, hmac, os, struct, time
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 # btsnoop with the Linux monitor's datalink (2001): a record's flags carry the controller index
@@ -470,6 +470,55 @@ def check_status_polls(lab, fail, agents, since, snoop=None, to_capture=lambda t
         for poll in wrong[:3]:
             fail(f"status: {agent} said scanning at {poll['started']:.1f}-{poll['realtime']:.1f} (+{poll['started'] - since:.0f} s), "
                  f"and hci{controller} ran no scan then")
+
+
+# The note of a stalled discovery in an agent's log (BlueZRadio.noteStall), at most once per run
+# of bluetoothd.
+STALL_NOTE = "bluetoothd does not scan on hci"
+
+
+def check_scan_stretches(lab, fail, agents, start, end, bound, snoop=None, what="the run"):
+    """No stretch from `start` to `end` (unix times, the capture's clock) longer than `bound`
+    seconds in which an agent's controller ran no scan (its scan enables, and its reports, which
+    only a scanning controller sends): issue 56's recovery from a stalled discovery; judged to the
+    capture's last frame of the controller (`check_capture` fails when that is early). `snoop`: a
+    capture other than btmon's; `what`: what began at `start`."""
+    snoop = snoop or lab.snoop
+    last = last_frames(snoop, agents.values())
+    for agent, controller in agents.items():
+        stretches, since, until = [], start, min(end, last[controller])
+        for begun, ended in scan_moments(snoop, controller):
+            if ended <= start:
+                continue
+            if begun > since:
+                stretches.append((begun - since, since))
+            since = max(since, ended)
+        stretches.append((until - since, since))
+        longest = sorted(stretches, reverse=True)[:3]
+        during = sum(1 for begun, _ in scan_windows(snoop, controller) if start <= begun <= end)
+        print(f"  {agent} (hci{controller}): {during} scans from {what}'s start; longest stretches without one: "
+              + ", ".join(f"{length:.1f} s from +{at - start:.0f} s" for length, at in longest))
+        for length, at in longest:
+            if length > bound:
+                fail(f"scanning: hci{controller} ran no scan for {length:.1f} s from +{at - start:.0f} s after {what} began (at most {bound:.0f} s)")
+
+
+def check_stall_notes(lab, fail, agents, since, at_most, snoop=None, to_capture=lambda time: time, what="the run"):
+    """Each agent's log notes a stalled discovery at most `at_most` times; printed with the first
+    scan its controller ran from the note's second on (`since`: a unix time of the guest's to count
+    from, when `what` began; `snoop`, `to_capture`: a capture other than btmon's, and the guest's
+    clock turned into its)."""
+    for agent, controller in agents.items():
+        notes = [line for line in lab.text(f"{agent}/enagentd.log").splitlines() if STALL_NOTE in line]
+        print(f"  {agent}: {len(notes)} notes of a stalled discovery" + (f"; the first: {notes[0][:400]}" if notes else ""))
+        if notes:
+            # The log's stamps are whole seconds (UTC): the first scan the controller ran from that second on.
+            noted = calendar.timegm(time.strptime(notes[0][:20], "%Y-%m-%dT%H:%M:%SZ"))
+            after = [begun for begun, _ in scan_moments(snoop or lab.snoop, controller) if begun >= to_capture(noted)]
+            print(f"    hci{controller}'s next scan " + (f"{after[0] - to_capture(noted):.1f} s after the note's second, "
+                                                        f"{noted - since:+.0f} s from {what}'s start" if after else "never came"))
+        if len(notes) > at_most:
+            fail(f"journal: {agent} noted the stall {len(notes)} times")
 
 
 def report_addresses(path, controller):

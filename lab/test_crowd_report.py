@@ -7,7 +7,7 @@ status said while no scan ran, a scan recorded that the controller did not run, 
 the agent did not record, clock marks read too slowly and a record that ends early, each failing
 its check alone; and one stored twice beyond the merge window, and marks read slowly within the
 bound, which pass."""
-import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, unittest
+import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, time, unittest
 import labframe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,10 +25,11 @@ class Run:
     `stray_poll` doctor it; `mark_width` is how long each clock mark took to read (seconds);
     `captured_seconds`: RootCanal's record ends that long after the crowd's start; `phantom_scan`
     (agent, scan): the agent records it, the controller never runs it; `unrecorded_scan` (agent,
-    scan): the reverse."""
+    scan): the reverse; `gap` (agent, first scan, last scan): neither runs those; `stall_notes`:
+    how often a's log notes a stalled discovery (at the crowd's start, the next scan 1 s later)."""
 
     def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None,
-                 phantom_scan=None, unrecorded_scan=None):
+                 phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0):
         self.folder, self.phases, self.records = folder, [], []
         rpis = self.phones()
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
@@ -40,7 +41,12 @@ class Run:
                        after=host + OFFSET + mark_width / 2)
         self.phase("crowd-started", START + OFFSET)
         for agent, controller in crowd_report.AGENTS.items():
-            self.agent(agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan)
+            self.agent(agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap)
+            note = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START + OFFSET))
+            with open(os.path.join(folder, agent, "enagentd.log"), "w") as log:
+                log.write(f"{note} info enagentd: advertising a new identifier\n"
+                          + f"{note} warning enagentd: bluetoothd does not scan on hci{controller} (it did not answer StopDiscovery)\n"
+                          * (stall_notes if agent == "a" else 0))
         for poll in range(10):
             asked = START + OFFSET + 1.5 + poll * 4 + (3.2 if stray_poll and poll == 5 else 0)  # 3.2: in the pause
             self.phase("status-poll", asked + 0.1, agent="a", started=asked, status={"scanning": True})
@@ -82,7 +88,7 @@ class Run:
         self.record(controller, guest, 2, struct.pack("<HB", 0x2042, 6) + bytes([enable, enable, 0, 0, 0, 0]))
         self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0")
 
-    def agent(self, agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan):
+    def agent(self, agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap):
         os.makedirs(os.path.join(self.folder, agent))
         with open(os.path.join(self.folder, agent, "exit-status"), "w") as status:
             status.write("0\n")
@@ -92,6 +98,8 @@ class Run:
         agent_time = lambda guest: int(ORIGIN + (guest - ORIGIN) * SCALE)
         for scan in range(14):
             start = START + OFFSET + 1 + controller * 0.5 + scan * 4
+            if gap and agent == gap[0] and gap[1] <= scan <= gap[2]:
+                continue
             if (agent, scan) != unrecorded_scan:
                 db.execute("INSERT INTO scan VALUES (?, ?)", (agent_time(start), agent_time(start + 3)))
             if (agent, scan) == phantom_scan:
@@ -151,6 +159,18 @@ class CrowdReport(unittest.TestCase):
         failed, printed = self.failing(twice=("a", 3, 1), later=crowd_report.SAME_SCAN + 1)
         self.assertEqual(failed, set(), printed)
         self.assertIn("2 rows 1 times; 0 within", printed)
+
+    def test_a_stall_noted_once_and_recovered_from_passes_and_noted_twice_fails_the_journal(self):
+        failed, printed = self.failing(stall_notes=1)
+        self.assertEqual(failed, set(), printed)
+        self.assertIn("hci0's next scan 1.4 s after the note's second", printed)
+        self.assertEqual(self.failing(stall_notes=2)[0], {"journal"})
+
+    def test_no_scan_for_longer_than_the_bound_fails_the_scanning(self):
+        # Scans 2 to 10 of b: 36 s without one, neither run nor recorded.
+        failed, printed = self.failing(gap=("b", 2, 10))
+        self.assertEqual(failed, {"scanning"}, printed)
+        self.assertEqual(self.failing(gap=("b", 2, 8))[0], set())
 
     def test_scanning_said_between_scans_fails_the_status(self):
         self.assertEqual(self.failing(stray_poll=True)[0], {"status"})
