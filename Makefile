@@ -258,7 +258,8 @@ lab-flood: deps
 # RC_ROTATE seconds on its own; the lab's two agents in the Debian 12 guest on two RootCanal
 # controllers (two virtio consoles, btattach: hci0 and hci1, no btvirt) for RC_CROWD_SECONDS;
 # gated on the (scan, advertiser) pairs each agent recorded (lab/rootcanal/crowd-report.py), judged
-# on RootCanal's own record of the agents' controllers (lab/rootcanal/hcisniffer.py). About
+# on RootCanal's own record of the agents' controllers (lab/rootcanal/hcisniffer.py), so the guest
+# does not wait for btmon's tail (BTMON_DRAIN=5: it needs only the controllers' addresses). About
 # 6 minutes with the guest's boot: not part of make test. The agents are the release build, as
 # installed (RC_BIN: another build's folder); under TCG a debug build's two agents took half the
 # guest's processors among 300 phones (docs/lab.md has the runs).
@@ -268,7 +269,7 @@ RC_CROWD_SECONDS ?= 120
 RC_BIN ?= $(CURDIR)/$(RELEASE_BIN)
 lab-rootcanal-crowd: release
 	mkdir -p $(LAB)
-	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) RC_PORTS=2 NCTRL=0 LEAVE_AFTER=crowd-ended QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + 900 )) \
+	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) RC_PORTS=2 NCTRL=0 LEAVE_AFTER=crowd-ended QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + 900 )) BTMON_DRAIN=5 \
 		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(RC_BIN) $(LAB)/out $(RC_CROWD_SECONDS)"; guest=$$?; \
 	rm -rf $(LAB)/rootcanal-crowd; mv $(LAB)/out $(LAB)/rootcanal-crowd; cp $(LAB)/rootcanal/phones.jsonl $(LAB)/serve.log $(LAB)/rootcanal-crowd/; \
 	/usr/bin/python3 lab/rootcanal/hcisniffer.py $(LAB)/rootcanal/hci $(LAB)/rootcanal-crowd/btmon.snoop $(LAB)/rootcanal-crowd/host.snoop && \

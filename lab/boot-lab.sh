@@ -10,6 +10,7 @@
 # Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
 #        SYSTEMD_UNITS=DIR lab/boot-lab.sh   (systemd as PID 1 starts DIR's units instead: lab/service-lab.sh)
 # Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL (0: no btvirt) RW_DIRS SKIP_APT
+#        BTMON_DRAIN: seconds the guest waits at most for btmon to write what it read behind (120)
 #        QEMU_EXTRA: more qemu arguments, split on spaces (lab/rootcanal/guest.sh: a serial port to RootCanal)
 #        ARCH, GUEST_ROOT, KERNEL_DEB, KERNEL_MODULES: another system's guest (make lab-arm64, and the trixie stack of make lab-test):
 #        its root (a directory, instead of the host's /), its kernel package (instead of the host's
@@ -238,8 +239,8 @@ fi
 $LAB/guest-payload.sh; RC=$?
 echo "GUEST: payload rc=$RC at $(up)s"
 # btmon reads behind in a crowd (the flood's 147 s, the RootCanal crowd's 200 s): what its socket
-# still holds is written before it stops, until the capture stops growing (at most 120 s).
-size=-1; for i in $(seq 120); do now=$(stat -c %s $BTSNOOP); [ "$now" = "$size" ] && break; size=$now; sleep 1; done
+# still holds is written before it stops, until the capture stops growing (at most BTMON_DRAIN s).
+size=-1; for i in $(seq ${BTMON_DRAIN:-120}); do now=$(stat -c %s $BTSNOOP); [ "$now" = "$size" ] && break; size=$now; sleep 1; done
 echo "GUEST: btmon's capture $(stat -c %s $BTSNOOP) bytes at $(up)s"
 kill $BTMON 2>/dev/null; sleep 0.3
 cp $BTSNOOP $OUT/btmon.snoop
@@ -265,7 +266,7 @@ for d in ${RW_DIRS:-}; do
   RWLIST="${RWLIST:+$RWLIST:}$d"; i=$((i+1))
 done
 [ "$GUEST_ROOT" = / ] || BTLAB_LAB="btlab.lab=$LAB"
-CMDLINE="console=$CONSOLE quiet panic=-1 ${BTLAB_LAB:-} btlab.init=$LAB/guest-init.sh BTVIRT_OPTS=${BTVIRT_OPTS:--l2} NCTRL=${NCTRL:-2}"
+CMDLINE="console=$CONSOLE quiet panic=-1 ${BTLAB_LAB:-} btlab.init=$LAB/guest-init.sh BTVIRT_OPTS=${BTVIRT_OPTS:--l2} NCTRL=${NCTRL:-2} BTMON_DRAIN=${BTMON_DRAIN:-120}"
 [ -n "${SYSTEMD_UNITS:-}" ] && CMDLINE="console=$CONSOLE quiet panic=-1 ${BTLAB_LAB:-} btlab.init=/lib/systemd/systemd btlab.units=$SYSTEMD_UNITS systemd.unit=multi-user.target systemd.show_status=error"
 [ -n "${BLUETOOTHD_EXTRA:-}" ] && CMDLINE="$CMDLINE BLUETOOTHD_EXTRA=$BLUETOOTHD_EXTRA"
 [ -n "$RWLIST" ] && CMDLINE="$CMDLINE BTLAB_RW=$RWLIST"
