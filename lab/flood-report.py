@@ -17,11 +17,6 @@ import labframe, onair
 from labframe import Check, Lab, arguments, failed_steps, report
 
 AGENTS = {"a": 0, "b": 1}
-# An agent whose scan stalled scans again within this long (issue 56's bound), plus one pause of the
-# lab's scan cycle (lab.conf: 3 s of every 4, at the agents' clock; a real second at most).
-RECOVERED_WITHIN = 30.0 + 4.0
-# The agents note a stalled discovery at most once per run of bluetoothd (the lab's runs throughout).
-STALL_NOTES_AT_MOST = 1
 
 
 def checks():
@@ -29,7 +24,7 @@ def checks():
         Check("steps", "FLOOD STEPS (each phase's commands)", failed_steps),
         Check("flood", "FLOOD (phones.py flood on the other controllers)", flood),
         Check("capture", "CAPTURE (btmon recorded to the end)", capture),
-        Check("scanning", f"SCANNING (no stretch without a scan longer than {RECOVERED_WITHIN:.0f} s, btmon)", scanning),
+        Check("scanning", f"SCANNING (no stretch without a scan longer than {onair.RECOVERED_WITHIN:.0f} s, btmon)", scanning),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
         Check("privacy", "PRIVACY (no scan from an adapter's public address)", privacy),
         Check("phones-after", "PHONES AFTER THE FLOOD (each agent stored every well-formed phone)", phones_after),
@@ -50,7 +45,7 @@ def ahead(lab):
 
 
 def capture(lab, fail):
-    onair.check_capture(lab, fail, AGENTS, lab.at("end"), RECOVERED_WITHIN)
+    onair.check_capture(lab, fail, AGENTS, lab.at("end"), onair.RECOVERED_WITHIN)
 
 
 def flood(lab, fail):
@@ -62,7 +57,7 @@ def flood(lab, fail):
 
 
 def scanning(lab, fail):
-    onair.check_scan_stretches(lab, fail, AGENTS, lab.at("flood-started"), lab.at("end"), RECOVERED_WITHIN, what="the flood")
+    onair.check_scan_stretches(lab, fail, AGENTS, lab.at("flood-started"), lab.at("end"), what="the flood")
 
 
 def status(lab, fail):
@@ -99,7 +94,7 @@ def phones_after(lab, fail):
 
 
 def journal(lab, fail):
-    onair.check_stall_notes(lab, fail, AGENTS, lab.at("flood-started"), STALL_NOTES_AT_MOST, what="the flood")
+    onair.check_stall_notes(lab, fail, AGENTS, lab.at("flood-started"), what="the flood")
 
 
 if __name__ == "__main__":

@@ -56,10 +56,6 @@ NO_RSSI = 127
 # The agent merges an RPI's receptions within this long (its clock's seconds) of a row's first
 # into that row, up to MOST_RECEPTIONS (ExposureWindowing.sameScanSeconds, SightingRecord.maximumReceptions).
 SAME_SCAN, MOST_RECEPTIONS = 25, 255
-# A scan that stalled (bluetoothd swamped by the crowd) runs again within this long (issue 56's
-# bound, plus one pause of the lab's scan cycle: 3 s of every 4), as in the flood lab; and the
-# agents note a stall at most once (the lab's bluetoothd runs throughout).
-RECOVERED_WITHIN, STALL_NOTES_AT_MOST = 30.0 + 4.0, 1
 # The agents' controllers' last frames in RootCanal's record lie at most this long before the
 # crowd's end (an agent scans 3 s of every 4, and each scan's start and end are frames).
 CAPTURE_GAP = 10.0
@@ -311,21 +307,16 @@ def rows(lab, fail):
 
 
 def capture(lab, fail):
-    end = lab.crowd_span[1]
-    for controller, at in sorted(onair.last_frames(lab.host_snoop, AGENTS.values()).items()):
-        print(f"  hci{controller}: RootCanal's record of it ends {abs(end - at):.1f} s {'before' if at < end else 'after'} the crowd's end")
-        if end - at > CAPTURE_GAP:
-            fail(f"capture: RootCanal's record of hci{controller} ends {end - at:.0f} s before the crowd's end, so its scans after it cannot be judged")
+    onair.check_capture(lab, fail, AGENTS, lab.crowd_span[1], CAPTURE_GAP, end="the crowd's end", snoop=lab.host_snoop)
 
 
 def scanning(lab, fail):
     start, end = lab.crowd_span
-    onair.check_scan_stretches(lab, fail, AGENTS, start, end, RECOVERED_WITHIN, snoop=lab.host_snoop, what="the crowd")
+    onair.check_scan_stretches(lab, fail, AGENTS, start, end, snoop=lab.host_snoop, what="the crowd")
 
 
 def journal(lab, fail):
-    onair.check_stall_notes(lab, fail, AGENTS, lab.at("crowd-started"), STALL_NOTES_AT_MOST, snoop=lab.host_snoop,
-                            to_capture=lab.from_guest, what="the crowd")
+    onair.check_stall_notes(lab, fail, AGENTS, lab.at("crowd-started"), snoop=lab.host_snoop, to_capture=lab.from_guest, what="the crowd")
 
 
 def status(lab, fail):
@@ -339,7 +330,7 @@ def checks():
         Check("crowd", f"CROWD (the (scan, advertiser) pairs each agent recorded, at least {RECORDED_SHARE:.0%})", crowd),
         Check("rows", "ROWS (an RPI's receptions in a scan one row each 25 s of the agents' clock) AND RSSI", rows),
         Check("capture", "CAPTURE (RootCanal's record of the agents' controllers to the crowd's end)", capture),
-        Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
+        Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
         Check("journal", "JOURNAL (a stall said once)", journal),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
     ]
