@@ -271,11 +271,11 @@ final class KernelModel: ManagementInterface {
         // (hci_start_adv_sync: hci_update_adv_data_sync, then hci_enable_advertising_sync): the new
         // data goes out first from the address in force. Measured in the trixie-bt4 lab of
         // 2026-11-30: LE Set Advertising Data with a new RPI while enabled, then the new address.
-        if legacy, let (turn, current) = state.onAir.first, state.powered {
-            state.history.append(Aired(data: data, address: current.address, fromPublicAddress: current.fromPublicAddress,
-                                       inAnotherProgramsTurn: state.instances[turn]?.owner != state.instances[instance]?.owner))
-        }
         if legacy {
+            if let (turn, current) = state.onAir.first, state.powered {
+                state.history.append(Aired(data: data, address: current.address, fromPublicAddress: current.fromPublicAddress,
+                                           inAnotherProgramsTurn: state.instances[turn]?.owner != state.instances[instance]?.owner))
+            }
             state.onAir = [:]
             state.turn = instance
             state.lastTurn = state.seconds

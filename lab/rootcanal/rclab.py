@@ -55,15 +55,15 @@ class RootCanal:
         configuration = (f"tcp_server {{ tcp_port: {HCI_PORT} }} "
                          f"tcp_server {{ tcp_port: {LEGACY_PORT} configuration {{ features {{ le_extended_advertising: false }} }} }}")
         self.log = open(self.log_path, "w")
-        # sniff: a pcap file of each HCI connection's packets in out/hci (hcisniffer.py reads them).
-        directory = os.path.join(out, "hci")
-        if sniff:
+        # sniff: a pcap file of each HCI connection's packets in out/hci, RootCanal's working
+        # directory (hcisniffer.py reads them).
+        directory = os.path.join(out, "hci") if sniff else None
+        if directory:
             shutil.rmtree(directory, ignore_errors=True)
             os.makedirs(directory)
         self.process = subprocess.Popen([os.path.join(HERE, "rootcanal.sh"), f"-configuration={configuration}"]
                                         + (["-enable_hci_sniffer"] if sniff else []),
-                                        stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
-                                        cwd=directory if sniff else None)
+                                        stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent, cwd=directory)
         deadline = time.time() + 20
         while not all(port_open(p) for p in (TEST_PORT, HCI_PORT, LEGACY_PORT)):
             if self.process.poll() is not None or time.time() > deadline:
