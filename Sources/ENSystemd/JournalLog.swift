@@ -13,13 +13,21 @@ public struct JournalLog: LogSink {
     public init() {}
 
     /// Whether stderr is connected to the journal: systemd sets JOURNAL_STREAM to its device:inode.
-    public static var standardErrorIsJournal: Bool { isJournal(2) }
+    public static var standardErrorIsJournal: Bool { isJournal(2, stream: journalStream) }
 
     /// Whether stdout or stderr is connected to the journal, as under a unit's default output.
-    public static var outputReachesJournal: Bool { isJournal(1) || isJournal(2) }
+    public static var outputReachesJournal: Bool {
+        let stream = journalStream
+        return isJournal(1, stream: stream) || isJournal(2, stream: stream)
+    }
 
-    private static func isJournal(_ descriptor: Int32) -> Bool {
-        guard let stream = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return false }
+    private static var journalStream: String? { ProcessInfo.processInfo.environment["JOURNAL_STREAM"] }
+
+    /// Whether `descriptor` is the journal stream that a JOURNAL_STREAM of `stream` names. The value
+    /// is an argument so that tests need not set the process's environment, which races with every
+    /// thread that reads it: a test that set it could crash the test run in another thread.
+    public static func isJournal(_ descriptor: Int32, stream: String?) -> Bool {
+        guard let stream else { return false }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return false }
         return stream == "\(status.st_dev):\(status.st_ino)"
