@@ -9,6 +9,8 @@
 #
 # Usage: lab/boot-lab.sh 'command in the guest'      (exit status: the command's)
 #        SYSTEMD_UNITS=DIR lab/boot-lab.sh   (systemd as PID 1 starts DIR's units instead: lab/service-lab.sh)
+#        lab/boot-lab.sh --prepare           (the packages and the guest kernel only, which need the
+#                                             network: lab/rootcanal/guest.sh, before its namespace)
 # Env:   LAB (default /tmp/enagent-lab) QEMU_TIMEOUT (600) MEM SMP BTVIRT_OPTS NCTRL (0: no btvirt) RW_DIRS SKIP_APT
 #        BTMON_DRAIN: seconds the guest waits at most for btmon to write what it read behind (120)
 #        QEMU_EXTRA: more qemu arguments, split on spaces (lab/rootcanal/guest.sh: a serial port to RootCanal)
@@ -93,6 +95,7 @@ PY
   kernel_marker "$DEB" > "$LAB/kernel.partial/.complete"
   mv "$LAB/kernel.partial" "$LAB/kernel"
 fi
+[ "${1:-}" != --prepare ] || exit 0
 KVER=$(ls "$LAB/kernel/lib/modules" | head -1)
 KIMG=$LAB/kernel/vmlinux; [ -s "$KIMG" ] || KIMG=$LAB/kernel/boot/vmlinuz-$KVER
 

@@ -174,4 +174,9 @@ public struct RadioState: Sendable, Equatable {
         self.advertisingResumesAt = advertisingResumesAt
         self.adapter = adapter
     }
+
+    /// The same state with its scan no longer running.
+    var withScanEnded: RadioState {
+        RadioState(advertising: advertising, scanning: false, problem: problem, advertisingResumesAt: advertisingResumesAt, adapter: adapter)
+    }
 }

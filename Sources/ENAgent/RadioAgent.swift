@@ -29,6 +29,8 @@ public final class RadioAgent: RadioListener {
         var cycle = ScanCycle()
         var backlog = StoreBacklog()
         var recoveryPending = false
+        /// The state `onChange` last heard.
+        var published = RadioState()
     }
 
     /// What the rotations of the identifier keep between them.
@@ -115,9 +117,15 @@ public final class RadioAgent: RadioListener {
     /// steps in between are no status (a recovery whose rotation waits for a later interval, then
     /// whose scan finds no adapter, is `no-adapter`, never `waiting-for-interval` for a moment).
     private func changing<T>(_ body: () throws -> T) rethrows -> T {
-        let before = state
-        defer { if state != before { onChange?(state) } }
+        defer { publish(state) }
         return try body()
+    }
+
+    /// Tells `onChange` of `shown`, unless it is what it heard last.
+    private func publish(_ shown: RadioState) {
+        guard shown != my.published else { return }
+        my.published = shown
+        onChange?(shown)
     }
 
     private func async(_ body: @escaping @Sendable () -> Void) {
@@ -270,8 +278,14 @@ public final class RadioAgent: RadioListener {
 
     /// What the radio does changed (`Radio.activity`): the status follows, and a scan the radio
     /// started by itself (one that waited for the kernel's word, or resumed after a pause) begins
-    /// the cycle's record.
+    /// the cycle's record. A scan that stops running is shown at once, also in the middle of the
+    /// agent's call: the call may wait on bluetoothd (10 s when it stalls), and the status must not
+    /// say Scanning meanwhile (the RootCanal crowd's status polls caught it). The rest is shown
+    /// when the work in hand is done.
     public func radioChanged() {
+        if DispatchQueue.getSpecific(key: Self.agentQueue) == ObjectIdentifier(self), my.published.scanning, radio.activity.scan != .running {
+            publish(my.published.withScanEnded)
+        }
         async { [self] in noteScanRunning() }
     }
 

@@ -77,9 +77,12 @@ final class RecordingRadio: Radio {
         let waits = connectable.withLock({ $0 }) && activeScanWaitsForAdvertisement
         doing.withLock { $0.scan = waits ? .waitingForAdvertisement : .running }
     }
+    /// What happens while a scan stops, once the radio ended it (bluetoothd yet to answer).
+    let whileStopping = Mutex<(@Sendable () -> Void)?>(nil)
     func stopScanning() {
         calls.withLock { $0.append("stopScanning") }
         doing.withLock { $0.scan = .idle }
+        whileStopping.withLock { $0 }?()
     }
     /// What it does, as BlueZRadio's phases would say.
     private let doing = Mutex(RadioActivity())
@@ -322,6 +325,31 @@ final class UnreadableSettings: RadioAgentStore {
         while scanCalls().count < 8 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         Thread.sleep(forTimeInterval: 0.5)
         #expect(scanCalls() == Array(repeating: ["startScanning", "stopScanning"], count: 4).flatMap { $0 })
+    }
+
+    /// Issue 56: a scan's end is shown when the radio ends it, not when the radio's call returns:
+    /// the stop waits on bluetoothd, 10 s when it stalls, and the status must not say Scanning
+    /// meanwhile (the RootCanal crowd's status polls caught it). Nothing else is shown early.
+    @Test func aScansEndIsShownWhileItsStopStillWaits() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let states = StateLog()
+        let agent = try agent(radio, store: store, states: states,
+                              schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 1, scanIntervalSeconds: 300))
+        let shownWhileStopping = Mutex<[RadioState]>([])
+        radio.whileStopping.withLock {
+            $0 = { agent.radioChanged(); if let shown = states.last { shownWhileStopping.withLock { $0.append(shown) } } }
+        }
+        agent.start()
+        defer { agent.stop() }
+        #expect(states.last?.scanning == true)
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while shownWhileStopping.withLock({ $0.isEmpty }) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        let shown = try #require(shownWhileStopping.withLock { $0.first })
+        #expect(!shown.scanning, "the status said Scanning while the stop waited")
+        #expect(shown == RadioState(advertising: true, scanning: false, adapter: states.all.first?.adapter), "only the scan's end is shown early")
+        #expect(agent.isResponsive)
+        #expect(states.last == shown, "said once: the work's end changes nothing more")
     }
 
     /// Each scan is recorded, also one that heard nothing, as one scan of the device's from its

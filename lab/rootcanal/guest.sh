@@ -19,12 +19,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export LAB=${LAB:-/tmp/enagent-lab-rootcanal}
-if [ -z "${RC_IN_NETNS:-}" ]; then exec "$HERE/run.sh" --shell "$0" "$@"; fi
-mkdir -p "$LAB"
-# The guest kernel of another lab folder, if one is whole (boot-lab.sh would download and unpack it).
-if [ ! -e "$LAB/kernel/.complete" ] && [ -e /tmp/enagent-lab/kernel/.complete ]; then
-  cp -a /tmp/enagent-lab/kernel "$LAB/kernel.copy" && mv "$LAB/kernel.copy" "$LAB/kernel"
-fi
+# The packages and the guest kernel first: the namespace has no network to download them.
+if [ -z "${RC_IN_NETNS:-}" ]; then "$HERE/../boot-lab.sh" --prepare; exec "$HERE/run.sh" --shell "$0" "$@"; fi
 VENV=$("$HERE/setup.sh")
 "$VENV/bin/python" "$HERE/rclab.py" serve --out "$LAB/rootcanal" --crowd "${CROWD:-0}" --rotate "${ROTATE:-8}" > "$LAB/serve.log" 2>&1 &
 SERVE=$!
