@@ -260,9 +260,9 @@ lab-flood: deps
 # gated on the (scan, advertiser) pairs each agent recorded (lab/rootcanal/crowd-report.py), judged
 # on RootCanal's own record of the agents' controllers (lab/rootcanal/hcisniffer.py), so the guest
 # does not wait for btmon's tail (BTMON_DRAIN=5: it needs only the controllers' addresses). About
-# 6 minutes with the guest's boot: not part of make test. The agents are the release build, as
-# installed (RC_BIN: another build's folder); under TCG a debug build's two agents took half the
-# guest's processors among 300 phones (docs/lab.md has the runs).
+# 3 minutes and 1.7 cores with the guest's boot on an idle host: not part of make test. The agents
+# are the release build, as installed (RC_BIN: another build's folder); under TCG a debug build's
+# two agents took half the guest's processors among 300 phones (docs/lab.md has the runs).
 RC_CROWD ?= 300
 RC_ROTATE ?= 10-20
 RC_CROWD_SECONDS ?= 120
