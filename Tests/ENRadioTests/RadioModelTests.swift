@@ -573,6 +573,30 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// The RootCanal crowd beside make test's soak (2026-11-30 07:24): bluetoothd, swamped, left a
+    /// Get unanswered during agent a's active scan; the radio noted the stall and ended the scan
+    /// through the kernel, bluetoothd still holding the agent as its discovery's client. Once it
+    /// read its messages again it started that discovery by itself: an active scan with the
+    /// duplicate filter under a's passive scans, 95 phones lost. The stall withdraws the agent.
+    @Test(arguments: Setup.all)
+    func aBluetoothdThatCatchesUpAfterAStallHasNoDiscoveryOfTheAgentsToStartAgain(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering)
+        driver.bluetoothd.stall(silent: true)
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning, "passive: \(RandomSequenceTests.commands(kernel))")
+        driver.bluetoothd.catchesUp()
+        driver.settle()
+        #expect(!driver.bluetoothd.isDiscovering && !kernel.snapshot.scanning,
+                "bluetoothd started the agent's discovery again: \(RandomSequenceTests.commands(kernel))")
+        #expect(driver.scanning && kernel.snapshot.scansPassively)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// make test's Debian 12 lab of 2026-11-29: enctl pause cancelled the management watch while
     /// agent b's scan waited for the kernel's Discovering event (fixed in enagentd's RadioRun), so
     /// the radio judged bluetoothd stalled and scanned passively, and left bluetoothd's discovery
