@@ -269,9 +269,11 @@ public final class RadioAgent: RadioListener {
     /// The radio's scan ended without the agent (its monitor removed by another program, or a
     /// pause for an advertisement that could not resume it): a new scan cycle starts at once.
     public func scanStopped() {
+        // The record ends when the scan did: the radio may tell of it in the middle of a call.
+        let time = clock.now
         async { [self] in
             guard running, my.scan.state == .started else { return }
-            enterScan(.stopped, because: "the radio's scan ended without the agent")
+            enterScan(.stopped, because: "the radio's scan ended without the agent", endedAt: time)
             scanCycle()
         }
     }
@@ -495,8 +497,8 @@ public final class RadioAgent: RadioListener {
     /// Moves the scan to `new`. A cycle's scan is one scan of the device's from the moment it first
     /// runs (`noteScanRunning`) to the moment it stops, its pieces (`continuesCycle`) and a wait for
     /// the advertisement within it included.
-    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String, continuesCycle: Bool = false) {
-        if new != .started && !continuesCycle { endScanRecord(continuing: false) }
+    private func enterScan(_ new: ScanState, because reason: @autoclosure () -> String, continuesCycle: Bool = false, endedAt: Int64? = nil) {
+        if new != .started && !continuesCycle { endScanRecord(continuing: false, at: endedAt) }
         my.scan.enter(new, because: reason())
     }
 
@@ -511,14 +513,14 @@ public final class RadioAgent: RadioListener {
         logger.debug("scan: the radio runs it (a scan cycle)")
     }
 
-    /// Notes the scan recorded so far as ended now (its cycle is over); a continuous scan, which
-    /// runs on into the next cycle, starts that cycle's record at once. The next scan's receptions
-    /// start sightings of their own.
-    private func endScanRecord(continuing: Bool) {
+    /// Notes the scan recorded so far as ended now, or at `endedAt` (its cycle is over); a
+    /// continuous scan, which runs on into the next cycle, starts that cycle's record at once. The
+    /// next scan's receptions start sightings of their own.
+    private func endScanRecord(continuing: Bool, at endedAt: Int64? = nil) {
         my.backlog.pending.closeAll()
         guard let started = my.cycle.startedAt else { return }
         let now = clock.now
-        my.backlog.endedScans.append(started...max(started, now))
+        my.backlog.endedScans.append(started...max(started, endedAt ?? now))
         if my.backlog.endedScans.count > Self.maximumPendingScans { my.backlog.endedScans.removeFirst() }
         my.cycle.startedAt = continuing ? now : nil
     }

@@ -10,6 +10,8 @@ public enum BlueZ {
     /// The Exposure Notification service, as BlueZ spells 16-bit UUIDs in full.
     public static let exposureNotificationUUID = "0000fd6f-0000-1000-8000-00805f9b34fb"
     static let callTimeout = Duration.seconds(10)
+    /// libdbus's DBUS_TIMEOUT_INFINITE: a call answered whenever its peer answers or leaves the bus.
+    static let noTimeout = Duration.milliseconds(Int(Int32.max))
     /// The object path of the adapter named `name` (hci0: /org/bluez/hci0).
     public static func adapterPath(_ name: String) -> String { "/org/bluez/" + name }
     /// bluetoothd's "busy": a StartDiscovery from a client whose discovery runs already, or one the kernel refused.

@@ -88,9 +88,14 @@ public final class BlueZClient: Sendable {
 
     /// Withdraws from bluetoothd's discovery without waiting for its answer (a stalled bluetoothd
     /// answers StopDiscovery after 10 s, if at all): while this connection is its client,
-    /// bluetoothd starts the discovery again by itself whenever the kernel ends it.
-    public func leaveDiscovery(on adapter: Adapter) throws(DBusError) {
-        try connection.callWithoutReply(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface, member: "StopDiscovery")
+    /// bluetoothd starts the discovery again by itself whenever the kernel ends it. `read` runs
+    /// (on the bus's thread) once bluetoothd has answered, whatever it answered, or has left the
+    /// bus (the bus then answers for it); until then bluetoothd may still start the discovery for
+    /// this client. The answer is awaited as long as that takes: the system bus times out no
+    /// call (dbus-daemon's reply_timeout is "never" by default).
+    public func leaveDiscovery(on adapter: Adapter, whenRead read: @escaping @Sendable () -> Void) throws(DBusError) {
+        let message = try DBusMessage.methodCall(destination: BlueZ.service, path: adapter.path, interface: BlueZ.adapterInterface, member: "StopDiscovery")
+        connection.call(message, timeout: BlueZ.noTimeout) { _ in read() }
     }
 
     /// Makes BlueZ forget the advertisers seen, so the next scan reports them afresh (BlueZ only

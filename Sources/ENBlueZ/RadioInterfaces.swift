@@ -57,7 +57,7 @@ public protocol BlueZAdapters: Sendable {
     func setPowered(_ adapter: Adapter, _ powered: Bool) throws
     func startDiscovery(on adapter: Adapter) throws
     func stopDiscovery(on adapter: Adapter) throws
-    func leaveDiscovery(on adapter: Adapter) throws
+    func leaveDiscovery(on adapter: Adapter, whenRead read: @escaping @Sendable () -> Void) throws
     func forgetDevices(on adapter: Adapter) throws
     func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription]
     func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription]

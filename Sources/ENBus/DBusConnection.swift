@@ -120,7 +120,7 @@ public final class DBusConnection: @unchecked Sendable {
     /// the peer meanwhile (BlueZ asks for the advertisement's properties during
     /// RegisterAdvertisement) would stay unsent until the call timed out.
     public func call(_ message: DBusMessage, timeout: Duration = .seconds(25)) throws(DBusError) -> DBusMessage {
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Self.milliseconds(timeout)
         let reply: DBusMessage
         if dispatcher?.isCurrent == true {
             var error = CDBusError()
@@ -168,6 +168,35 @@ public final class DBusConnection: @unchecked Sendable {
             throw DBusError(name: DBusError.noReply, message: "no reply")
         }
         return DBusMessage(owning: reply)
+    }
+
+    /// Sends `message` and returns at once; `answered` runs on the dispatcher thread once the
+    /// reply comes: nil for a plain one, else its error (NoReply after `timeout`, or from the bus
+    /// when the peer leaves it without answering). For a caller that must learn when the peer has
+    /// read a call but cannot wait for it.
+    public func call(_ message: DBusMessage, timeout: Duration, whenAnswered answered: @escaping @Sendable (DBusError?) -> Void) {
+        let milliseconds = Self.milliseconds(timeout)
+        nonisolated(unsafe) let connection = raw
+        loop.perform {
+            var pending: OpaquePointer?
+            guard dbus_connection_send_with_reply(connection, message.raw, &pending, milliseconds) != 0, let pending else {
+                return answered(DBusError(name: "org.freedesktop.DBus.Error.Disconnected", message: "not connected to the bus"))
+            }
+            // The dispatcher does all the I/O, so the reply cannot complete the call before its notify is set.
+            dbus_pending_call_set_notify(pending, { pending, context in
+                let reply = dbus_pending_call_steal_reply(pending).map { DBusMessage(owning: $0) }
+                Unmanaged<Answer>.fromOpaque(context!).takeUnretainedValue().answered(reply.map(\.error) ?? DBusError(name: DBusError.noReply, message: "no reply"))
+            }, Unmanaged.passRetained(Answer(answered)).toOpaque(), { context in
+                Unmanaged<Answer>.fromOpaque(context!).release()
+            })
+            // The connection keeps the call until it completes.
+            dbus_pending_call_unref(pending)
+        }
+    }
+
+    /// `timeout` as libdbus takes it; the longest, Int32.max, is DBUS_TIMEOUT_INFINITE.
+    private static func milliseconds(_ timeout: Duration) -> Int32 {
+        Int32(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
     }
 
     /// Calls a method and returns the reply's arguments.
@@ -316,6 +345,12 @@ public final class SignalSubscription: Sendable {
     }
 
     public func cancel() { connection?.unsubscribe(id) }
+}
+
+/// What to do with the answer of a call nobody waits for (`call(_:timeout:whenAnswered:)`).
+private final class Answer: Sendable {
+    let answered: @Sendable (DBusError?) -> Void
+    init(_ answered: @escaping @Sendable (DBusError?) -> Void) { self.answered = answered }
 }
 
 /// A call handed to the dispatcher thread: the pending call once sent, and its completion.

@@ -17,6 +17,13 @@ public final class BackgroundWork<Value: Sendable>: Sendable {
     /// Whether the work has ended (`result` returns at once).
     public var isDone: Bool { outcome.withLock { $0 != nil } }
 
+    /// Whether the work ends within `timeout` (then `result` returns at once).
+    public func ends(within timeout: DispatchTimeInterval) -> Bool {
+        guard done.wait(timeout: .now() + timeout) == .success else { return false }
+        done.signal()
+        return true
+    }
+
     public func result() throws -> Value {
         done.wait()
         return try outcome.withLock { $0! }.get()

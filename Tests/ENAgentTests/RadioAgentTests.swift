@@ -47,8 +47,11 @@ final class RecordingRadio: Radio {
     func refuseNextScans(_ count: Int) { scanRefusals.withLock { $0 = count } }
     func turnConnectable(_ on: Bool) { connectable.withLock { $0 = on } }
 
+    /// What happens while an advertisement goes on the air (the radio waiting on bluetoothd).
+    let whileAdvertising = Mutex<(@Sendable () -> Void)?>(nil)
     func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         calls.withLock { $0.append("advertise") }
+        whileAdvertising.withLock { $0 }?()
         let refused = refusals.withLock { remaining in
             defer { remaining = max(0, remaining - 1) }
             return remaining > 0
@@ -84,6 +87,8 @@ final class RecordingRadio: Radio {
         doing.withLock { $0.scan = .idle }
         whileStopping.withLock { $0 }?()
     }
+    /// The scan ends without the agent (the kernel ended the discovery).
+    func scanEnds() { doing.withLock { $0.scan = .idle } }
     /// What it does, as BlueZRadio's phases would say.
     private let doing = Mutex(RadioActivity())
     var activity: RadioActivity { doing.withLock { $0 } }
@@ -350,6 +355,31 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(shown == RadioState(advertising: true, scanning: false, adapter: states.all.first?.adapter), "only the scan's end is shown early")
         #expect(agent.isResponsive)
         #expect(states.last == shown, "said once: the work's end changes nothing more")
+    }
+
+    /// The RootCanal crowd beside a load (2026-11-30 09:06): the kernel ended the scan's discovery
+    /// while a rotation waited 10 s for bluetoothd, and the agent recorded the scan as running
+    /// until the rotation returned. A scan's record ends when the radio says it ended.
+    @Test func aScanThatEndsDuringAnotherCallIsRecordedToItsEnd() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store, schedule: RadioSchedule(rotationSeconds: 600...1_200, scanSeconds: 120, scanIntervalSeconds: 300))
+        let started = clock.now
+        agent.start()
+        clock.advance(by: 600)
+        let ended = clock.now
+        radio.whileAdvertising.withLock { [clock] in
+            $0 = {
+                radio.scanEnds()
+                agent.scanStopped()
+                clock.advance(by: 5)
+            }
+        }
+        agent.clockStepped()
+        #expect(agent.isResponsive)
+        radio.whileAdvertising.withLock { $0 = nil }
+        agent.stop()
+        #expect(try store.scans().first == started...ended)
     }
 
     /// Each scan is recorded, also one that heard nothing, as one scan of the device's from its

@@ -101,6 +101,38 @@ final class Locked<Value: Sendable>: Sendable {
         #expect(name.first?.string == "changed", "the Set sent without a reply was delivered before the Get")
     }
 
+    /// A call nobody waits for: its answer comes when the method returns; for a peer that leaves
+    /// the bus without answering, the bus answers (what the radio's withdrawal from bluetoothd's
+    /// discovery relies on to know that bluetoothd read it or is gone).
+    @Test func aCallsAnswerComesWithoutAWait() throws {
+        let answers = Received<String>()
+        let forever = Duration.milliseconds(Int(Int32.max))
+        let started = ContinuousClock.now
+        client.call(try DBusMessage.methodCall(destination: "org.enagent.Test", path: "/org/enagent/Test", interface: "org.enagent.Test", member: "Queued"),
+                    timeout: forever) { error in answers.append(error?.name ?? "answered") }
+        #expect(ContinuousClock.now - started < .seconds(1), "the call did not wait for its method")
+        #expect(answers.wait(seconds: 0.2).isEmpty, "no answer while the method runs")
+        gate.signal()
+        #expect(answers.wait() == ["answered"])
+
+        let leaving = try DBusConnection(address: bus.address), held = DispatchSemaphore(value: 0)
+        try leaving.requestName("org.enagent.Leaving")
+        try leaving.export(ExportedObject(path: "/org/enagent/Leaving", interfaces: [
+            DBusInterface("org.enagent.Leaving", methods: [
+                DBusMethod("Hold", queue: DispatchQueue(label: "held-method")) { _ in
+                    held.wait()
+                    return []
+                },
+            ]),
+        ]))
+        client.call(try DBusMessage.methodCall(destination: "org.enagent.Leaving", path: "/org/enagent/Leaving", interface: "org.enagent.Leaving", member: "Hold"),
+                    timeout: forever) { error in answers.append(error?.name ?? "answered") }
+        #expect(answers.wait(for: 2, seconds: 0.2).count == 1, "no answer while the peer holds the call")
+        leaving.close()
+        held.signal()
+        #expect(answers.wait(for: 2) == ["answered", DBusError.noReply], "the bus answered for the peer that left")
+    }
+
     @Test(arguments: [
         DBusValue.byte(7), .boolean(true), .boolean(false), .int16(-2), .uint16(65_000), .int32(-70_000), .uint32(4_000_000_000),
         .int64(-1 << 40), .uint64(1 << 63), .double(-0.25), .string("grüße ✓"), .objectPath("/org/bluez/hci0"), .signature("a{sv}"),

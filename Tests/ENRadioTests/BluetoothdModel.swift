@@ -1,3 +1,4 @@
+import Dispatch
 import ENAgent
 @testable import ENBlueZ
 import ENBus
@@ -12,7 +13,10 @@ final class BluetoothdModel: BlueZAdapters {
     private let running = Mutex(true)
     private let discovering = Mutex(false)
 
-    init(kernel: KernelModel) { self.kernel = kernel }
+    init(kernel: KernelModel) {
+        self.kernel = kernel
+        kernel.whenTheRadioStopsADiscovery { [weak self] in self?.restartsItsDiscovery() }
+    }
 
     var isRunning: Bool {
         get { running.withLock { $0 } }
@@ -35,6 +39,7 @@ final class BluetoothdModel: BlueZAdapters {
     func stall(silent: Bool = false) {
         stalled.withLock { $0 = true }
         self.silent.withLock { $0 = silent }
+        unreadLeaves.withLock { $0 = $0 ?? [] }
         kernel.setScanning(false)
     }
 
@@ -53,7 +58,16 @@ final class BluetoothdModel: BlueZAdapters {
     private let whileConnecting = Mutex(0)
     var scansStartedWhileConnecting: Int { whileConnecting.withLock { $0 } }
 
+    /// Its answers wait until `answers` (a busy bluetoothd, reading its messages late).
+    private let answersHeld = Mutex<DispatchSemaphore?>(nil)
+    func holdsAnswers() { answersHeld.withLock { $0 = DispatchSemaphore(value: 0) } }
+    func answers() { answersHeld.withLock { held in defer { held = nil }; return held }?.signal() }
+
     private func available() throws {
+        if let held = answersHeld.withLock({ $0 }) {
+            held.wait()
+            held.signal()
+        }
         guard isRunning else { throw DBusError(name: "org.freedesktop.DBus.Error.ServiceUnknown", message: "The name org.bluez was not provided") }
         guard !silent.withLock({ $0 }) else { throw DBusError(name: DBusError.noReply, message: "Did not receive a reply.") }
     }
@@ -100,7 +114,14 @@ final class BluetoothdModel: BlueZAdapters {
     /// client, starts it again at once by itself (src/adapter.c `discovering_callback`).
     func discoveryTimesOut() {
         kernel.setScanning(false)
-        guard discovering.withLock({ $0 }), isRunning, !isStalled, kernel.snapshot.powered else { return }
+        restartsItsDiscovery()
+    }
+
+    /// The kernel ended the discovery (its timeout, or another program through the kernel):
+    /// bluetoothd, reading the kernel's events, starts a discovery with a filter (the agent's
+    /// has one) again at once while it has a client (`discovering_callback`, `no_scan_restart_delay`).
+    private func restartsItsDiscovery() {
+        guard discovering.withLock({ $0 }), isRunning, !isStalled, kernel.snapshot.powered, !kernel.snapshot.scanning else { return }
         startKernelDiscovery()
     }
 
@@ -113,31 +134,51 @@ final class BluetoothdModel: BlueZAdapters {
     }
 
     /// StopDiscovery without waiting for the answer: a stalled bluetoothd reads it only once it
-    /// catches up (`catchesUp`), and answers a client it does not have with an error nobody reads.
-    func leaveDiscovery(on adapter: Adapter) throws {
-        guard isRunning else { return }
-        guard !isStalled else {
-            unreadLeaves.withLock { $0 += 1 }
-            return
+    /// reads its messages again (`readsItsMessages`), and answers a client it does not have with an
+    /// error; `read` runs when it answers, or when it leaves the bus (the bus answers then).
+    func leaveDiscovery(on adapter: Adapter, whenRead read: @escaping @Sendable () -> Void) throws {
+        guard isRunning else { return read() }
+        let queued = unreadLeaves.withLock { unread in
+            unread?.append(read)
+            return unread != nil
         }
+        guard !queued else { return }
+        endsTheClientsDiscovery()
+        read()
+    }
+
+    private func endsTheClientsDiscovery() {
         guard discovering.withLock({ $0 }) else { return }
         discovering.withLock { $0 = false }
         kernel.setScanning(false)
     }
 
-    /// StopDiscovery calls sent without waiting while it was stalled, unread.
-    private let unreadLeaves = Mutex(0)
+    /// StopDiscovery calls sent without waiting since it stalled, unread; nil while it reads its messages.
+    private let unreadLeaves = Mutex<[@Sendable () -> Void]?>(nil)
 
-    /// A stalled bluetoothd reads its messages again, in order, without a restart (the RootCanal
-    /// crowd beside make test's soak, 2026-11-30 07:24: 22 s after the stall): the StopDiscovery
-    /// calls it had not read end its discovery; a discovery that still has its client, and that
-    /// the kernel no longer runs, it starts again by itself (src/adapter.c `discovering_callback`).
-    func catchesUp() {
-        stalled.withLock { $0 = false }
+    /// A stalled bluetoothd reads its messages again, in order, without a restart: the StopDiscovery
+    /// calls it had not read end its discovery, and it answers them.
+    func readsItsMessages() {
         silent.withLock { $0 = false }
-        if unreadLeaves.withLock({ leaves in defer { leaves = 0 }; return leaves > 0 }) { discovering.withLock { $0 = false } }
-        guard discovering.withLock({ $0 }), !kernel.snapshot.scanning, kernel.snapshot.powered else { return }
-        startKernelDiscovery()
+        guard let unread = unreadLeaves.withLock({ unread in defer { unread = nil }; return unread }) else { return }
+        if !unread.isEmpty { endsTheClientsDiscovery() }
+        unread.forEach { $0() }
+    }
+
+    /// A stalled bluetoothd reads the kernel's events again: a discovery that still has its client,
+    /// and that the kernel no longer runs, it starts again by itself (src/adapter.c
+    /// `discovering_callback`). The RootCanal crowd beside a load (2026-11-30 07:34): 6 s after
+    /// the stall, before it read the agent's withdrawal.
+    func readsTheKernelAgain() {
+        stalled.withLock { $0 = false }
+        restartsItsDiscovery()
+    }
+
+    /// Both, its messages first (the RootCanal crowd beside make test's soak, 2026-11-30 07:24:
+    /// 22 s after the stall).
+    func catchesUp() {
+        readsItsMessages()
+        readsTheKernelAgain()
     }
 
     func forgetDevices(on adapter: Adapter) throws { try available() }
@@ -149,6 +190,8 @@ final class BluetoothdModel: BlueZAdapters {
         stalled.withLock { $0 = false }
         silent.withLock { $0 = false }
         discovering.withLock { $0 = false }
+        // The bus answers the calls it left unread.
+        unreadLeaves.withLock { unread in defer { unread = nil }; return unread ?? [] }.forEach { $0() }
     }
 
     /// The discovery ends with the controller, or its client (bluetoothd stops it).

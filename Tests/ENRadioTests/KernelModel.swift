@@ -73,6 +73,10 @@ final class KernelModel: ManagementInterface {
         /// A discovery runs (anyone's, or one a bluetoothd that died left): a legacy controller
         /// refuses a new random address meanwhile.
         var scanning = false
+        /// The advertisements the running discovery reported: the controller reports each
+        /// advertiser once per scan it enables (the discovery's duplicate filter). The model's
+        /// phones share an address, so an advertisement's data stands for its advertiser.
+        var reportedInDiscovery = Set<[UInt8]>()
         /// Advertisement monitors: while any is registered and the adapter is on, the kernel scans
         /// passively for them, and a legacy controller refuses a new random address as it does
         /// during a discovery. They stay across a power cycle (the kernel keeps them).
@@ -139,8 +143,14 @@ final class KernelModel: ManagementInterface {
             state.read = state.read.next
             return state.read
         }
+        if command is StopDiscovery, case .success = outcome { discoveryStopped.withLock { $0 }?() }
         return (try Command.decode(outcome.get()), read)
     }
+
+    /// Who hears that the radio stopped a discovery through the kernel (bluetoothd reads the
+    /// kernel's Discovering event on its own socket).
+    private let discoveryStopped = Mutex<(@Sendable () -> Void)?>(nil)
+    func whenTheRadioStopsADiscovery(_ heard: @escaping @Sendable () -> Void) { discoveryStopped.withLock { $0 = heard } }
 
     func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent, PacketNumber) -> Void) throws(ManagementError) -> any ManagementWatch {
         state.withLock { $0.watch = (queue, handler) }
@@ -369,7 +379,8 @@ final class KernelModel: ManagementInterface {
 
     /// A phone's advertisement heard by the controller: a Device Found event for every socket
     /// while it scans. A passive scan (a monitor's) hears the advertising data alone: it sends no
-    /// SCAN_REQ. A discovery hears the advertising data followed by the scan response, in one event
+    /// SCAN_REQ. A discovery hears each advertiser once (its duplicate filter), the advertising data
+    /// followed by the scan response, in one event
     /// (hci_event.c process_adv_report, mgmt.c mgmt_device_found), of an advertisement that lists
     /// 0xFD6F among its 16-bit UUIDs: every discovery here is bluetoothd's for FD6F
     /// (BlueZClient.startDiscovery's filter), which the kernel applies to the reports of every
@@ -380,7 +391,8 @@ final class KernelModel: ManagementInterface {
         state.withLock { state in
             let data: [UInt8]
             if state.scanning {
-                guard Self.listsExposureNotification(advertisement.data + advertisement.scanResponse) else { return false }
+                guard Self.listsExposureNotification(advertisement.data + advertisement.scanResponse),
+                      state.reportedInDiscovery.insert(advertisement.data).inserted else { return false }
                 data = advertisement.data + advertisement.scanResponse
             } else if state.scansPassively {
                 data = advertisement.data
@@ -505,6 +517,7 @@ final class KernelModel: ManagementInterface {
         let scanning = on && state.powered
         guard scanning != state.scanning else { return }
         state.scanning = scanning
+        state.reportedInDiscovery = []
         let event = ManagementEvent.discovering(controller: Self.controller, addressTypes: leAddressTypes, active: scanning)
         if state.heldDiscovering != nil { state.heldDiscovering?.append(event) } else { state.happened(event) }
     }

@@ -597,6 +597,67 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// The RootCanal crowd beside a load (2026-11-30 09:06): the agent's Get of the adapter's
+    /// properties waited 10 s for a busy bluetoothd during an active scan, and the kernel's end of
+    /// the scan's discovery, read meanwhile, waited for the call: 5.8 s that the agent recorded as
+    /// scanning. The kernel's events are handled while bluetoothd is asked.
+    @Test(arguments: Setup.all)
+    func aScanTheKernelEndsWhileBluetoothdIsAskedEndsThen(setup: Setup) throws {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning)
+        driver.bluetoothd.holdsAnswers()
+        let radio = driver.radio
+        let asking = BackgroundWork { try radio.queue.sync { try radio.adapter() } }
+        kernel.setScanning(false)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while driver.listener.scanStops == 0 && ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(driver.listener.scanStops == 1 && !asking.isDone, "the scan's end handled while bluetoothd had not answered")
+        driver.bluetoothd.answers()
+        #expect(try asking.result().name == "hci0")
+    }
+
+    /// The RootCanal crowd beside a load (2026-11-30 07:34): bluetoothd, reading the kernel's
+    /// events again before its messages, started the agent's discovery again before it read the
+    /// withdrawal, and the discovery's duplicate filter hid from agent a's next scan every phone it
+    /// had reported before that scan began. A scan that begins under such a discovery stops it, and
+    /// bluetoothd starts it again at once, with a fresh filter. Once bluetoothd has read the
+    /// withdrawal, a discovery is left alone.
+    @Test(arguments: Setup.all)
+    func aDiscoveryBluetoothdStartsBeforeReadingTheWithdrawalHidesNoPhoneFromTheNextScan(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        driver.returned()
+        driver.settle()
+        driver.bluetoothd.stall(silent: true)
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning, "passive: \(RandomSequenceTests.commands(kernel))")
+        driver.bluetoothd.readsTheKernelAgain()
+        driver.settle()
+        #expect(driver.bluetoothd.isDiscovering && kernel.snapshot.scanning, "bluetoothd started the agent's discovery again")
+        let phone = Array(repeating: UInt8(9), count: 20), before = driver.listener.reported
+        driver.bluetoothd.phoneHeard(phone)
+        driver.settle()
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        driver.bluetoothd.phoneHeard(phone)
+        driver.settle()
+        #expect(driver.listener.reported == before + 2, "the phone heard in both scans: \(RandomSequenceTests.commands(kernel))")
+        #expect(driver.scanning && kernel.snapshot.scanning, "bluetoothd's discovery again, with a fresh filter")
+        driver.bluetoothd.readsItsMessages()
+        driver.settle()
+        #expect(!driver.bluetoothd.isDiscovering && !kernel.snapshot.scanning, "the withdrawal read ended its discovery")
+        kernel.setScanning(true)
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning, "another program's discovery, after the withdrawal was read, is left alone")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// make test's Debian 12 lab of 2026-11-29: enctl pause cancelled the management watch while
     /// agent b's scan waited for the kernel's Discovering event (fixed in enagentd's RadioRun), so
     /// the radio judged bluetoothd stalled and scanned passively, and left bluetoothd's discovery
