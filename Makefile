@@ -60,7 +60,8 @@ release: deps
 # page in Debian 12's Cockpit (the host's) and in Debian 13's (a trixie root's); then two
 # chains side by side, each step after the one before: the builds (the tests with Debian trixie's
 # Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer for
-# TEST_FUZZ_SECONDS), niced, beside the emulated radios (the lab's end-to-end test, the package
+# TEST_FUZZ_SECONDS), niced, then the crowd of 300 phones on Google's RootCanal (not niced: it
+# judges the agents' timing), beside the emulated radios (the lab's end-to-end test, the package
 # installed and run under systemd, a chaos soak of TEST_SOAK_SECONDS), which mostly wait on the
 # guest's clock. Each step's output comes whole when it ends (--output-sync).
 TEST_FUZZ_SECONDS ?= 10
@@ -84,6 +85,7 @@ test-builds:
 	nice -n 10 $(MAKE) test-arm64
 	nice -n 10 $(MAKE) deb-arm64
 	nice -n 10 $(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
+	$(MAKE) lab-rootcanal-crowd LAB=$(LAB)-rootcanal
 test-radio:
 	$(MAKE) lab-test
 	$(MAKE) lab-service
@@ -260,7 +262,8 @@ lab-flood: deps
 # gated on the (scan, advertiser) pairs each agent recorded (lab/rootcanal/crowd-report.py), judged
 # on RootCanal's own record of the agents' controllers (lab/rootcanal/hcisniffer.py), so the guest
 # does not wait for btmon's tail (BTMON_DRAIN=5: it needs only the controllers' addresses). About
-# 3 minutes and 1.7 cores with the guest's boot on an idle host: not part of make test. The agents
+# 3 minutes and 1.7 cores with the guest's boot on an idle host; make test runs it beside the
+# soak, in a LAB of its own. The agents
 # are the release build, as installed (RC_BIN: another build's folder); under TCG a debug build's
 # two agents took half the guest's processors among 300 phones (docs/lab.md has the runs).
 RC_CROWD ?= 300

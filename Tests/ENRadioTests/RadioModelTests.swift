@@ -21,6 +21,14 @@ struct RadioModelTests {
         static let extended = all.filter { !$0.legacy }
         /// Scanning passively on a kernel that strands a failed monitor.
         static let passiveStranding = passive.filter(\.kernel.strandsFailedMonitor)
+
+        /// The kernel and the radio's driver of this setup, bluetoothd there and the events settled.
+        func running() -> (KernelModel, RadioDriver) {
+            let kernel = KernelModel(kernel: kernel, legacy: legacy), driver = RadioDriver(kernel: kernel, scanMode: scanMode)
+            driver.returned()
+            driver.settle()
+            return (kernel, driver)
+        }
     }
 
     func driver(_ setup: Setup) -> RadioDriver {
@@ -444,9 +452,7 @@ struct RadioDefectTests {
     /// (bluetoothd could not be asked), so it had nothing of its own to pause.
     @Test(arguments: Setup.all.filter(\.legacy))
     func aDiscoveryLeftByBluetoothdThatExitedDoesNotRefuseTheRecovery(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         driver.bluetoothd.exits()
         driver.lost()
         driver.stopScan()
@@ -538,9 +544,7 @@ struct RadioDefectTests {
     /// discovery went out from the adapter's public address in make test's lab (2026-11-29).
     @Test(arguments: Setup.all)
     func aStalledBluetoothdsDiscoveryIsReplacedByAPassiveScan(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering)
         driver.bluetoothd.stall()
         driver.settle()
@@ -580,9 +584,7 @@ struct RadioDefectTests {
     /// duplicate filter under a's passive scans, 95 phones lost. The stall withdraws the agent.
     @Test(arguments: Setup.all)
     func aBluetoothdThatCatchesUpAfterAStallHasNoDiscoveryOfTheAgentsToStartAgain(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering)
         driver.bluetoothd.stall(silent: true)
         driver.stopScan()
@@ -603,9 +605,7 @@ struct RadioDefectTests {
     /// scanning. The kernel's events are handled while bluetoothd is asked.
     @Test(arguments: Setup.all)
     func aScanTheKernelEndsWhileBluetoothdIsAskedEndsThen(setup: Setup) throws {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         #expect(driver.scanning && kernel.snapshot.scanning)
         driver.bluetoothd.holdsAnswers()
         let radio = driver.radio
@@ -626,9 +626,7 @@ struct RadioDefectTests {
     /// withdrawal, a discovery is left alone.
     @Test(arguments: Setup.all)
     func aDiscoveryBluetoothdStartsBeforeReadingTheWithdrawalHidesNoPhoneFromTheNextScan(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         driver.bluetoothd.stall(silent: true)
         driver.stopScan()
         driver.startScan()
@@ -666,9 +664,7 @@ struct RadioDefectTests {
     /// refused the random address. A discovery the radio gives up for the monitor is withdrawn.
     @Test(arguments: Setup.all)
     func aDiscoveryGivenUpForTheStallsMonitorIsWithdrawnFromBluetoothd(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         driver.stopScan()
         kernel.holdDiscoveringEvents()
         driver.startScan()
@@ -690,9 +686,7 @@ struct RadioDefectTests {
     /// restarted bluetoothd in the loaded guest) is not, and its discovery stays the scan.
     @Test(arguments: Setup.extended)
     func aBluetoothdThatPassesNothingOnTwoScansInARowIsStalledOneThatIsLateIsNot(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         driver.bluetoothd.holdReports()
         driver.scanHearingPhones()
         driver.bluetoothd.passOnLateReports()
@@ -718,9 +712,7 @@ struct RadioDefectTests {
     /// asked again; once the kernel runs it, bluetoothd counts as answering again.
     @Test(arguments: Setup.all.filter(\.kernel.strandsFailedMonitor))
     func aStallWhoseMonitorTheKernelRefusesAsksBluetoothdAgain(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         driver.bluetoothd.holdReports()
         for _ in 0..<3 { driver.scanHearingPhones() }
         #expect(driver.scanning && kernel.snapshot.scansPassively, "the stall's passive scan")
@@ -750,9 +742,7 @@ struct RadioDefectTests {
     /// radio takes the adapter as the kernel has it, advertises through the kernel and scans passively.
     @Test(arguments: Setup.all)
     func aSilentBluetoothdLeavesTheRadioAdvertisingAndScanningPassively(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         driver.bluetoothd.stall(silent: true)
         driver.settle()
         for _ in 0..<3 {
@@ -800,9 +790,7 @@ struct RadioDefectTests {
     /// not judged so.
     @Test(arguments: Setup.all)
     func aDiscoveryWhoseReportsBluetoothdDropsLosesNoSighting(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
-        driver.returned()
-        driver.settle()
+        let (kernel, driver) = setup.running()
         // Two scans in a row without a report passed on are a stall (`aBluetoothdThatPassesNothingOnTwoScansInARow…`).
         for dropping in [false, true, true] {
             #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering, "bluetoothd's discovery")
