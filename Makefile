@@ -258,22 +258,26 @@ lab-flood: deps
 # A crowd on RootCanal (docs/lab.md, "A crowd on RootCanal"): RC_CROWD Bumble phones and the three
 # named ones on Google's RootCanal on the host (lab/rootcanal/rclab.py serve), each rotating every
 # RC_ROTATE seconds on its own; the lab's two agents in the Debian 12 guest on two RootCanal
-# controllers (two virtio consoles, btattach: hci0 and hci1, no btvirt) for RC_CROWD_SECONDS;
+# controllers (two virtio consoles, btattach: hci0 and hci1, no btvirt) for RC_CROWD_SECONDS,
+# then RC_FLOOD_SECONDS of a flood (every phone rotating every RC_FLOOD_ROTATE seconds);
 # gated on the (scan, advertiser) pairs each agent recorded (lab/rootcanal/crowd-report.py), judged
 # on RootCanal's own record of the agents' controllers (lab/rootcanal/hcisniffer.py), so the guest
 # does not wait for btmon's tail (BTMON_DRAIN=5: it needs only the controllers' addresses). About
-# 3 minutes and 1.7 cores with the guest's boot on an idle host; make test runs it beside the
-# soak, in a LAB of its own. The agents
-# are the release build, as installed (RC_BIN: another build's folder); under TCG a debug build's
+# 4 minutes and 1.7 cores with the guest's boot on an idle host; make test runs it beside the
+# soak, in a LAB of its own. The agents are the release build, as installed (RC_BIN: another build's folder); under TCG a debug build's
 # two agents took half the guest's processors among 300 phones (docs/lab.md has the runs).
 RC_CROWD ?= 300
 RC_ROTATE ?= 10-20
 RC_CROWD_SECONDS ?= 120
+# Then a flood: every phone rotating every RC_FLOOD_ROTATE seconds for RC_FLOOD_SECONDS (0: none).
+RC_FLOOD_SECONDS ?= 60
+RC_FLOOD_ROTATE ?= 4-8
 RC_BIN ?= $(CURDIR)/$(RELEASE_BIN)
 lab-rootcanal-crowd: release
 	mkdir -p $(LAB)
-	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) RC_PORTS=2 NCTRL=0 LEAVE_AFTER=crowd-ended QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + 900 )) BTMON_DRAIN=5 \
-		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(RC_BIN) $(LAB)/out $(RC_CROWD_SECONDS)"; guest=$$?; \
+	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) FLOOD_AFTER=flood-started FLOOD_ROTATE=$(RC_FLOOD_ROTATE) RC_PORTS=2 NCTRL=0 \
+		LEAVE_AFTER=crowd-ended QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + $(RC_FLOOD_SECONDS) + 900 )) BTMON_DRAIN=5 \
+		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(RC_BIN) $(LAB)/out $(RC_CROWD_SECONDS) $(RC_FLOOD_SECONDS)"; guest=$$?; \
 	rm -rf $(LAB)/rootcanal-crowd; mv $(LAB)/out $(LAB)/rootcanal-crowd; cp $(LAB)/rootcanal/phones.jsonl $(LAB)/serve.log $(LAB)/rootcanal-crowd/; \
 	/usr/bin/python3 lab/rootcanal/hcisniffer.py $(LAB)/rootcanal/hci $(LAB)/rootcanal-crowd/btmon.snoop $(LAB)/rootcanal-crowd/host.snoop && \
 	/usr/bin/python3 lab/rootcanal/crowd-report.py $(LAB)/rootcanal-crowd --check && exit $$guest

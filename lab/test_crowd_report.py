@@ -6,7 +6,8 @@ same run with one pair missing, one RPI stored twice in a scan within the agent'
 status said while no scan ran, a scan recorded that the controller did not run, a scan run that
 the agent did not record, clock marks read too slowly and a record that ends early, each failing
 its check alone; and one stored twice beyond the merge window, and marks read slowly within the
-bound, which pass."""
+bound, which pass; and the last half minute as a flood, too slow for one but for a lower bound,
+and with a pair missing in it."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, time, unittest
 import labframe
 
@@ -26,10 +27,11 @@ class Run:
     `captured_seconds`: RootCanal's record ends that long after the crowd's start; `phantom_scan`
     (agent, scan): the agent records it, the controller never runs it; `unrecorded_scan` (agent,
     scan): the reverse; `gap` (agent, first scan, last scan): neither runs those; `stall_notes`:
-    how often a's log notes a stalled discovery (at the crowd's start, the next scan 1 s later)."""
+    how often a's log notes a stalled discovery (at the crowd's start, the next scan 1 s later);
+    `flood`: the phase flood-started 30 s into the crowd."""
 
     def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None,
-                 phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0):
+                 phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0, flood=False):
         self.folder, self.phases, self.records = folder, [], []
         rpis = self.phones()
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
@@ -50,6 +52,8 @@ class Run:
         for poll in range(10):
             asked = START + OFFSET + 1.5 + poll * 4 + (3.2 if stray_poll and poll == 5 else 0)  # 3.2: in the pause
             self.phase("status-poll", asked + 0.1, agent="a", started=asked, status={"scanning": True})
+        if flood:
+            self.phase("flood-started", START + OFFSET + 30)
         self.phase("crowd-ended", START + OFFSET + 60)
         with open(os.path.join(folder, labframe.MANIFEST), "w") as manifest:
             manifest.writelines(json.dumps(line) + "\n" for line in self.phases)
@@ -171,6 +175,22 @@ class CrowdReport(unittest.TestCase):
         failed, printed = self.failing(gap=("b", 2, 10))
         self.assertEqual(failed, {"scanning"}, printed)
         self.assertEqual(self.failing(gap=("b", 2, 8))[0], set())
+
+    def test_a_flood_too_slow_fails_and_a_pair_missing_in_it_fails_it_too(self):
+        failed, printed = self.failing()
+        self.assertIn("no flood in this run", printed)
+        failed, printed = self.failing(flood=True)
+        self.assertEqual(failed, {"flood"}, printed)
+        self.assertIn("the flood for 30 s: 30 fresh RPIs a minute", printed)
+        least = crowd_report.FLOOD_LEAST_PER_MINUTE
+        crowd_report.FLOOD_LEAST_PER_MINUTE = 30
+        self.addCleanup(setattr, crowd_report, "FLOOD_LEAST_PER_MINUTE", least)
+        failed, printed = self.failing(flood=True)
+        self.assertEqual(failed, set(), printed)
+        self.assertIn("a (hci0): 18 of 18 pairs recorded in the flood = 100.00% over 6 scans", printed)
+        # Scan 9 of b begins 37.5 s into the crowd: in the flood, so both checks fail; scan 2 is before it.
+        self.assertEqual(self.failing(flood=True, missing=("b", 9, 0))[0], {"crowd", "flood"})
+        self.assertEqual(self.failing(flood=True, missing=("b", 2, 0))[0], {"crowd"})
 
     def test_scanning_said_between_scans_fails_the_status(self):
         self.assertEqual(self.failing(stray_poll=True)[0], {"status"})

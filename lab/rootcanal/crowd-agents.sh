@@ -1,14 +1,15 @@
 #!/bin/sh
-# crowd-agents.sh BIN OUT SECONDS TTY TTY: make lab-rootcanal-crowd's run, in the guest (guest.sh
+# crowd-agents.sh BIN OUT SECONDS FLOOD_SECONDS TTY TTY: make lab-rootcanal-crowd's run, in the guest (guest.sh
 # with NCTRL=0: no btvirt). The two consoles to RootCanal's HCI port are attached one after the
 # other, so they become hci0 and hci1; then the lab's two agents run on them as agents.sh runs them
 # (agent-lib.sh: a on hci0, b on hci1, the lab's configuration and clock) for SECONDS, while the
 # host's Bumble phones (rclab.py serve: a crowd and the three phones, each rotating on its own)
-# advertise on RootCanal's air. Each agent's status is polled every 2 s throughout (the phase
-# "status-poll"). crowd-report.py judges the run on the host, with the phones' log.
+# advertise on RootCanal's air, then FLOOD_SECONDS more of a flood (the phase "flood-started", after
+# which guest.sh has the phones rotate every few seconds). Each agent's status is polled every 2 s
+# throughout (the phase "status-poll"). crowd-report.py judges the run on the host, with the phones' log.
 set -u
-BIN=$1 OUT=$2 SECONDS_TO_RUN=$3
-shift 3
+BIN=$1 OUT=$2 SECONDS_TO_RUN=$3 FLOOD_SECONDS=$4
+shift 4
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=$(dirname "$HERE")
 . "$HERE/attach.sh"
@@ -38,6 +39,10 @@ poll_status & POLL=$!
 clock_mark start
 phase crowd-started
 sleep "$SECONDS_TO_RUN"
+if [ "$FLOOD_SECONDS" -gt 0 ]; then
+    phase flood-started
+    sleep "$FLOOD_SECONDS"
+fi
 phase crowd-ended
 clock_mark end
 kill "$POLL"

@@ -26,7 +26,7 @@ capture in the guest, which fell minutes behind a crowd of 300 and whose lost ta
 in which the agents had recorded every pair. An RPI's receptions in a scan are one row for each
 SAME_SCAN seconds of the agents' clock (SightingRecord: the agent merges the receptions within
 that long of a row's first into it); at the lab's 120 times, a scan of seconds is minutes."""
-import functools, json, os, statistics, sys
+import functools, json, math, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair  # noqa: E402
@@ -38,6 +38,8 @@ RECORDED_SHARE = 0.99
 # Seconds an RPI must have been on the air before a controller's scan began and after it ended to
 # be expected in it (both by the host's clock: RootCanal's stamps are whole milliseconds).
 MARGIN = 0.1
+# A flood brings at least this many fresh RPIs a minute (the issue's flood of Debian 12: about 2,300).
+FLOOD_LEAST_PER_MINUTE = 2000
 # A controller's scan shorter than this is not judged: a phone advertises every 270 ms at most.
 SHORTEST_SCAN = 0.5
 # The slowest clock mark (seconds from the guest's first reading to its second) that still places
@@ -209,23 +211,31 @@ def clock(lab, fail):
               f"(median of {len(delays)}; {delays[0] * 1000:+.0f} to {delays[-1] * 1000:+.0f} ms; both by the host's clock)")
 
 
+def pairs(lab, agent, controller, since=-math.inf):
+    """The controller's scans judged (those that began at `since` or later, host time) with the
+    agent's record of each, the (scan, advertiser) pairs expected in them, those missed
+    ((window, index, RPI)), and both by the phones' kind."""
+    recorded = {(index, rpi) for index, rpi, _, _ in lab.sightings(agent) if index is not None}
+    judged = [(window, index) for window, index in lab.matches(agent, controller) if window[1] - window[0] >= SHORTEST_SCAN and window[0] >= since]
+    expected, missed, by_kind = 0, [], defaultdict(lambda: [0, 0])
+    for (begun, ended), index in judged:
+        for rpi in lab.rpis:
+            if rpi["on"] <= begun - MARGIN and rpi["off"] >= ended + MARGIN:
+                expected += 1
+                by_kind[rpi["kind"]][0] += 1
+                if (index, rpi["rpi"]) not in recorded:
+                    missed.append(((begun, ended), index, rpi))
+                    by_kind[rpi["kind"]][1] += 1
+    return judged, expected, missed, by_kind
+
+
 def crowd(lab, fail):
     start, end = lab.crowd_span
     print(f"  the agents among the phones for {end - start:.0f} s; "
           f"{len(lab.rpis)} RPIs of {len({rpi['phone'] for rpi in lab.rpis})} phones in the phones' log")
     for agent, controller in AGENTS.items():
-        recorded = {(index, rpi) for index, rpi, _, _ in lab.sightings(agent) if index is not None}
         matches = lab.matches(agent, controller)
-        judged = [(window, index) for window, index in matches if window[1] - window[0] >= SHORTEST_SCAN]
-        expected, missed, by_kind = 0, [], defaultdict(lambda: [0, 0])
-        for (begun, ended), index in judged:
-            for rpi in lab.rpis:
-                if rpi["on"] <= begun - MARGIN and rpi["off"] >= ended + MARGIN:
-                    expected += 1
-                    by_kind[rpi["kind"]][0] += 1
-                    if (index, rpi["rpi"]) not in recorded:
-                        missed.append(((begun, ended), index, rpi))
-                        by_kind[rpi["kind"]][1] += 1
+        judged, expected, missed, by_kind = pairs(lab, agent, controller)
         share = (expected - len(missed)) / expected if expected else 0
         lengths = [ended - begun for (begun, ended), _ in judged]
         print(f"  {agent} (hci{controller}): {expected - len(missed)} of {expected} (scan, advertiser) pairs recorded = {share:.2%} "
@@ -282,6 +292,24 @@ def explain(lab, agent, controller, missed):
               f"{count} missing, {heard[begun]} of them reported by the controller")
 
 
+def flood(lab, fail):
+    """The flood (from the phase flood-started to the crowd's end): how many fresh RPIs a minute
+    it brought, the share of pairs each agent recorded in it, as in the crowd."""
+    if not lab.has("flood-started"):
+        return print("  no flood in this run")
+    start, end = lab.from_guest(lab.at("flood-started")), lab.crowd_span[1]
+    fresh = sum(1 for rpi in lab.rpis if start <= rpi["on"] < end) * 60 / (end - start)
+    print(f"  the flood for {end - start:.0f} s: {fresh:,.0f} fresh RPIs a minute")
+    if fresh < FLOOD_LEAST_PER_MINUTE:
+        fail(f"flood: {fresh:,.0f} fresh RPIs a minute, fewer than {FLOOD_LEAST_PER_MINUTE:,}: no flood")
+    for agent, controller in AGENTS.items():
+        judged, expected, missed, _ = pairs(lab, agent, controller, since=start)
+        share = (expected - len(missed)) / expected if expected else 0
+        print(f"  {agent} (hci{controller}): {expected - len(missed)} of {expected} pairs recorded in the flood = {share:.2%} over {len(judged)} scans")
+        if not expected or share < RECORDED_SHARE:
+            fail(f"flood: {agent} recorded {share:.2%} of {expected} (scan, advertiser) pairs in the flood, below {RECORDED_SHARE:.0%}")
+
+
 def rows(lab, fail):
     for agent in AGENTS:
         sightings = lab.sightings(agent)
@@ -328,6 +356,7 @@ def checks():
         Check("steps", "STEPS (each phase's commands)", steps),
         Check("clock", "CLOCKS (the guest's against the host's: files made on the lab share; RootCanal's delivery of new addresses)", clock),
         Check("crowd", f"CROWD (the (scan, advertiser) pairs each agent recorded, at least {RECORDED_SHARE:.0%})", crowd),
+        Check("flood", f"FLOOD (at least {FLOOD_LEAST_PER_MINUTE:,} fresh RPIs a minute, and at least {RECORDED_SHARE:.0%} of its pairs recorded)", flood),
         Check("rows", "ROWS (an RPI's receptions in a scan one row each 25 s of the agents' clock) AND RSSI", rows),
         Check("capture", "CAPTURE (RootCanal's record of the agents' controllers to the crowd's end)", capture),
         Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),

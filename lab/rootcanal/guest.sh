@@ -15,21 +15,30 @@
 #        phone's seconds between rotations, S or SHORTEST-LONGEST: 8), SCAN_SECONDS (10),
 #        RC_SERIAL (virtio: hvc0, or isa: ttyS1), RC_PORTS (virtio consoles to RootCanal, hvc0...: 1),
 #        NCTRL and BTVIRT_OPTS (btvirt's controllers beside them: 1, -l1; NCTRL=0 none),
-#        LEAVE_AFTER (a phase of the guest's manifest after which the phones leave the air)
+#        LEAVE_AFTER (a phase of the guest's manifest after which the phones leave the air),
+#        FLOOD_AFTER and FLOOD_ROTATE (a phase after which the phones rotate every FLOOD_ROTATE s)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export LAB=${LAB:-/tmp/enagent-lab-rootcanal}
 # The packages and the guest kernel first: the namespace has no network to download them.
 if [ -z "${RC_IN_NETNS:-}" ]; then "$HERE/../boot-lab.sh" --prepare; exec "$HERE/run.sh" --shell "$0" "$@"; fi
 VENV=$("$HERE/setup.sh")
-"$VENV/bin/python" "$HERE/rclab.py" serve --out "$LAB/rootcanal" --crowd "${CROWD:-0}" --rotate "${ROTATE:-8}" > "$LAB/serve.log" 2>&1 &
+"$VENV/bin/python" "$HERE/rclab.py" serve --out "$LAB/rootcanal" --crowd "${CROWD:-0}" --rotate "${ROTATE:-8}" \
+    ${FLOOD_AFTER:+--flood-rotate "${FLOOD_ROTATE:-4-8}"} > "$LAB/serve.log" 2>&1 &
 SERVE=$!
 # LEAVE_AFTER=PHASE: the phones leave the air (rclab.py serve's SIGUSR1) once the guest's manifest
 # has that phase, so that what comes after it (the agents' stop) does not run under the crowd.
 rm -f "$LAB/out/phases.jsonl"
 WATCH=
-[ -z "${LEAVE_AFTER:-}" ] || { while ! grep -qs "\"phase\": \"$LEAVE_AFTER\"" "$LAB/out/phases.jsonl"; do sleep 1; done; kill -USR1 $SERVE; } & WATCH=$!
-trap 'kill $SERVE $WATCH 2>/dev/null; wait $SERVE 2>/dev/null || true' EXIT
+# FLOOD_AFTER=PHASE: the same for the flood (SIGUSR2).
+after_phase() {
+    while ! grep -qs "\"phase\": \"$1\"" "$LAB/out/phases.jsonl"; do sleep 1; done
+    kill -"$2" $SERVE
+}
+[ -z "${LEAVE_AFTER:-}" ] || { after_phase "$LEAVE_AFTER" USR1 & WATCH=$!; }
+FLOOD_WATCH=
+[ -z "${FLOOD_AFTER:-}" ] || { after_phase "$FLOOD_AFTER" USR2 & FLOOD_WATCH=$!; }
+trap 'kill $SERVE $WATCH $FLOOD_WATCH 2>/dev/null; wait $SERVE 2>/dev/null || true' EXIT
 for i in $(seq 100); do grep -q "phones on the air" "$LAB/serve.log" && break; sleep 0.2; done
 grep -q "phones on the air" "$LAB/serve.log" || { cat "$LAB/serve.log"; echo "guest.sh: rclab.py serve did not start" >&2; exit 1; }
 cat "$LAB/serve.log"

@@ -5,7 +5,8 @@ Run it through lab/rootcanal/run.sh (a private network namespace, the pinned vir
   lab/rootcanal/run.sh measure [--out DIR] [--crowds 50,100,300] [--topologies sets,controllers] ...
   lab/rootcanal/run.sh phones  [--seconds S] [--rotate S]     the phones and a scanner, until S
   lab/rootcanal/run.sh serve   [--crowd N] [--rotate S|A-B]   RootCanal with phones on the air for
-                                                             another program (a guest) to hear
+                               [--flood-rotate S|A-B]        another program (a guest) to hear;
+                                                             SIGUSR2: the flood's rotations
 
 Every experiment starts a RootCanal of its own (rootcanal.sh), connects Bumble devices to its HCI
 ports as separate controllers (Bumble transport tcp-client:127.0.0.1:PORT: each connection is a new
@@ -745,14 +746,28 @@ async def experiment_validation(out):
 
 
 # ------------------------------------------------------------------ serve: phones for a guest
-async def serve(out, crowd, rotate, seconds):
+async def sleep_unless(seconds, *events):
+    """Sleeps `seconds`, or until one of `events` is set: whether one was."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    if not waits:
+        await asyncio.sleep(seconds)
+        return False
+    done, pending = await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    for wait in pending:
+        wait.cancel()
+    return bool(done)
+
+
+async def serve(out, crowd, rotate, seconds, flood_rotate=None):
     """RootCanal with its default HCI port left free for a guest's controller (qemu's serial port
     connected to it), the three phones of experiment_phones and `crowd` more on other controllers,
     for `seconds` (0: until interrupted). Each phone rotates on its own, as phones do: first at a
     random moment within `rotate` (a (shortest, longest) pair of seconds) of the start, then
     every shortest to longest seconds, at random; every rotation is a line of phones.jsonl, the
     RPI it ends ("off", stamped before the set went off) and the one it starts ("on", stamped
-    once the set is on again)."""
+    once the set is on again). From SIGUSR2 on, a flood: each phone's next rotation within
+    `flood_rotate` of the signal, then every shortest to longest of it (fresh advertisers many
+    times a second, as in a station)."""
     rc = RootCanal(out, "serve", sniff=True)
     try:
         remove_default_beacons()
@@ -775,17 +790,26 @@ async def serve(out, crowd, rotate, seconds):
         # SIGUSR1: the phones leave the air (each set off, its RPI's "off" logged); RootCanal stays.
         leave = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, leave.set)
+        flood = asyncio.Event()
+
+        def flood_begins():
+            print(f"rclab serve: the flood began: each phone rotating every {flood_rotate[0]:g}-{flood_rotate[1]:g} s", flush=True)
+            flood.set()
+        if flood_rotate:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, flood_begins)
 
         async def rotations(phone):
             wait = random.uniform(0, rotate[1])
             while time.monotonic() + wait < end:
-                try:
-                    await asyncio.wait_for(leave.wait(), wait)
-                except asyncio.TimeoutError:
-                    await phone.rotate()
-                    log.flush()
-                    wait = random.uniform(*rotate)
+                if await sleep_unless(wait, leave, *([] if flood.is_set() or not flood_rotate else [flood])):
+                    if leave.is_set():
+                        break
+                    wait = random.uniform(0, flood_rotate[1])
                     continue
+                await phone.rotate()
+                log.flush()
+                wait = random.uniform(*(flood_rotate if flood.is_set() else rotate))
+            if leave.is_set():
                 off = time.time()
                 await phone.enable(False)
                 log.write(json.dumps({"off": off, "address": phone.address.hex(), "rpi": phone.rpi.hex()}) + "\n")
@@ -851,6 +875,7 @@ def main():
     parser.add_argument("--topologies", default="sets,controllers")
     parser.add_argument("--max-controllers", type=int, default=300, help="skip a crowd that needs more controllers")
     parser.add_argument("--rotate", default="6", help="seconds between rotations: S, or SHORTEST-LONGEST at random (serve)")
+    parser.add_argument("--flood-rotate", help="seconds between rotations from SIGUSR2 on: S, or SHORTEST-LONGEST (serve)")
     parser.add_argument("--seconds", type=float, default=0)
     parser.add_argument("--crowd", type=int, default=0)
     args = parser.parse_args()
@@ -858,7 +883,8 @@ def main():
     # SIGTERM (guest.sh's end) as ^C: the experiments' `finally` stops RootCanal.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if args.mode == "serve":
-        return asyncio.run(serve(args.out, args.crowd, seconds_range(args.rotate), args.seconds))
+        return asyncio.run(serve(args.out, args.crowd, seconds_range(args.rotate), args.seconds,
+                                 seconds_range(args.flood_rotate) if args.flood_rotate else None))
     results = []
     header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "uname": os.uname().release, "nproc": os.cpu_count(),
               "loadavg_at_start": open("/proc/loadavg").read().split()[:3]}
