@@ -318,19 +318,24 @@ def radio_changes(path, controller):
     return changes
 
 
-def on_again(path, controller, after):
+def on_again(path, controller, after, since=None):
     """Seconds from `after` (a unix time) until the controller advertised and scanned again: the
-    first moment both were on with each enabled anew since `after` (an advertisement or scan left
-    on from before, a killed agent's say, does not count), or None."""
-    advertised = scanned = False
+    first moment from `after` on at which both were on, each enabled anew since `since` (`after`
+    by default; an advertisement or scan left on from before, a killed agent's say, does not
+    count), 0 when they already were as `after` came; None if never."""
+    since = after if since is None else since
+    advertised = scanned = on = False
     for time, command, advertising, scanning in radio_states(path, controller):
-        if time < after:
+        if time < since:
             continue
+        if time >= after and on:
+            return 0.0
         advertised = advertised or (advertising and command in (SET_EXT_ADV_ENABLE, SET_ADV_ENABLE))
         scanned = scanned or (scanning and command in (SET_EXT_SCAN_ENABLE, SET_SCAN_ENABLE))
-        if advertised and scanned and advertising and scanning:
+        on = advertised and scanned and advertising and scanning
+        if on and time >= after:
             return time - after
-    return None
+    return 0.0 if on else None
 
 
 REMOVE_ADV_SET, CLEAR_ADV_SETS = 0x203C, 0x203D

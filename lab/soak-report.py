@@ -43,13 +43,14 @@ def needed(lab):
 
 def recovery(lab, fault):
     """Seconds until hci0 advertised and scanned anew after the fault (None: never), from the moment a
-    could act: after bluetoothd's restart, when the new bluetoothd offered hci0 (btmon)."""
+    could act: after bluetoothd's restart, when the new bluetoothd offered hci0 (btmon), 0 if a was
+    back by then (make test of 2026-11-30 10:03: a advertised anew 8 ms before bluetoothd's offer)."""
     moment = fault["at"]
     if fault["kind"] == "bluetoothd":
         moment = onair.offered(lab.snoop, 0, moment)
         if moment is None:
             return None
-    return onair.on_again(lab.snoop, 0, moment)
+    return onair.on_again(lab.snoop, 0, moment, since=fault["at"])
 
 
 def summary(times):

@@ -46,6 +46,29 @@ class BehindCapture(unittest.TestCase):
         self.assertEqual(stamps, [1.001])
 
 
+def adv_enable(controller, seconds, enable):
+    return accepted(controller, seconds, 0x2039, bytes([enable, 1, 1, 0, 0, 0]))
+
+
+class BackAgain(unittest.TestCase):
+    """After a fault at +0 s: the scan on again at +1 s, the advertisement off and on again at +2
+    s (a new bluetoothd clearing it, the agent adding it anew), then the moment the agent could act
+    from (`after`, bluetoothd's offer) at +3 s, and the scan off and on at +4 s."""
+    def setUp(self):
+        descriptor, self.path = tempfile.mkstemp(suffix=".snoop")
+        self.addCleanup(os.remove, self.path)
+        with os.fdopen(descriptor, "wb") as capture:
+            capture.write(b"btsnoop\0" + struct.pack(">II", 1, 2001) + adv_enable(0, START - 5, 1) + scan_enable(0, START - 5, 1)
+                          + scan_enable(0, START + 1, 1) + adv_enable(0, START + 2, 0) + adv_enable(0, START + 2.5, 1)
+                          + scan_enable(0, START + 4, 0) + scan_enable(0, START + 4.5, 1))
+
+    def test_what_was_back_before_the_moment_counts_from_it_when_enabled_since_the_fault(self):
+        self.assertEqual(onair.on_again(self.path, 0, START + 3, since=START), 0.0)
+        self.assertIsNone(onair.on_again(self.path, 0, START + 3), "the advertisement not enabled anew since +3 s (make test's soak of 10:03)")
+        self.assertEqual(round(onair.on_again(self.path, 0, START), 3), 2.501, "advertising anew at +2.5 s")
+        self.assertIsNone(onair.on_again(self.path, 0, START + 5), "nothing enabled after +5 s")
+
+
 def en_data(rpi):
     data = bytes.fromhex("0201060303") + onair.EN_PREFIX[2:] + rpi + bytes(4)
     return bytes([len(data)]) + data + bytes(31 - len(data))

@@ -129,7 +129,7 @@ class ReplayedSoak(Replay):
         self.assertTrue(restarts)
         for fault in restarts:
             offered = soak_report.onair.offered(lab.snoop, 0, fault["at"])
-            self.assertEqual(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, offered))
+            self.assertEqual(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, offered, since=fault["at"]))
             self.assertLess(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, fault["at"]))
 
     def test_an_agent_that_did_not_stop_cleanly_fails_only_faults(self):
