@@ -149,6 +149,8 @@ public final class BlueZRadio: Radio {
         /// the discoveries stopped for a scan meanwhile.
         var withdrawalsUnread = 0
         var staleDiscoveriesStopped = 0
+        /// The passive scan running stopped such a discovery already (`stopStaleDiscovery`).
+        var scanStoppedADiscovery = false
         /// The adapter bluetoothd offered last, for while it does not answer (`adapter`), and
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
@@ -868,11 +870,17 @@ public final class BlueZRadio: Radio {
     /// `start_discovery_timeout`, `no_scan_restart_delay`), with a fresh duplicate filter, which
     /// hides nothing from a scan that runs already. Another program's discovery is stopped so only
     /// while bluetoothd has not read the withdrawal, and bluetoothd starts it again too (one
-    /// without a filter 5 s later).
-    private func stopStaleDiscovery(on adapter: Adapter, controller: UInt16) {
-        guard my.withdrawalsUnread > 0 else { return }
-        if my.watching { management.deliverPending() }
+    /// without a filter 5 s later). Under a crowd the kernel's Discovering event can be read after
+    /// the scan began (make test of 2026-11-30 10:52: a discovery begun 0.85 s before agent a's scan
+    /// ran through it, 90 phones hidden), so the first one `heardDuringTheScan` is stopped too; one
+    /// after it began during the scan, with a fresh filter, and is left alone (bluetoothd would
+    /// start each again at once).
+    private func stopStaleDiscovery(on adapter: Adapter, controller: UInt16, heardDuringTheScan: Bool = false) {
+        if !heardDuringTheScan { my.scanStoppedADiscovery = false }
+        guard my.withdrawalsUnread > 0, !my.scanStoppedADiscovery else { return }
+        if my.watching && !heardDuringTheScan { management.deliverPending() }
         guard my.discoveries[controller] != nil else { return }
+        my.scanStoppedADiscovery = true
         do { try stopKernelDiscovery(on: controller) } catch {
             return logger.debug("cannot stop the discovery on \(adapter.name) as the scan begins: \(error)")
         }
@@ -1098,6 +1106,8 @@ public final class BlueZRadio: Radio {
                 bluetoothdScans(on: adapter)
             case .active(let adapter) where adapter.index == controller && !active:
                 discoveryEnded(on: adapter)
+            case .passive(let adapter, _, _) where adapter.index == controller && active:
+                stopStaleDiscovery(on: adapter, controller: controller, heardDuringTheScan: true)
             case .idle, .passive, .active, .discoveryStarting, .waitingForAdvertisement, .paused:
                 break
             }

@@ -599,6 +599,32 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test of 2026-11-30 10:52: under the crowd the kernel's Discovering event of bluetoothd's
+    /// late discovery for the agent (it read the StartDiscovery left unanswered 57 s before) reached
+    /// agent a after its next scan began, 0.85 s after the discovery did, and the scan ran through
+    /// it: 90 phones hidden by its duplicate filter. The first such event heard during a scan
+    /// stops the discovery too.
+    @Test(arguments: Setup.all)
+    func aDiscoveryHeardOfOnlyDuringTheScanIsStoppedToo(setup: Setup) {
+        let (kernel, driver) = setup.running()
+        driver.bluetoothd.stall(silent: true)
+        driver.stopScan()
+        kernel.holdDiscoveringEvents()
+        driver.bluetoothd.readsTheKernelAgain()
+        let phone = Array(repeating: UInt8(10), count: 20)
+        driver.bluetoothd.phoneHeard(phone)
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning, "the scan began under the discovery: \(RandomSequenceTests.commands(kernel))")
+        let before = driver.listener.reported
+        kernel.passOnHeldDiscoveringEvents()
+        driver.settle()
+        driver.bluetoothd.phoneHeard(phone)
+        driver.settle()
+        #expect(driver.listener.reported == before + 1, "the phone heard in the scan: \(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// The RootCanal crowd beside a load (2026-11-30 09:06): the agent's Get of the adapter's
     /// properties waited 10 s for a busy bluetoothd during an active scan, and the kernel's end of
     /// the scan's discovery, read meanwhile, waited for the call: 5.8 s that the agent recorded as
