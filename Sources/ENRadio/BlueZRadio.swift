@@ -149,8 +149,6 @@ public final class BlueZRadio: Radio {
         /// the discoveries stopped for a scan meanwhile.
         var withdrawalsUnread = 0
         var staleDiscoveriesStopped = 0
-        /// The passive scan running stopped such a discovery already (`stopStaleDiscovery`).
-        var scanStoppedADiscovery = false
         /// The adapter bluetoothd offered last, for while it does not answer (`adapter`), and
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
@@ -855,7 +853,7 @@ public final class BlueZRadio: Radio {
         my.withdrawalsUnread -= 1
         guard my.withdrawalsUnread == 0, my.staleDiscoveriesStopped > 0 else { return }
         logger.info("bluetoothd read the agent's withdrawal from its discovery on \(adapter.name), after \(my.staleDiscoveriesStopped) "
-                    + "of its discoveries were stopped as scans began: the discoveries that run as a scan begins are left alone again")
+                    + "of its discoveries were stopped for scans: a discovery during a scan is left alone again")
         my.staleDiscoveriesStopped = 0
     }
 
@@ -872,22 +870,20 @@ public final class BlueZRadio: Radio {
     /// while bluetoothd has not read the withdrawal, and bluetoothd starts it again too (one
     /// without a filter 5 s later). Under a crowd the kernel's Discovering event can be read after
     /// the scan began (make test of 2026-11-30 10:52: a discovery begun 0.85 s before agent a's scan
-    /// ran through it, 90 phones hidden), so the first one `heardDuringTheScan` is stopped too; one
+    /// ran through it, 90 phones hidden), so the first one heard during the scan is stopped too; one
     /// after it began during the scan, with a fresh filter, and is left alone (bluetoothd would
-    /// start each again at once).
-    private func stopStaleDiscovery(on adapter: Adapter, controller: UInt16, heardDuringTheScan: Bool = false) {
-        if !heardDuringTheScan { my.scanStoppedADiscovery = false }
-        guard my.withdrawalsUnread > 0, !my.scanStoppedADiscovery else { return }
-        if my.watching && !heardDuringTheScan { management.deliverPending() }
-        guard my.discoveries[controller] != nil else { return }
-        my.scanStoppedADiscovery = true
+    /// start each again at once): a scan tries once. Returns whether it tried.
+    private func stopStaleDiscovery(on adapter: Adapter, controller: UInt16) -> Bool {
+        guard my.withdrawalsUnread > 0, my.discoveries[controller] != nil else { return false }
         do { try stopKernelDiscovery(on: controller) } catch {
-            return logger.debug("cannot stop the discovery on \(adapter.name) as the scan begins: \(error)")
+            logger.debug("cannot stop the discovery on \(adapter.name) for the scan: \(error)")
+            return true
         }
         my.staleDiscoveriesStopped += 1
-        guard my.staleDiscoveriesStopped == 1 else { return }
-        logger.notice("bluetoothd runs a discovery on \(adapter.name) before it has read the agent's withdrawal from it: stopped through the kernel "
-                      + "as each scan begins until it reads it, so that the scan hears every phone (the discovery reports each once)")
+        guard my.staleDiscoveriesStopped == 1 else { return true }
+        logger.notice("bluetoothd runs a discovery on \(adapter.name) before it has read the agent's withdrawal from it: stopped through the kernel, "
+                      + "once a scan, until it reads it, so that the scan hears every phone (the discovery reports each once)")
+        return true
     }
 
     /// Stops the discovery the kernel runs on `controller`, of the address types it was started
@@ -905,12 +901,14 @@ public final class BlueZRadio: Radio {
     private func addMonitor(on adapter: Adapter, controller: UInt16) throws {
         try removeLeftoverMonitor(on: adapter)
         try checkPoweredForMonitor(adapter, controller: controller)
-        stopStaleDiscovery(on: adapter, controller: controller)
+        // The kernel's word on a discovery begun just before the scan may still wait to be read.
+        if my.withdrawalsUnread > 0 && my.watching { management.deliverPending() }
+        let stoppedADiscovery = stopStaleDiscovery(on: adapter, controller: controller)
         // What the controller hears as the scan starts counts (an emulated one reports each
         // advertiser once, when the scan is enabled, before the reply): its Device Found
         // events are handled after this call, in the passive phase.
         let (handle, added) = try management.exchange(AddAdvertisementPatternsMonitor(patterns: [.exposureNotification]), controller: controller)
-        enter(.passive(adapter, monitor: handle, added: added), because: "the kernel took its monitor")
+        enter(.passive(adapter, monitor: handle, added: added, stoppedADiscovery: stoppedADiscovery), because: "the kernel took its monitor")
         // Written only when it changes (the kernel hands out the lowest free handle, so
         // mostly the same one): a write per scan was 3 MB an hour on the SD card in the service lab.
         let note = AdapterNumber(adapter: adapter.name, number: handle)
@@ -982,7 +980,7 @@ public final class BlueZRadio: Radio {
                 // What the kernel runs of it ends through the kernel.
                 if my.discoveries[controller] != nil { try stopKernelDiscovery(on: controller) }
             }
-        case .passive(let adapter, let monitor, _): if let controller = adapter.index { try removeMonitor(monitor, controller: controller) }
+        case .passive(let adapter, let monitor, _, _): if let controller = adapter.index { try removeMonitor(monitor, controller: controller) }
         }
     }
 
@@ -1093,7 +1091,7 @@ public final class BlueZRadio: Radio {
             // (mgmt_remove_adv_monitor_complete). The kernel tells every socket but the remover's,
             // so this radio never hears of its own removals; one read before the reply that
             // added this scan's monitor was of the monitor before.
-            guard case .passive(let adapter, let monitor, let added) = my.scan, adapter.index == controller, handle == 0 || handle == monitor,
+            guard case .passive(let adapter, let monitor, let added, _) = my.scan, adapter.index == controller, handle == 0 || handle == monitor,
                   read > added else { return }
             enter(.idle, because: "another program removed its monitor (bluetoothd's start removes them all)")
             logger.notice("the scan's monitor on hci\(controller) was removed by another program (bluetoothd's start removes them all); scanning anew")
@@ -1106,8 +1104,10 @@ public final class BlueZRadio: Radio {
                 bluetoothdScans(on: adapter)
             case .active(let adapter) where adapter.index == controller && !active:
                 discoveryEnded(on: adapter)
-            case .passive(let adapter, _, _) where adapter.index == controller && active:
-                stopStaleDiscovery(on: adapter, controller: controller, heardDuringTheScan: true)
+            case .passive(let adapter, let monitor, let added, stoppedADiscovery: false) where adapter.index == controller && active:
+                if stopStaleDiscovery(on: adapter, controller: controller) {
+                    enter(.passive(adapter, monitor: monitor, added: added, stoppedADiscovery: true), because: "the scan stopped a discovery it heard of")
+                }
             case .idle, .passive, .active, .discoveryStarting, .waitingForAdvertisement, .paused:
                 break
             }

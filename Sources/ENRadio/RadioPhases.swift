@@ -76,8 +76,10 @@ extension BlueZRadio {
     enum ScanPhase: CustomStringConvertible {
         case idle
         /// A kernel advertisement monitor, added by the reply numbered `added`: a removal read
-        /// before it was of the monitor before with the same handle.
-        case passive(Adapter, monitor: UInt16, added: PacketNumber)
+        /// before it was of the monitor before with the same handle. A scan stops at most one
+        /// discovery bluetoothd may still run for the agent (`stoppedADiscovery`, BlueZRadio's
+        /// `stopStaleDiscovery`).
+        case passive(Adapter, monitor: UInt16, added: PacketNumber, stoppedADiscovery: Bool)
         /// bluetoothd's discovery, which the kernel said runs (its Discovering event).
         case active(Adapter)
         /// bluetoothd answered StartDiscovery; the kernel has not said yet that a discovery runs
@@ -108,7 +110,7 @@ extension BlueZRadio {
         var adapter: Adapter? {
             switch self {
             case .idle: return nil
-            case .passive(let adapter, _, _), .active(let adapter), .discoveryStarting(let adapter),
+            case .passive(let adapter, _, _, _), .active(let adapter), .discoveryStarting(let adapter),
                  .waitingForAdvertisement(let adapter), .paused(let adapter):
                 return adapter
             }
@@ -117,7 +119,7 @@ extension BlueZRadio {
         var description: String {
             switch self {
             case .idle: return "idle"
-            case .passive(let adapter, let monitor, _): return "passive on \(adapter.name), monitor \(monitor)"
+            case .passive(let adapter, let monitor, _, _): return "passive on \(adapter.name), monitor \(monitor)"
             case .active(let adapter): return "active on \(adapter.name)"
             case .discoveryStarting(let adapter): return "bluetoothd's discovery starting on \(adapter.name)"
             case .waitingForAdvertisement(let adapter): return "waiting on \(adapter.name) for the advertisement"

@@ -29,6 +29,14 @@ struct RadioModelTests {
             driver.settle()
             return (kernel, driver)
         }
+
+        /// Running, then bluetoothd stops answering (`stall(silent:)`) as a scan ends.
+        func stalledBetweenScans() -> (KernelModel, RadioDriver) {
+            let (kernel, driver) = running()
+            driver.bluetoothd.stall(silent: true)
+            driver.stopScan()
+            return (kernel, driver)
+        }
     }
 
     func driver(_ setup: Setup) -> RadioDriver {
@@ -606,9 +614,7 @@ struct RadioDefectTests {
     /// stops the discovery too.
     @Test(arguments: Setup.all)
     func aDiscoveryHeardOfOnlyDuringTheScanIsStoppedToo(setup: Setup) {
-        let (kernel, driver) = setup.running()
-        driver.bluetoothd.stall(silent: true)
-        driver.stopScan()
+        let (kernel, driver) = setup.stalledBetweenScans()
         kernel.holdDiscoveringEvents()
         driver.bluetoothd.readsTheKernelAgain()
         let phone = Array(repeating: UInt8(10), count: 20)
@@ -652,9 +658,7 @@ struct RadioDefectTests {
     /// withdrawal, a discovery is left alone.
     @Test(arguments: Setup.all)
     func aDiscoveryBluetoothdStartsBeforeReadingTheWithdrawalHidesNoPhoneFromTheNextScan(setup: Setup) {
-        let (kernel, driver) = setup.running()
-        driver.bluetoothd.stall(silent: true)
-        driver.stopScan()
+        let (kernel, driver) = setup.stalledBetweenScans()
         driver.startScan()
         driver.settle()
         #expect(driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning, "passive: \(RandomSequenceTests.commands(kernel))")
