@@ -59,11 +59,12 @@ release: deps
 # their recorded runs, a short run of the benchmark, the amd64 package with lintian and its Cockpit
 # page in Debian 12's Cockpit (the host's) and in Debian 13's (a trixie root's); then two
 # chains side by side, each step after the one before: the builds (the tests with Debian trixie's
-# Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package, each fuzzer for
-# TEST_FUZZ_SECONDS), niced, then the crowd of 300 phones on Google's RootCanal (not niced: it
-# judges the agents' timing), beside the emulated radios (the lab's end-to-end test, the package
-# installed and run under systemd, a chaos soak of TEST_SOAK_SECONDS), which mostly wait on the
-# guest's clock. Each step's output comes whole when it ends (--output-sync).
+# Swift 6.0.3 and cross-built for arm64 under qemu, the arm64 package), niced, then the crowd of
+# 300 phones on Google's RootCanal with its faults and flood, on Debian 12's stack and on trixie's
+# (TEST_RC_CROWD_SECONDS of crowd before the faults; not niced: it judges the agents' timing),
+# beside the emulated radios (the lab's end-to-end test, the package installed and run under
+# systemd, a chaos soak of TEST_SOAK_SECONDS), which mostly wait on the guest's clock, then each
+# fuzzer for TEST_FUZZ_SECONDS, niced. Each step's output comes whole when it ends (--output-sync).
 TEST_FUZZ_SECONDS ?= 10
 TEST_SOAK_SECONDS ?= 120
 test: deps
@@ -80,16 +81,18 @@ test: deps
 	$(MAKE) test-cockpit
 	$(MAKE) test-cockpit-trixie
 	$(MAKE) -j2 --output-sync=target test-builds test-radio
+TEST_RC_CROWD_SECONDS ?= 60
 test-builds:
 	nice -n 10 $(MAKE) test-swift6.0
 	nice -n 10 $(MAKE) test-arm64
 	nice -n 10 $(MAKE) deb-arm64
-	nice -n 10 $(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
-	$(MAKE) lab-rootcanal-crowd LAB=$(LAB)-rootcanal
+	$(MAKE) lab-rootcanal-crowd LAB=$(LAB)-rootcanal RC_CROWD_SECONDS=$(TEST_RC_CROWD_SECONDS)
+	$(MAKE) lab-rootcanal-crowd LAB=$(LAB)-rootcanal-trixie RC_STACK=trixie RC_CROWD_SECONDS=$(TEST_RC_CROWD_SECONDS)
 test-radio:
 	$(MAKE) lab-test
 	$(MAKE) lab-service
 	$(MAKE) soak SOAK_SECONDS=$(TEST_SOAK_SECONDS)
+	nice -n 10 $(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 
 # The same tests built and run with Debian trixie's own Swift 6.0.3 (`swiftlang`, what a Pi owner
 # gets from apt), in a trixie root that scripts/trixie-root.sh makes with debootstrap once and

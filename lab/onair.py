@@ -7,6 +7,7 @@ advertising data, the TX power the controller selected, and the scan parameters.
 the metadata are derived from the agents' TEKs with the standard library's HMAC (HKDF) and Debian's python3-cryptography (AES),
 an implementation independent of enagent's."""
 import calendar, functools, hashlib, hmac, os, struct, time
+from collections import Counter
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 # btsnoop with the Linux monitor's datalink (2001): a record's flags carry the controller index
@@ -500,13 +501,15 @@ def check_scan_stretches(lab, fail, agents, start, end, snoop=None, what="the ru
         for begun, ended in scan_moments(snoop, controller):
             if ended <= start:
                 continue
+            if begun >= until:
+                break
             if begun > since:
                 stretches.append((begun - since, since))
             since = max(since, ended)
         stretches.append((until - since, since))
         longest = sorted(stretches, reverse=True)[:3]
         during = sum(1 for begun, _ in scan_windows(snoop, controller) if start <= begun <= end)
-        print(f"  {agent} (hci{controller}): {during} scans from {what}'s start; longest stretches without one: "
+        print(f"  {agent} (hci{controller}): {during} scans since {what} began; longest stretches without one: "
               + ", ".join(f"{length:.1f} s from +{at - start:.0f} s" for length, at in longest))
         for length, at in longest:
             if length > RECOVERED_WITHIN:
@@ -514,8 +517,10 @@ def check_scan_stretches(lab, fail, agents, start, end, snoop=None, what="the ru
                      f"(at most {RECOVERED_WITHIN:.0f} s)")
 
 
-def check_stall_notes(lab, fail, agents, since, snoop=None, to_capture=lambda time: time, what="the run"):
-    """Each agent's log notes a stalled discovery at most STALL_NOTES_AT_MOST times; printed with
+def check_stall_notes(lab, fail, agents, since, snoop=None, to_capture=lambda time: time, what="the run", restarts=None):
+    """Each agent's log notes a stalled discovery at most STALL_NOTES_AT_MOST times per run of
+    bluetoothd and of its radio (`restarts`: agent -> the guest's unix times at which the lab
+    started bluetoothd or the agent's radio again, a restart or a resume); printed with
     the first scan its controller ran from the note's second on (`since`: a unix time of the
     guest's to count from, when `what` began; `snoop`, `to_capture`: a capture other than btmon's,
     and the guest's clock turned into its)."""
@@ -528,8 +533,10 @@ def check_stall_notes(lab, fail, agents, since, snoop=None, to_capture=lambda ti
             after = [begun for begun, _ in scan_moments(snoop or lab.snoop, controller) if begun >= to_capture(noted)]
             print(f"    hci{controller}'s next scan " + (f"{after[0] - to_capture(noted):.1f} s after the note's second, "
                                                         f"{noted - since:+.0f} s from {what}'s start" if after else "never came"))
-        if len(notes) > STALL_NOTES_AT_MOST:
-            fail(f"journal: {agent} noted the stall {len(notes)} times")
+        stamps = [calendar.timegm(time.strptime(note[:20], "%Y-%m-%dT%H:%M:%SZ")) for note in notes]
+        per_run = Counter(sum(1 for restart in (restarts or {}).get(agent, ()) if restart < stamp) for stamp in stamps)
+        if max(per_run.values(), default=0) > STALL_NOTES_AT_MOST:
+            fail(f"journal: {agent} noted the stall {max(per_run.values())} times in one run of bluetoothd")
 
 
 def report_addresses(path, controller):

@@ -6,8 +6,10 @@ same run with one pair missing, one RPI stored twice in a scan within the agent'
 status said while no scan ran, a scan recorded that the controller did not run, a scan run that
 the agent did not record, clock marks read too slowly and a record that ends early, each failing
 its check alone; and one stored twice beyond the merge window, and marks read slowly within the
-bound, which pass; and the last half minute as a flood, too slow for one but for a lower bound,
-and with a pair missing in it."""
+bound, which pass; the last half minute as a flood, too slow for one but for a lower bound,
+and with a pair missing in it; and faults from 18.5 s to 36 s (bluetoothd killed, agent a
+killed, b paused), whose scans are not judged for pairs, with an agent back late, b's radio on
+in its pause, sightings lost, and a stall noted in each of bluetoothd's runs."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, time, unittest
 import labframe
 
@@ -18,6 +20,9 @@ spec.loader.exec_module(crowd_report)
 
 ORIGIN, SCALE, OFFSET, START = 1795900000, 120, 0.3, 1795950000.0  # OFFSET: the guest's clock minus the host's
 BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
+# The faults' phases, seconds into the crowd (crowd-agents.sh's order).
+FAULTS = {"faults-started": 18.5, "bluetoothd-killed": 18.6, "bluetoothd-restarted": 19, "bluetoothd-offered": 20, "before-kill": 23.4,
+          "a-killed": 23.5, "after-kill": 23.7, "a-restarted": 23.9, "b-paused": 26.8, "b-resumed": 31, "faults-ended": 36}
 
 
 class Run:
@@ -28,11 +33,16 @@ class Run:
     (agent, scan): the agent records it, the controller never runs it; `unrecorded_scan` (agent,
     scan): the reverse; `gap` (agent, first scan, last scan): neither runs those; `stall_notes`:
     how often a's log notes a stalled discovery (at the crowd's start, the next scan 1 s later);
-    `flood`: the phase flood-started 30 s into the crowd."""
+    `flood`: the phase flood-started 30 s into the crowd; `faults`: the faults' phases (FAULTS), each
+    agent back `back` seconds after it could act, b's radio on in its pause with `woke`, and agent
+    a's snapshot after the kill with `lost` sightings fewer; `stall_notes_after`: the notes after
+    bluetoothd's restart."""
 
     def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None,
-                 phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0, flood=False):
+                 phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0, flood=False, faults=False, back=0.5,
+                 woke=False, lost=0, stall_notes_after=0):
         self.folder, self.phases, self.records = folder, [], []
+        self.faults, self.back = faults, back
         rpis = self.phones()
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
         for at, host in (("start", START), ("end", START + 60)):
@@ -45,13 +55,31 @@ class Run:
         for agent, controller in crowd_report.AGENTS.items():
             self.agent(agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap)
             note = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START + OFFSET))
+            later_note = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START + OFFSET + 40))
+            stall = "warning enagentd: bluetoothd does not scan on hci{} (it did not answer StopDiscovery)\n".format(controller)
             with open(os.path.join(folder, agent, "enagentd.log"), "w") as log:
-                log.write(f"{note} info enagentd: advertising a new identifier\n"
-                          + f"{note} warning enagentd: bluetoothd does not scan on hci{controller} (it did not answer StopDiscovery)\n"
-                          * (stall_notes if agent == "a" else 0))
+                log.write(f"{note} info enagentd: advertising a new identifier\n" + f"{note} {stall}" * (stall_notes if agent == "a" else 0)
+                          + f"{later_note} {stall}" * (stall_notes_after if agent == "a" else 0))
         for poll in range(10):
             asked = START + OFFSET + 1.5 + poll * 4 + (3.2 if stray_poll and poll == 5 else 0)  # 3.2: in the pause
+            if faults and FAULTS["a-killed"] < asked - START - OFFSET < FAULTS["a-restarted"] + back + 1:
+                continue
             self.phase("status-poll", asked + 0.1, agent="a", started=asked, status={"scanning": True})
+        if faults:
+            snapshot = {"keys": [[2700000, 144, "aa" * 16]], "sightings": 40, "integrity": "ok"}
+            for name, at in FAULTS.items():
+                self.phase(name, START + OFFSET + at)
+            self.phases[-len(FAULTS):] = [dict(line, **extra) for line, extra in zip(self.phases[-len(FAULTS):], (
+                {}, {}, {}, {"hci0": START + OFFSET + 20, "hci1": START + OFFSET + 20}, {"snapshot": snapshot}, {},
+                {"snapshot": dict(snapshot, sightings=40 - lost)}, {}, {}, {}, {}))]
+            for controller in crowd_report.AGENTS.values():
+                self.advertising(controller, START + OFFSET + 0.5, 1)
+                self.advertising(controller, START + OFFSET + FAULTS["bluetoothd-offered"] + back, 1)
+            self.advertising(0, START + OFFSET + FAULTS["a-restarted"] + back, 1)
+            self.advertising(1, START + OFFSET + FAULTS["b-paused"] + 0.2, 0)
+            if woke:
+                self.advertising(1, START + OFFSET + FAULTS["b-paused"] + 2, 1)
+            self.advertising(1, START + OFFSET + FAULTS["b-resumed"] + back, 1)
         if flood:
             self.phase("flood-started", START + OFFSET + 30)
         self.phase("crowd-ended", START + OFFSET + 60)
@@ -88,6 +116,11 @@ class Run:
         stamp = round(host * 1e6) + BTSNOOP_EPOCH
         self.records.append((host, struct.pack(">IIIIq", len(payload), len(payload), controller << 16 | opcode, 0, stamp) + payload))
 
+    def advertising(self, controller, guest, enable):
+        """LE Set Extended Advertising Enable of set 1, and its completion."""
+        self.record(controller, guest, 2, struct.pack("<HB", 0x2039, 6) + bytes([enable, 1, 1, 0, 0, 0]))
+        self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2039) + b"\0")
+
     def scan_enable(self, controller, guest, enable):
         self.record(controller, guest, 2, struct.pack("<HB", 0x2042, 6) + bytes([enable, enable, 0, 0, 0, 0]))
         self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0")
@@ -107,6 +140,11 @@ class Run:
             if (agent, scan) != unrecorded_scan:
                 db.execute("INSERT INTO scan VALUES (?, ?)", (agent_time(start), agent_time(start + 3)))
             if (agent, scan) == phantom_scan:
+                continue
+            # The scans the faults take: a's while it is down, b's from the one the pause ends.
+            if self.faults and agent == "b" and FAULTS["b-paused"] - 3 < start - START - OFFSET < FAULTS["b-resumed"] + self.back:
+                continue
+            if self.faults and agent == "a" and FAULTS["a-killed"] < start - START - OFFSET < FAULTS["a-restarted"] + self.back:
                 continue
             self.scan_enable(controller, start + 0.05, 1)
             self.scan_enable(controller, start + 3.05, 0)
@@ -191,6 +229,30 @@ class CrowdReport(unittest.TestCase):
         # Scan 9 of b begins 37.5 s into the crowd: in the flood, so both checks fail; scan 2 is before it.
         self.assertEqual(self.failing(flood=True, missing=("b", 9, 0))[0], {"crowd", "flood"})
         self.assertEqual(self.failing(flood=True, missing=("b", 2, 0))[0], {"crowd"})
+
+    def test_faults_recovered_from_pass_and_their_scans_are_not_judged(self):
+        failed, printed = self.failing()
+        self.assertIn("no faults in this run", printed)
+        failed, printed = self.failing(faults=True, missing=("a", 5, 0))  # scan 5 of a: from 21 s, in the faults
+        self.assertEqual(failed, set(), printed)
+        self.assertIn("it offered hci1 again 1.0 s after its restart; b advertised and scanned 1.6 s after that", printed)
+        self.assertIn("a killed with SIGKILL: 40 sightings committed before, 40 after, database ok, keys kept; restarted, "
+                      "it advertised and scanned anew 1.2 s later", printed)
+        self.assertIn("b paused: hci1 quiet +0.2 s from enctl pause returning to the resume; resumed, it advertised and scanned anew 2.6 s later",
+                      printed)
+        self.assertIn("a (hci0): 28 of 28 (scan, advertiser) pairs recorded", printed)
+        self.assertEqual(self.failing(faults=True, missing=("a", 4, 0))[0], set())  # scan 4: 17-20 s, into the faults
+        self.assertEqual(self.failing(faults=True, missing=("a", 3, 2))[0], {"crowd"})  # scan 3: 13-16 s, phone 2 on from 7 s to 17 s
+
+    def test_an_agent_back_late_or_b_on_in_its_pause_or_sightings_lost_fail_the_faults(self):
+        failed, printed = self.failing(faults=True, back=crowd_report.STARTED_WITHIN + 1)
+        self.assertIn("faults", failed, printed)
+        self.assertEqual(self.failing(faults=True, woke=True)[0], {"faults"})
+        self.assertEqual(self.failing(faults=True, lost=1)[0], {"faults"})
+
+    def test_a_stall_noted_once_in_each_run_of_bluetoothd_and_of_the_agent_passes(self):
+        self.assertEqual(self.failing(faults=True, stall_notes=1, stall_notes_after=1)[0], set())
+        self.assertEqual(self.failing(faults=True, stall_notes_after=2)[0], {"journal"})
 
     def test_scanning_said_between_scans_fails_the_status(self):
         self.assertEqual(self.failing(stray_poll=True)[0], {"status"})

@@ -30,6 +30,10 @@ CACHE=${TRIXIE_GUEST:-/var/cache/enagent/trixie-$ARCH-guest}
 ROOT=$CACHE/root
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 . "$HERE/../scripts/cached-root.sh"
+# One maker at a time: make test's two chains both boot it (lab-test's trixie kind, the RootCanal crowd).
+mkdir -p "$(dirname "$CACHE")"
+exec 9> "$CACHE.lock"
+flock 9
 # The lab's tools, and the Depends of the package (dpkg-deb -f dist/enagent_*_ARCH.deb Depends).
 # python3-cffi-backend by name: debootstrap does not resolve the virtual packages python3-cryptography
 # depends on (python3-cffi-backend-api-min/-max), and left it unconfigured.

@@ -984,6 +984,32 @@ public final class BlueZRadio: Radio {
         }
     }
 
+    /// Ends what the scan runs in the kernel as bluetoothd comes or goes, so that a starting
+    /// bluetoothd finds its management socket empty. The kernel sends every Device Found to every
+    /// management socket, and bluetoothd 5.66 gives up the adapters for good when its first
+    /// command's reply cannot be queued behind them: in the RootCanal crowd (2026-11-30 12:28)
+    /// bluetoothd, restarted 0.5 s after a SIGKILL while both agents scanned passively, read
+    /// 32,758 of the monitors' reports, logged "Failed to read version information" (its write
+    /// failed with ENOMEM: the socket's receive queue was full) and offered no adapter for the
+    /// rest of the run. A discovery bluetoothd left behind goes too: the kernel runs it without
+    /// it. The agent scans again once bluetoothd offers the adapter (`radioReturned`).
+    private func endKernelScan(because reason: String) {
+        let scan = my.scan
+        switch scan {
+        case .passive(let adapter, _, _, _), .active(let adapter), .discoveryStarting(let adapter):
+            enter(.idle, because: reason)
+            guard let controller = adapter.index else { return }
+            do {
+                if case .passive(_, let monitor, _, _) = scan { try removeMonitor(monitor, controller: controller) }
+                if my.discoveries[controller] != nil { try stopKernelDiscovery(on: controller) }
+            } catch {
+                logger.debug("cannot end the scan on \(adapter.name) as \(reason): \(error)")
+            }
+        case .idle, .waitingForAdvertisement, .paused:
+            break
+        }
+    }
+
     /// Forgets the devices seen also when the scan would not stop, so that the next scan
     /// reports them again; throws the first failure.
     public func stopScanning() throws {
@@ -1182,11 +1208,13 @@ public final class BlueZRadio: Radio {
             queue.async { [self] in
                 my.bluetoothdSettled = false
                 my.unansweredSinceStart = 0
+                endKernelScan(because: present ? "bluetoothd started" : "bluetoothd left the bus")
+                if my.discoveryStalled {
+                    my.discoveryStalled = false
+                    logger.notice(present ? "bluetoothd returned: scanning through its discovery again"
+                                          : "bluetoothd left the bus: scanning through its discovery again once it returns")
+                }
                 if present {
-                    if my.discoveryStalled {
-                        my.discoveryStalled = false
-                        logger.notice("bluetoothd returned: scanning through its discovery again")
-                    }
                     agent.radioReturned()
                 } else {
                     logger.warning("bluetoothd left the bus; waiting for it to return")

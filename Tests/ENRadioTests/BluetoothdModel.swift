@@ -185,13 +185,15 @@ final class BluetoothdModel: BlueZAdapters {
 
     /// bluetoothd exits: its discovery's clients are gone with it, but the kernel runs the
     /// discovery on until its timeout (up to 10.24 s, seen in the lab on 6.12 and 6.1).
-    func exits() {
+    /// bluetoothd exits; the bus tells the radio (NameOwnerChanged) unless `unheard` (not read yet).
+    func exits(unheard: Bool = false) {
         isRunning = false
         stalled.withLock { $0 = false }
         silent.withLock { $0 = false }
         discovering.withLock { $0 = false }
         // The bus answers the calls it left unread.
         unreadLeaves.withLock { unread in defer { unread = nil }; return unread ?? [] }.forEach { $0() }
+        if !unheard { serviceChanges.withLock { $0 }?(false) }
     }
 
     /// The discovery ends with the controller, or its client (bluetoothd stops it).
@@ -252,6 +254,9 @@ final class BluetoothdModel: BlueZAdapters {
     /// A new bluetoothd (systemd restarts it): it owns org.bluez again, which the radio hears.
     func restarts() {
         exits()
+        starts()
+    }
+    func starts() {
         isRunning = true
         serviceChanges.withLock { $0 }?(true)
     }

@@ -461,7 +461,8 @@ struct RadioDefectTests {
     @Test(arguments: Setup.all.filter(\.legacy))
     func aDiscoveryLeftByBluetoothdThatExitedDoesNotRefuseTheRecovery(setup: Setup) {
         let (kernel, driver) = setup.running()
-        driver.bluetoothd.exits()
+        // The radio ends such a discovery once it hears of the exit (`bluetoothdLeavingEndsWhatTheScanRunsInTheKernel`); not yet here.
+        driver.bluetoothd.exits(unheard: true)
         driver.lost()
         driver.stopScan()
         driver.settle()
@@ -583,6 +584,36 @@ struct RadioDefectTests {
         driver.settle()
         #expect(driver.listener.reported == before + 2, "a phone heard through bluetoothd's discovery, once")
         #expect(RadioInvariants.broken(driver) == [])
+    }
+
+    /// The RootCanal crowd's faults (2026-11-30 12:28): bluetoothd, SIGKILLed and started again
+    /// 0.5 s later while both agents scanned passively, found its management socket full of their
+    /// monitors' reports, failed its first command and offered no adapter for the rest of the run.
+    /// The radio ends what its scan runs in the kernel as bluetoothd leaves (a monitor, or the
+    /// discovery bluetoothd left behind), and scans again only once bluetoothd is back.
+    @Test(arguments: Setup.all)
+    func bluetoothdLeavingEndsWhatTheScanRunsInTheKernel(setup: Setup) {
+        for stalled in [false, true] {
+            let (kernel, driver) = stalled ? setup.stalledBetweenScans() : setup.running()
+            if stalled {
+                driver.startScan()
+                driver.settle()
+            }
+            #expect(driver.scanning && (kernel.snapshot.scanning || kernel.snapshot.scansPassively), "stalled \(stalled)")
+            driver.bluetoothd.exits()
+            driver.settle()
+            driver.lost()
+            driver.retry()
+            driver.settle()
+            #expect(!driver.scanning && !kernel.snapshot.scanning && !kernel.snapshot.scansPassively,
+                    "stalled \(stalled): nothing scans while bluetoothd is away: \(RandomSequenceTests.commands(kernel))")
+            driver.bluetoothd.starts()
+            kernel.bluetoothdStarts()
+            driver.returned()
+            driver.settle()
+            #expect(driver.scanning && driver.advertising, "stalled \(stalled): \(RandomSequenceTests.commands(kernel))")
+            #expect(RadioInvariants.broken(driver) == [])
+        }
     }
 
     /// The RootCanal crowd beside make test's soak (2026-11-30 07:24): bluetoothd, swamped, left a

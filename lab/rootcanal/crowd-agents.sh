@@ -4,9 +4,12 @@
 # other, so they become hci0 and hci1; then the lab's two agents run on them as agents.sh runs them
 # (agent-lib.sh: a on hci0, b on hci1, the lab's configuration and clock) for SECONDS, while the
 # host's Bumble phones (rclab.py serve: a crowd and the three phones, each rotating on its own)
-# advertise on RootCanal's air, then FLOOD_SECONDS more of a flood (the phase "flood-started", after
-# which guest.sh has the phones rotate every few seconds). Each agent's status is polled every 2 s
-# throughout (the phase "status-poll"). crowd-report.py judges the run on the host, with the phones' log.
+# advertise on RootCanal's air; then the faults of the agents' lab (agents.sh) under the crowd:
+# bluetoothd killed and restarted, agent a killed and restarted, agent b paused and resumed
+# (the phases "faults-started" to "faults-ended"); then FLOOD_SECONDS more of a flood (the phase
+# "flood-started", after which guest.sh has the phones rotate every few seconds). Each agent's
+# status is polled every 2 s throughout (the phase "status-poll"). crowd-report.py judges the run
+# on the host, with the phones' log.
 set -u
 BIN=$1 OUT=$2 SECONDS_TO_RUN=$3 FLOOD_SECONDS=$4
 shift 4
@@ -19,6 +22,7 @@ done
 [ -e /sys/class/bluetooth/hci0 ] && [ -e /sys/class/bluetooth/hci1 ] || { echo "GUEST: FAILED: no hci0 and hci1 from $*"; exit 1; }
 rm -rf "$OUT/a" "$OUT/b" "$OUT/phases.jsonl"
 . "$LAB/agent-lib.sh"
+. "$LAB/bluez.sh"
 phase stack description="$(printf 'Debian %s, kernel %s, bluetoothd %s, RootCanal controllers (hci0: %s)' "$(cat /etc/debian_version)" "$(uname -r)" \
     "$(/usr/libexec/bluetooth/bluetoothd --version)" "$(btmgmt --index 0 info | sed -n 's/^.*addr \(.*\)$/\1/p' | head -1)")"
 # The agents' clock, by which their databases count (the report turns it back into the guest's).
@@ -39,6 +43,45 @@ poll_status & POLL=$!
 clock_mark start
 phase crowd-started
 sleep "$SECONDS_TO_RUN"
+
+# offered ADAPTER: the guest's unix time at which bluetoothd offers ADAPTER for advertising (its
+# LEAdvertisingManager1), asked every 0.2 s (each question answered within a second, or asked
+# again) for up to a minute; null if it does not.
+offered() {
+    asked_from=$(uptime_seconds)
+    until past "$asked_from" 60; do
+        dbus-send --system --print-reply --reply-timeout=1000 --dest=org.bluez "/org/bluez/$1" org.freedesktop.DBus.Properties.Get \
+            string:org.bluez.LEAdvertisingManager1 string:SupportedInstances > /dev/null 2>&1 && { date +%s.%N; return; }
+        sleep 0.2
+    done
+    echo null
+}
+phase faults-started
+pkill -KILL -x bluetoothd
+phase bluetoothd-killed
+sleep 0.5
+phase bluetoothd-restarted
+/usr/libexec/bluetooth/bluetoothd -n -d > "$OUT/bluetoothd-restarted.log" 2>&1 &
+offered hci0 > "$STATE/offered-hci0" & O0=$!
+offered hci1 > "$STATE/offered-hci1" & O1=$!
+wait "$O0" "$O1"
+phase bluetoothd-offered hci0:="$(cat "$STATE/offered-hci0")" hci1:="$(cat "$STATE/offered-hci1")"
+sleep 10
+phase before-kill snapshot:="$(must "snapshot before-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
+phase a-killed
+kill -KILL "$A"; wait "$A"
+phase after-kill snapshot:="$(must "snapshot after-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
+phase a-restarted
+agent a hci0 & A=$!
+sleep 10
+# A day of the agents' clock is 12 real minutes: the pause lasts until the resume.
+must "enctl b pause 1d" enctl b pause 1d > /dev/null
+phase b-paused
+sleep 5
+phase b-resumed
+must "enctl b resume" enctl b resume > /dev/null
+sleep 10
+phase faults-ended
 if [ "$FLOOD_SECONDS" -gt 0 ]; then
     phase flood-started
     sleep "$FLOOD_SECONDS"

@@ -30,6 +30,7 @@ import functools, json, math, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair  # noqa: E402
+from report_checks.bounds import BACK_WITHIN, PAUSE_WITHIN  # noqa: E402
 from labframe import Check, Lab, agents_stopped, arguments, failed_steps, heading, report  # noqa: E402
 
 AGENTS = {"a": 0, "b": 1}
@@ -58,6 +59,12 @@ NO_RSSI = 127
 # The agent merges an RPI's receptions within this long (its clock's seconds) of a row's first
 # into that row, up to MOST_RECEPTIONS (ExposureWindowing.sameScanSeconds, SightingRecord.maximumReceptions).
 SAME_SCAN, MOST_RECEPTIONS = 25, 255
+# Under the crowd bluetoothd stalls within seconds of its start (each call of an agent's then costs
+# 10 s): an agent is back within issue 56's bound of a stall (onair.RECOVERED_WITHIN) of bluetoothd
+# offering its adapter again, and an agent that starts or resumes, whose radio asks bluetoothd
+# anew, takes the kernel's adapter after BlueZRadio.unansweredCallsBeforeTheKernelsAdapter calls
+# left unanswered for 10 s each, then is back within BACK_WITHIN.
+STARTED_WITHIN = 3 * 10.0 + BACK_WITHIN
 # The agents' controllers' last frames in RootCanal's record lie at most this long before the
 # crowd's end (an agent scans 3 s of every 4, and each scan's start and end are frames).
 CAPTURE_GAP = 10.0
@@ -133,6 +140,29 @@ class CrowdLab(Lab):
         return self.from_guest(self.at("crowd-started")), self.from_guest(self.at("crowd-ended"))
 
     @functools.cached_property
+    def faults_span(self):
+        """(start, end) of the faults under the crowd (crowd-agents.sh), by the host's clock; None
+        in a run without them."""
+        if not self.has("faults-started"):
+            return None
+        return self.from_guest(self.at("faults-started")), self.from_guest(self.at("faults-ended"))
+
+    @functools.cached_property
+    def judged_spans(self):
+        """The stretches of the crowd whose scans are judged for pairs and stretches without a
+        scan, by the host's clock: the crowd but its faults (judged on the agents' return instead)."""
+        start, end = self.crowd_span
+        if self.faults_span is None:
+            return [(start, end)]
+        return [(start, self.faults_span[0]), (self.faults_span[1], end)]
+
+    def judged(self, begun, ended):
+        """Whether a stretch (host times) lies within the crowd and clear of its faults."""
+        start, end = self.crowd_span
+        clear = self.faults_span is None or ended <= self.faults_span[0] or begun >= self.faults_span[1]
+        return clear and ended > start and begun < end
+
+    @functools.cached_property
     def host_snoop(self):
         return self.path("host.snoop")
 
@@ -157,9 +187,9 @@ class CrowdLab(Lab):
 
     @functools.cache
     def windows(self, controller):
-        """(start, end), host times, of each scan the controller ran during the crowd (RootCanal's record)."""
-        start, end = self.crowd_span
-        return [(begun, ended) for begun, ended in onair.scan_windows(self.host_snoop, controller) if ended > start and begun < end]
+        """(start, end), host times, of each scan the controller ran during the crowd, clear of its
+        faults (RootCanal's record)."""
+        return [(begun, ended) for begun, ended in onair.scan_windows(self.host_snoop, controller) if self.judged(begun, ended)]
 
     @functools.cache
     def matches(self, agent, controller):
@@ -253,7 +283,8 @@ def crowd(lab, fail):
         # Within the crowd and RootCanal's record of the controller (the capture's check judges its end).
         ran, until = {index for _, index in matches}, min(end, onair.last_frames(lab.host_snoop, [controller])[controller]) - 1
         phantom = [index for index, (begun, ended) in enumerate(lab.scans(agent))
-                   if index not in ran and start + 1 < lab.host_time(begun) and lab.host_time(ended) < until]
+                   if index not in ran and start + 1 < lab.host_time(begun) and lab.host_time(ended) < until
+                   and lab.judged(lab.host_time(begun), lab.host_time(ended))]
         if phantom:
             fail(f"crowd: {agent} recorded {len(phantom)} scans during the crowd that hci{controller} did not run")
 
@@ -339,12 +370,57 @@ def capture(lab, fail):
 
 
 def scanning(lab, fail):
-    start, end = lab.crowd_span
-    onair.check_scan_stretches(lab, fail, AGENTS, start, end, snoop=lab.host_snoop, what="the crowd")
+    for (start, end), what in zip(lab.judged_spans, ("the crowd", "the crowd's part after the faults")):
+        onair.check_scan_stretches(lab, fail, AGENTS, start, end, snoop=lab.host_snoop, what=what)
 
 
 def journal(lab, fail):
-    onair.check_stall_notes(lab, fail, AGENTS, lab.at("crowd-started"), snoop=lab.host_snoop, to_capture=lab.from_guest, what="the crowd")
+    """A stall said once per run of bluetoothd and of the agent's radio (its restart, its resume)."""
+    runs = {agent: [lab.at(phase) for phase in ("bluetoothd-restarted", f"{agent}-restarted", f"{agent}-resumed") if lab.has(phase)] for agent in AGENTS}
+    onair.check_stall_notes(lab, fail, AGENTS, lab.at("crowd-started"), snoop=lab.host_snoop, to_capture=lab.from_guest,
+                            what="the crowd", restarts=runs)
+
+
+def faults(lab, fail):
+    """The faults under the crowd (crowd-agents.sh), judged on RootCanal's record by the host's
+    clock: after bluetoothd's kill and restart each agent's controller advertised and scanned,
+    each enabled anew since the kill, within RECOVERED_WITHIN of bluetoothd offering its adapter
+    again; after agent a's SIGKILL a's committed sightings and keys were kept, and hci0 advertised
+    and scanned anew within STARTED_WITHIN of a's restart; b's pause had hci1 neither advertising
+    nor scanning from PAUSE_WITHIN after enctl pause returned to the resume, and hci1 on again
+    within STARTED_WITHIN of it."""
+    if lab.faults_span is None:
+        return print("  no faults in this run")
+    snoop, offered = lab.host_snoop, lab.phase("bluetoothd-offered")
+    killed = lab.from_guest(lab.at("bluetoothd-killed"))
+    for agent, controller in AGENTS.items():
+        moment = offered.get(f"hci{controller}")
+        took = None if moment is None else onair.on_again(snoop, controller, lab.from_guest(moment), since=killed)
+        print(f"  bluetoothd killed and restarted: it offered hci{controller} again "
+              + ("NEVER" if moment is None else f"{moment - lab.at('bluetoothd-restarted'):.1f} s after its restart; {agent} advertised and scanned "
+                 + ("NEVER" if took is None else f"{took:.1f} s after that")))
+        if took is None or took > onair.RECOVERED_WITHIN:
+            fail(f"faults: hci{controller} did not advertise and scan anew within {onair.RECOVERED_WITHIN:g} s of bluetoothd offering it again ({took})")
+    before, after = lab.phase("before-kill")["snapshot"], lab.phase("after-kill")["snapshot"]
+    kept = {key for _, _, key in before["keys"]} <= {key for _, _, key in after["keys"]}
+    took = onair.on_again(snoop, 0, lab.from_guest(lab.at("a-restarted")), since=lab.from_guest(lab.at("a-killed")))
+    print(f"  a killed with SIGKILL: {before['sightings']} sightings committed before, {after['sightings']} after, database {after['integrity']}, "
+          f"keys {'kept' if kept else 'LOST'}; restarted, it advertised and scanned anew " + ("NEVER" if took is None else f"{took:.1f} s later"))
+    if after["integrity"] != "ok" or after["sightings"] < before["sightings"] or not kept:
+        fail("faults: agent a lost committed sightings or keys, or its database, across SIGKILL")
+    if took is None or took > STARTED_WITHIN:
+        fail(f"faults: hci0 did not advertise and scan anew within {STARTED_WITHIN:g} s of agent a's restart ({took})")
+    paused, resumed = lab.from_guest(lab.at("b-paused")), lab.from_guest(lab.at("b-resumed"))
+    # The controller's last change before the resume: quiet, and no later than PAUSE_WITHIN after the pause.
+    last = next((change for change in reversed(onair.radio_changes(snoop, 1)) if change[0] < resumed), None)
+    quiet = last[0] if last is not None and not any(last[1:]) else None
+    took = onair.on_again(snoop, 1, resumed)
+    print(f"  b paused: hci1 quiet " + ("NOT before the resume" if quiet is None else f"{quiet - paused:+.1f} s from enctl pause returning to the resume")
+          + "; resumed, it advertised and scanned anew " + ("NEVER" if took is None else f"{took:.1f} s later"))
+    if quiet is None or quiet - paused > PAUSE_WITHIN:
+        fail(f"faults: pausing b did not keep hci1 quiet from {PAUSE_WITHIN:g} s after the pause to the resume")
+    if took is None or took > STARTED_WITHIN:
+        fail(f"faults: hci1 did not advertise and scan anew within {STARTED_WITHIN:g} s of b's resume ({took})")
 
 
 def status(lab, fail):
@@ -359,8 +435,10 @@ def checks():
         Check("flood", f"FLOOD (at least {FLOOD_LEAST_PER_MINUTE:,} fresh RPIs a minute, and at least {RECORDED_SHARE:.0%} of its pairs recorded)", flood),
         Check("rows", "ROWS (an RPI's receptions in a scan one row each 25 s of the agents' clock) AND RSSI", rows),
         Check("capture", "CAPTURE (RootCanal's record of the agents' controllers to the crowd's end)", capture),
+        Check("faults", f"FAULTS (bluetoothd killed, agent a killed, b paused: each agent back within {onair.RECOVERED_WITHIN:g} s "
+                         f"of bluetoothd's offer, {STARTED_WITHIN:g} s of its own start)", faults),
         Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
-        Check("journal", "JOURNAL (a stall said once)", journal),
+        Check("journal", "JOURNAL (a stall said once per run of bluetoothd and of the agent's radio)", journal),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
     ]
 
