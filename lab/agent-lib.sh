@@ -74,6 +74,16 @@ poll_status() {
         sleep 2
     done
 }
+# Agent a killed with SIGKILL and started again (its pid in A), its database's snapshot before and
+# after: the phases before-kill, a-killed, after-kill and a-restarted.
+kill_and_restart_a() {
+    phase before-kill snapshot:="$(must "snapshot before-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
+    phase a-killed
+    kill -KILL "$A"; wait "$A"
+    phase after-kill snapshot:="$(must "snapshot after-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
+    phase a-restarted
+    agent a hci0 & A=$!
+}
 # Both agents stopped with SIGTERM (and PIDS... with them), each one's exit status in its state.
 stop_agents() {
     kill -TERM "$A" "$B" "$@"

@@ -55,12 +55,7 @@ phase bluetoothd-restart hci0="$(cat "$STATE/recovery-hci0")" hci1="$(cat "$STAT
 sleep 10
 
 echo "phase: SIGKILL and restart of agent a"
-phase before-kill snapshot:="$(must "snapshot before-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
-phase a-killed
-kill -KILL "$A"; wait "$A"
-phase after-kill snapshot:="$(must "snapshot after-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
-phase a-restarted
-agent a hci0 & A=$!
+kill_and_restart_a
 sleep 20
 
 echo "phase: pausing b stops its radio at once"

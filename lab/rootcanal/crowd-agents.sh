@@ -67,12 +67,7 @@ offered hci1 > "$STATE/offered-hci1" & O1=$!
 wait "$O0" "$O1"
 phase bluetoothd-offered hci0:="$(cat "$STATE/offered-hci0")" hci1:="$(cat "$STATE/offered-hci1")"
 sleep 10
-phase before-kill snapshot:="$(must "snapshot before-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
-phase a-killed
-kill -KILL "$A"; wait "$A"
-phase after-kill snapshot:="$(must "snapshot after-kill" python3 "$LAB/snapshot.py" "$STATE/a/enagent.db")"
-phase a-restarted
-agent a hci0 & A=$!
+kill_and_restart_a
 sleep 10
 # A day of the agents' clock is 12 real minutes: the pause lasts until the resume.
 must "enctl b pause 1d" enctl b pause 1d > /dev/null
