@@ -267,12 +267,17 @@ public final class RadioAgent: RadioListener {
     }
 
     /// The radio's scan ended without the agent (its monitor removed by another program, or a
-    /// pause for an advertisement that could not resume it): a new scan cycle starts at once.
+    /// pause for an advertisement that could not resume it): a new scan cycle starts at once. A
+    /// radio that scans again by the time the word is taken runs a later scan, which the agent
+    /// started meanwhile: in the RootCanal crowd's faults (2026-11-30 12:53) the end of
+    /// bluetoothd's discovery was told while the next start waited 10 s on bluetoothd, and taken
+    /// after that start had put a passive scan on; it ended that scan's record at the old scan's
+    /// end and started another, and the 306 sightings heard between lay outside every recorded scan.
     public func scanStopped() {
         // The record ends when the scan did: the radio may tell of it in the middle of a call.
         let time = clock.now
         async { [self] in
-            guard running, my.scan.state == .started else { return }
+            guard running, my.scan.state == .started, radio.activity.scan != .running else { return }
             enterScan(.stopped, because: "the radio's scan ended without the agent", endedAt: time)
             scanCycle()
         }

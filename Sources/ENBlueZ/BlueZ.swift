@@ -15,7 +15,7 @@ public enum BlueZ {
     /// The object path of the adapter named `name` (hci0: /org/bluez/hci0).
     public static func adapterPath(_ name: String) -> String { "/org/bluez/" + name }
     /// bluetoothd's "busy": a StartDiscovery from a client whose discovery runs already, or one the kernel refused.
-    static let inProgressError = "org.bluez.Error.InProgress"
+    public static let inProgressError = "org.bluez.Error.InProgress"
 }
 
 /// A Bluetooth adapter as BlueZ describes it.

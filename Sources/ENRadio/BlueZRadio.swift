@@ -756,6 +756,12 @@ public final class BlueZRadio: Radio {
         /// In `scans` scans in a row the kernel reported EN advertisements in its discovery, and
         /// bluetoothd passed none on.
         case reportsDropped(scans: Int)
+        /// It refused StartDiscovery as in progress while it ran no discovery, and the kernel ran
+        /// none to stop (`BlueZClient.startDiscovery`): it counts the agent as its discovery's
+        /// client and does not scan for it. make test's RootCanal crowd (2026-11-30 13:41): after
+        /// bluetoothd's restart and a stall, b's resumed radio was refused so for every scan, a
+        /// minute without one.
+        case refusedAsInProgress(String)
 
         /// After StartDiscovery and the wait for the kernel's Discovering: nil when it scans.
         init?(kernelDiscovering: Bool) {
@@ -766,8 +772,14 @@ public final class BlueZRadio: Radio {
         /// A failure of `call` (StartDiscovery, StopDiscovery) that says bluetoothd does not answer;
         /// nil for an answer (a refusal it made).
         init?(call: String, failure error: any Error) {
-            guard let error = error as? DBusError, DiscoveryStall.unanswered.contains(error.name) else { return nil }
-            self = .noAnswer(call, error.description)
+            guard let error = error as? DBusError else { return nil }
+            if DiscoveryStall.unanswered.contains(error.name) {
+                self = .noAnswer(call, error.description)
+            } else if call == "StartDiscovery" && error.name == BlueZ.inProgressError {
+                self = .refusedAsInProgress(error.description)
+            } else {
+                return nil
+            }
         }
 
         /// As the next scan begins: nil unless in `unpassedScansInARow` scans in a row bluetoothd
@@ -796,6 +808,7 @@ public final class BlueZRadio: Radio {
                 return "it answered StartDiscovery, and the kernel ran no discovery \(BlueZRadio.discoveryProofSeconds) s later"
             case .noAnswer(let call, let error): return "it did not answer \(call): \(error)"
             case .reportsDropped(let scans): return "in \(scans) scans in a row the kernel heard EN advertisements in its discovery, and bluetoothd passed none on"
+            case .refusedAsInProgress(let error): return "it refused StartDiscovery as in progress, running no discovery: \(error)"
             }
         }
     }

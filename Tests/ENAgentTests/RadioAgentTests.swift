@@ -283,6 +283,8 @@ final class UnreadableSettings: RadioAgentStore {
         defer { agent.stop() }
         let started = { radio.log.filter { $0 == "startScanning" }.count }
         #expect(agent.isResponsive && started() == 1)
+        // As BlueZRadio tells it: once its scan is idle.
+        radio.scanEnds()
         agent.scanStopped()
         #expect(agent.isResponsive && started() == 2, "a new scan, without waiting for the next cycle")
         agent.stop()
@@ -380,6 +382,34 @@ final class UnreadableSettings: RadioAgentStore {
         radio.whileAdvertising.withLock { $0 = nil }
         agent.stop()
         #expect(try store.scans().first == started...ended)
+    }
+
+    /// The RootCanal crowd's faults (2026-11-30 12:53): the radio's word that a scan had ended came
+    /// during the next start, which the return of the radio began while that scan still ran, and
+    /// was taken once the start had put the next scan on: it cut that scan's record and began
+    /// another. The scan the radio runs again is left running, in one record.
+    @Test func aStopToldOfDuringTheNextStartLeavesThatScanRunning() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio()
+        let agent = try agent(radio, store: store)
+        agent.start()
+        let asked = clock.now
+        radio.whileStarting.withLock { [clock] in
+            $0 = { [weak agent] in
+                radio.whileStarting.withLock { $0 = nil }
+                radio.scanEnds()
+                agent?.scanStopped()
+                clock.advance(by: 1)
+            }
+        }
+        agent.radioReturned()
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while radio.log.filter({ $0 == "startScanning" }).count < 2 && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(agent.isResponsive)
+        agent.stop()
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 2, "\(radio.log)")
+        let scans = try store.scans()
+        #expect(scans.last == asked...(asked + 1) && !scans.contains { $0.lowerBound > asked }, "one record from the start asked for: \(scans)")
     }
 
     /// Each scan is recorded, also one that heard nothing, as one scan of the device's from its

@@ -91,8 +91,15 @@ final class BluetoothdModel: BlueZAdapters {
         if powered { kernel.powerOn() } else { kernel.powerOff() }
     }
 
+    /// bluetoothd counts the agent as its discovery's client and runs no discovery: StartDiscovery
+    /// is refused as in progress, as BlueZClient passes it on once the kernel had none to stop.
+    let refusesAsInProgress = Mutex(false)
     func startDiscovery(on adapter: Adapter) throws {
         try available()
+        if refusesAsInProgress.withLock({ $0 }) {
+            throw DBusError(name: BlueZ.inProgressError, message: "Operation already in progress: the kernel still runs the discovery of a bluetoothd "
+                                                                  + "that stopped, and would not stop it: hci0 refused Stop Discovery: Rejected (management status 0xb)")
+        }
         guard !isStalled else {
             discovering.withLock { $0 = true }
             return

@@ -586,6 +586,21 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test's RootCanal crowd (2026-11-30 13:41): after bluetoothd's restart and a stall, b's
+    /// resumed radio had every StartDiscovery refused as in progress (bluetoothd still counted b's
+    /// connection as its discovery's client, and ran none), and scanned no more. A refusal so is a
+    /// stall: the scan is passive.
+    @Test(arguments: Setup.all)
+    func aStartDiscoveryRefusedAsInProgressIsAStall(setup: Setup) {
+        let (kernel, driver) = setup.running()
+        driver.stopScan()
+        driver.bluetoothd.refusesAsInProgress.withLock { $0 = true }
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scansPassively, "\(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// The RootCanal crowd's faults (2026-11-30 12:28): bluetoothd, SIGKILLed and started again
     /// 0.5 s later while both agents scanned passively, found its management socket full of their
     /// monitors' reports, failed its first command and offered no adapter for the rest of the run.
