@@ -769,8 +769,9 @@ public final class BlueZRadio: Radio {
             self = .kernelNotDiscovering
         }
 
-        /// A failure of `call` (StartDiscovery, StopDiscovery) that says bluetoothd does not answer;
-        /// nil for an answer (a refusal it made).
+        /// A failure of `call` (StartDiscovery, StopDiscovery) that says bluetoothd does not answer,
+        /// or a StartDiscovery refused as in progress (`refusedAsInProgress`); nil for any other
+        /// refusal it made.
         init?(call: String, failure error: any Error) {
             guard let error = error as? DBusError else { return nil }
             if DiscoveryStall.unanswered.contains(error.name) {
