@@ -517,6 +517,11 @@ def check_scan_stretches(lab, fail, agents, start, end, snoop=None, what="the ru
                      f"(at most {RECOVERED_WITHIN:.0f} s)")
 
 
+def logged_at(line):
+    """The unix time of an agent's log line (its stamp is the real clock's, to the second)."""
+    return calendar.timegm(time.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%SZ"))
+
+
 def check_stall_notes(lab, fail, agents, since, snoop=None, to_capture=lambda time: time, what="the run", restarts=None):
     """Each agent's log notes a stalled discovery at most STALL_NOTES_AT_MOST times per run of
     bluetoothd and of its radio (`restarts`: agent -> the guest's unix times at which the lab
@@ -529,11 +534,11 @@ def check_stall_notes(lab, fail, agents, since, snoop=None, to_capture=lambda ti
         print(f"  {agent}: {len(notes)} notes of a stalled discovery" + (f"; the first: {notes[0][:400]}" if notes else ""))
         if notes:
             # The log's stamps are whole seconds (UTC): the first scan the controller ran from that second on.
-            noted = calendar.timegm(time.strptime(notes[0][:20], "%Y-%m-%dT%H:%M:%SZ"))
+            noted = logged_at(notes[0])
             after = [begun for begun, _ in scan_moments(snoop or lab.snoop, controller) if begun >= to_capture(noted)]
             print(f"    hci{controller}'s next scan " + (f"{after[0] - to_capture(noted):.1f} s after the note's second, "
                                                         f"{noted - since:+.0f} s from {what}'s start" if after else "never came"))
-        stamps = [calendar.timegm(time.strptime(note[:20], "%Y-%m-%dT%H:%M:%SZ")) for note in notes]
+        stamps = [logged_at(note) for note in notes]
         per_run = Counter(sum(1 for restart in (restarts or {}).get(agent, ()) if restart < stamp) for stamp in stamps)
         if max(per_run.values(), default=0) > STALL_NOTES_AT_MOST:
             fail(f"journal: {agent} noted the stall {max(per_run.values())} times in one run of bluetoothd")

@@ -1,6 +1,6 @@
 """A run of agents.sh as the checks read it (AgentsLab), the agents and their adapters (AGENTS), and
 the helpers of times: btmon's stamps, a log line's, an interval's day."""
-import calendar, datetime, functools, json, re, subprocess, time
+import datetime, functools, json, re, subprocess
 import onair
 from labframe import Lab
 from .bounds import REPROGRAMMED_AT_MOST
@@ -183,6 +183,4 @@ def day_of(interval):
     return datetime.datetime.fromtimestamp(interval * 600, datetime.timezone.utc).strftime("%Y-%m-%d")
 
 
-def logged_at(line):
-    """The unix time of an agent's log line (its stamp is the real clock's, to the second)."""
-    return calendar.timegm(time.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%SZ"))
+logged_at = onair.logged_at

@@ -26,7 +26,7 @@ capture in the guest, which fell minutes behind a crowd of 300 and whose lost ta
 in which the agents had recorded every pair. An RPI's receptions in a scan are one row for each
 SAME_SCAN seconds of the agents' clock (SightingRecord: the agent merges the receptions within
 that long of a row's first into it); at the lab's 120 times, a scan of seconds is minutes."""
-import calendar, functools, json, math, os, statistics, sys, time
+import functools, json, math, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair  # noqa: E402
@@ -387,7 +387,7 @@ def process_start(lab, agent, after):
     loaded guest took 4 s to load; `after` without one."""
     for line in lab.text(f"{agent}/enagentd.log").splitlines():
         if "enagentd started" in line:
-            stamp = calendar.timegm(time.strptime(line[:20], "%Y-%m-%dT%H:%M:%SZ"))
+            stamp = onair.logged_at(line)
             if stamp >= math.floor(after):
                 return max(stamp, after)
     return after
