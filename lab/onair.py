@@ -6,7 +6,7 @@ parameters (PDU type, interval, own address type), the advertising set's random 
 advertising data, the TX power the controller selected, and the scan parameters. The RPIs and
 the metadata are derived from the agents' TEKs with the standard library's HMAC (HKDF) and Debian's python3-cryptography (AES),
 an implementation independent of enagent's."""
-import calendar, functools, hashlib, hmac, os, struct, time
+import calendar, functools, hashlib, hmac, math, os, struct, time
 from collections import Counter
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
@@ -520,6 +520,18 @@ def check_scan_stretches(lab, fail, agents, start, end, snoop=None, what="the ru
 def logged_at(line):
     """The unix time of an agent's log line (its stamp is the real clock's, to the second)."""
     return calendar.timegm(time.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def process_start(lab, agent, after):
+    """The guest's unix time of the agent's first "enagentd started" line from `after` (a guest
+    time) on, to the whole second before it (the log's stamps): its new process running, which a
+    loaded guest took up to 9.5 s to load (make test of 2026-11-30 15:45); `after` without one."""
+    for line in lab.text(f"{agent}/enagentd.log").splitlines():
+        if "enagentd started" in line:
+            stamp = logged_at(line)
+            if stamp >= math.floor(after):
+                return max(stamp, after)
+    return after
 
 
 def check_stall_notes(lab, fail, agents, since, snoop=None, to_capture=lambda time: time, what="the run", restarts=None):

@@ -5,9 +5,9 @@ invariants held.
 From the run's manifest (phases.jsonl: each fault, the lists of sightings taken before each
 SIGKILL, the detections, the exit statuses) and btmon's capture: how many faults of each kind, and
 how long hci0 took to advertise and scan again after each, timed on the controller's commands from
-the moment agent a could act (the fault's, or after bluetoothd's restart the moment it offered
-hci0 again; the lab's poll of the growing capture lags by seconds in the emulated guest:
-docs/lab.md). From agent a's database after the soak: PRAGMA integrity_check; every sighting
+the moment agent a could act (after a's SIGKILL when its new process ran, after bluetoothd's
+restart when it offered hci0 again, else the fault's; the lab's poll of the growing capture lags
+by seconds in the emulated guest: docs/lab.md). From agent a's database after the soak: PRAGMA integrity_check; every sighting
 listed before each SIGKILL still there; its keys: a key for every day from the first to the last,
 at most three per day (the first and two rolls after restarts). From btmon's capture of hci0: every
 EN advertisement's RPI derives from one of a's stored keys, and RPI and address always changed
@@ -16,7 +16,7 @@ import collections, statistics, sys
 import onair
 from labframe import Check, Lab, arguments, report
 
-# Seconds from the moment agent a could act after a fault until hci0 advertised and scanned anew.
+# Seconds from the moment agent a could act after a fault (could_act) until hci0 advertised and scanned anew.
 BACK_WITHIN = 10.0
 # A SIGKILL and an RPI on the air for every this many seconds of the soak (about 1 in 18 s is
 # expected): 20 in the 600 s of make soak, 4 in the two minutes of make test's.
@@ -41,16 +41,24 @@ def needed(lab):
     return lab.phase("soak")["seconds"] // SECONDS_PER_KILL
 
 
+def could_act(lab, fault):
+    """The moment agent a could act after the fault: after its SIGKILL, when its new process ran
+    (its log's start line; loading it took 2.4 to 9.5 s on a loaded host, make test of 2026-11-30
+    15:45); after bluetoothd's restart, when the new bluetoothd offered hci0 (btmon; None if it did
+    not); else the fault's."""
+    if fault["kind"] == "enagentd":
+        return onair.process_start(lab, "a", fault["at"])
+    if fault["kind"] == "bluetoothd":
+        return onair.offered(lab.snoop, 0, fault["at"])
+    return fault["at"]
+
+
 def recovery(lab, fault):
     """Seconds until hci0 advertised and scanned anew after the fault (None: never), from the moment a
-    could act: after bluetoothd's restart, when the new bluetoothd offered hci0 (btmon), 0 if a was
-    back by then (make test of 2026-11-30 10:03: a advertised anew 8 ms before bluetoothd's offer)."""
-    moment = fault["at"]
-    if fault["kind"] == "bluetoothd":
-        moment = onair.offered(lab.snoop, 0, moment)
-        if moment is None:
-            return None
-    return onair.on_again(lab.snoop, 0, moment, since=fault["at"])
+    could act, 0 if a was back by then (make test of 2026-11-30 10:03: a advertised anew 8 ms
+    before bluetoothd's offer)."""
+    moment = could_act(lab, fault)
+    return None if moment is None else onair.on_again(lab.snoop, 0, moment, since=fault["at"])
 
 
 def summary(times):
@@ -66,9 +74,12 @@ def faults(lab, fail):
     for fault in lab.entries("fault"):
         by_kind[fault["kind"]].append(recovery(lab, fault))
         polled[fault["kind"]].append(None if fault["polled"] == "timeout" else float(fault["polled"]))
+    starts = [onair.process_start(lab, "a", fault["at"]) - fault["at"] for fault in lab.entries("fault") if fault["kind"] == "enagentd"]
     for kind, times in sorted(by_kind.items()):
         print(f"  {kind}: {len(times)} times; hci0 advertising and scanning again after {summary(times)} (btmon"
-              + ("; from bluetoothd offering hci0 again" if kind == "bluetoothd" else "") + f"; the lab's poll: {summary(polled[kind])})")
+              + {"bluetoothd": "; from bluetoothd offering hci0 again",
+                 "enagentd": f"; from a's new process running, {summary(starts)} after the kill"}.get(kind, "")
+              + f"; the lab's poll: {summary(polled[kind])})")
         if None in times or max(times) > BACK_WITHIN:
             fail(f"after a {kind}, hci0 was not back within {BACK_WITHIN:g} s ({[None if t is None else round(t, 1) for t in times]})")
     kills = len(by_kind["enagentd"]) + len(by_kind["bluetoothd"])

@@ -2,7 +2,7 @@
 
 testdata/bt5-run.tar.xz is a run of make lab-test's bt5 kind that passed every check, trimmed to
 what the checks read (btmon's capture of the agents' two controllers); testdata/soak-run.tar.xz a
-two-minute soak that passed; testdata/service-run.tar.xz a make lab-service run that passed.
+two-minute soak that passed (make test of 2026-11-30 15:45, on a loaded host, with agent a's log); testdata/service-run.tar.xz a make lab-service run that passed.
 ENCTL names the enctl to derive and detect with (the tree's debug build unless set)."""
 import contextlib, glob, importlib.util, io, json, os, pathlib, re, shutil, subprocess, sys, tarfile, tempfile, unittest
 import labframe, report
@@ -131,6 +131,21 @@ class ReplayedSoak(Replay):
             offered = soak_report.onair.offered(lab.snoop, 0, fault["at"])
             self.assertEqual(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, offered, since=fault["at"]))
             self.assertLess(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, fault["at"]))
+
+    def test_a_recovery_after_a_sigkill_is_timed_from_the_new_process(self):
+        # The recorded soak's first restart ran 9.4 s after the kill on a loaded host, and was on
+        # the air 3.4 s after that: without its log's start line, timed from the kill, it fails.
+        lab = labframe.Lab(self.folder)
+        kills = [fault for fault in lab.entries("fault") if fault["kind"] == "enagentd"]
+        self.assertTrue(kills)
+        for fault in kills:
+            started = soak_report.onair.process_start(lab, "a", fault["at"])
+            self.assertGreater(started, fault["at"])
+            self.assertEqual(soak_report.recovery(lab, fault), soak_report.onair.on_again(lab.snoop, 0, started, since=fault["at"]))
+        folder = self.doctored(lambda entries: entries)
+        log = pathlib.Path(folder, "a", "enagentd.log")
+        log.write_text("".join(line for line in log.read_text().splitlines(keepends=True) if "enagentd started" not in line))
+        self.assertEqual(self.failing(folder), {"faults"})
 
     def test_an_agent_that_did_not_stop_cleanly_fails_only_faults(self):
         def unclean(entries):

@@ -381,18 +381,6 @@ def journal(lab, fail):
                             what="the crowd", restarts=runs)
 
 
-def process_start(lab, agent, after):
-    """The guest's unix time of the agent's first "enagentd started" line from `after` (a guest
-    time) on, to the whole second before it (the log's stamps): its new process running, which a
-    loaded guest took 4 s to load; `after` without one."""
-    for line in lab.text(f"{agent}/enagentd.log").splitlines():
-        if "enagentd started" in line:
-            stamp = onair.logged_at(line)
-            if stamp >= math.floor(after):
-                return max(stamp, after)
-    return after
-
-
 def faults(lab, fail):
     """The faults under the crowd (crowd-agents.sh), judged on RootCanal's record by the host's
     clock: after bluetoothd's kill and restart each agent's controller advertised and scanned,
@@ -415,7 +403,7 @@ def faults(lab, fail):
             fail(f"faults: hci{controller} did not advertise and scan anew within {onair.RECOVERED_WITHIN:g} s of bluetoothd offering it again ({took})")
     before, after = lab.phase("before-kill")["snapshot"], lab.phase("after-kill")["snapshot"]
     kept = {key for _, _, key in before["keys"]} <= {key for _, _, key in after["keys"]}
-    running = process_start(lab, "a", lab.at("a-restarted"))
+    running = onair.process_start(lab, "a", lab.at("a-restarted"))
     took = onair.on_again(snoop, 0, lab.from_guest(running), since=lab.from_guest(lab.at("a-killed")))
     print(f"  a killed with SIGKILL: {before['sightings']} sightings committed before, {after['sightings']} after, database {after['integrity']}, "
           f"keys {'kept' if kept else 'LOST'}; restarted, its process ran {running - lab.at('a-restarted'):.1f} s later (its log), "
