@@ -48,8 +48,13 @@ fi
 # The cache counts only once it is whole (kernel image, modules.dep, the marker written last): a run
 # stopped half-way (depmod missing, disk full) must not leave a kernel that boots with no Bluetooth.
 # The marker names the package and the added modules, so that others are extracted anew.
+# Without KERNEL_DEB the kernel is the one linux-image-$ARCH depends on in the host's apt (Debian
+# 12's): a LAB whose cache another stack's run left (RC_STACK=trixie's 6.12) extracts it anew, where
+# it booted trixie's kernel under Debian 12's stack (2026-11-30).
 kernel_marker() { dpkg-deb -f "$1" Package Version; echo "modules: ${KERNEL_MODULES:-}"; }
-if [ ! -e "$LAB/kernel/.complete" ] || { [ -n "${KERNEL_DEB:-}" ] && [ "$(cat "$LAB/kernel/.complete")" != "$(kernel_marker "$KERNEL_DEB")" ]; }; then
+hosts_kernel() { apt-cache depends "linux-image-$ARCH" 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}'; }
+if [ ! -e "$LAB/kernel/.complete" ] || { [ -n "${KERNEL_DEB:-}" ] && [ "$(cat "$LAB/kernel/.complete")" != "$(kernel_marker "$KERNEL_DEB")" ]; } \
+   || { [ -z "${KERNEL_DEB:-}" ] && [ -n "$(hosts_kernel)" ] && [ "$(sed -n 1p "$LAB/kernel/.complete")" != "Package: $(hosts_kernel)" ]; }; then
   rm -rf "$LAB/kernel" "$LAB/kernel.partial" "$LAB"/initrd-*.cpio.gz
   if [ -n "${KERNEL_DEB:-}" ]; then
     DEB=$KERNEL_DEB
@@ -58,7 +63,7 @@ if [ ! -e "$LAB/kernel/.complete" ] || { [ -n "${KERNEL_DEB:-}" ] && [ "$(cat "$
     if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ]; then
       if [ "$(id -u)" = 0 ]; then apt-get update; else sudo apt-get update; fi
     fi
-    PKG=$(apt-cache depends linux-image-$ARCH | awk '/Depends: linux-image-/{print $2; exit}')
+    PKG=$(hosts_kernel)
     [ -n "$PKG" ] || { echo "boot-lab: apt-cache names no linux-image package for linux-image-$ARCH (run apt-get update)" >&2; exit 70; }
     mkdir -p "$LAB/debs" && (cd "$LAB/debs" && apt-get download "$PKG" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
     DEB=$(ls "$LAB"/debs/"$PKG"_*.deb)

@@ -265,5 +265,24 @@ class CrowdReport(unittest.TestCase):
         self.assertIn("0 of them while hci0 ran no scan (5 after the capture's last frame of hci0, not judged", printed)
 
 
+class Offered(unittest.TestCase):
+    """offered.py on what dbus-monitor printed of a restarted bluetoothd's InterfacesAdded in a
+    crowd's faults (testdata/bluetoothd-offers.txt, 2026-11-30 16:06): hci1 first, then hci0."""
+    offered = importlib.util.module_from_spec(spec := importlib.util.spec_from_file_location("offered", os.path.join(HERE, "rootcanal", "offered.py")))
+    spec.loader.exec_module(offered)
+
+    def setUp(self):
+        with open(os.path.join(HERE, "testdata", "bluetoothd-offers.txt")) as recorded:
+            self.lines = recorded.read().splitlines()
+
+    def test_each_adapter_is_offered_when_its_advertising_manager_is_added(self):
+        self.assertEqual([self.offered.offered(self.lines, adapter) for adapter in ("hci0", "hci1", "hci2")],
+                         [1796054788.336431, 1796054786.792348, None])
+
+    def test_an_adapter_added_without_its_advertising_manager_is_not_offered(self):
+        without = [line for line in self.lines if "LEAdvertisingManager1" not in line]
+        self.assertEqual([self.offered.offered(without, adapter) for adapter in ("hci0", "hci1")], [None, None])
+
+
 if __name__ == "__main__":
     unittest.main()
