@@ -135,6 +135,17 @@ public final class BlueZClient: Sendable {
 
     /// Calls `handler(true)` when `org.bluez` gets an owner (bluetoothd started or restarted)
     /// and `handler(false)` when it loses it.
+    /// The unique bus name of the bluetoothd that owns org.bluez now (one per run of it), nil while
+    /// none does. The bus answers, not bluetoothd: also while bluetoothd answers nothing.
+    public func serviceOwner() throws(DBusError) -> String? {
+        do {
+            return try connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                       member: "GetNameOwner", [.string(BlueZ.service)], timeout: BlueZ.callTimeout).first?.string
+        } catch where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
+            return nil
+        }
+    }
+
     public func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws(DBusError) -> [SignalSubscription] {
         [try connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
                                            member: "NameOwnerChanged", arg0: BlueZ.service)) { message in

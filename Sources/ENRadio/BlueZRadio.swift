@@ -90,6 +90,8 @@ public final class BlueZRadio: Radio {
     private let configuredAdapter: AdapterChoice?
     private let mayPowerOn: Bool
     private let store: any RadioAgentStore
+    /// What this radio and those before it learnt of bluetoothd's run: whether its discovery stalled.
+    private let bluetoothd: BluetoothdCondition
     /// Whether the kernel is making an LE connection on a controller (`LEConnections`).
     private let leConnectionBeingMade: @Sendable (_ controller: UInt16) -> Bool
     /// Lets `seconds` pass (the real clock but in tests): the wait for the kernel's word that a
@@ -141,9 +143,6 @@ public final class BlueZRadio: Radio {
         /// The management watch runs: the kernel's Discovering events prove a discovery, and its
         /// Device Found events are the scan's sightings.
         var watching = false
-        /// bluetoothd's discovery did not scan (`DiscoveryStall`): scans are passive, through a kernel
-        /// monitor, until bluetoothd returns (its name owned anew).
-        var discoveryStalled = false
         /// Withdrawals from bluetoothd's discovery it has not answered yet (`noteStall`): until it
         /// reads them it may start that discovery again for the agent (`stopStaleDiscovery`), and
         /// the discoveries stopped for a scan meanwhile.
@@ -153,6 +152,8 @@ public final class BlueZRadio: Radio {
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
         var bluetoothdSettled = false
+        /// A stall an earlier radio noted was looked for (`recallStall`).
+        var stallRecalled = false
         /// Calls of the radio's in a row that bluetoothd left unanswered since it (re)started,
         /// before it ever offered the adapter.
         var unansweredSinceStart = 0
@@ -165,6 +166,10 @@ public final class BlueZRadio: Radio {
         var scansUnpassed = 0
     }
 
+    /// bluetoothd's discovery does not scan (`DiscoveryStall`): scans are passive, through a kernel
+    /// monitor, until bluetoothd returns (its name owned anew) or its discovery is seen to run.
+    private var discoveryStalled: Bool { bluetoothd.stalled != nil }
+
     /// Weak: the agent holds the radio.
     private struct Listener { weak var agent: (any RadioListener)? }
 
@@ -172,9 +177,10 @@ public final class BlueZRadio: Radio {
         AdapterIdentity(name: adapter.name, address: BluetoothAddress(adapter.address))
     }
 
-    /// `queue`: the radio's, where it is called and its events are handled (the agent's).
+    /// `queue`: the radio's, where it is called and its events are handled (the agent's);
+    /// `bluetoothd`: what the radios before this one learnt of bluetoothd, on the same queue.
     public init(client: any BlueZAdapters, management: any ManagementInterface, adapter: AdapterChoice?, mayPowerOn: Bool, scanMode: ScanMode,
-                store: any RadioAgentStore, logger: Logger, queue: DispatchQueue,
+                store: any RadioAgentStore, logger: Logger, queue: DispatchQueue, bluetoothd: BluetoothdCondition? = nil,
                 killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
                 leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) },
                 pause: @escaping @Sendable (_ seconds: Double) -> Void = { usleep(UInt32($0 * 1_000_000)) }) {
@@ -189,6 +195,23 @@ public final class BlueZRadio: Radio {
         self.configuredAdapter = adapter
         self.mayPowerOn = mayPowerOn
         self.store = store
+        self.bluetoothd = bluetoothd ?? BluetoothdCondition(queue: queue)
+    }
+
+    /// A stall an earlier radio noted holds while the same bluetoothd runs: this radio takes the
+    /// adapter that one had from the kernel and scans passively from its first scan, and withdraws
+    /// from bluetoothd's discovery as that one did (`noteStall`), whose withdrawal bluetoothd may
+    /// not have read yet. A stall of a bluetoothd that restarted since is forgotten: it is asked
+    /// anew. Once, at the radio's first call.
+    private func recallStall() {
+        my.stallRecalled = true
+        guard let stall = bluetoothd.stalled else { return }
+        guard let owner = stall.owner, (try? client.serviceOwner()) == owner else { return bluetoothd.note(nil) }
+        (my.lastAdapter, my.chosenAdapter, my.bluetoothdSettled) = (stall.adapter, stall.adapter.name, true)
+        publishing { my.lastFound = Self.identity(of: stall.adapter) }
+        withdrawFromDiscovery(on: stall.adapter)
+        logger.notice("bluetoothd still runs as when an earlier radio found that it does not scan on \(stall.adapter.name): scanning passively "
+                      + "through a kernel advertisement monitor, and taking the adapter as the kernel has it, until bluetoothd restarts")
     }
 
     /// The configured adapter, else the first that can advertise; powered on when allowed. While
@@ -196,7 +219,8 @@ public final class BlueZRadio: Radio {
     /// out, 10 s each), the adapter found last, as long as the kernel has it powered; when it has
     /// never answered, the kernel's own.
     public func adapter() throws -> Adapter {
-        if my.discoveryStalled, let adapter = try adapterAsTheKernelHasIt() { return adapter }
+        if !my.stallRecalled { recallStall() }
+        if discoveryStalled, let adapter = try adapterAsTheKernelHasIt() { return adapter }
         do {
             let adapter = try findAdapter()
             my.lastAdapter = adapter
@@ -650,7 +674,7 @@ public final class BlueZRadio: Radio {
     /// has no monitors or refuses this one as Busy, bluetoothd's discovery, which may wait for the
     /// advertisement.
     private func startScan(on adapter: Adapter) throws {
-        if my.discoveryStalled, let controller = adapter.index {
+        if discoveryStalled, let controller = adapter.index {
             do {
                 return try addMonitor(on: adapter, controller: controller)
             } catch let error as ManagementError where [Self.busy, Self.unknownCommand, Self.notSupported].contains(error.status) {
@@ -739,8 +763,8 @@ public final class BlueZRadio: Radio {
 
     /// bluetoothd's discovery runs in the kernel: one judged stalled works again.
     private func bluetoothdScans(on adapter: Adapter) {
-        guard my.discoveryStalled else { return }
-        my.discoveryStalled = false
+        guard discoveryStalled else { return }
+        bluetoothd.note(nil)
         logger.notice("bluetoothd's discovery on \(adapter.name) runs again: scanning through it")
     }
 
@@ -849,16 +873,21 @@ public final class BlueZRadio: Radio {
     /// active scan with the duplicate filter under the agent's passive scans, which then heard 95
     /// phones none of the times they were on the air).
     private func noteStall(_ stall: DiscoveryStall, on adapter: Adapter) {
+        withdrawFromDiscovery(on: adapter)
+        guard !discoveryStalled else { return }
+        bluetoothd.note(BluetoothdCondition.Stall(owner: try? client.serviceOwner(), adapter: adapter))
+        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): scanning passively through a kernel "
+                       + "advertisement monitor, and taking the adapter as the kernel has it, until bluetoothd restarts")
+    }
+
+    /// Withdraws the agent from bluetoothd's discovery on `adapter`, without waiting for the answer.
+    private func withdrawFromDiscovery(on adapter: Adapter) {
         do {
             try client.leaveDiscovery(on: adapter) { [self] in queue.async { [self] in withdrawalRead(on: adapter) } }
             my.withdrawalsUnread += 1
         } catch {
             logger.debug("cannot withdraw from bluetoothd's discovery on \(adapter.name): \(error)")
         }
-        guard !my.discoveryStalled else { return }
-        my.discoveryStalled = true
-        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): scanning passively through a kernel "
-                       + "advertisement monitor, and taking the adapter as the kernel has it, until bluetoothd restarts")
     }
 
     /// bluetoothd answered a withdrawal (or left the bus): it no longer starts the discovery for
@@ -910,7 +939,7 @@ public final class BlueZRadio: Radio {
     }
 
     /// A passive scan on `adapter`: a kernel advertisement monitor, for which the kernel scans
-    /// passively, sending nothing (`State.discoveryStalled` too: the kernel's own active discovery
+    /// passively, sending nothing (`discoveryStalled` too: the kernel's own active discovery
     /// went out from the adapter's public address in the lab).
     private func addMonitor(on adapter: Adapter, controller: UInt16) throws {
         try removeLeftoverMonitor(on: adapter)
@@ -984,7 +1013,7 @@ public final class BlueZRadio: Radio {
         case .idle, .waitingForAdvertisement, .paused: return
         case .active(let adapter), .discoveryStarting(let adapter):
             // bluetoothd that does not answer is not asked again (10 s each): the kernel stops what it runs.
-            if my.discoveryStalled, let controller = adapter.index {
+            if discoveryStalled, let controller = adapter.index {
                 if my.discoveries[controller] != nil { try stopKernelDiscovery(on: controller) }
                 return
             }
@@ -1225,8 +1254,8 @@ public final class BlueZRadio: Radio {
                 // Not as bluetoothd starts: its name may be heard late, after a scan through it began
                 // (make test's crowd of 14:16: an active scan of the new bluetoothd's ended so 9 s on).
                 if !present { endKernelScan(because: "bluetoothd left the bus") }
-                if my.discoveryStalled {
-                    my.discoveryStalled = false
+                if discoveryStalled {
+                    bluetoothd.note(nil)
                     logger.notice(present ? "bluetoothd returned: scanning through its discovery again"
                                           : "bluetoothd left the bus: scanning through its discovery again once it returns")
                 }
@@ -1240,6 +1269,11 @@ public final class BlueZRadio: Radio {
         } + client.followAdapters { [self] change in
             queue.async { [self] in
                 guard concerns(change) else { return }
+                // bluetoothd offered the adapter since it started: a call it leaves unanswered from
+                // now on is a stall, not its start-up. The RootCanal crowd of 2026-11-30 16:06
+                // (bluetoothd 5.66): a restarted bluetoothd offered hci0 5 s after its start and then left
+                // three calls unanswered, and agent a advertised again only after them, 45 s on.
+                if change.kind == .appeared { my.bluetoothdSettled = true }
                 // The adapter gone or switched off took the advertisement with it; the recovery switches
                 // it on again where allowed, or retries every second until it is back.
                 if !change.available { agent.radioLost() }

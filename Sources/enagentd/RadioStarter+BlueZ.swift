@@ -11,12 +11,15 @@ extension RadioStarter {
     /// Advertising and scanning through BlueZ on `bus`, as `settings` say.
     static func bluez(bus: DBusConnection, settings: RadioSettings, store: AgentStore, clock: any AgentClock, retention: RetentionPolicy,
                       logger: Logger) -> RadioStarter {
-        RadioStarter(configuredAdapter: settings.adapter?.description) { onChange in
-            // One queue for the agent and its radio: the agent calls the radio there, the kernel's
-            // events and bluetoothd's signals are handled there.
-            let radioQueue = DispatchQueue(label: "enagent.radio")
+        // One queue for the agent and its radio, in every run: the agent calls the radio there, the
+        // kernel's events and bluetoothd's signals are handled there.
+        let radioQueue = DispatchQueue(label: "enagent.radio")
+        // What each run's radio learns of bluetoothd's run, for the next: a pause and a resume build a new one.
+        let bluetoothd = BluetoothdCondition(queue: radioQueue)
+        return RadioStarter(configuredAdapter: settings.adapter?.description) { onChange in
             let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: settings.adapter,
-                                   mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger, queue: radioQueue)
+                                   mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger, queue: radioQueue,
+                                   bluetoothd: bluetoothd)
             let adapter: AdapterIdentity
             do {
                 adapter = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })

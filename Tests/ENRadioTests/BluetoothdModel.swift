@@ -259,14 +259,24 @@ final class BluetoothdModel: BlueZAdapters {
     private let serviceChanges = Mutex<(@Sendable (Bool) -> Void)?>(nil)
 
     /// A new bluetoothd (systemd restarts it): it owns org.bluez again, which the radio hears.
-    func restarts() {
-        exits()
-        starts()
+    func restarts(unheard: Bool = false) {
+        exits(unheard: unheard)
+        starts(unheard: unheard)
     }
-    func starts() {
+    /// A new bluetoothd takes org.bluez, which the radio hears unless `unheard`, and then offers
+    /// hci0 when the kernel has the controller (its InterfacesAdded).
+    func starts(unheard: Bool = false) {
         isRunning = true
+        runs.withLock { $0 += 1 }
+        guard !unheard else { return }
         serviceChanges.withLock { $0 }?(true)
+        if kernel.snapshot.present { adapterChanges.withLock { $0 }?(AdapterChange(adapter: "hci0", kind: .appeared)) }
     }
+
+    /// Its runs so far: each has a unique bus name of its own.
+    private let runs = Mutex(1)
+
+    func serviceOwner() throws -> String? { isRunning ? ":1.\(runs.withLock { $0 })" : nil }
     func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription] {
         adapterChanges.withLock { $0 = handler }
         return []

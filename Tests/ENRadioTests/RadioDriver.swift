@@ -15,7 +15,7 @@ final class RadioDriver {
     let bluetoothd: BluetoothdModel
     let radio: BlueZRadio
     let listener = ListenerLog()
-    private let watch: (any ManagementWatch)?
+    private var watch: (any ManagementWatch)?
     /// What the agent's status says: advertising, or the problem that keeps it from it.
     private(set) var advertising = false
     private(set) var problem: AgentStatus?
@@ -29,14 +29,16 @@ final class RadioDriver {
     private(set) var advertised = [[UInt8]]()
     private var generator: SeededGenerator
 
-    /// `store` is the agent's database, which a restarted agent (a new driver) finds as it was.
-    init(kernel: KernelModel, store: MemorySettings = MemorySettings(), seed: UInt64 = 1, scanMode: BlueZRadio.ScanMode = .active) {
+    /// `store` is the agent's database, which a restarted agent (a new driver) finds as it was;
+    /// `bluetoothd` and `condition` are those of an earlier radio run in the same process.
+    init(kernel: KernelModel, store: MemorySettings = MemorySettings(), seed: UInt64 = 1, scanMode: BlueZRadio.ScanMode = .active,
+         bluetoothd: BluetoothdModel? = nil, condition: BluetoothdCondition? = nil) {
         self.kernel = kernel
-        bluetoothd = BluetoothdModel(kernel: kernel)
+        self.bluetoothd = bluetoothd ?? BluetoothdModel(kernel: kernel)
         generator = SeededGenerator(seed: seed)
         let kernel = kernel
-        radio = BlueZRadio(client: bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
-                           logger: LogCapture().logger(), queue: DispatchQueue(label: "radio driver"),
+        radio = BlueZRadio(client: self.bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
+                           logger: LogCapture().logger(), queue: condition?.queue ?? DispatchQueue(label: "radio driver"), bluetoothd: condition,
                            killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting },
                            pause: { _ in kernel.advance(seconds: 0.05) })
         let (radio, listener) = (radio, listener)
@@ -150,6 +152,15 @@ final class RadioDriver {
     func sleep() {
         stopAdvertising()
         stopScan()
+    }
+
+    /// The agent's run ends (a pause, as RadioAgent.stop): the advertisement and the scan stop,
+    /// and the radio hears the kernel no more, for the next run's radio to.
+    func endRun() {
+        stopAdvertising()
+        stopScan()
+        watch?.cancel()
+        watch = nil
     }
 
     deinit { watch?.cancel() }

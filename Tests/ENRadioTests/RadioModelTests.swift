@@ -631,6 +631,76 @@ struct RadioDefectTests {
         }
     }
 
+    /// The RootCanal crowd of 2026-11-30 16:06 (bluetoothd 5.66): bluetoothd, restarted among the crowd,
+    /// offered hci0 5 s after its start and then answered nothing; the radio took each unanswered
+    /// call for its start-up, and advertised again only after three of them, 45 s after the offer.
+    /// Once it offered the adapter, the first call it leaves unanswered is a stall.
+    @Test(arguments: Setup.all)
+    func aBluetoothdSilentOnceItOfferedTheAdapterIsStalledAtItsFirstSilence(setup: Setup) {
+        let (kernel, driver) = setup.running()
+        driver.bluetoothd.exits()
+        driver.settle()
+        driver.lost()
+        driver.bluetoothd.starts()
+        kernel.bluetoothdStarts()
+        driver.bluetoothd.stall(silent: true)
+        driver.returned()
+        driver.settle()
+        #expect(driver.advertising && driver.scanning && kernel.snapshot.scansPassively && !kernel.snapshot.scanning,
+                "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
+    /// make test's RootCanal crowd (2026-11-30 15:03): b, paused and resumed while bluetoothd
+    /// stalled, built a new radio that asked bluetoothd anew, three calls left unanswered for 10 s
+    /// each, and scanned again 21.4 s after the resume. A stall outlasts the radio's run while the
+    /// same bluetoothd runs: the next radio advertises and scans passively at once, on the adapter
+    /// the kernel has, and withdraws from bluetoothd's discovery as the first did. A bluetoothd that
+    /// restarted between the runs, unheard, is asked anew.
+    @Test(arguments: Setup.all)
+    func aStallOutlastsTheRadioRunWhileTheSameBluetoothdRuns(setup: Setup) {
+        for restartedMeanwhile in [false, true] {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), condition = BluetoothdCondition(queue: DispatchQueue(label: "radio runs"))
+            let first = RadioDriver(kernel: kernel, condition: condition)
+            first.returned()
+            first.settle()
+            first.bluetoothd.stall(silent: true)
+            first.stopScan()
+            first.startScan()
+            first.settle()
+            #expect(first.scanning && kernel.snapshot.scansPassively, "the first run found the stall")
+            first.endRun()
+            if restartedMeanwhile {
+                first.bluetoothd.restarts(unheard: true)
+                kernel.bluetoothdStarts()
+            }
+            // Another seed: the same one would put the first run's first RPI on the air again.
+            let next = RadioDriver(kernel: kernel, seed: 2, bluetoothd: first.bluetoothd, condition: condition)
+            next.rotate()
+            next.startScan()
+            next.settle()
+            #expect(next.advertising && next.scanning && kernel.snapshot.scansPassively != restartedMeanwhile && kernel.snapshot.scanning == restartedMeanwhile,
+                    "bluetoothd restarted meanwhile: \(restartedMeanwhile): \(RandomSequenceTests.commands(kernel))")
+            #expect(next.onQueue { next.radio.activity.adapter } == AdapterIdentity(name: "hci0", address: BluetoothAddress("00:1A:7D:DA:71:13")))
+            if !restartedMeanwhile {
+                // It reads the kernel again before its messages, and starts the discovery the first
+                // radio was the client of (`aBluetoothdThatCatchesUpAfterAStall…`): the next scan stops it.
+                next.bluetoothd.readsTheKernelAgain()
+                let phone = [UInt8](repeating: 10, count: 20)
+                next.bluetoothd.phoneHeard(phone)
+                next.stopScan()
+                next.startScan()
+                next.settle()
+                let before = next.listener.reported
+                next.bluetoothd.phoneHeard(phone)
+                next.settle()
+                #expect(next.scanning && next.listener.reported == before + 1,
+                        "the phone heard in the next scan, past the discovery's duplicate filter: \(RandomSequenceTests.commands(kernel))")
+            }
+            #expect(RadioInvariants.broken(next) == [])
+        }
+    }
+
     /// The RootCanal crowd beside make test's soak (2026-11-30 07:24): bluetoothd, swamped, left a
     /// Get unanswered during agent a's active scan; the radio noted the stall and ended the scan
     /// through the kernel, bluetoothd still holding the agent as its discovery's client. Once it
