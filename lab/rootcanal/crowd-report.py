@@ -61,9 +61,10 @@ NO_RSSI = 127
 SAME_SCAN, MOST_RECEPTIONS = 25, 255
 # Under the crowd bluetoothd stalls within seconds of its start (each call of an agent's then costs
 # 10 s): an agent is back within issue 56's bound of a stall (onair.RECOVERED_WITHIN) of bluetoothd
-# offering its adapter again, and an agent that starts or resumes, whose radio asks bluetoothd
-# anew, takes the kernel's adapter after BlueZRadio.unansweredCallsBeforeTheKernelsAdapter calls
-# left unanswered for 10 s each, then is back within BACK_WITHIN.
+# offering its adapter again; a new process, whose radio knows nothing of a stall (and a resumed
+# radio, when the paused one had found none), takes the kernel's adapter after
+# BlueZRadio.unansweredCallsBeforeTheKernelsAdapter calls left unanswered for 10 s each, then is
+# back within BACK_WITHIN.
 STARTED_WITHIN = 3 * 10.0 + BACK_WITHIN
 # The agents' controllers' last frames in RootCanal's record lie at most this long before the
 # crowd's end (an agent scans 3 s of every 4, and each scan's start and end are frames).
