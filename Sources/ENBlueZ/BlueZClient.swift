@@ -133,19 +133,24 @@ public final class BlueZClient: Sendable {
         return [added, changed]
     }
 
-    /// Calls `handler(true)` when `org.bluez` gets an owner (bluetoothd started or restarted)
-    /// and `handler(false)` when it loses it.
-    /// The unique bus name of the bluetoothd that owns org.bluez now (one per run of it), nil while
-    /// none does. The bus answers, not bluetoothd: also while bluetoothd answers nothing.
+    /// Which run of bluetoothd owns org.bluez now, as no other run has been named on any run of
+    /// the bus: the bus's ID and the owner's unique name ("ID :1.42"); nil while none owns it. The
+    /// bus answers, not bluetoothd: also while bluetoothd answers nothing.
     public func serviceOwner() throws(DBusError) -> String? {
+        let bus = (destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus")
+        let owner: String?
         do {
-            return try connection.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                       member: "GetNameOwner", [.string(BlueZ.service)], timeout: BlueZ.callTimeout).first?.string
+            owner = try connection.call(destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetNameOwner",
+                                        [.string(BlueZ.service)], timeout: BlueZ.callTimeout).first?.string
         } catch where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
             return nil
         }
+        let id = try connection.call(destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetId", timeout: BlueZ.callTimeout)
+        return owner.map { "\(id.first?.string ?? "") \($0)" }
     }
 
+    /// Calls `handler(true)` when `org.bluez` gets an owner (bluetoothd started or restarted)
+    /// and `handler(false)` when it loses it.
     public func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws(DBusError) -> [SignalSubscription] {
         [try connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
                                            member: "NameOwnerChanged", arg0: BlueZ.service)) { message in

@@ -61,7 +61,8 @@ public protocol BlueZAdapters: Sendable {
     func forgetDevices(on adapter: Adapter) throws
     func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription]
     func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription]
-    /// The unique bus name of the bluetoothd that owns org.bluez now, nil while none does.
+    /// The run of bluetoothd that owns org.bluez now, named apart from every other run on any run
+    /// of the bus; nil while none owns it.
     func serviceOwner() throws -> String?
     func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription]
 }

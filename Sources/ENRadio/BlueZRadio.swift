@@ -198,15 +198,18 @@ public final class BlueZRadio: Radio {
         self.bluetoothd = bluetoothd ?? BluetoothdCondition(queue: queue)
     }
 
-    /// A stall an earlier radio noted holds while the same bluetoothd runs: this radio takes the
-    /// adapter that one had from the kernel and scans passively from its first scan, and withdraws
-    /// from bluetoothd's discovery as that one did (`noteStall`), whose withdrawal bluetoothd may
-    /// not have read yet. A stall of a bluetoothd that restarted since is forgotten: it is asked
-    /// anew. Once, at the radio's first call.
+    /// A stall an earlier radio (or process) noted holds while the same bluetoothd runs: this radio
+    /// takes the adapter that one had from the kernel and scans passively from its first scan, and
+    /// withdraws from bluetoothd's discovery as that one did (`noteStall`), whose withdrawal
+    /// bluetoothd may not have read yet. A stall of a bluetoothd that restarted since, or on an
+    /// adapter the configuration no longer means, is forgotten: bluetoothd is asked anew. Once, at
+    /// the radio's first call.
     private func recallStall() {
         my.stallRecalled = true
         guard let stall = bluetoothd.stalled else { return }
-        guard let owner = stall.owner, (try? client.serviceOwner()) == owner else { return bluetoothd.note(nil) }
+        // An earlier process's, for an adapter the configuration no longer means, or of a bluetoothd since restarted.
+        guard configuredAdapter?.means(name: stall.adapter.name, address: stall.adapter.address) ?? true,
+              let owner = stall.owner, (try? client.serviceOwner()) == owner else { return bluetoothd.note(nil) }
         (my.lastAdapter, my.chosenAdapter, my.bluetoothdSettled) = (stall.adapter, stall.adapter.name, true)
         publishing { my.lastFound = Self.identity(of: stall.adapter) }
         withdrawFromDiscovery(on: stall.adapter)

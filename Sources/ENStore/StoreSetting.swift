@@ -18,6 +18,19 @@ public struct AdapterNumber: Equatable, Sendable {
     }
 }
 
+/// A bluetoothd whose discovery the radio found not to scan, for the next enagentd process: who
+/// owns org.bluez (a name no other run of bluetoothd has had on any run of the bus), and the
+/// adapter it offered last, by name and address.
+public struct StalledBluetoothd: Equatable, Sendable {
+    public var owner: String
+    public var adapter: String
+    public var address: String
+
+    public init(owner: String, adapter: String, address: String) {
+        (self.owner, self.adapter, self.address) = (owner, adapter, address)
+    }
+}
+
 /// Every setting the agent keeps.
 public enum StoreSettings {
     /// When the pause `enctl pause` asked for ends, in Unix seconds (enagentd's consent and pause).
@@ -36,10 +49,17 @@ public enum StoreSettings {
     /// The monitor of the radio's last passive scan ("ADAPTER HANDLE"): one a run killed left is
     /// removed, else the kernel would scan for it for good.
     public static let scanMonitor = adapterNumber("scan-monitor")
+    /// The bluetoothd the radio found stalled ("ADAPTER ADDRESS OWNER"): a new process scans
+    /// passively at once while that bluetoothd still runs, instead of asking it anew.
+    public static let stalledBluetoothd = StoreSetting<StalledBluetoothd>(name: "stalled-bluetoothd", encode: { "\($0.adapter) \($0.address) \($0.owner)" }, decode: { text in
+        let fields = text.split(separator: " ", maxSplits: 2)
+        guard fields.count == 3 else { return nil }
+        return StalledBluetoothd(owner: String(fields[2]), adapter: String(fields[0]), address: String(fields[1]))
+    })
 
     /// Every setting's name (a test checks that each setting has a name of its own).
     public static let names = [pausedUntil.name, advertisedInterval.name, exposureConfiguration.name, riskConfiguration.name, advertisingInstance.name,
-                               scanMonitor.name]
+                               scanMonitor.name, stalledBluetoothd.name]
 
     private static func adapterNumber(_ name: String) -> StoreSetting<AdapterNumber> {
         StoreSetting(name: name, encode: { "\($0.adapter) \($0.number)" }, decode: { text in

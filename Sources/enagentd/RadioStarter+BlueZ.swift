@@ -14,8 +14,9 @@ extension RadioStarter {
         // One queue for the agent and its radio, in every run: the agent calls the radio there, the
         // kernel's events and bluetoothd's signals are handled there.
         let radioQueue = DispatchQueue(label: "enagent.radio")
-        // What each run's radio learns of bluetoothd's run, for the next: a pause and a resume build a new one.
-        let bluetoothd = BluetoothdCondition(queue: radioQueue)
+        // What each run's radio learns of bluetoothd's run, for the next (a pause and a resume build
+        // a new one) and for the next process.
+        let bluetoothd = BluetoothdCondition(queue: radioQueue, store: store)
         return RadioStarter(configuredAdapter: settings.adapter?.description) { onChange in
             let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: settings.adapter,
                                    mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger, queue: radioQueue,

@@ -276,7 +276,7 @@ final class BluetoothdModel: BlueZAdapters {
     /// Its runs so far: each has a unique bus name of its own.
     private let runs = Mutex(1)
 
-    func serviceOwner() throws -> String? { isRunning ? ":1.\(runs.withLock { $0 })" : nil }
+    func serviceOwner() throws -> String? { isRunning ? "b0a5e1d2 :1.\(runs.withLock { $0 })" : nil }
     func followAdapters(_ handler: @escaping @Sendable (AdapterChange) -> Void) throws -> [SignalSubscription] {
         adapterChanges.withLock { $0 = handler }
         return []

@@ -32,12 +32,12 @@ final class RadioDriver {
     /// `store` is the agent's database, which a restarted agent (a new driver) finds as it was;
     /// `bluetoothd` and `condition` are those of an earlier radio run in the same process.
     init(kernel: KernelModel, store: MemorySettings = MemorySettings(), seed: UInt64 = 1, scanMode: BlueZRadio.ScanMode = .active,
-         bluetoothd: BluetoothdModel? = nil, condition: BluetoothdCondition? = nil) {
+         bluetoothd: BluetoothdModel? = nil, condition: BluetoothdCondition? = nil, adapter: AdapterChoice? = nil) {
         self.kernel = kernel
         self.bluetoothd = bluetoothd ?? BluetoothdModel(kernel: kernel)
         generator = SeededGenerator(seed: seed)
         let kernel = kernel
-        radio = BlueZRadio(client: self.bluetoothd, management: kernel, adapter: nil, mayPowerOn: true, scanMode: scanMode, store: store,
+        radio = BlueZRadio(client: self.bluetoothd, management: kernel, adapter: adapter, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), queue: condition?.queue ?? DispatchQueue(label: "radio driver"), bluetoothd: condition,
                            killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting },
                            pause: { _ in kernel.advance(seconds: 0.05) })

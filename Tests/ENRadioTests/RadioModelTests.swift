@@ -1,6 +1,7 @@
 import ENAgent
 import ENCore
 import ENRadio
+import ENStore
 import ENBlueZ
 import Foundation
 import Testing
@@ -653,15 +654,17 @@ struct RadioDefectTests {
 
     /// make test's RootCanal crowd (2026-11-30 15:03): b, paused and resumed while bluetoothd
     /// stalled, built a new radio that asked bluetoothd anew, three calls left unanswered for 10 s
-    /// each, and scanned again 21.4 s after the resume. A stall outlasts the radio's run while the
-    /// same bluetoothd runs: the next radio advertises and scans passively at once, on the adapter
-    /// the kernel has, and withdraws from bluetoothd's discovery as the first did. A bluetoothd that
-    /// restarted between the runs, unheard, is asked anew.
+    /// each, and scanned again 21.4 s after the resume; a's new process did after 31.5–35 s. A stall
+    /// outlasts the radio's run, and the process (the store keeps it), while the same bluetoothd
+    /// runs: the next radio advertises and scans passively at once, on the adapter the kernel has,
+    /// and withdraws from bluetoothd's discovery as the first did. A bluetoothd that restarted
+    /// between the runs, unheard, is asked anew.
     @Test(arguments: Setup.all)
     func aStallOutlastsTheRadioRunWhileTheSameBluetoothdRuns(setup: Setup) {
-        for restartedMeanwhile in [false, true] {
-            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), condition = BluetoothdCondition(queue: DispatchQueue(label: "radio runs"))
-            let first = RadioDriver(kernel: kernel, condition: condition)
+        for (restartedMeanwhile, newProcess) in [(false, false), (true, false), (false, true), (true, true)] {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), store = MemorySettings()
+            let condition = BluetoothdCondition(queue: DispatchQueue(label: "radio runs"), store: store)
+            let first = RadioDriver(kernel: kernel, store: store, condition: condition)
             first.returned()
             first.settle()
             first.bluetoothd.stall(silent: true)
@@ -675,12 +678,13 @@ struct RadioDefectTests {
                 kernel.bluetoothdStarts()
             }
             // Another seed: the same one would put the first run's first RPI on the air again.
-            let next = RadioDriver(kernel: kernel, seed: 2, bluetoothd: first.bluetoothd, condition: condition)
+            let next = RadioDriver(kernel: kernel, store: store, seed: 2, bluetoothd: first.bluetoothd,
+                                   condition: newProcess ? BluetoothdCondition(queue: DispatchQueue(label: "next process"), store: store) : condition)
             next.rotate()
             next.startScan()
             next.settle()
             #expect(next.advertising && next.scanning && kernel.snapshot.scansPassively != restartedMeanwhile && kernel.snapshot.scanning == restartedMeanwhile,
-                    "bluetoothd restarted meanwhile: \(restartedMeanwhile): \(RandomSequenceTests.commands(kernel))")
+                    "bluetoothd restarted meanwhile: \(restartedMeanwhile), a new process: \(newProcess): \(RandomSequenceTests.commands(kernel))")
             #expect(next.onQueue { next.radio.activity.adapter } == AdapterIdentity(name: "hci0", address: BluetoothAddress("00:1A:7D:DA:71:13")))
             if !restartedMeanwhile {
                 // It reads the kernel again before its messages, and starts the discovery the first
@@ -699,6 +703,28 @@ struct RadioDefectTests {
             }
             #expect(RadioInvariants.broken(next) == [])
         }
+    }
+
+    /// A stall an earlier process noted on hci0 is not this process's when its configuration names
+    /// another adapter: bluetoothd is asked for that one, and hci0 is left alone.
+    @Test(arguments: Setup.all)
+    func aStallKeptForAnotherAdapterIsForgotten(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), store = MemorySettings()
+        let first = RadioDriver(kernel: kernel, store: store, condition: BluetoothdCondition(queue: DispatchQueue(label: "radio runs"), store: store))
+        first.returned()
+        first.settle()
+        first.bluetoothd.stall(silent: true)
+        first.stopScan()
+        first.startScan()
+        first.settle()
+        #expect(first.scanning && kernel.snapshot.scansPassively && (try? store.value(StoreSettings.stalledBluetoothd))?.adapter == "hci0")
+        first.endRun()
+        let next = RadioDriver(kernel: kernel, store: store, seed: 2, bluetoothd: first.bluetoothd,
+                               condition: BluetoothdCondition(queue: DispatchQueue(label: "next process"), store: store), adapter: .name("hci1"))
+        next.rotate()
+        next.settle()
+        #expect(!next.advertising && next.onQueue { next.radio.activity.adapter } == AdapterIdentity(name: "hci1"))
+        #expect((try? store.value(StoreSettings.stalledBluetoothd)) == nil, "forgotten")
     }
 
     /// The RootCanal crowd beside make test's soak (2026-11-30 07:24): bluetoothd, swamped, left a

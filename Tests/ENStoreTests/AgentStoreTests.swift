@@ -534,6 +534,12 @@ import Testing
         do { _ = try store.value(StoreSettings.advertisedInterval) } catch { #expect("\(error)".contains("advertised-interval")) }
         try store.setSetting("scan-monitor", to: "hci0")
         #expect(throws: StoreError.self) { try store.value(StoreSettings.scanMonitor) }
+        let stalled = StalledBluetoothd(owner: "3c0f9d2e5a6b4d7c8e9f0a1b2c3d4e5f :1.42", adapter: "hci0", address: "00:1A:7D:DA:71:13")
+        try store.set(StoreSettings.stalledBluetoothd, to: stalled)
+        #expect(try store.setting("stalled-bluetoothd") == "hci0 00:1A:7D:DA:71:13 3c0f9d2e5a6b4d7c8e9f0a1b2c3d4e5f :1.42")
+        #expect(try store.value(StoreSettings.stalledBluetoothd) == stalled)
+        try store.setSetting("stalled-bluetoothd", to: "hci0 :1.42")
+        #expect(throws: StoreError.self) { try store.value(StoreSettings.stalledBluetoothd) }
         #expect(Set(StoreSettings.names).count == StoreSettings.names.count)
     }
 

@@ -66,6 +66,23 @@ import Testing
                    logger: LogCapture().logger(), queue: DispatchQueue(label: "radio"))
     }
 
+    /// The owner of org.bluez as the bus names it: none before bluetoothd takes the name; then the
+    /// bus's ID and bluetoothd's unique name; another after bluetoothd's restart.
+    @Test func theBusNamesEachRunOfBluetoothdApart() throws {
+        let bus = try PrivateBus()
+        let client = BlueZClient(connection: try DBusConnection(address: bus.address))
+        #expect(try client.serviceOwner() == nil)
+        let first = try StandInBluetoothd(bus: bus).connection
+        let id = try first.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "GetId")
+        let owner = try #require(try client.serviceOwner())
+        #expect(owner.hasPrefix("\(try #require(id.first?.string)) :") && owner.count > 34)
+        first.close()
+        let restarted = try StandInBluetoothd(bus: bus)
+        let next = try #require(try client.serviceOwner())
+        #expect(next.hasPrefix(owner.prefix(33)) && next != owner, "the same bus, another run of bluetoothd")
+        withExtendedLifetime(restarted) {}
+    }
+
     @Test func theAddressFindsTheSameControllerAfterTheKernelSwapsTheNames() throws {
         let bus = try PrivateBus()
         let bluetoothd = try StandInBluetoothd(bus: bus)

@@ -61,8 +61,8 @@ NO_RSSI = 127
 SAME_SCAN, MOST_RECEPTIONS = 25, 255
 # Under the crowd bluetoothd stalls within seconds of its start (each call of an agent's then costs
 # 10 s): an agent is back within issue 56's bound of a stall (onair.RECOVERED_WITHIN) of bluetoothd
-# offering its adapter again; a new process, whose radio knows nothing of a stall (and a resumed
-# radio, when the paused one had found none), takes the kernel's adapter after
+# offering its adapter again; a new process or a resumed radio keeps a stall found before it, and
+# where none was found takes the kernel's adapter after
 # BlueZRadio.unansweredCallsBeforeTheKernelsAdapter calls left unanswered for 10 s each, then is
 # back within BACK_WITHIN.
 STARTED_WITHIN = 3 * 10.0 + BACK_WITHIN
