@@ -31,6 +31,21 @@ struct RadioModelTests {
             return (kernel, driver)
         }
 
+        /// A radio run that found bluetoothd silent and scanned passively, then ended as a pause
+        /// ends it, with `store` and `condition` for the next run or process.
+        func stallFoundAndRunEnded(store: MemorySettings, condition: BluetoothdCondition) -> (KernelModel, RadioDriver) {
+            let kernel = KernelModel(kernel: kernel, legacy: legacy), first = RadioDriver(kernel: kernel, store: store, condition: condition)
+            first.returned()
+            first.settle()
+            first.bluetoothd.stall(silent: true)
+            first.stopScan()
+            first.startScan()
+            first.settle()
+            #expect(first.scanning && kernel.snapshot.scansPassively, "the first run found the stall")
+            first.endRun()
+            return (kernel, first)
+        }
+
         /// Running, then bluetoothd stops answering (`stall(silent:)`) as a scan ends.
         func stalledBetweenScans() -> (KernelModel, RadioDriver) {
             let (kernel, driver) = running()
@@ -662,17 +677,8 @@ struct RadioDefectTests {
     @Test(arguments: Setup.all)
     func aStallOutlastsTheRadioRunWhileTheSameBluetoothdRuns(setup: Setup) {
         for (restartedMeanwhile, newProcess) in [(false, false), (true, false), (false, true), (true, true)] {
-            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), store = MemorySettings()
-            let condition = BluetoothdCondition(queue: DispatchQueue(label: "radio runs"), store: store)
-            let first = RadioDriver(kernel: kernel, store: store, condition: condition)
-            first.returned()
-            first.settle()
-            first.bluetoothd.stall(silent: true)
-            first.stopScan()
-            first.startScan()
-            first.settle()
-            #expect(first.scanning && kernel.snapshot.scansPassively, "the first run found the stall")
-            first.endRun()
+            let store = MemorySettings(), condition = BluetoothdCondition(queue: DispatchQueue(label: "radio runs"), store: store)
+            let (kernel, first) = setup.stallFoundAndRunEnded(store: store, condition: condition)
             if restartedMeanwhile {
                 first.bluetoothd.restarts(unheard: true)
                 kernel.bluetoothdStarts()
@@ -709,16 +715,9 @@ struct RadioDefectTests {
     /// another adapter: bluetoothd is asked for that one, and hci0 is left alone.
     @Test(arguments: Setup.all)
     func aStallKeptForAnotherAdapterIsForgotten(setup: Setup) {
-        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), store = MemorySettings()
-        let first = RadioDriver(kernel: kernel, store: store, condition: BluetoothdCondition(queue: DispatchQueue(label: "radio runs"), store: store))
-        first.returned()
-        first.settle()
-        first.bluetoothd.stall(silent: true)
-        first.stopScan()
-        first.startScan()
-        first.settle()
-        #expect(first.scanning && kernel.snapshot.scansPassively && (try? store.value(StoreSettings.stalledBluetoothd))?.adapter == "hci0")
-        first.endRun()
+        let store = MemorySettings()
+        let (kernel, first) = setup.stallFoundAndRunEnded(store: store, condition: BluetoothdCondition(queue: DispatchQueue(label: "radio runs"), store: store))
+        #expect((try? store.value(StoreSettings.stalledBluetoothd))?.adapter == "hci0")
         let next = RadioDriver(kernel: kernel, store: store, seed: 2, bluetoothd: first.bluetoothd,
                                condition: BluetoothdCondition(queue: DispatchQueue(label: "next process"), store: store), adapter: .name("hci1"))
         next.rotate()
