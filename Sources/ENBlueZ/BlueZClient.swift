@@ -137,22 +137,20 @@ public final class BlueZClient: Sendable {
     /// the bus: the bus's ID and the owner's unique name ("ID :1.42"); nil while none owns it. The
     /// bus answers, not bluetoothd: also while bluetoothd answers nothing.
     public func serviceOwner() throws(DBusError) -> String? {
-        let bus = (destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus")
         let owner: String?
         do {
-            owner = try connection.call(destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetNameOwner",
-                                        [.string(BlueZ.service)], timeout: BlueZ.callTimeout).first?.string
+            owner = try connection.callBus("GetNameOwner", [.string(BlueZ.service)], timeout: BlueZ.callTimeout).first?.string
         } catch where error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" {
             return nil
         }
-        let id = try connection.call(destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetId", timeout: BlueZ.callTimeout)
+        let id = try connection.callBus("GetId", timeout: BlueZ.callTimeout)
         return owner.map { "\(id.first?.string ?? "") \($0)" }
     }
 
     /// Calls `handler(true)` when `org.bluez` gets an owner (bluetoothd started or restarted)
     /// and `handler(false)` when it loses it.
     public func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws(DBusError) -> [SignalSubscription] {
-        [try connection.subscribe(MatchRule(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+        [try connection.subscribe(MatchRule(sender: DBusConnection.bus.name, interface: DBusConnection.bus.interface,
                                            member: "NameOwnerChanged", arg0: BlueZ.service)) { message in
             handler(!(message.arguments.dropFirst(2).first?.string ?? "").isEmpty)
         }]

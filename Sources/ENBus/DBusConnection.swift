@@ -207,6 +207,16 @@ public final class DBusConnection: @unchecked Sendable {
                  timeout: timeout).arguments
     }
 
+    /// The bus itself, as a peer: its name, object and interface (GetNameOwner, NameHasOwner,
+    /// GetConnectionUnixUser, GetId; the NameOwnerChanged signal).
+    public static let bus = (name: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus")
+
+    /// Calls a method of the bus itself (`bus`) and returns the reply's arguments.
+    @discardableResult
+    public func callBus(_ member: String, _ arguments: [DBusValue] = [], timeout: Duration = .seconds(25)) throws(DBusError) -> [DBusValue] {
+        try call(destination: Self.bus.name, path: Self.bus.path, interface: Self.bus.interface, member: member, arguments, timeout: timeout)
+    }
+
     /// Sends a method call marked as expecting no reply and returns at once: for calls whose
     /// answer changes nothing (such as many RemoveDevice calls in a row), so the caller never waits
     /// a round trip per call.

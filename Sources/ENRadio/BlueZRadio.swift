@@ -207,14 +207,12 @@ public final class BlueZRadio: Radio {
     private func recallStall() {
         my.stallRecalled = true
         guard let stall = bluetoothd.stalled else { return }
-        // An earlier process's, for an adapter the configuration no longer means, or of a bluetoothd since restarted.
         guard configuredAdapter?.means(name: stall.adapter.name, address: stall.adapter.address) ?? true,
               let owner = stall.owner, (try? client.serviceOwner()) == owner else { return bluetoothd.note(nil) }
         (my.lastAdapter, my.chosenAdapter, my.bluetoothdSettled) = (stall.adapter, stall.adapter.name, true)
         publishing { my.lastFound = Self.identity(of: stall.adapter) }
         withdrawFromDiscovery(on: stall.adapter)
-        logger.notice("bluetoothd still runs as when an earlier radio found that it does not scan on \(stall.adapter.name): scanning passively "
-                      + "through a kernel advertisement monitor, and taking the adapter as the kernel has it, until bluetoothd restarts")
+        logger.notice("bluetoothd still runs as when an earlier radio found that it does not scan on \(stall.adapter.name): \(Self.whileStalled)")
     }
 
     /// The configured adapter, else the first that can advertise; powered on when allowed. While
@@ -879,9 +877,11 @@ public final class BlueZRadio: Radio {
         withdrawFromDiscovery(on: adapter)
         guard !discoveryStalled else { return }
         bluetoothd.note(BluetoothdCondition.Stall(owner: try? client.serviceOwner(), adapter: adapter))
-        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): scanning passively through a kernel "
-                       + "advertisement monitor, and taking the adapter as the kernel has it, until bluetoothd restarts")
+        logger.warning("bluetoothd does not scan on \(adapter.name) (\(stall)): \(Self.whileStalled)")
     }
+
+    /// What the radio does while bluetoothd's discovery is stalled, as the journal says it.
+    private static let whileStalled = "scanning passively through a kernel advertisement monitor, and taking the adapter as the kernel has it, until bluetoothd restarts"
 
     /// Withdraws the agent from bluetoothd's discovery on `adapter`, without waiting for the answer.
     private func withdrawFromDiscovery(on adapter: Adapter) {

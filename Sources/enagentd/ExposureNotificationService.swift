@@ -311,8 +311,7 @@ struct ExposureNotificationService: Sendable {
     /// connection's own thread, which would answer nothing else meanwhile.
     private static func authorise(_ call: DBusMessage, on bus: DBusConnection) throws(DBusError) {
         guard let sender = call.sender else { throw API.Failure.notAuthorized.error("the caller is unknown") }
-        let uid = try bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                               member: "GetConnectionUnixUser", [.string(sender)]).first?.integer
+        let uid = try bus.callBus("GetConnectionUnixUser", [.string(sender)]).first?.integer
         guard let uid, CallerAuthorisation.mayControl(uid: uid_t(uid), group: API.privilegedGroup) else {
             throw API.Failure.notAuthorized.error("only root and members of the group \(API.privilegedGroup) may do this; ask an administrator to add you")
         }

@@ -33,8 +33,7 @@ import Testing
         ])]))
         try server.requestName("org.freedesktop.Notifications")
 
-        let names = { try DBusConnection(address: service.bus.address).call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                                                                             interface: "org.freedesktop.DBus", member: "ListNames").first?.elements?.count ?? 0 }
+        let names = { try DBusConnection(address: service.bus.address).callBus("ListNames").first?.elements?.count ?? 0 }
         let before = try names()
         let watch = try ChildProcess(Command.executable("enctl").path, ["watch"],
                                      environment: ["DBUS_SYSTEM_BUS_ADDRESS": service.bus.address, "DBUS_SESSION_BUS_ADDRESS": session.address],

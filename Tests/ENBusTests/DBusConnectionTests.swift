@@ -305,8 +305,7 @@ final class Locked<Value: Sendable>: Sendable {
         #expect(heard.wait(timeout: .now() + 5) == .success)
         let deadline = ContinuousClock.now + .seconds(5)
         func hasOwner() throws -> Bool {
-            try client.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                            member: "NameHasOwner", [.string(uniqueName)]).first?.bool ?? true
+            try client.callBus("NameHasOwner", [.string(uniqueName)]).first?.bool ?? true
         }
         while try hasOwner() && ContinuousClock.now < deadline { usleep(10_000) }
         #expect(try !hasOwner(), "the connection closed")

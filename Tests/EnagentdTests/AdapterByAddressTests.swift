@@ -73,7 +73,7 @@ import Testing
         let client = BlueZClient(connection: try DBusConnection(address: bus.address))
         #expect(try client.serviceOwner() == nil)
         let first = try StandInBluetoothd(bus: bus).connection
-        let id = try first.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "GetId")
+        let id = try first.callBus("GetId")
         let owner = try #require(try client.serviceOwner())
         #expect(owner.hasPrefix("\(try #require(id.first?.string)) :") && owner.count > 34)
         first.close()
