@@ -279,6 +279,10 @@ class Offered(unittest.TestCase):
         self.assertEqual([self.offered.offered(self.lines, adapter) for adapter in ("hci0", "hci1", "hci2")],
                          [1796054788.336431, 1796054786.792348, None])
 
+    def test_the_phase_fields_name_each_adapter(self):
+        self.assertEqual(self.offered.fields(self.lines, ["hci0", "hci1", "hci2"]),
+                         "hci0:=1796054788.336431 hci1:=1796054786.792348 hci2:=null")
+
     def test_an_adapter_added_without_its_advertising_manager_is_not_offered(self):
         without = [line for line in self.lines if "LEAdvertisingManager1" not in line]
         self.assertEqual([self.offered.offered(without, adapter) for adapter in ("hci0", "hci1")], [None, None])

@@ -50,7 +50,7 @@ sleep "$SECONDS_TO_RUN"
 # bluetoothd instead (LEAdvertisingManager1's properties) got no answer for a minute from one
 # restarted among the crowd on a loaded host (make test of 2026-11-30 15:40), while agent a
 # advertised through it: what it says on the bus needs no answer.
-offers() { for adapter in hci0 hci1; do printf ' %s:=%s' "$adapter" "$(python3 "$HERE/offered.py" "$OUT/bluetoothd-offers.txt" "$adapter")"; done; }
+offers() { python3 "$HERE/offered.py" "$OUT/bluetoothd-offers.txt" hci0 hci1; }
 phase faults-started
 dbus-monitor --system "type='signal',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded',arg0path='/org/bluez/hci0'" \
     "type='signal',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded',arg0path='/org/bluez/hci1'" > "$OUT/bluetoothd-offers.txt" 2>&1 & MONITOR=$!
