@@ -506,11 +506,12 @@ def check_scan_stretches(lab, fail, agents, start, end, snoop=None, what="the ru
             if begun > since:
                 stretches.append((begun - since, since))
             since = max(since, ended)
-        stretches.append((until - since, since))
+        if until > since:  # not when the last scan ran past the end
+            stretches.append((until - since, since))
         longest = sorted(stretches, reverse=True)[:3]
         during = sum(1 for begun, _ in scan_windows(snoop, controller) if start <= begun <= end)
         print(f"  {agent} (hci{controller}): {during} scans since {what} began; longest stretches without one: "
-              + ", ".join(f"{length:.1f} s from +{at - start:.0f} s" for length, at in longest))
+              + (", ".join(f"{length:.1f} s from +{at - start:.0f} s" for length, at in longest) or "none"))
         for length, at in longest:
             if length > RECOVERED_WITHIN:
                 fail(f"scanning: hci{controller} ran no scan for {length:.1f} s from +{at - start:.0f} s after {what} began "
