@@ -105,6 +105,12 @@ final class ManagementSocket: Sendable {
         /// Device Found events waiting among `events`, and those dropped since taken, by controller.
         var waitingReports = [UInt16: Int]()
         var droppedReports = [UInt16: Int]()
+        /// The watch whose turn (`deliverTurn`) is on its queue: one at a time. A turn for each
+        /// batch that found `events` empty let them pile up, as `deliverPending` empties them
+        /// between batches (every 50 ms while bluetoothd is asked): in a flood each lived on,
+        /// and the queue's timers waited behind all of their batches (the RootCanal crowd of
+        /// 2026-11-30 18:20: an agent's scan of 3 s ran 60 s).
+        var queuedTurn: ObjectIdentifier?
 
         mutating func clearEvents() {
             events = []
@@ -221,26 +227,33 @@ final class ManagementSocket: Sendable {
     /// in order. Called on the watch's queue, where the events would otherwise wait for the work
     /// in progress to end.
     ///
-    /// One batch, the events read until now: those read meanwhile have a delivery of their own on
+    /// One batch, the events read until now: those read meanwhile wait for the watch's turn on
     /// the queue (`route`), so that under a crowd's Device Found the queue's timers and calls take
     /// their turns between batches, where a block for each event queued them behind thousands.
     func deliverPending() { _ = deliver(atMost: .max) }
 
-    /// The queue's own turn: at most `deliveredPerTurn` events, and a turn of its own for the rest,
-    /// after what else waits on the queue.
-    private func deliverTurn() {
-        guard deliver(atMost: Self.deliveredPerTurn), let queue = state.withLock({ $0.watch?.queue }) else { return }
-        queue.async { [weak self] in self?.deliverTurn() }
+    /// The watch `id`'s own turn on its queue: at most `deliveredPerTurn` events, and one turn
+    /// more for the rest, after what else waits on the queue; none once nothing waits.
+    private func deliverTurn(of id: ObjectIdentifier, on queue: DispatchQueue) {
+        guard deliver(atMost: Self.deliveredPerTurn, turnOf: id) else { return }
+        queue.async { [weak self] in self?.deliverTurn(of: id, on: queue) }
     }
 
-    /// Hands the watch the first `limit` events waiting, in order; whether more wait.
-    private func deliver(atMost limit: Int) -> Bool {
+    /// Hands the watch the first `limit` events waiting, in order; whether more wait. `turnOf`:
+    /// called as that watch's turn, which ends when this returns false.
+    private func deliver(atMost limit: Int, turnOf turn: ObjectIdentifier? = nil) -> Bool {
         guard let (batch, watch, more) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration, Bool)? in
-            guard let watch = state.watch, !state.events.isEmpty else { return nil }
+            guard let watch = state.watch, turn == nil || watch.id == turn, !state.events.isEmpty else {
+                if let turn, state.queuedTurn == turn { state.queuedTurn = nil }
+                return nil
+            }
             let batch = Array(state.events.prefix(limit))
             state.events.removeFirst(batch.count)
             for case (.deviceFound(let controller, _), _) in batch { state.waitingReports[controller]? -= 1 }
-            return (batch, watch, !state.events.isEmpty)
+            let more = !state.events.isEmpty
+            // An event read from now on queues the next turn.
+            if let turn, !more { state.queuedTurn = nil }
+            return (batch, watch, more)
         }) else { return false }
         dispatchPrecondition(condition: .onQueue(watch.queue))
         for (event, read) in batch {
@@ -349,8 +362,8 @@ final class ManagementSocket: Sendable {
 
     /// Numbers `packet` in the order read and routes it: an event waits for the watch (handed
     /// over on its queue, or sooner by `deliverPending`), so every event read before a reply is
-    /// there for the command's sender to ask for once the reply is in. The first event of a batch
-    /// asks the queue for its delivery; the rest join it. A Device Found beyond
+    /// there for the command's sender to ask for once the reply is in. An event queues the
+    /// watch's turn unless it is queued already (`queuedTurn`). A Device Found beyond
     /// `waitingReportsAtMost` is dropped and counted.
     private func route(_ packet: [UInt8]) {
         guard packet.count < 2 || ![ManagementPacket.commandComplete, ManagementPacket.commandStatus].contains(UInt16(littleEndian: packet, at: 0)) else {
@@ -378,9 +391,11 @@ final class ManagementSocket: Sendable {
             guard let watch = state.watch else { return nil }
             if case .deviceFound(let controller, _) = event { state.waitingReports[controller, default: 0] += 1 }
             state.events.append((event, state.read))
-            return state.events.count == 1 ? watch : nil
+            guard state.queuedTurn != watch.id else { return nil }
+            state.queuedTurn = watch.id
+            return watch
         }) else { return }
-        watch.queue.async { [weak self] in self?.deliverTurn() }
+        watch.queue.async { [weak self] in self?.deliverTurn(of: watch.id, on: watch.queue) }
     }
 
     /// Asks for `receiveBufferBytes`: past net.core.rmem_max with CAP_NET_ADMIN, which the

@@ -250,6 +250,42 @@ import Testing
         #expect(heard.events.withLock { $0.last } == .newSettings(controller: 0, [.powered, .connectable, .bredr, .le]))
     }
 
+    /// The radio empties the waiting events whenever it asks for them (`deliverPending`: every
+    /// 50 ms while bluetoothd is asked), and new ones come at once in a crowd: still only one turn
+    /// of the watch waits on its queue, so the queue's other work waits `deliveredPerTurn` events
+    /// at most. A turn queued for each emptying lived on while events kept coming, and a timer
+    /// waited behind all their batches (the RootCanal crowd of 2026-11-30 18:20: a scan of 3 s
+    /// ran 60 s).
+    @Test func emptyingTheWaitingEventsOftenLeavesOneTurnOnTheQueue() throws {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        let queue = DispatchQueue(label: "test.events")
+        let heard = Heard()
+        let watch = try socket.watchEvents(on: queue, heard.take)
+        defer { watch.cancel() }
+        let emptyings = 20, crowd = 3_000
+        // Each command's reply comes after a report (the last one's after the crowd's), so that
+        // the reports are read once the reply is in.
+        DispatchQueue(label: "test.kernel").async {
+            for emptying in 0...emptyings {
+                guard kernel.command(on: 1) != nil else { return }
+                for device in 0..<(emptying < emptyings ? 1 : crowd) { kernel.write(Self.deviceFound(UInt8(truncatingIfNeeded: device)), on: 1) }
+                kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([1])), on: 1)
+            }
+        }
+        let otherWorkAfter = Mutex<Int?>(nil)
+        try queue.sync {
+            for _ in 0..<emptyings {
+                _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
+                socket.deliverPending()
+            }
+            _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
+            queue.async { otherWorkAfter.withLock { $0 = heard.events.withLock(\.count) - emptyings } }
+        }
+        #expect(heard.wait(for: emptyings + crowd))
+        #expect(otherWorkAfter.withLock { $0 } == ManagementSocket.deliveredPerTurn)
+    }
+
     /// The kernel drops what a full socket cannot take, a command's reply too (which fails the
     /// command with ENOMEM): the socket asks for room for a second or more of a crowd's events.
     @Test func theSocketAsksForRoomForACrowdsEvents() throws {
