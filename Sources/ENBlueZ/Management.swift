@@ -110,7 +110,9 @@ final class ManagementSocket: Sendable {
         /// between batches (every 50 ms while bluetoothd is asked): in a flood each lived on,
         /// and the queue's timers waited behind all of their batches (the RootCanal crowd of
         /// 2026-11-30 18:20: an agent's scan of 3 s ran 60 s).
-        var queuedTurn: ObjectIdentifier?
+        var queuedTurn: UInt64?
+        /// Watches made so far (`Watch.Registration.id`).
+        var watches: UInt64 = 0
 
         mutating func clearEvents() {
             events = []
@@ -215,12 +217,12 @@ final class ManagementSocket: Sendable {
         commandTurn.wait()
         defer { commandTurn.signal() }
         _ = try connected(for: "watching the adapters' events")
-        let watch = Watch(socket: self)
-        state.withLock { state in
-            state.watch = Watch.Registration(id: ObjectIdentifier(watch), queue: queue, handler: handler)
+        return state.withLock { state in
+            state.watches += 1
+            state.watch = Watch.Registration(id: state.watches, queue: queue, handler: handler)
             state.clearEvents()
+            return Watch(socket: self, id: state.watches)
         }
-        return watch
     }
 
     /// Hands the watch, in line, every event read so far (every one read before the last reply),
@@ -234,14 +236,14 @@ final class ManagementSocket: Sendable {
 
     /// The watch `id`'s own turn on its queue: at most `deliveredPerTurn` events, and one turn
     /// more for the rest, after what else waits on the queue; none once nothing waits.
-    private func deliverTurn(of id: ObjectIdentifier, on queue: DispatchQueue) {
+    private func deliverTurn(of id: UInt64, on queue: DispatchQueue) {
         guard deliver(atMost: Self.deliveredPerTurn, turnOf: id) else { return }
         queue.async { [weak self] in self?.deliverTurn(of: id, on: queue) }
     }
 
     /// Hands the watch the first `limit` events waiting, in order; whether more wait. `turnOf`:
     /// called as that watch's turn, which ends when this returns false.
-    private func deliver(atMost limit: Int, turnOf turn: ObjectIdentifier? = nil) -> Bool {
+    private func deliver(atMost limit: Int, turnOf turn: UInt64? = nil) -> Bool {
         guard let (batch, watch, more) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration, Bool)? in
             guard let watch = state.watch, turn == nil || watch.id == turn, !state.events.isEmpty else {
                 if let turn, state.queuedTurn == turn { state.queuedTurn = nil }
@@ -273,17 +275,18 @@ final class ManagementSocket: Sendable {
     /// The events' way to a handler; cancelled (or released) it hears no more.
     final class Watch: ManagementWatch {
         struct Registration {
-            var id: ObjectIdentifier
+            /// The watch's number, in the order made: none is another's, also once that one is gone.
+            var id: UInt64
             var queue: DispatchQueue
             var handler: @Sendable (ManagementEvent, PacketNumber) -> Void
         }
 
         private let socket: ManagementSocket
+        private let id: UInt64
 
-        init(socket: ManagementSocket) { self.socket = socket }
+        init(socket: ManagementSocket, id: UInt64) { (self.socket, self.id) = (socket, id) }
 
         func cancel() {
-            let id = ObjectIdentifier(self)
             socket.state.withLock { state in
                 guard state.watch?.id == id else { return }
                 state.watch = nil
