@@ -48,6 +48,9 @@ must() {
     what=$1; shift
     "$@" || { rc=$?; echo "FAILED: $what (exit $rc)" >&2; phase failed step="$what: exit $rc"; return $rc; }
 }
+# rfkill_agents 1|0: what 'rfkill block bluetooth' (1) and unblock (0) do to the agents' adapters,
+# through sysfs (the phones' stay on).
+rfkill_agents() { for switch in /sys/class/rfkill/rfkill*; do case "$(cat "$switch/name")" in hci0|hci1) echo "$1" > "$switch/soft";; esac; done; }
 # Consent: enabling through the API, as a person would with 'enctl enable'.
 enable() {
     for _ in $(seq 50); do enctl "$1" enable > /dev/null 2>&1 && { echo "agent $1 enabled"; return; }; sleep 0.2; done

@@ -229,8 +229,6 @@ phase after-suspend snapshot:="$(must "snapshot after-suspend" python3 "$LAB/sna
 echo "phase: airplane mode: hci0 and hci1 blocked by rfkill, then unblocked"
 # Last of the radio phases: after rfkill closed a BT 5 controller, kernel 6.1 keeps instances whose sets
 # the controller lost and fails commands that touch them (Set Connectable among them).
-# What 'rfkill block bluetooth' does to the agents' adapters, through sysfs (the phones' stay on).
-rfkill_agents() { for switch in /sys/class/rfkill/rfkill*; do case "$(cat "$switch/name")" in hci0|hci1) echo "$1" > "$switch/soft";; esac; done; }
 phase rfkill-blocked
 must "rfkill block" rfkill_agents 1
 sleep 3

@@ -8,8 +8,9 @@ the agent did not record, clock marks read too slowly and a record that ends ear
 its check alone; and one stored twice beyond the merge window, and marks read slowly within the
 bound, which pass; the last half minute as a flood, too slow for one but for a lower bound,
 and with a pair missing in it; and faults from 18.5 s to 36 s (bluetoothd killed, agent a
-killed, b paused), whose scans are not judged for pairs, with an agent back late, b's radio on
-in its pause, sightings lost, and a stall noted in each of bluetoothd's runs."""
+killed, b paused, hci0 made connectable, both adapters blocked by rfkill), whose scans are not
+judged for pairs, with an agent back late, b's radio on in its pause, sightings lost, a's
+advertisement left on a connectable adapter, and a stall noted in each of bluetoothd's runs."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, time, unittest
 import labframe
 
@@ -22,7 +23,8 @@ ORIGIN, SCALE, OFFSET, START = 1795900000, 120, 0.3, 1795950000.0  # OFFSET: the
 BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
 # The faults' phases, seconds into the crowd (crowd-agents.sh's order).
 FAULTS = {"faults-started": 18.5, "bluetoothd-killed": 18.6, "bluetoothd-restarted": 19, "bluetoothd-offered": 20, "before-kill": 23.4,
-          "a-killed": 23.5, "after-kill": 23.7, "a-restarted": 23.9, "b-paused": 26.8, "b-resumed": 31, "faults-ended": 36}
+          "a-killed": 23.5, "after-kill": 23.7, "a-restarted": 23.9, "b-paused": 26.8, "b-resumed": 31, "a-connectable": 32,
+          "a-not-connectable": 33, "rfkill-blocked": 34, "rfkill-unblocked": 34.5, "faults-ended": 36}
 
 
 class Run:
@@ -36,11 +38,12 @@ class Run:
     `flood`: the phase flood-started 30 s into the crowd; `faults`: the faults' phases (FAULTS), each
     agent back `back` seconds after it could act, b's radio on in its pause with `woke`, and agent
     a's snapshot after the kill with `lost` sightings fewer; `stall_notes_after`: the notes after
-    bluetoothd's restart."""
+    bluetoothd's restart; `connectable_off`: seconds from the kernel's connectable parameters until
+    a takes its advertisement off (None: never)."""
 
     def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None,
                  phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0, flood=False, faults=False, back=0.5,
-                 woke=False, lost=0, stall_notes_after=0):
+                 woke=False, lost=0, stall_notes_after=0, connectable_off=0.2):
         self.folder, self.phases, self.records = folder, [], []
         self.faults, self.back = faults, back
         rpis = self.phones()
@@ -73,7 +76,7 @@ class Run:
                 self.phase(name, START + OFFSET + at)
             self.phases[-len(FAULTS):] = [dict(line, **extra) for line, extra in zip(self.phases[-len(FAULTS):], (
                 {}, {}, {}, {"hci0": START + OFFSET + 20, "hci1": START + OFFSET + 20}, {"snapshot": snapshot}, {},
-                {"snapshot": dict(snapshot, sightings=40 - lost)}, {}, {}, {}, {}))]
+                {"snapshot": dict(snapshot, sightings=40 - lost)}, {}, {}, {}, {}, {}, {}, {}, {}))]
             for controller in crowd_report.AGENTS.values():
                 self.advertising(controller, START + OFFSET + 0.5, 1)
                 self.advertising(controller, START + OFFSET + FAULTS["bluetoothd-offered"] + back, 1)
@@ -82,6 +85,15 @@ class Run:
             if woke:
                 self.advertising(1, START + OFFSET + FAULTS["b-paused"] + 2, 1)
             self.advertising(1, START + OFFSET + FAULTS["b-resumed"] + back, 1)
+            # hci0 connectable: the kernel's connectable parameters, a's advertising off, on again.
+            turned = START + OFFSET + FAULTS["a-connectable"] + 0.1
+            self.record(0, turned, 2, struct.pack("<HB", 0x2036, 25) + bytes([1, 0x11, 0]) + bytes(22))
+            self.record(0, turned + 0.002, 3, bytes([0x0E, 5, 1]) + struct.pack("<H", 0x2036) + bytes([0, 0]))
+            if connectable_off is not None:
+                self.advertising(0, turned + connectable_off, 0)
+            self.advertising(0, START + OFFSET + FAULTS["a-not-connectable"] + back, 1)
+            for controller in crowd_report.AGENTS.values():
+                self.advertising(controller, START + OFFSET + FAULTS["rfkill-unblocked"] + back, 1)
         if flood:
             self.phase("flood-started", START + OFFSET + 30)
         self.phase("crowd-ended", START + OFFSET + 60)
@@ -251,6 +263,15 @@ class CrowdReport(unittest.TestCase):
         self.assertIn("faults", failed, printed)
         self.assertEqual(self.failing(faults=True, woke=True)[0], {"faults"})
         self.assertEqual(self.failing(faults=True, lost=1)[0], {"faults"})
+
+    def test_a_connectable_adapter_left_on_the_air_or_an_agent_back_late_fails_the_adapter(self):
+        failed, printed = self.failing(faults=True)
+        self.assertIn("hci0 connectable: a's advertising off 199 ms after the kernel made it connectable; "
+                      "not connectable again: a advertised and scanned anew 0.5 s later", printed)
+        self.assertIn("hci1 blocked by rfkill and unblocked: b advertised and scanned anew 3.1 s after the unblock", printed)
+        self.assertEqual(self.failing(faults=True, connectable_off=crowd_report.CONNECTABLE_OFF_WITHIN + 0.1)[0], {"adapter"})
+        self.assertEqual(self.failing(faults=True, connectable_off=None)[0], {"adapter"})
+        self.assertIn("adapter", self.failing(faults=True, back=crowd_report.BACK_WITHIN + 1)[0])
 
     def test_a_stall_noted_once_in_each_run_of_bluetoothd_and_of_the_agent_passes(self):
         self.assertEqual(self.failing(faults=True, stall_notes=1, stall_notes_after=1)[0], set())

@@ -57,6 +57,20 @@ public struct ReadControllerInformation: ManagementCommand {
     }
 }
 
+/// Set Powered (0x0005): switches the controller on or off; the reply is its current settings.
+/// The kernel refuses to switch on a controller that rfkill blocks (status RFKilled).
+public struct SetPowered: ManagementCommand {
+    public static let opcode: UInt16 = 0x0005
+    public static let name = "Set Powered"
+    public var on: Bool
+    public var parameters: [UInt8] { [on ? 1 : 0] }
+    public init(_ on: Bool) { self.on = on }
+    public static func decode(_ reply: [UInt8]) throws(ManagementError) -> ReadControllerInformation.Settings {
+        guard reply.count >= 4 else { throw .malformedReply(name, reply) }
+        return ReadControllerInformation.Settings(rawValue: UInt32(littleEndian: reply, at: 0))
+    }
+}
+
 /// A list of 16-bit numbers in a reply of `command`'s: their count at `offset`, then each.
 private func numbers(in reply: [UInt8], countAt offset: Int, of command: String) throws(ManagementError) -> [UInt16] {
     guard reply.count >= offset + 2 else { throw .malformedReply(command, reply) }

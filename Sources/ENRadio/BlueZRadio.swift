@@ -272,8 +272,10 @@ public final class BlueZRadio: Radio {
         return adapter
     }
 
-    /// The adapter found last, when the kernel has it powered; nil when it is off (bluetoothd
-    /// switches it on). One the kernel no longer has is gone.
+    /// The adapter found last, as the kernel has it, for while bluetoothd does not answer; one the
+    /// kernel no longer has is gone. Off, it is switched on through the kernel where the radio may
+    /// switch it on (bluetoothd, which would, answers nothing: an airplane mode ended under a crowd
+    /// left the agents off the air), else nil.
     private func adapterAsTheKernelHasIt() throws -> Adapter? {
         guard var adapter = my.lastAdapter, let controller = adapter.index else { return nil }
         let settings: ReadControllerInformation.Settings
@@ -281,9 +283,25 @@ public final class BlueZRadio: Radio {
             guard error.status == Self.invalidIndex else { throw error }
             throw Failure.noAdapter(adapter.name)
         }
-        guard settings.contains(.powered) else { return nil }
+        if !settings.contains(.powered) {
+            guard mayPowerOn else { return nil }
+            try prepareToSwitchOn(adapter)
+            _ = try management.send(SetPowered(true), controller: controller)
+            logger.info("switched \(adapter.name) on through the kernel: bluetoothd does not answer")
+        }
         adapter.powered = true
         return adapter
+    }
+
+    /// Before `adapter` is switched on: a blocked one cannot be, and this agent's instance goes
+    /// first, as at power-on the kernel enables the instances it kept, from new addresses (the
+    /// loss may not have reached the agent yet).
+    private func prepareToSwitchOn(_ adapter: Adapter) throws {
+        if let kill = killSwitch(adapter.name) { throw Failure.blocked(adapter.name, kill) }
+        if let own = my.advertisement.advertisement, own.adapter.name == adapter.name {
+            enter(.none, because: "\(adapter.name) is being switched on, when the kernel would enable it again from a new address")
+            try withdraw(own.instance, from: adapter)
+        }
     }
 
     /// `call` of bluetoothd's, made off the radio's queue while the kernel's events are handled
@@ -336,13 +354,7 @@ public final class BlueZRadio: Radio {
         if !adapter.powered {
             guard mayPowerOn else { throw Failure.poweredOff(adapter.name) }
             // bluetoothd answers only org.bluez.Error.Failed when asked to power a blocked adapter on.
-            if let kill = killSwitch(adapter.name) { throw Failure.blocked(adapter.name, kill) }
-            // At power-on the kernel enables the instances it kept, from new addresses: this
-            // agent's goes first (the loss may not have reached the agent yet).
-            if let own = my.advertisement.advertisement, own.adapter.name == adapter.name {
-                enter(.none, because: "\(adapter.name) is being switched on, when the kernel would enable it again from a new address")
-                try withdraw(own.instance, from: adapter)
-            }
+            try prepareToSwitchOn(adapter)
             try client.setPowered(adapter, true)
             adapter.powered = true
         }

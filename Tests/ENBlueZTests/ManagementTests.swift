@@ -23,14 +23,17 @@ import Testing
         }
     }
 
-    @Test func theOtherCommandsEncodeAsDocumented() {
+    @Test func theOtherCommandsEncodeAsDocumented() throws {
         #expect(AddExtendedAdvertisingData(instance: 2, advertisingData: [0xAA, 0xBB]).parameters == [0x02, 0x02, 0x00, 0xAA, 0xBB])
         #expect(RemoveAdvertising(instance: 7).parameters == [0x07])
         #expect(AddAdvertising(instance: 5, timeoutSeconds: 1, advertisingData: []).parameters == [0x05, 0, 0, 0, 0, 0, 0, 0x01, 0x00, 0, 0])
         #expect(AddAdvertising(instance: 1, timeoutSeconds: 0x0102, advertisingData: [0xAA]).parameters == [0x01, 0, 0, 0, 0, 0, 0, 0x02, 0x01, 1, 0, 0xAA])
         #expect(StopDiscovery().parameters == [0x06])
-        #expect([AddExtendedAdvertisingData.opcode, RemoveAdvertising.opcode, StopDiscovery.opcode,
-                 ReadAdvertisingFeatures.opcode, ReadControllerInformation.opcode, AddAdvertising.opcode] == [0x0055, 0x003F, 0x0024, 0x003D, 0x0004, 0x003E])
+        #expect(SetPowered(true).parameters == [0x01] && SetPowered(false).parameters == [0x00])
+        #expect(try SetPowered.decode([0x01, 0x02, 0, 0]) == [.powered, .le])
+        #expect(throws: ManagementError.malformedReply(SetPowered.name, [0x01])) { try SetPowered.decode([0x01]) }
+        #expect([AddExtendedAdvertisingData.opcode, RemoveAdvertising.opcode, StopDiscovery.opcode, ReadAdvertisingFeatures.opcode,
+                 ReadControllerInformation.opcode, AddAdvertising.opcode, SetPowered.opcode] == [0x0055, 0x003F, 0x0024, 0x003D, 0x0004, 0x003E, 0x0005])
     }
 
     /// The kernel (6.1) as Read Advertising Features shows it: instances numbered above the count

@@ -63,7 +63,12 @@ final class BluetoothdModel: BlueZAdapters {
     func holdsAnswers() { answersHeld.withLock { $0 = DispatchSemaphore(value: 0) } }
     func answers() { answersHeld.withLock { held in defer { held = nil }; return held }?.signal() }
 
+    /// The radio's calls so far (each ends in `available`).
+    private let callCount = Mutex(0)
+    var calls: Int { callCount.withLock { $0 } }
+
     private func available() throws {
+        callCount.withLock { $0 += 1 }
         if let held = answersHeld.withLock({ $0 }) {
             held.wait()
             held.signal()

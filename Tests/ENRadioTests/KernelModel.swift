@@ -61,6 +61,8 @@ final class KernelModel: ManagementInterface {
         var present = true
         var powered = true
         var blocked = false
+        /// Times the radio switched the controller on itself (Set Powered).
+        var poweredByRadio = 0
         var connectable = false
         var instances = [UInt8: Instance]()
         /// What is on the air now, by instance.
@@ -187,7 +189,7 @@ final class KernelModel: ManagementInterface {
     // MARK: The commands
 
     private static let failed: UInt8 = 0x03, busy: UInt8 = 0x0A, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C,
-                       invalidParameters: UInt8 = 0x0D, notPowered: UInt8 = 0x0F, invalidIndex: UInt8 = 0x11
+                       invalidParameters: UInt8 = 0x0D, notPowered: UInt8 = 0x0F, invalidIndex: UInt8 = 0x11, rfkilled: UInt8 = 0x12
 
     private func answer<Command: ManagementCommand>(_ command: Command, state: inout State) throws(ManagementError) -> [UInt8] {
         func refuse(_ status: UInt8) -> ManagementError { .refused(Command.name, controller: Self.controller, status: status) }
@@ -197,6 +199,14 @@ final class KernelModel: ManagementInterface {
         case is ReadControllerInformation:
             let supported: ReadControllerInformation.Settings = [.powered, .connectable, .bredr, .le, .advertising]
             return Self.address.reversed() + [0, 0, 0] + supported.rawValue.littleEndianBytes + state.settings.rawValue.littleEndianBytes
+        case let set as SetPowered:
+            // New Settings goes to every socket but the sender's (set_powered's new_settings).
+            if set.on && !state.powered {
+                guard !state.blocked else { throw refuse(Self.rfkilled) }
+                switchOn(state: &state)
+                state.poweredByRadio += 1
+            }
+            return state.settings.rawValue.littleEndianBytes
         case is ReadAdvertisingFeatures:
             // Only instances numbered up to their count are listed: measured on 6.1 (a beacon alone
             // in instance 3 is not listed) and on 6.12 with a legacy controller (the trixie-bt4 lab
@@ -363,15 +373,19 @@ final class KernelModel: ManagementInterface {
         }
     }
 
-    /// Power on: the kernel enables the instances it kept, each from a new address.
+    /// Power on (bluetoothd): the kernel enables the instances it kept, each from a new address.
     func powerOn() {
         state.withLock { state in
             guard state.present, !state.blocked, !state.powered else { return }
-            state.powered = true
-            for (number, instance) in state.instances.sorted(by: { $0.key < $1.key }) where instance.data != nil && !instance.stuck {
-                if legacy { if state.turn == nil { enable(number, state: &state) } } else { enable(number, state: &state) }
-            }
+            switchOn(state: &state)
             state.happened(.newSettings(controller: Self.controller, state.settings))
+        }
+    }
+
+    private func switchOn(state: inout State) {
+        state.powered = true
+        for (number, instance) in state.instances.sorted(by: { $0.key < $1.key }) where instance.data != nil && !instance.stuck {
+            if legacy { if state.turn == nil { enable(number, state: &state) } } else { enable(number, state: &state) }
         }
     }
 

@@ -877,6 +877,32 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// An airplane mode under the RootCanal crowd, bluetoothd stalled by it: bluetoothd, which
+    /// switches the adapter on again once it is unblocked, answers nothing, and the radio waited on
+    /// it. Now a radio that may switch the adapter on does so through the kernel: while blocked it
+    /// says so at once, unblocked it switches it on, advertises and scans, without a call of
+    /// bluetoothd's.
+    @Test(arguments: Setup.all)
+    func anAdapterUnblockedWhileBluetoothdIsStalledIsSwitchedOnThroughTheKernel(setup: Setup) {
+        let (kernel, driver) = setup.stalledBetweenScans()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scansPassively, "the stall's passive scan")
+        kernel.powerOff(rfkill: true)
+        driver.settle()
+        driver.lost()
+        driver.retry()
+        #expect(driver.problem == .bluetoothOff && !kernel.snapshot.powered, "blocked: nothing to switch on")
+        kernel.unblock()
+        let calls = driver.bluetoothd.calls
+        driver.retry()
+        driver.settle()
+        #expect(kernel.snapshot.powered && kernel.snapshot.poweredByRadio == 1)
+        #expect(driver.advertising && driver.scanning && kernel.snapshot.scansPassively, "\(RandomSequenceTests.commands(kernel))")
+        #expect(driver.bluetoothd.calls == calls, "bluetoothd was not asked")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// make test's Debian 12 lab of 2026-11-29: agent a scanned passively after a stall, and the
     /// airplane mode stranded its monitor, which the kernel then refused as Busy: a scanned no more
     /// and said bluetooth-off to the end. With no monitor to be had, bluetoothd's discovery is
@@ -925,12 +951,14 @@ struct RadioDefectTests {
                     "\(driver.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
             #expect(RadioInvariants.broken(driver) == [])
         }
-        // Switched off meanwhile: the kernel's word; switching it on again is bluetoothd's.
+        // Switched off meanwhile: the kernel's word. A radio that may switch it on (power-on) does,
+        // through the kernel (`anAdapterUnblockedWhileBluetoothdIsStalledIsSwitchedOnThroughTheKernel`).
         kernel.powerOff()
         driver.settle()
         driver.lost()
         driver.retry()
-        #expect(!driver.advertising && !driver.scanning && RadioInvariants.broken(driver) == [])
+        driver.settle()
+        #expect(driver.advertising && driver.scanning && kernel.snapshot.poweredByRadio == 1 && RadioInvariants.broken(driver) == [])
     }
 
     /// The RootCanal lab's crowd of 300 phones (2026-11-29): bluetoothd, swamped by the crowd's

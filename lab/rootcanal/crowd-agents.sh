@@ -5,7 +5,8 @@
 # (agent-lib.sh: a on hci0, b on hci1, the lab's configuration and clock) for SECONDS, while the
 # host's Bumble phones (rclab.py serve: a crowd and the three phones, each rotating on its own)
 # advertise on RootCanal's air; then the faults of the agents' lab (agents.sh) under the crowd:
-# bluetoothd killed and restarted, agent a killed and restarted, agent b paused and resumed
+# bluetoothd killed and restarted, agent a killed and restarted, agent b paused and resumed,
+# a's adapter made connectable and not, both adapters blocked by rfkill and unblocked
 # (the phases "faults-started" to "faults-ended"); then FLOOD_SECONDS more of a flood (the phase
 # "flood-started", after which guest.sh has the phones rotate every few seconds). Each agent's
 # status is polled every 2 s throughout (the phase "status-poll"). crowd-report.py judges the run
@@ -78,6 +79,22 @@ phase b-paused
 sleep 5
 phase b-resumed
 must "enctl b resume" enctl b resume > /dev/null
+sleep 5
+# The agents' lab's phases that lean on the kernel, not on btvirt, here with bluetoothd stalled by the
+# crowd: hci0 made connectable under agent a (a laptop pairing a mouse) and not, then both
+# adapters blocked by rfkill (airplane mode) and unblocked. btmgmt prints nothing without a
+# terminal: script(1) gives it one.
+phase a-connectable
+must "btmgmt connectable on" script -qec "btmgmt --index 0 connectable on" /dev/null > /dev/null
+sleep 3
+phase a-not-connectable
+must "btmgmt connectable off" script -qec "btmgmt --index 0 connectable off" /dev/null > /dev/null
+sleep 5
+phase rfkill-blocked
+must "rfkill block" rfkill_agents 1
+sleep 3
+phase rfkill-unblocked
+must "rfkill unblock" rfkill_agents 0
 sleep 10
 phase faults-ended
 if [ "$FLOOD_SECONDS" -gt 0 ]; then

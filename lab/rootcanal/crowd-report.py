@@ -30,7 +30,7 @@ import functools, json, math, os, statistics, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair  # noqa: E402
-from report_checks.bounds import BACK_WITHIN, PAUSE_WITHIN  # noqa: E402
+from report_checks.bounds import BACK_WITHIN, CONNECTABLE_OFF_WITHIN, PAUSE_WITHIN  # noqa: E402
 from labframe import Check, Lab, agents_stopped, arguments, failed_steps, heading, report  # noqa: E402
 
 AGENTS = {"a": 0, "b": 1}
@@ -426,6 +426,45 @@ def faults(lab, fail):
         fail(f"faults: hci1 did not advertise and scan anew within {STARTED_WITHIN:g} s of b's resume ({took})")
 
 
+def connectable_parameters(snoop, controller, after):
+    """The host's time of the first advertising parameters the controller accepted from `after` on
+    that make its advertising connectable (an extended set's properties with the connectable bit,
+    or a legacy ADV_IND): the kernel's doing once the adapter turned connectable; None if none."""
+    for time, command, parameters in onair.accepted(snoop, controller):
+        if time >= after and ((command == onair.SET_EXT_ADV_PARAMETERS and len(parameters) >= 2 and parameters[1] & 1)
+                              or (command == onair.SET_ADV_PARAMETERS and len(parameters) >= 5 and parameters[4] == 0)):
+            return time
+    return None
+
+
+def adapter(lab, fail):
+    """The agents' adapters taken from under them under the crowd, judged on RootCanal's record by
+    the host's clock: hci0 made connectable had a's advertising off within CONNECTABLE_OFF_WITHIN
+    of the kernel's connectable parameters, and a advertising and scanning anew within BACK_WITHIN
+    of hci0 made not connectable again; after both were blocked by rfkill and unblocked, each agent
+    advertised and scanned anew within BACK_WITHIN of the unblock (a blocked controller is the
+    kernel's to silence, not the agent's)."""
+    if not lab.has("a-connectable"):
+        return print("  no adapter phases in this run")
+    snoop = lab.host_snoop
+    turned = connectable_parameters(snoop, 0, lab.from_guest(lab.at("a-connectable")))
+    off = None if turned is None else next((time for time, advertising, _ in onair.radio_changes(snoop, 0) if time >= turned and not advertising), None)
+    back = onair.on_again(snoop, 0, lab.from_guest(lab.at("a-not-connectable")))
+    print("  hci0 connectable: " + ("the kernel NEVER made a's advertising connectable" if turned is None else
+                                    "a's advertising off " + ("NEVER" if off is None else f"{(off - turned) * 1000:.0f} ms after the kernel made it connectable"))
+          + "; not connectable again: a advertised and scanned anew " + ("NEVER" if back is None else f"{back:.1f} s later"))
+    if turned is not None and (off is None or off - turned > CONNECTABLE_OFF_WITHIN):
+        fail(f"adapter: agent a did not take its advertisement off within {CONNECTABLE_OFF_WITHIN:g} s of hci0 turning connectable ({off})")
+    if back is None or back > BACK_WITHIN:
+        fail(f"adapter: hci0 did not advertise and scan anew within {BACK_WITHIN:g} s of turning not connectable ({back})")
+    unblocked = lab.from_guest(lab.at("rfkill-unblocked"))
+    for agent, controller in AGENTS.items():
+        took = onair.on_again(snoop, controller, unblocked)
+        print(f"  hci{controller} blocked by rfkill and unblocked: {agent} advertised and scanned anew " + ("NEVER" if took is None else f"{took:.1f} s after the unblock"))
+        if took is None or took > BACK_WITHIN:
+            fail(f"adapter: hci{controller} did not advertise and scan anew within {BACK_WITHIN:g} s of rfkill's unblock ({took})")
+
+
 def status(lab, fail):
     onair.check_status_polls(lab, fail, AGENTS, lab.at("crowd-started"), snoop=lab.host_snoop, to_capture=lab.from_guest, slack=lab.uncertainty)
 
@@ -440,6 +479,8 @@ def checks():
         Check("capture", "CAPTURE (RootCanal's record of the agents' controllers to the crowd's end)", capture),
         Check("faults", f"FAULTS (bluetoothd killed, agent a killed, b paused: each agent back within {onair.RECOVERED_WITHIN:g} s "
                          f"of bluetoothd's offer, {STARTED_WITHIN:g} s of its own start)", faults),
+        Check("adapter", f"ADAPTER (hci0 connectable: a's advertising off within {CONNECTABLE_OFF_WITHIN:g} s; "
+                         f"each agent back within {BACK_WITHIN:g} s of its adapter not connectable or unblocked by rfkill)", adapter),
         Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
         Check("journal", "JOURNAL (a stall said once per run of bluetoothd and of the agent's radio)", journal),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
