@@ -100,9 +100,14 @@ final class ManagementSocket: Sendable {
         var watch: Watch.Registration?
         /// Packets read so far, on every socket this one opened: each packet's number.
         var read = PacketNumber(0)
-        /// Events read that the watch has not been handed yet, in the order read.
+        /// Events read that the watch has not been handed yet, each in the order read: the
+        /// Device Found events (`reports`) apart, behind the rest, which say what the controller
+        /// does (`events`). Those go first: a crowd's thousands of reports kept the New Settings
+        /// of an adapter turned connectable from the radio for 14 s, while the kernel sent the EN
+        /// advertisement as connectable (the RootCanal crowd of 2026-11-30 19:40).
         var events = [(ManagementEvent, PacketNumber)]()
-        /// Device Found events waiting among `events`, and those dropped since taken, by controller.
+        var reports = [(ManagementEvent, PacketNumber)]()
+        /// Device Found events waiting in `reports`, and those dropped since taken, by controller.
         var waitingReports = [UInt16: Int]()
         var droppedReports = [UInt16: Int]()
         /// The watch whose turn (`deliverTurn`) is on its queue: one at a time. A turn for each
@@ -116,8 +121,25 @@ final class ManagementSocket: Sendable {
 
         mutating func clearEvents() {
             events = []
+            reports = []
             waitingReports = [:]
         }
+
+        /// Takes up to `limit` of the events waiting, the reports after the rest (none unless
+        /// `withReports`).
+        mutating func take(atMost limit: Int, withReports: Bool) -> [(ManagementEvent, PacketNumber)] {
+            let others = min(limit, events.count)
+            let batch = Array(events.prefix(others))
+            events.removeFirst(others)
+            guard withReports else { return batch }
+            let count = min(limit - others, reports.count)
+            let taken = reports.prefix(count)
+            reports.removeFirst(count)
+            for case (.deviceFound(let controller, _), _) in taken { waitingReports[controller]? -= 1 }
+            return batch + taken
+        }
+
+        var isEmpty: Bool { events.isEmpty && reports.isEmpty }
     }
 
     /// An open socket and its reader, which closes the descriptor once cancelled. The reader is
@@ -225,14 +247,14 @@ final class ManagementSocket: Sendable {
         }
     }
 
-    /// Hands the watch, in line, every event read so far (every one read before the last reply),
-    /// in order. Called on the watch's queue, where the events would otherwise wait for the work
-    /// in progress to end.
+    /// Hands the watch, in line, every event read so far (every one read before the last reply)
+    /// but the reports, which only with `withReports`, after the rest. Called on the watch's
+    /// queue, where the events would otherwise wait for the work in progress to end.
     ///
     /// One batch, the events read until now: those read meanwhile wait for the watch's turn on
     /// the queue (`route`), so that under a crowd's Device Found the queue's timers and calls take
     /// their turns between batches, where a block for each event queued them behind thousands.
-    func deliverPending() { _ = deliver(atMost: .max) }
+    func deliverPending(withReports: Bool) { _ = deliver(atMost: .max, withReports: withReports) }
 
     /// The watch `id`'s own turn on its queue: at most `deliveredPerTurn` events, and one turn
     /// more for the rest, after what else waits on the queue; none once nothing waits.
@@ -241,18 +263,16 @@ final class ManagementSocket: Sendable {
         queue.async { [weak self] in self?.deliverTurn(of: id, on: queue) }
     }
 
-    /// Hands the watch the first `limit` events waiting, in order; whether more wait. `turnOf`:
+    /// Hands the watch up to `limit` events waiting (`State.take`); whether more wait. `turnOf`:
     /// called as that watch's turn, which ends when this returns false.
-    private func deliver(atMost limit: Int, turnOf turn: UInt64? = nil) -> Bool {
+    private func deliver(atMost limit: Int, withReports: Bool = true, turnOf turn: UInt64? = nil) -> Bool {
         guard let (batch, watch, more) = state.withLock({ state -> ([(ManagementEvent, PacketNumber)], Watch.Registration, Bool)? in
-            guard let watch = state.watch, turn == nil || watch.id == turn, !state.events.isEmpty else {
+            guard let watch = state.watch, turn == nil || watch.id == turn, !state.isEmpty else {
                 if let turn, state.queuedTurn == turn { state.queuedTurn = nil }
                 return nil
             }
-            let batch = Array(state.events.prefix(limit))
-            state.events.removeFirst(batch.count)
-            for case (.deviceFound(let controller, _), _) in batch { state.waitingReports[controller]? -= 1 }
-            let more = !state.events.isEmpty
+            let batch = state.take(atMost: limit, withReports: withReports)
+            let more = !state.isEmpty
             // An event read from now on queues the next turn.
             if let turn, !more { state.queuedTurn = nil }
             return (batch, watch, more)
@@ -364,7 +384,7 @@ final class ManagementSocket: Sendable {
     }
 
     /// Numbers `packet` in the order read and routes it: an event waits for the watch (handed
-    /// over on its queue, or sooner by `deliverPending`), so every event read before a reply is
+    /// over on its queue, the reports after the rest, or sooner by `deliverPending`), so every event read before a reply is
     /// there for the command's sender to ask for once the reply is in. An event queues the
     /// watch's turn unless it is queued already (`queuedTurn`). A Device Found beyond
     /// `waitingReportsAtMost` is dropped and counted.
@@ -392,8 +412,12 @@ final class ManagementSocket: Sendable {
         guard let event = ManagementPacket.event(packet), let watch = state.withLock({ state -> Watch.Registration? in
             state.read = state.read.next
             guard let watch = state.watch else { return nil }
-            if case .deviceFound(let controller, _) = event { state.waitingReports[controller, default: 0] += 1 }
-            state.events.append((event, state.read))
+            if case .deviceFound(let controller, _) = event {
+                state.waitingReports[controller, default: 0] += 1
+                state.reports.append((event, state.read))
+            } else {
+                state.events.append((event, state.read))
+            }
             guard state.queuedTurn != watch.id else { return nil }
             state.queuedTurn = watch.id
             return watch

@@ -14,14 +14,19 @@ public protocol ManagementInterface: Sendable {
     /// `deliverPending`.
     func watchEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (ManagementEvent, PacketNumber) -> Void) throws(ManagementError) -> any ManagementWatch
     /// Hands the watch's handler, in line, every event read so far, so every one read before the
-    /// last reply; called on the watch's queue.
-    func deliverPending()
+    /// last reply, but the Device Found events, which only `withReports` (after the rest); called
+    /// on the watch's queue. What the kernel says of the controller comes before any report: a
+    /// crowd's reports would hold it back for seconds.
+    func deliverPending(withReports: Bool)
     /// The Device Found events of `controller` dropped since the last call, because they came
     /// faster than the watch's queue took them.
     func takeDroppedReports(controller: UInt16) -> Int
 }
 
 extension ManagementInterface {
+    /// Every event read so far but the reports, in line (`deliverPending(withReports:)`).
+    public func deliverPending() { deliverPending(withReports: false) }
+
     public func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
         try exchange(command, controller: controller).reply
     }
@@ -46,7 +51,7 @@ public struct KernelManagement: ManagementInterface {
         try ManagementSocket.kernel.watchEvents(on: queue, handler)
     }
 
-    public func deliverPending() { ManagementSocket.kernel.deliverPending() }
+    public func deliverPending(withReports: Bool) { ManagementSocket.kernel.deliverPending(withReports: withReports) }
     public func takeDroppedReports(controller: UInt16) -> Int { ManagementSocket.kernel.takeDroppedReports(controller: controller) }
 }
 

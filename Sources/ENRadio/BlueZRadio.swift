@@ -314,7 +314,8 @@ public final class BlueZRadio: Radio {
     private func handingOverEvents<Answer: Sendable>(_ call: @escaping @Sendable () throws -> Answer) throws -> Answer {
         guard my.watching else { return try call() }
         let work = BackgroundWork(call)
-        while !work.ends(within: .milliseconds(Self.eventTurnMilliseconds)) { management.deliverPending() }
+        // The reports too: the queue is held for as long as bluetoothd takes (10 s unanswered).
+        while !work.ends(within: .milliseconds(Self.eventTurnMilliseconds)) { management.deliverPending(withReports: true) }
         return try work.result()
     }
 

@@ -146,7 +146,8 @@ import Testing
     }
 
     /// The radio asks, on the watch's queue, for the events read before a reply, which would
-    /// otherwise wait for its work to end: they are handed over in line.
+    /// otherwise wait for its work to end: they are handed over in line, the reports only when
+    /// asked for too, and after the rest.
     @Test func theEventsReadBeforeAReplyAreHandedOverInLineWhenAsked() throws {
         let kernel = FakeKernel()
         let socket = ManagementSocket { kernel.open() }
@@ -155,16 +156,25 @@ import Testing
         let watch = try socket.watchEvents(on: queue, heard.take)
         defer { watch.cancel() }
         DispatchQueue(label: "test.kernel").async {
-            guard kernel.command(on: 1) != nil else { return }
-            kernel.write(Self.event(0x0006, [0x83, 0x02, 0, 0]), on: 1)
-            kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([2])), on: 1)
+            for _ in 0..<2 {
+                guard kernel.command(on: 1) != nil else { return }
+                kernel.write(Self.deviceFound(1), on: 1)
+                kernel.write(Self.event(0x0006, [0x83, 0x02, 0, 0]), on: 1)
+                kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([2])), on: 1)
+            }
         }
+        let settings = ManagementEvent.newSettings(controller: 0, [.powered, .connectable, .bredr, .le])
+        let found = DeviceFound(address: [1, 0, 0, 0, 0, 0xC0], addressType: 1, rssi: -60, flags: 0, data: [0x02, 0x01, 0x06])
         let heardInLine = try queue.sync {
             _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
-            socket.deliverPending()
-            return heard.events.withLock { $0 }
+            socket.deliverPending(withReports: false)
+            let withoutReports = heard.events.withLock { $0 }
+            _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
+            socket.deliverPending(withReports: true)
+            return (withoutReports, heard.events.withLock { $0 })
         }
-        #expect(heardInLine == [.newSettings(controller: 0, [.powered, .connectable, .bredr, .le])])
+        #expect(heardInLine.0 == [settings])
+        #expect(heardInLine.1 == [settings, settings, .deviceFound(controller: 0, found), .deviceFound(controller: 0, found)])
     }
 
     @Test func aReplyAfterItsCommandTimedOutAnswersNoLaterCommand() throws {
@@ -217,8 +227,9 @@ import Testing
 
     /// A crowd's reports faster than the watch's queue takes them: at most `waitingReportsAtMost`
     /// of a controller wait, its Device Found events beyond are dropped and counted, another
-    /// controller's and any other event still come, in order, and the queue's other work takes its
-    /// turn after every `deliveredPerTurn` events, not behind them all.
+    /// controller's still come, in order, any other event before them all (the radio hears an
+    /// adapter turned connectable at once, not seconds later), and the queue's other work takes
+    /// its turn after every `deliveredPerTurn` events, not behind them all.
     @Test func reportsBeyondWhatWaitsAreDroppedAndCountedAndTheQueueTakesTurns() throws {
         let kernel = FakeKernel()
         let socket = ManagementSocket { kernel.open() }
@@ -247,7 +258,7 @@ import Testing
         queue.resume()
         #expect(heard.wait(for: waiting + others + 1))
         #expect(otherWorkAfter.withLock { $0 } == ManagementSocket.deliveredPerTurn)
-        #expect(heard.events.withLock { $0.last } == .newSettings(controller: 0, [.powered, .connectable, .bredr, .le]))
+        #expect(heard.events.withLock { $0.first } == .newSettings(controller: 0, [.powered, .connectable, .bredr, .le]))
     }
 
     /// The radio empties the waiting events whenever it asks for them (`deliverPending`: every
@@ -277,7 +288,7 @@ import Testing
         try queue.sync {
             for _ in 0..<emptyings {
                 _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
-                socket.deliverPending()
+                socket.deliverPending(withReports: true)
             }
             _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
             queue.async { otherWorkAfter.withLock { $0 = heard.events.withLock(\.count) - emptyings } }

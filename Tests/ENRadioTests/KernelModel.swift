@@ -165,12 +165,15 @@ final class KernelModel: ManagementInterface {
         func cancel() { model.state.withLock { $0.watch = nil } }
     }
 
-    /// Hands every event read so far to the radio's watch, in order, in line: on the watch's queue.
-    func deliverPending() {
+    /// Hands every event read so far to the radio's watch, in line, on the watch's queue, as the
+    /// management socket does: the Device Found events after the rest, and only `withReports`.
+    func deliverPending(withReports: Bool) {
         while let (event, read, handler) = state.withLock({ state -> (ManagementEvent, PacketNumber, @Sendable (ManagementEvent, PacketNumber) -> Void)? in
-            guard let watch = state.watch, !state.events.isEmpty else { return nil }
+            guard let watch = state.watch else { return nil }
+            let isReport = { (waiting: (ManagementEvent, PacketNumber)) in if case .deviceFound = waiting.0 { true } else { false } }
+            guard let index = state.events.firstIndex(where: { !isReport($0) }) ?? (withReports ? state.events.indices.first : nil) else { return nil }
             dispatchPrecondition(condition: .onQueue(watch.queue))
-            let (event, read) = state.events.removeFirst()
+            let (event, read) = state.events.remove(at: index)
             return (event, read, watch.handler)
         }) {
             handler(event, read)
@@ -183,7 +186,7 @@ final class KernelModel: ManagementInterface {
     /// Hands every queued event to the radio's watch on its queue, between the radio's calls.
     func deliver() {
         guard let queue = state.withLock({ $0.watch?.queue }) else { return }
-        queue.sync { deliverPending() }
+        queue.sync { deliverPending(withReports: true) }
     }
 
     // MARK: The commands

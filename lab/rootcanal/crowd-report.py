@@ -344,14 +344,17 @@ def flood(lab, fail):
 
 def rows(lab, fail):
     for agent in AGENTS:
-        sightings = lab.sightings(agent)
+        sightings, scans = lab.sightings(agent), lab.scans(agent)
         per_scan = defaultdict(list)
         for index, rpi, seen_at, heard in sightings:
             if index is not None:
-                per_scan[(index, rpi)].append((seen_at, len(heard)))
+                # A row of the scan's first second may be the last of the scan before, which ended
+                # in that second (the agents' clock counts whole seconds, 1/120 of a real one).
+                boundary = index > 0 and seen_at <= scans[index - 1][1] + LATE_REPORT
+                per_scan[(index, rpi)].append((seen_at, len(heard), boundary))
         # A row that the one before it should have taken: within SAME_SCAN of its first reception, not full.
-        unmerged = sum(1 for found in per_scan.values() for (before, held), (after, _) in zip(sorted(found), sorted(found)[1:])
-                       if after - before <= SAME_SCAN and held < MOST_RECEPTIONS)
+        unmerged = sum(1 for found in per_scan.values() for (before, held, boundary), (after, _, _) in zip(sorted(found), sorted(found)[1:])
+                       if after - before <= SAME_SCAN and held < MOST_RECEPTIONS and not boundary)
         outside = sum(1 for index, _, _, _ in sightings if index is None)
         counts = Counter(len(found) for found in per_scan.values())
         receptions = [len(heard) for _, _, _, heard in sightings]
