@@ -39,11 +39,12 @@ class Run:
     agent back `back` seconds after it could act, b's radio on in its pause with `woke`, and agent
     a's snapshot after the kill with `lost` sightings fewer; `stall_notes_after`: the notes after
     bluetoothd's restart; `connectable_off`: seconds from the kernel's connectable parameters until
-    a takes its advertisement off (None: never)."""
+    a takes its advertisement off (None: never); `boundary` (agent, scan): that scan is recorded to
+    the next one's start, and each RPI of the next has a row of that second, the scan before's last."""
 
     def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None,
                  phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0, flood=False, faults=False, back=0.5,
-                 woke=False, lost=0, stall_notes_after=0, connectable_off=0.2):
+                 woke=False, lost=0, stall_notes_after=0, connectable_off=0.2, boundary=None):
         self.folder, self.phases, self.records = folder, [], []
         self.faults, self.back = faults, back
         rpis = self.phones()
@@ -56,7 +57,7 @@ class Run:
                        after=host + OFFSET + mark_width / 2)
         self.phase("crowd-started", START + OFFSET)
         for agent, controller in crowd_report.AGENTS.items():
-            self.agent(agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap)
+            self.agent(agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap, boundary)
             note = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START + OFFSET))
             later_note = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(START + OFFSET + 40))
             stall = "warning enagentd: bluetoothd does not scan on hci{} (it did not answer StopDiscovery)\n".format(controller)
@@ -139,7 +140,7 @@ class Run:
         self.record(controller, guest, 2, struct.pack("<HB", 0x2042, 6) + bytes([enable, enable, 0, 0, 0, 0]))
         self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0")
 
-    def agent(self, agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap):
+    def agent(self, agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap, boundary):
         os.makedirs(os.path.join(self.folder, agent))
         with open(os.path.join(self.folder, agent, "exit-status"), "w") as status:
             status.write("0\n")
@@ -152,7 +153,7 @@ class Run:
             if gap and agent == gap[0] and gap[1] <= scan <= gap[2]:
                 continue
             if (agent, scan) != unrecorded_scan:
-                db.execute("INSERT INTO scan VALUES (?, ?)", (agent_time(start), agent_time(start + 3)))
+                db.execute("INSERT INTO scan VALUES (?, ?)", (agent_time(start), agent_time(start + (4 if (agent, scan) == boundary else 3))))
             if (agent, scan) == phantom_scan:
                 continue
             # The scans the faults take: a's while it is down, b's from the one the pause ends.
@@ -169,6 +170,8 @@ class Run:
                 for row in range(2 if (agent, scan, phone) == twice else 1):
                     db.execute("INSERT INTO sighting (rpi, rssi, seen_at, later_receptions) VALUES (?, ?, ?, ?)",
                                (bytes.fromhex(rpi), -40, agent_time(heard) + row * later, bytes([1, 0xEC])))
+                if boundary == (agent, scan - 1):
+                    db.execute("INSERT INTO sighting (rpi, rssi, seen_at) VALUES (?, ?, ?)", (bytes.fromhex(rpi), -40, agent_time(start)))
                 report = struct.pack("<H", 0x0010) + b"\x01" + bytes.fromhex(address)[::-1] + bytes([1, 0, 0xFF, 0x7F, 0xD8]) + bytes(10)
                 self.record(controller, heard, 3, bytes([0x3E, 2 + len(report), 0x0D, 1]) + report)
         db.commit()
@@ -210,6 +213,12 @@ class CrowdReport(unittest.TestCase):
     def test_an_rpi_stored_twice_in_a_scan_fails_the_rows(self):
         self.assertEqual(self.failing(twice=("a", 3, 1))[0], {"rows"})
         self.assertEqual(self.failing(twice=("a", 3, 1), later=crowd_report.SAME_SCAN)[0], {"rows"})
+
+    def test_a_row_of_the_second_one_scan_ended_and_the_next_began_passes(self):
+        failed, printed = self.failing(boundary=("a", 3))
+        self.assertEqual(failed, set(), printed)
+        self.assertIn("rows per RPI per scan: 1 row", printed)
+        self.assertIn("2 rows", printed)
 
     def test_a_second_row_past_the_merge_window_passes(self):
         failed, printed = self.failing(twice=("a", 3, 1), later=crowd_report.SAME_SCAN + 1)
@@ -266,7 +275,7 @@ class CrowdReport(unittest.TestCase):
 
     def test_a_connectable_adapter_left_on_the_air_or_an_agent_back_late_fails_the_adapter(self):
         failed, printed = self.failing(faults=True)
-        self.assertIn("hci0 connectable: a's advertising off 199 ms after the kernel made it connectable; "
+        self.assertIn("hci0 connectable: a's advertising taken off 199 ms after the kernel made hci0 connectable; "
                       "not connectable again: a advertised and scanned anew 0.5 s later", printed)
         self.assertIn("hci1 blocked by rfkill and unblocked: b advertised and scanned anew 3.1 s after the unblock", printed)
         self.assertEqual(self.failing(faults=True, connectable_off=crowd_report.CONNECTABLE_OFF_WITHIN + 0.1)[0], {"adapter"})

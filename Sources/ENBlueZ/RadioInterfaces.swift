@@ -24,9 +24,6 @@ public protocol ManagementInterface: Sendable {
 }
 
 extension ManagementInterface {
-    /// Every event read so far but the reports, in line (`deliverPending(withReports:)`).
-    public func deliverPending() { deliverPending(withReports: false) }
-
     public func send<Command: ManagementCommand>(_ command: Command, controller: UInt16) throws(ManagementError) -> Command.Reply {
         try exchange(command, controller: controller).reply
     }

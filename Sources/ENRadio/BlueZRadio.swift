@@ -489,8 +489,9 @@ public final class BlueZRadio: Radio {
             enter(.adding(advertisement, since: settingsRead), because: "its parameters are in")
             // The adapter may have turned connectable, or another program added an advertisement,
             // since the kernel was asked for its settings and instances: what the kernel said before
-            // this reply is heard now, before the data goes out (`handle`).
-            management.deliverPending()
+            // this reply is heard now, before the data goes out (`handle`). Not the reports: a
+            // crowd's held the data back 7 s, with nothing of this agent's on the air meanwhile.
+            management.deliverPending(withReports: false)
             if case .unfit(_, let failure) = my.advertisement {
                 // The instance is the previous one's, kept, unless that was stuck and forgotten.
                 try withdraw(instance, from: adapter)
@@ -735,7 +736,7 @@ public final class BlueZRadio: Radio {
         // What the kernel said so far counts first: bluetoothd's start may have removed the
         // advertisement a moment ago (the random sequences cut it in after the data went in).
         // An unfit one is going: the kernel lends a legacy set to another program's next.
-        if my.watching { management.deliverPending() }
+        if my.watching { management.deliverPending(withReports: true) }
         guard case .onAir(let advertisement) = my.advertisement, advertisement.adapter.name == adapter.name else {
             return waitForAdvertisement(on: adapter, "until the advertisement is on the air: an active scan without it could go out from the adapter's public address")
         }
@@ -861,11 +862,11 @@ public final class BlueZRadio: Radio {
     /// `discoveryProofSeconds` pass.
     private func awaitDiscovery(on controller: UInt16) {
         for _ in 0..<Self.discoveryProofSteps {
-            management.deliverPending()
+            management.deliverPending(withReports: true)
             guard case .discoveryStarting = my.scan else { return }
             pause(Self.discoveryProofSeconds / Double(Self.discoveryProofSteps))
         }
-        management.deliverPending()
+        management.deliverPending(withReports: true)
     }
 
     /// This scan, for a bluetoothd whose discovery does not scan (`stall`), is passive, through a
@@ -961,7 +962,7 @@ public final class BlueZRadio: Radio {
         try removeLeftoverMonitor(on: adapter)
         try checkPoweredForMonitor(adapter, controller: controller)
         // The kernel's word on a discovery begun just before the scan may still wait to be read.
-        if my.withdrawalsUnread > 0 && my.watching { management.deliverPending() }
+        if my.withdrawalsUnread > 0 && my.watching { management.deliverPending(withReports: true) }
         let stoppedADiscovery = stopStaleDiscovery(on: adapter, controller: controller)
         // What the controller hears as the scan starts counts (an emulated one reports each
         // advertiser once, when the scan is enabled, before the reply): its Device Found

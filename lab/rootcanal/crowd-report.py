@@ -429,12 +429,17 @@ def faults(lab, fail):
         fail(f"faults: hci1 did not advertise and scan anew within {STARTED_WITHIN:g} s of b's resume ({took})")
 
 
-def connectable_parameters(snoop, controller, after):
-    """The host's time of the first advertising parameters the controller accepted from `after` on
-    that make its advertising connectable (an extended set's properties with the connectable bit,
-    or a legacy ADV_IND): the kernel's doing once the adapter turned connectable; None if none."""
+WRITE_SCAN_ENABLE, PAGE_SCAN = 0x0C1A, 0x02
+
+
+def turned_connectable(snoop, controller, after):
+    """The host's time of the kernel's first command from `after` on that makes the controller
+    connectable (page scan on, an advertising set's properties with the connectable bit, a legacy
+    ADV_IND): the adapter turned connectable, as the controller was told; None if none. The
+    kernel's New Settings to the agent follows its commands."""
     for time, command, parameters in onair.accepted(snoop, controller):
-        if time >= after and ((command == onair.SET_EXT_ADV_PARAMETERS and len(parameters) >= 2 and parameters[1] & 1)
+        if time >= after and ((command == WRITE_SCAN_ENABLE and parameters[:1] and parameters[0] & PAGE_SCAN)
+                              or (command == onair.SET_EXT_ADV_PARAMETERS and len(parameters) >= 2 and parameters[1] & 1)
                               or (command == onair.SET_ADV_PARAMETERS and len(parameters) >= 5 and parameters[4] == 0)):
             return time
     return None
@@ -442,21 +447,21 @@ def connectable_parameters(snoop, controller, after):
 
 def adapter(lab, fail):
     """The agents' adapters taken from under them under the crowd, judged on RootCanal's record by
-    the host's clock: hci0 made connectable had a's advertising off within CONNECTABLE_OFF_WITHIN
-    of the kernel's connectable parameters, and a advertising and scanning anew within BACK_WITHIN
+    the host's clock: hci0 made connectable had a's advertising taken off (the first withdrawal)
+    within CONNECTABLE_OFF_WITHIN of the kernel making it connectable, and a advertising and scanning anew within BACK_WITHIN
     of hci0 made not connectable again; after both were blocked by rfkill and unblocked, each agent
     advertised and scanned anew within BACK_WITHIN of the unblock (a blocked controller is the
     kernel's to silence, not the agent's)."""
     if not lab.has("a-connectable"):
         return print("  no adapter phases in this run")
     snoop = lab.host_snoop
-    turned = connectable_parameters(snoop, 0, lab.from_guest(lab.at("a-connectable")))
-    off = None if turned is None else next((time for time, advertising, _ in onair.radio_changes(snoop, 0) if time >= turned and not advertising), None)
+    turned = turned_connectable(snoop, 0, lab.from_guest(lab.at("a-connectable")))
+    off = None if turned is None else next((time for time in onair.withdrawals(snoop, 0) if time >= turned), None)
     back = onair.on_again(snoop, 0, lab.from_guest(lab.at("a-not-connectable")))
-    print("  hci0 connectable: " + ("the kernel NEVER made a's advertising connectable" if turned is None else
-                                    "a's advertising off " + ("NEVER" if off is None else f"{(off - turned) * 1000:.0f} ms after the kernel made it connectable"))
+    print("  hci0 connectable: " + ("the kernel NEVER made hci0 connectable" if turned is None else
+                                    "a's advertising taken off " + ("NEVER" if off is None else f"{(off - turned) * 1000:.0f} ms after the kernel made hci0 connectable"))
           + "; not connectable again: a advertised and scanned anew " + ("NEVER" if back is None else f"{back:.1f} s later"))
-    if turned is not None and (off is None or off - turned > CONNECTABLE_OFF_WITHIN):
+    if turned is None or off is None or off - turned > CONNECTABLE_OFF_WITHIN:
         fail(f"adapter: agent a did not take its advertisement off within {CONNECTABLE_OFF_WITHIN:g} s of hci0 turning connectable ({off})")
     if back is None or back > BACK_WITHIN:
         fail(f"adapter: hci0 did not advertise and scan anew within {BACK_WITHIN:g} s of turning not connectable ({back})")
@@ -482,7 +487,7 @@ def checks():
         Check("capture", "CAPTURE (RootCanal's record of the agents' controllers to the crowd's end)", capture),
         Check("faults", f"FAULTS (bluetoothd killed, agent a killed, b paused: each agent back within {onair.RECOVERED_WITHIN:g} s "
                          f"of bluetoothd's offer, {STARTED_WITHIN:g} s of its own start)", faults),
-        Check("adapter", f"ADAPTER (hci0 connectable: a's advertising off within {CONNECTABLE_OFF_WITHIN:g} s; "
+        Check("adapter", f"ADAPTER (hci0 connectable: a's advertising taken off within {CONNECTABLE_OFF_WITHIN:g} s; "
                          f"each agent back within {BACK_WITHIN:g} s of its adapter not connectable or unblocked by rfkill)", adapter),
         Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
         Check("journal", "JOURNAL (a stall said once per run of bluetoothd and of the agent's radio)", journal),
