@@ -274,8 +274,8 @@ public final class BlueZRadio: Radio {
 
     /// The adapter found last, as the kernel has it, for while bluetoothd does not answer; one the
     /// kernel no longer has is gone. Off, it is switched on through the kernel where the radio may
-    /// switch it on (bluetoothd, which would, answers nothing: an airplane mode ended under a crowd
-    /// left the agents off the air), else nil.
+    /// switch it on (bluetoothd, which would, answers nothing: each call of the radio's to it would
+    /// cost 10 s, and the agent stayed off the air), else nil.
     private func adapterAsTheKernelHasIt() throws -> Adapter? {
         guard var adapter = my.lastAdapter, let controller = adapter.index else { return nil }
         let settings: ReadControllerInformation.Settings

@@ -877,9 +877,9 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
-    /// An airplane mode under the RootCanal crowd, bluetoothd stalled by it: bluetoothd, which
-    /// switches the adapter on again once it is unblocked, answers nothing, and the radio waited on
-    /// it. Now a radio that may switch the adapter on does so through the kernel: while blocked it
+    /// An airplane mode while bluetoothd answers nothing (silent, as in the lab's flood of
+    /// 2026-11-29): bluetoothd, which switches the adapter on again once it is unblocked, cannot,
+    /// and the radio waited on it. Now a radio that may switch the adapter on does so through the kernel: while blocked it
     /// says so at once, unblocked it switches it on, advertises and scans, without a call of
     /// bluetoothd's.
     @Test(arguments: Setup.all)
