@@ -384,10 +384,10 @@ final class ManagementSocket: Sendable {
     }
 
     /// Numbers `packet` in the order read and routes it: an event waits for the watch (handed
-    /// over on its queue, the reports after the rest, or sooner by `deliverPending`), so every event read before a reply is
-    /// there for the command's sender to ask for once the reply is in. An event queues the
-    /// watch's turn unless it is queued already (`queuedTurn`). A Device Found beyond
-    /// `waitingReportsAtMost` is dropped and counted.
+    /// over on its queue, the reports after the rest, or sooner by `deliverPending`), so every
+    /// event read before a reply is there for the command's sender to ask for once the reply is
+    /// in. An event queues the watch's turn unless it is queued already (`queuedTurn`). A Device
+    /// Found beyond `waitingReportsAtMost` is dropped and counted.
     private func route(_ packet: [UInt8]) {
         guard packet.count < 2 || ![ManagementPacket.commandComplete, ManagementPacket.commandStatus].contains(UInt16(littleEndian: packet, at: 0)) else {
             state.withLock { state in
