@@ -278,7 +278,8 @@ class CrowdReport(unittest.TestCase):
         self.assertIn("hci0 connectable: a's advertising taken off 199 ms after the kernel made hci0 connectable; "
                       "not connectable again: a advertised and scanned anew 0.5 s later", printed)
         self.assertIn("hci1 blocked by rfkill and unblocked: b advertised and scanned anew 3.1 s after the unblock", printed)
-        self.assertEqual(self.failing(faults=True, connectable_off=crowd_report.CONNECTABLE_OFF_WITHIN + 0.1)[0], {"adapter"})
+        self.assertEqual(self.failing(faults=True, connectable_off=crowd_report.CROWD_CONNECTABLE_OFF_WITHIN - 0.1)[0], set())
+        self.assertEqual(self.failing(faults=True, connectable_off=crowd_report.CROWD_CONNECTABLE_OFF_WITHIN + 0.1)[0], {"adapter"})
         self.assertEqual(self.failing(faults=True, connectable_off=None)[0], {"adapter"})
         self.assertIn("adapter", self.failing(faults=True, back=crowd_report.BACK_WITHIN + 1)[0])
 

@@ -66,6 +66,12 @@ SAME_SCAN, MOST_RECEPTIONS = 25, 255
 # BlueZRadio.unansweredCallsBeforeTheKernelsAdapter calls left unanswered for 10 s each, then is
 # back within BACK_WITHIN.
 STARTED_WITHIN = 3 * 10.0 + BACK_WITHIN
+# Seconds from the kernel's first command making hci0 connectable until a took its advertisement
+# off, under the crowd: the agents' lab's CONNECTABLE_OFF_WITHIN, plus a second for the kernel's
+# New Settings, which the agent can read only after the reports the kernel queued on its socket before
+# it (up to 4 MB of them, each read once: the lab's runs took 0.93 and 0.96 s in all, 2026-11-30;
+# once the radio had it, it came first, ahead of the reports waiting in the agent).
+CROWD_CONNECTABLE_OFF_WITHIN = CONNECTABLE_OFF_WITHIN + 1.0
 # The agents' controllers' last frames in RootCanal's record lie at most this long before the
 # crowd's end (an agent scans 3 s of every 4, and each scan's start and end are frames).
 CAPTURE_GAP = 10.0
@@ -448,7 +454,7 @@ def turned_connectable(snoop, controller, after):
 def adapter(lab, fail):
     """The agents' adapters taken from under them under the crowd, judged on RootCanal's record by
     the host's clock: hci0 made connectable had a's advertising taken off (the first withdrawal)
-    within CONNECTABLE_OFF_WITHIN of the kernel making it connectable, and a advertising and scanning anew within BACK_WITHIN
+    within CROWD_CONNECTABLE_OFF_WITHIN of the kernel making it connectable, and a advertising and scanning anew within BACK_WITHIN
     of hci0 made not connectable again; after both were blocked by rfkill and unblocked, each agent
     advertised and scanned anew within BACK_WITHIN of the unblock (a blocked controller is the
     kernel's to silence, not the agent's)."""
@@ -461,8 +467,8 @@ def adapter(lab, fail):
     print("  hci0 connectable: " + ("the kernel NEVER made hci0 connectable" if turned is None else
                                     "a's advertising taken off " + ("NEVER" if off is None else f"{(off - turned) * 1000:.0f} ms after the kernel made hci0 connectable"))
           + "; not connectable again: a advertised and scanned anew " + ("NEVER" if back is None else f"{back:.1f} s later"))
-    if turned is None or off is None or off - turned > CONNECTABLE_OFF_WITHIN:
-        fail(f"adapter: agent a did not take its advertisement off within {CONNECTABLE_OFF_WITHIN:g} s of hci0 turning connectable ({off})")
+    if turned is None or off is None or off - turned > CROWD_CONNECTABLE_OFF_WITHIN:
+        fail(f"adapter: agent a did not take its advertisement off within {CROWD_CONNECTABLE_OFF_WITHIN:g} s of hci0 turning connectable ({off})")
     if back is None or back > BACK_WITHIN:
         fail(f"adapter: hci0 did not advertise and scan anew within {BACK_WITHIN:g} s of turning not connectable ({back})")
     unblocked = lab.from_guest(lab.at("rfkill-unblocked"))
@@ -487,7 +493,7 @@ def checks():
         Check("capture", "CAPTURE (RootCanal's record of the agents' controllers to the crowd's end)", capture),
         Check("faults", f"FAULTS (bluetoothd killed, agent a killed, b paused: each agent back within {onair.RECOVERED_WITHIN:g} s "
                          f"of bluetoothd's offer, {STARTED_WITHIN:g} s of its own start)", faults),
-        Check("adapter", f"ADAPTER (hci0 connectable: a's advertising taken off within {CONNECTABLE_OFF_WITHIN:g} s; "
+        Check("adapter", f"ADAPTER (hci0 connectable: a's advertising taken off within {CROWD_CONNECTABLE_OFF_WITHIN:g} s; "
                          f"each agent back within {BACK_WITHIN:g} s of its adapter not connectable or unblocked by rfkill)", adapter),
         Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
         Check("journal", "JOURNAL (a stall said once per run of bluetoothd and of the agent's radio)", journal),
