@@ -81,7 +81,12 @@ final class ManagementSocket: Sendable {
     /// A crowd's reports can come faster than a slow machine's agent takes them, and then each
     /// batch grew on the one before: in the RootCanal crowd of 300 on the emulated guest an agent's
     /// scan end and rotation waited 155 s behind them, and the waiting events took memory without end.
+    /// A report of an advertisement already waiting joins it (`DeviceFound.laterRSSIs`), so this
+    /// bounds the advertisers waiting, not their receptions.
     static let waitingReportsAtMost = 4_000
+    /// Receptions one waiting report takes, at most; the next of its advertisement waits as a
+    /// report of its own.
+    static let receptionsPerReportAtMost = 256
     /// Events handed over in one turn of the watch's queue, at most: the queue's timers and calls
     /// take their turns between.
     static let deliveredPerTurn = 256
@@ -106,7 +111,11 @@ final class ManagementSocket: Sendable {
         /// of an adapter turned connectable from the radio for 14 s, while the kernel sent the EN
         /// advertisement as connectable (the RootCanal crowd of 2026-11-30 19:40).
         var events = [(ManagementEvent, PacketNumber)]()
-        var reports = [(ManagementEvent, PacketNumber)]()
+        var reports = [WaitingReport]()
+        /// Where the report of each advertisement (`WaitingReport.advertisement`) waits in
+        /// `reports`, counted from the first report ever waiting (`reportsTaken` before it).
+        var waitingAdvertisements = [[UInt8]: Int]()
+        var reportsTaken = 0
         /// Device Found events waiting in `reports`, and those dropped since taken, by controller.
         var waitingReports = [UInt16: Int]()
         var droppedReports = [UInt16: Int]()
@@ -122,7 +131,25 @@ final class ManagementSocket: Sendable {
         mutating func clearEvents() {
             events = []
             reports = []
+            waitingAdvertisements = [:]
             waitingReports = [:]
+        }
+
+        /// Adds a reception of `advertisement` (a Device Found packet with its RSSI left out) to
+        /// the report of it waiting; false when none waits with room for it.
+        mutating func join(_ advertisement: [UInt8], rssi: Int8) -> Bool {
+            guard let position = waitingAdvertisements[advertisement], case let index = position - reportsTaken,
+                  reports[index].laterRSSIs.count + 1 < ManagementSocket.receptionsPerReportAtMost else { return false }
+            reports[index].laterRSSIs.append(rssi)
+            return true
+        }
+
+        /// `report` waits for the watch, behind the reports before it; the next of its
+        /// advertisement joins it.
+        mutating func wait(_ report: WaitingReport, controller: UInt16) {
+            waitingAdvertisements[report.advertisement] = reportsTaken + reports.count
+            waitingReports[controller, default: 0] += 1
+            reports.append(report)
         }
 
         /// Takes up to `limit` of the events waiting, the reports after the rest (none unless
@@ -135,11 +162,31 @@ final class ManagementSocket: Sendable {
             let count = min(limit - others, reports.count)
             let taken = reports.prefix(count)
             reports.removeFirst(count)
-            for case (.deviceFound(let controller, _), _) in taken { waitingReports[controller]? -= 1 }
-            return batch + taken
+            reportsTaken += count
+            return batch + taken.map { report in
+                waitingAdvertisements[report.advertisement] = nil
+                waitingReports[report.controller]? -= 1
+                var found = report.found
+                found.laterRSSIs = report.laterRSSIs
+                return (.deviceFound(controller: report.controller, found), report.read)
+            }
         }
 
         var isEmpty: Bool { events.isEmpty && reports.isEmpty }
+    }
+
+    /// A Device Found event waiting for the watch, and the RSSIs of its advertisement's
+    /// receptions read since: a crowd's phone is heard a dozen times in a scan, and each report
+    /// handed over on its own outran a slow machine's agent, which then dropped whole advertisers
+    /// (the RootCanal crowd in CI, 2026-11-30 22:37: 637 reports of a scan of 3 s dropped, 125 of
+    /// its 454 advertisers lost, the guest's processors 6 % idle).
+    private struct WaitingReport {
+        var controller: UInt16
+        var found: DeviceFound
+        /// The packet without its RSSI (`ManagementPacket.advertisement`).
+        var advertisement: [UInt8]
+        var read: PacketNumber
+        var laterRSSIs = [Int8]()
     }
 
     /// An open socket and its reader, which closes the descriptor once cancelled. The reader is
@@ -387,7 +434,8 @@ final class ManagementSocket: Sendable {
     /// over on its queue, the reports after the rest, or sooner by `deliverPending`), so every
     /// event read before a reply is there for the command's sender to ask for once the reply is
     /// in. An event queues the watch's turn unless it is queued already (`queuedTurn`). A Device
-    /// Found beyond `waitingReportsAtMost` is dropped and counted.
+    /// Found of an advertisement waiting joins its report; one beyond `waitingReportsAtMost` is
+    /// dropped and counted.
     private func route(_ packet: [UInt8]) {
         guard packet.count < 2 || ![ManagementPacket.commandComplete, ManagementPacket.commandStatus].contains(UInt16(littleEndian: packet, at: 0)) else {
             state.withLock { state in
@@ -399,12 +447,19 @@ final class ManagementSocket: Sendable {
             }
             return
         }
-        // A report beyond what may wait goes before it is decoded: this one reader has to keep up
-        // with the kernel, or a command's reply waits behind the reports (and fails as late).
-        if let controller = ManagementPacket.reportController(packet), state.withLock({ state in
-            guard state.waitingReports[controller, default: 0] >= Self.waitingReportsAtMost else { return false }
+        // A report of an advertisement waiting joins it, and one beyond what may wait goes, before
+        // either is decoded: this one reader has to keep up with the kernel, or a command's reply
+        // waits behind the reports (and fails as late).
+        let report = ManagementPacket.report(packet)
+        if let report, state.withLock({ state in
+            guard state.watch != nil else { return false }
+            if state.join(report.advertisement, rssi: report.rssi) {
+                state.read = state.read.next
+                return true
+            }
+            guard state.waitingReports[report.controller, default: 0] >= Self.waitingReportsAtMost else { return false }
             state.read = state.read.next
-            state.droppedReports[controller, default: 0] += 1
+            state.droppedReports[report.controller, default: 0] += 1
             return true
         }) {
             return
@@ -412,9 +467,8 @@ final class ManagementSocket: Sendable {
         guard let event = ManagementPacket.event(packet), let watch = state.withLock({ state -> Watch.Registration? in
             state.read = state.read.next
             guard let watch = state.watch else { return nil }
-            if case .deviceFound(let controller, _) = event {
-                state.waitingReports[controller, default: 0] += 1
-                state.reports.append((event, state.read))
+            if case .deviceFound(let controller, let found) = event, let report {
+                state.wait(WaitingReport(controller: controller, found: found, advertisement: report.advertisement, read: state.read), controller: controller)
             } else {
                 state.events.append((event, state.read))
             }
@@ -495,6 +549,12 @@ public struct DeviceFound: Equatable, Sendable {
     public var rssi: Int8
     public var flags: UInt32
     public var data: [UInt8]
+    /// The RSSIs of the same advertisement's receptions read while this one waited for the
+    /// watch, in the order read (`ManagementSocket.WaitingReport`).
+    public var laterRSSIs = [Int8]()
+
+    /// The RSSI of each reception this reports, in the order read.
+    public var rssis: [Int8] { [rssi] + laterRSSIs }
 }
 
 /// The management packet format: opcode or event code, controller index, parameter length,
@@ -510,11 +570,20 @@ enum ManagementPacket {
     static let newSettingsEvent: UInt16 = 0x0006, deviceFoundEvent: UInt16 = 0x0012, discoveringEvent: UInt16 = 0x0013
     static let advertisingAddedEvent: UInt16 = 0x0023, advertisingRemovedEvent: UInt16 = 0x0024, monitorRemovedEvent: UInt16 = 0x002C, monitorDeviceFoundEvent: UInt16 = 0x002F
 
-    /// The controller of a Device Found or Advertisement Monitor Device Found event, read from its
-    /// header alone; nil for any other packet.
-    static func reportController(_ packet: [UInt8]) -> UInt16? {
-        guard packet.count >= 6, [deviceFoundEvent, monitorDeviceFoundEvent].contains(UInt16(littleEndian: packet, at: 0)) else { return nil }
-        return UInt16(littleEndian: packet, at: 2)
+    /// Of a Device Found or Advertisement Monitor Device Found event, without decoding it: its
+    /// controller, its RSSI, and the advertisement it reports (the packet with its RSSI as 0,
+    /// the same for each reception of the same data from the same address); nil for any other
+    /// packet, or one too short to hold an RSSI.
+    static func report(_ packet: [UInt8]) -> (controller: UInt16, rssi: Int8, advertisement: [UInt8])? {
+        guard packet.count >= 6 else { return nil }
+        let code = UInt16(littleEndian: packet, at: 0)
+        guard code == deviceFoundEvent || code == monitorDeviceFoundEvent else { return nil }
+        // After the header (6 bytes), the monitor's handle (Monitor Device Found), the address and its type.
+        let rssiAt = 6 + (code == monitorDeviceFoundEvent ? 2 : 0) + 7
+        guard packet.count > rssiAt else { return nil }
+        var advertisement = packet
+        advertisement[rssiAt] = 0
+        return (UInt16(littleEndian: packet, at: 2), Int8(bitPattern: packet[rssiAt]), advertisement)
     }
 
     /// `packet` as an event the agent acts on; nil for any other, or one cut short.

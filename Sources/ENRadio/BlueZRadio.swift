@@ -1157,9 +1157,11 @@ public final class BlueZRadio: Radio {
             guard let adapter = my.scan.adapter, adapter.index == controller,
                   let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
             // What bluetoothd passes on of it is counted against this, to see that its discovery works.
-            if case .active = my.scan { my.heardByKernel += 1 }
-            my.listener.agent?.report(RadioReport(serviceData: Array(serviceData), rssi: Int16(found.rssi), adapter: adapter.name,
-                                                  adapterAddress: adapterInUse?.address))
+            if case .active = my.scan { my.heardByKernel += 1 + found.laterRSSIs.count }
+            let (data, address) = (Array(serviceData), adapterInUse?.address)
+            for rssi in found.rssis {
+                my.listener.agent?.report(RadioReport(serviceData: data, rssi: Int16(rssi), adapter: adapter.name, adapterAddress: address))
+            }
         case .advertisingRemoved(let controller, let instance):
             // By another program (bluetoothd's start) or the kernel itself (sk NULL: the
             // controller ended the set, hci_le_ext_adv_term_evt; power-off, hci_power_off_sync):

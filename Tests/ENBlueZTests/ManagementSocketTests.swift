@@ -93,9 +93,17 @@ import Testing
         [0x80, 0, 0, 0, 31, 31, 3, UInt8(instances.count)] + instances
     }
 
-    /// Device Found of the `number`-th device (its address's first byte), with three bytes of AD.
-    static func deviceFound(_ number: UInt8, controller: UInt16 = 0) -> [UInt8] {
-        event(0x0012, controller: controller, [number, 0, 0, 0, 0, 0xC0, 0x01, 0xC4, 0, 0, 0, 0, 3, 0, 0x02, 0x01, 0x06])
+    /// Device Found of the `number`-th device (its address's first two bytes), with three bytes of AD.
+    static func deviceFound(_ number: UInt16, controller: UInt16 = 0, rssi: Int8 = -60) -> [UInt8] {
+        event(0x0012, controller: controller, number.bytes + [0, 0, 0, 0xC0, 0x01, UInt8(bitPattern: rssi), 0, 0, 0, 0, 3, 0, 0x02, 0x01, 0x06])
+    }
+
+    /// A socket on a fake kernel, and its watch collecting what it hears on a queue of its own.
+    static func watched() throws -> (FakeKernel, ManagementSocket, DispatchQueue, Heard, ManagementSocket.Watch) {
+        let kernel = FakeKernel()
+        let socket = ManagementSocket { kernel.open() }
+        let (queue, heard) = (DispatchQueue(label: "test.events"), Heard())
+        return (kernel, socket, queue, heard, try socket.watchEvents(on: queue, heard.take))
     }
 
     /// Collects the events a watch hears; `wait` until `count` have come.
@@ -147,13 +155,10 @@ import Testing
 
     /// The radio asks, on the watch's queue, for the events read before a reply, which would
     /// otherwise wait for its work to end: they are handed over in line, the reports only when
-    /// asked for too, and after the rest.
+    /// asked for too, and after the rest; the second report of the advertisement joined the first,
+    /// which still waited.
     @Test func theEventsReadBeforeAReplyAreHandedOverInLineWhenAsked() throws {
-        let kernel = FakeKernel()
-        let socket = ManagementSocket { kernel.open() }
-        let heard = Heard()
-        let queue = DispatchQueue(label: "test.events")
-        let watch = try socket.watchEvents(on: queue, heard.take)
+        let (kernel, socket, queue, heard, watch) = try Self.watched()
         defer { watch.cancel() }
         DispatchQueue(label: "test.kernel").async {
             for _ in 0..<2 {
@@ -174,7 +179,9 @@ import Testing
             return (withoutReports, heard.events.withLock { $0 })
         }
         #expect(heardInLine.0 == [settings])
-        #expect(heardInLine.1 == [settings, settings, .deviceFound(controller: 0, found), .deviceFound(controller: 0, found)])
+        var twice = found
+        twice.laterRSSIs = [-60]
+        #expect(heardInLine.1 == [settings, settings, .deviceFound(controller: 0, twice)])
     }
 
     @Test func aReplyAfterItsCommandTimedOutAnswersNoLaterCommand() throws {
@@ -209,7 +216,7 @@ import Testing
         defer { watch.cancel() }
         // More than a socket holds unread (the kernel drops what does not fit; the pair's sender waits).
         let devices = 5_000
-        let written = (0..<devices).filter { kernel.write(Self.deviceFound(UInt8(truncatingIfNeeded: $0)), on: 1) }.count
+        let written = (0..<devices).filter { kernel.write(Self.deviceFound(UInt16($0)), on: 1) }.count
         #expect(written == devices)
         // Each handed over, or dropped if the watch's queue fell `waitingReportsAtMost` behind.
         var dropped = 0
@@ -245,9 +252,9 @@ import Testing
         defer { watch.cancel() }
         queue.suspend()
         let beyond = 1_000, waiting = ManagementSocket.waitingReportsAtMost
-        let written = (0..<(waiting + beyond)).filter { kernel.write(Self.deviceFound(UInt8(truncatingIfNeeded: $0)), on: 1) }.count
+        let written = (0..<(waiting + beyond)).filter { kernel.write(Self.deviceFound(UInt16($0)), on: 1) }.count
         let others = 10
-        #expect(written == waiting + beyond && (0..<others).allSatisfy { kernel.write(Self.deviceFound(UInt8($0), controller: 1), on: 1) })
+        #expect(written == waiting + beyond && (0..<others).allSatisfy { kernel.write(Self.deviceFound(UInt16($0), controller: 1), on: 1) })
         #expect(kernel.write(Self.event(0x0006, [0x83, 0x02, 0, 0]), on: 1))
         var dropped = 0
         for _ in 0..<500 where dropped < beyond {
@@ -261,6 +268,50 @@ import Testing
         #expect(heard.events.withLock { $0.first } == .newSettings(controller: 0, [.powered, .connectable, .bredr, .le]))
     }
 
+    /// A crowd's phones are each heard many times a scan: a report of an advertisement that waits
+    /// joins it, its RSSI after the others, so that what waits is bounded by the advertisers, not
+    /// their receptions; nothing is dropped of more receptions than `waitingReportsAtMost`. One
+    /// report takes `receptionsPerReportAtMost`, and a reception read after its report was handed
+    /// over begins another; another address, controller or data is another advertisement.
+    @Test func receptionsOfAnAdvertisementWaitingJoinItsReport() throws {
+        let (kernel, socket, queue, heard, watch) = try Self.watched()
+        defer { watch.cancel() }
+        queue.suspend()
+        let phones = 300, receptions = 20
+        #expect(ManagementSocket.waitingReportsAtMost < phones * receptions)
+        var otherData = Self.deviceFound(0)
+        otherData[otherData.count - 1] = 0x1A
+        let cap = ManagementSocket.receptionsPerReportAtMost
+        let crowd = (0..<receptions).flatMap { reception in (0..<phones).map { Self.deviceFound(UInt16($0), rssi: Int8(-reception)) } }
+        let others = [Self.deviceFound(0, controller: 1), otherData] + Array(repeating: Self.deviceFound(9_999), count: cap + 1)
+        // A command's reply after them all: once it is in, every one of them has been read.
+        DispatchQueue(label: "test.kernel").async {
+            guard kernel.command(on: 1) != nil else { return }
+            for packet in crowd + others { kernel.write(packet, on: 1) }
+            kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([1])), on: 1)
+        }
+        _ = try socket.exchange(ReadAdvertisingFeatures(), controller: 0)
+        queue.resume()
+        #expect(heard.wait(for: phones + 4))
+        let reports = heard.events.withLock { $0 }.compactMap { event -> (UInt16, DeviceFound)? in
+            guard case .deviceFound(let controller, let found) = event else { return nil }
+            return (controller, found)
+        }
+        #expect(socket.takeDroppedReports(controller: 0) == 0)
+        #expect(reports.count == phones + 4)
+        let heardCrowd = reports.prefix(phones)
+        #expect(heardCrowd.map { UInt16($0.1.address[0]) | UInt16($0.1.address[1]) << 8 } == (0..<phones).map(UInt16.init))
+        #expect(heardCrowd.allSatisfy { $0.1.rssis == (0..<receptions).map { Int8(-$0) } })
+        #expect(reports.dropFirst(phones).map { [$0.0: $0.1.rssis.count] } == [[1: 1], [0: 1], [0: cap], [0: 1]])
+        #expect(reports[phones + 1].1.data.last == 0x1A)
+
+        // Handed over: the advertisement's next reception is a report of its own.
+        #expect(kernel.write(Self.deviceFound(0, rssi: -90), on: 1))
+        #expect(heard.wait(for: 1))
+        #expect(heard.events.withLock { $0.last } == .deviceFound(controller: 0, DeviceFound(address: [0, 0, 0, 0, 0, 0xC0], addressType: 1, rssi: -90,
+                                                                                          flags: 0, data: [0x02, 0x01, 0x06])))
+    }
+
     /// The radio empties the waiting events whenever it asks for them (`deliverPending`: every
     /// 50 ms while bluetoothd is asked), and new ones come at once in a crowd: still only one turn
     /// of the watch waits on its queue, so the queue's other work waits `deliveredPerTurn` events
@@ -268,11 +319,7 @@ import Testing
     /// waited behind all their batches (the RootCanal crowd of 2026-11-30 18:20: a scan of 3 s
     /// ran 60 s).
     @Test func emptyingTheWaitingEventsOftenLeavesOneTurnOnTheQueue() throws {
-        let kernel = FakeKernel()
-        let socket = ManagementSocket { kernel.open() }
-        let queue = DispatchQueue(label: "test.events")
-        let heard = Heard()
-        let watch = try socket.watchEvents(on: queue, heard.take)
+        let (kernel, socket, queue, heard, watch) = try Self.watched()
         defer { watch.cancel() }
         let emptyings = 20, crowd = 3_000
         // Each command's reply comes after a report (the last one's after the crowd's), so that
@@ -280,7 +327,7 @@ import Testing
         DispatchQueue(label: "test.kernel").async {
             for emptying in 0...emptyings {
                 guard kernel.command(on: 1) != nil else { return }
-                for device in 0..<(emptying < emptyings ? 1 : crowd) { kernel.write(Self.deviceFound(UInt8(truncatingIfNeeded: device)), on: 1) }
+                for device in 0..<(emptying < emptyings ? 1 : crowd) { kernel.write(Self.deviceFound(UInt16(device)), on: 1) }
                 kernel.write(Self.reply(to: ReadAdvertisingFeatures.opcode, Self.features([1])), on: 1)
             }
         }

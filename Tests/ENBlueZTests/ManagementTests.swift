@@ -155,6 +155,18 @@ import Testing
         #expect(ManagementPacket.event(lying) == nil, "advertising data longer than the event")
         let weak: [UInt8] = [0x12, 0x00, 0x00, 0x00, 14, 0x00, 1, 2, 3, 4, 5, 6, 0x01, 0xB5, 0, 0, 0, 0, 0, 0]
         #expect(ManagementPacket.event(weak) == .deviceFound(controller: 0, DeviceFound(address: [1, 2, 3, 4, 5, 6], addressType: 1, rssi: -75, flags: 0, data: [])))
+        // Read without decoding, as the socket's reader sorts them: the RSSI apart from the rest.
+        for (packet, controller) in [(monitorFound, UInt16(1)), (found, 0)] {
+            var louder = packet
+            louder[packet.count - fields.count + 7] = 0xC4
+            #expect(ManagementPacket.report(packet)?.rssi == 127 && ManagementPacket.report(louder)?.rssi == -60)
+            #expect(ManagementPacket.report(packet)?.controller == controller)
+            #expect(ManagementPacket.report(packet)?.advertisement == ManagementPacket.report(louder)?.advertisement)
+        }
+        var otherAddress = found
+        otherAddress[6] ^= 1
+        #expect(ManagementPacket.report(otherAddress)?.advertisement != ManagementPacket.report(found)?.advertisement)
+        #expect(ManagementPacket.report(Array(found.prefix(13))) == nil && ManagementPacket.report([0x06, 0x00, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00, 0x00]) == nil)
     }
 
     @Test func monitorCommandsAndEventsAreAsDocumented() throws {

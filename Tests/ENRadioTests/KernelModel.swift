@@ -417,7 +417,7 @@ final class KernelModel: ManagementInterface {
                 return false
             }
             state.happened(.deviceFound(controller: Self.controller, DeviceFound(address: [1, 2, 3, 4, 5, 0x46], addressType: 2, rssi: advertisement.rssi,
-                                                                                 flags: 4, data: data)))
+                                                                                 flags: 4, data: data, laterRSSIs: advertisement.laterRSSIs)))
             return state.scanning
         }
     }
@@ -609,6 +609,9 @@ struct PhoneAdvertisement: Sendable {
     var data: [UInt8]
     var scanResponse: [UInt8] = []
     var rssi: Int8 = -60
+    /// The RSSIs of its receptions after the first that the management socket joined to its
+    /// report while that waited (`DeviceFound.laterRSSIs`).
+    var laterRSSIs: [Int8] = []
     /// What bluetoothd's ServiceData holds of it for 0xFD6F, nil when nothing: the data of its last
     /// FD6F structure, of the advertisement and the scan response, in any UUID form and of any
     /// length (src/device.c add_service_data replaces an earlier one).

@@ -589,6 +589,12 @@ struct RadioDefectTests {
         driver.bluetoothd.phoneHeard(Array(repeating: 7, count: 20))
         driver.settle()
         #expect(driver.listener.reported == before + 1, "a phone heard through the kernel's passive scan")
+        // Heard three times while its report waited for the radio: three receptions, in order.
+        var thrice = PhoneAdvertisement.exposureNotification(Array(repeating: 9, count: 20))
+        (thrice.rssi, thrice.laterRSSIs) = (-70, [-71, -72])
+        driver.bluetoothd.phoneHeard(thrice)
+        driver.settle()
+        #expect(driver.listener.reports.suffix(3).map(\.rssi) == [-70, -71, -72] && driver.listener.reported == before + 4)
         // bluetoothd restarted: its discovery again, the monitor gone.
         driver.bluetoothd.restarts()
         driver.settle()
@@ -598,7 +604,7 @@ struct RadioDefectTests {
         #expect(driver.scanning && kernel.snapshot.scanning && driver.bluetoothd.isDiscovering && kernel.snapshot.monitors.isEmpty)
         driver.bluetoothd.phoneHeard(Array(repeating: 8, count: 20))
         driver.settle()
-        #expect(driver.listener.reported == before + 2, "a phone heard through bluetoothd's discovery, once")
+        #expect(driver.listener.reported == before + 5, "a phone heard through bluetoothd's discovery, once")
         #expect(RadioInvariants.broken(driver) == [])
     }
 
