@@ -18,6 +18,8 @@ SET_ADV_SET_RANDOM_ADDRESS, SET_EXT_ADV_PARAMETERS, SET_EXT_ADV_DATA, SET_EXT_SC
 # while neither advertising nor scanning runs (the controller answers Command Disallowed otherwise).
 SET_RANDOM_ADDRESS, SET_ADV_PARAMETERS, SET_ADV_DATA, SET_SCAN_PARAMETERS = 0x2005, 0x2006, 0x2008, 0x200B
 ADV_NONCONN_IND, LEGACY_NONCONN_PROPERTIES, READ_ADV_TX_POWER = 0x03, 0x0010, 0x2007
+# Selected_TX_Power of a controller that has no preference to tell (the kernel's "no preference").
+UNSELECTED_TX_POWER = 127
 # LE Meta Event subevents, and the legacy report's event type of a scan response.
 LE_ADVERTISING_REPORT, LE_EXTENDED_ADVERTISING_REPORT, SCAN_RSP = 0x02, 0x0D, 0x04
 LEGACY_KERNEL_INTERVAL = (100.0, 150.0)
@@ -125,6 +127,7 @@ def advertisements(path, controllers):
     # index -> the last scan parameters sent, and (time, excused) when active from the public address:
     # a scan counts once it is enabled.
     scan_parameters, public_parameters = {}, {}
+    channel_power = {}  # index -> the TX power the last LE Read Advertising Physical Channel Tx Power gave
     for index, opcode, timestamp, payload in records(path):
         if index not in controllers or len(payload) < 3:
             continue
@@ -177,7 +180,10 @@ def advertisements(path, controllers):
         elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 6:
             command, status = struct.unpack("<H", payload[3:5])[0], payload[5]
             if command == SET_EXT_ADV_PARAMETERS and status == 0 and len(payload) >= 7 and index in last_parameters:
-                state[(index, last_parameters[index])]["tx_power"] = struct.unpack("b", payload[6:7])[0]
+                # A controller that does not say (127: RootCanal answers the 127 the kernel asks
+                # for) leaves the agent the channel's power it read (docs/radio.md).
+                selected = struct.unpack("b", payload[6:7])[0]
+                state[(index, last_parameters[index])]["tx_power"] = channel_power.get(index, selected) if selected == UNSELECTED_TX_POWER else selected
             sent = pending.pop(index, None)
             if not sent or sent[0] != command:
                 continue
@@ -201,7 +207,7 @@ def advertisements(path, controllers):
                     scan_own_type[index] = scan_parameters[index][1] if scan_parameters[index][2] else None
                     scans.append(scan_parameters.pop(index))
             elif command == READ_ADV_TX_POWER and status == 0 and len(payload) >= 7:
-                legacy["tx_power"] = struct.unpack("b", payload[6:7])[0]
+                legacy["tx_power"] = channel_power[index] = struct.unpack("b", payload[6:7])[0]
             elif command == SET_ADV_ENABLE and status == 0 and sent[1][:1] == b"\x01" and EN_PREFIX in legacy.get("data", b""):
                 # The kernel sets a legacy advertisement's data before its address and parameters:
                 # what goes on the air is what is in force when advertising is enabled.

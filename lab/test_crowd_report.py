@@ -10,9 +10,12 @@ bound, which pass; the last half minute as a flood, too slow for one but for a l
 and with a pair missing in it; and faults from 18.5 s to 36 s (bluetoothd killed, agent a
 killed, b paused, hci0 made connectable, both adapters blocked by rfkill), whose scans are not
 judged for pairs, with an agent back late, b's radio on in its pause, sightings lost, a's
-advertisement left on a connectable adapter, and a stall noted in each of bluetoothd's runs."""
+advertisement left on a connectable adapter, and a stall noted in each of bluetoothd's runs. Each
+agent advertises twice, a at the power its controller selected, b at its channel's (its controller
+says 127, as RootCanal's); a's metadata at another power, or its second RPI from the first's
+address, fails the air."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, time, unittest
-import labframe
+import labframe, onair
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 crowd_report = importlib.util.module_from_spec(
@@ -21,6 +24,9 @@ spec.loader.exec_module(crowd_report)
 
 ORIGIN, SCALE, OFFSET, START = 1795900000, 120, 0.3, 1795950000.0  # OFFSET: the guest's clock minus the host's
 BTSNOOP_EPOCH = 0x00DCDDB30F2F8000
+# Each agent's one key (TEK, rolling start, period) and the TX power its controller advertises at.
+KEYS = {"a": (bytes(range(16)), 2700000, 144), "b": (bytes(range(16, 32)), 2700000, 144)}
+ADVERTISED_POWER = -10
 # The faults' phases, seconds into the crowd (crowd-agents.sh's order).
 FAULTS = {"faults-started": 18.5, "bluetoothd-killed": 18.6, "bluetoothd-restarted": 19, "bluetoothd-offered": 20, "before-kill": 23.4,
           "a-killed": 23.5, "after-kill": 23.7, "a-restarted": 23.9, "b-paused": 26.8, "b-resumed": 31, "a-connectable": 32,
@@ -40,12 +46,18 @@ class Run:
     a's snapshot after the kill with `lost` sightings fewer; `stall_notes_after`: the notes after
     bluetoothd's restart; `connectable_off`: seconds from the kernel's connectable parameters until
     a takes its advertisement off (None: never); `boundary` (agent, scan): that scan is recorded to
-    the next one's start, and each RPI of the next has a row of that second, the scan before's last."""
+    the next one's start, and each RPI of the next has a row of that second, the scan before's last;
+    `metadata_power`: the TX power in a's metadata; `address_kept`: a's second RPI goes out from
+    the first's address."""
 
     def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None,
                  phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0, flood=False, faults=False, back=0.5,
-                 woke=False, lost=0, stall_notes_after=0, connectable_off=0.2, boundary=None):
+                 woke=False, lost=0, stall_notes_after=0, connectable_off=0.2, boundary=None, metadata_power=ADVERTISED_POWER,
+                 address_kept=False):
         self.folder, self.phases, self.records = folder, [], []
+        for number, at in enumerate((0.3, 40)):
+            self.en_advertisement(0, START + OFFSET + at, "a", number, 0 if address_kept else number, metadata_power, selected=ADVERTISED_POWER)
+            self.en_advertisement(1, START + OFFSET + at + 0.1, "b", number, number, ADVERTISED_POWER, selected=127)
         self.faults, self.back = faults, back
         rpis = self.phones()
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
@@ -101,7 +113,7 @@ class Run:
         with open(os.path.join(folder, labframe.MANIFEST), "w") as manifest:
             manifest.writelines(json.dumps(line) + "\n" for line in self.phases)
         with open(os.path.join(folder, "host.snoop"), "wb") as capture:
-            kept = [record for host, record in sorted(self.records)
+            kept = [record for host, record in sorted(self.records, key=lambda frame: frame[0])
                     if captured_seconds is None or host <= START + captured_seconds]
             capture.write(b"btsnoop\0" + struct.pack(">II", 1, 2001) + b"".join(kept))
 
@@ -136,6 +148,27 @@ class Run:
         self.record(controller, guest, 2, struct.pack("<HB", 0x2039, 6) + bytes([enable, 1, 1, 0, 0, 0]))
         self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2039) + b"\0")
 
+    def command(self, controller, guest, opcode, parameters, reply=b""):
+        """An HCI command and its Command Complete with success and `reply`."""
+        self.record(controller, guest, 2, struct.pack("<HB", opcode, len(parameters)) + parameters)
+        self.record(controller, guest + 0.001, 3, bytes([0x0E, 4 + len(reply), 1]) + struct.pack("<H", opcode) + b"\0" + reply)
+
+    def en_advertisement(self, controller, guest, agent, number, address, metadata_power, selected):
+        """The agent's `number`-th EN advertisement (its key's interval of that number) as the kernel
+        sets it up: legacy ADV_NONCONN_IND at 200-270 ms, the controller selecting `selected` dBm (127:
+        it does not say, and the agent asked for its channel's), a non-resolvable address (its
+        `address`-th), and the data with `metadata_power` in the metadata."""
+        key, start, _ = KEYS[agent]
+        rpi = onair.aes("ecb", onair.hkdf(key, b"EN-RPIK"), b"EN-RPI" + bytes(6) + struct.pack("<I", start + number))
+        aem = onair.aes("ctr", onair.hkdf(key, b"EN-AEMK"), bytes([0x40, metadata_power & 0xFF, 0, 0]), iv=rpi)
+        if selected == 127:
+            self.command(controller, guest - 0.01, onair.READ_ADV_TX_POWER, b"", bytes([ADVERTISED_POWER & 0xFF]))
+        parameters = bytes([1]) + struct.pack("<H", 0x0010) + (320).to_bytes(3, "little") + (432).to_bytes(3, "little") + bytes([7, 1]) + bytes(14)
+        self.command(controller, guest, onair.SET_EXT_ADV_PARAMETERS, parameters, bytes([selected & 0xFF]))
+        self.command(controller, guest + 0.002, onair.SET_ADV_SET_RANDOM_ADDRESS, bytes([1]) + bytes([address + 1, 0, 0, 0, controller, 0x3A])[::-1])
+        data = bytes.fromhex("02011a") + onair.EN_PREFIX + rpi + aem
+        self.command(controller, guest + 0.004, onair.SET_EXT_ADV_DATA, bytes([1, 3, 1, len(data)]) + data)
+
     def scan_enable(self, controller, guest, enable):
         self.record(controller, guest, 2, struct.pack("<HB", 0x2042, 6) + bytes([enable, enable, 0, 0, 0, 0]))
         self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0")
@@ -146,7 +179,9 @@ class Run:
             status.write("0\n")
         db = sqlite3.connect(os.path.join(self.folder, agent, "enagent.db"))
         db.executescript("CREATE TABLE scan (started_at INTEGER PRIMARY KEY, ended_at INTEGER NOT NULL);"
-                         "CREATE TABLE sighting (id INTEGER PRIMARY KEY, rpi BLOB, rssi INTEGER, seen_at INTEGER, later_receptions BLOB);")
+                         "CREATE TABLE sighting (id INTEGER PRIMARY KEY, rpi BLOB, rssi INTEGER, seen_at INTEGER, later_receptions BLOB);"
+                         "CREATE TABLE temporary_exposure_key (key_data BLOB, rolling_start_interval_number INTEGER, rolling_period INTEGER);")
+        db.execute("INSERT INTO temporary_exposure_key VALUES (?, ?, ?)", KEYS[agent])
         agent_time = lambda guest: int(ORIGIN + (guest - ORIGIN) * SCALE)
         for scan in range(14):
             start = START + OFFSET + 1 + controller * 0.5 + scan * 4
@@ -193,6 +228,15 @@ class CrowdReport(unittest.TestCase):
         self.assertIn("the guest's clock +300 ms from the host's", printed)
         self.assertIn("rows per RPI per scan: 1 row", printed)
         self.assertIn("a (hci0): 43 of 43 (scan, advertiser) pairs recorded = 100.00% over 14 of hci0", printed)
+        self.assertIn("b (hci1): 2 EN advertisements, 2 as the specification has them; TX power -10 dBm", printed)
+
+    def test_metadata_at_another_power_or_an_address_kept_for_a_new_rpi_fails_the_air(self):
+        failed, printed = self.failing(metadata_power=-4)
+        self.assertEqual(failed, {"air"}, printed)
+        self.assertIn("metadata TX power -4 dBm, the controller selected -10 dBm", printed)
+        failed, printed = self.failing(address_kept=True)
+        self.assertEqual(failed, {"air"}, printed)
+        self.assertIn("addresses with several RPIs: 1", printed)
 
     def test_marks_read_slowly_pass_up_to_their_bound(self):
         failed, printed = self.failing(mark_width=1.2)

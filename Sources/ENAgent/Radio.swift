@@ -4,8 +4,9 @@ import ENCore
 public protocol Radio: AnyObject, Sendable {
     /// Broadcasts the service data (RPI ‖ AEM) as a fresh advertisement, replacing the previous
     /// one, so that the address changes together with the RPI. `serviceData` is given the TX
-    /// power the controller selected for the advertisement (nil when it does not say), which the
-    /// metadata must carry. When it throws, nothing of this advertisement went on the air. A scan
+    /// power the controller advertises at (the level it selected for the advertisement, or its
+    /// advertising channel's when it does not say; nil when neither is known), which the metadata
+    /// must carry. When it throws, nothing of this advertisement went on the air. A scan
     /// that waited for the advertisement (`startScanning`) starts with it.
     func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws
     /// Takes the advertisement off the air; when it throws, it may still be on the air.

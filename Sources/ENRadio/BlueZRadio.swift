@@ -97,6 +97,8 @@ public final class BlueZRadio: Radio {
     /// Lets `seconds` pass (the real clock but in tests): the wait for the kernel's word that a
     /// discovery runs (`awaitDiscovery`).
     private let pause: @Sendable (_ seconds: Double) -> Void
+    /// The adapter's advertising channel TX power, in dBm, asked of its controller (`ControllerTransmitPower`).
+    private let channelTransmitPower: @Sendable (_ adapter: String) throws -> Int8
     private let logger: Logger
     /// The radio's queue, shared with the agent that calls it.
     public let queue: DispatchQueue
@@ -164,6 +166,9 @@ public final class BlueZRadio: Radio {
         var heardByKernel = 0
         var passedByBluetoothd = 0
         var scansUnpassed = 0
+        /// The advertising channel TX power of the adapter named, once its controller told it; a
+        /// nil level: it was asked and did not answer (said once), and is asked again.
+        var channelPower: (adapter: String, level: Int8?)?
     }
 
     /// bluetoothd's discovery does not scan (`DiscoveryStall`): scans are passive, through a kernel
@@ -183,9 +188,11 @@ public final class BlueZRadio: Radio {
                 store: any RadioAgentStore, logger: Logger, queue: DispatchQueue, bluetoothd: BluetoothdCondition? = nil,
                 killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
                 leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) },
-                pause: @escaping @Sendable (_ seconds: Double) -> Void = { usleep(UInt32($0 * 1_000_000)) }) {
+                pause: @escaping @Sendable (_ seconds: Double) -> Void = { usleep(UInt32($0 * 1_000_000)) },
+                channelTransmitPower: @escaping @Sendable (_ adapter: String) throws -> Int8 = { try ControllerTransmitPower.advertising(adapter: $0) }) {
         self.client = client
         self.pause = pause
+        self.channelTransmitPower = channelTransmitPower
         self.management = management
         self.killSwitch = killSwitch
         self.leConnectionBeingMade = leConnectionBeingMade
@@ -498,8 +505,8 @@ public final class BlueZRadio: Radio {
                 enter(.none, because: "withdrawn before its data went out")
                 throw failure
             }
-            // 127 means the controller did not say (no extended advertising).
-            let data = try serviceData(parameters.transmitPower == 127 ? nil : parameters.transmitPower)
+            // 127 means the controller did not say (no extended advertising; RootCanal).
+            let data = try serviceData(parameters.transmitPower == 127 ? channelPower(of: adapter) : parameters.transmitPower)
             do {
                 try management.send(AddExtendedAdvertisingData(
                     instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
@@ -1114,6 +1121,29 @@ public final class BlueZRadio: Radio {
         if case .name(let name)? = configuredAdapter { configuredName = name } else { configuredName = nil }
         guard let name = configuredName ?? my.advertisement.advertisement?.adapter.name ?? my.scan.adapter?.name else { return nil }
         return AdapterIdentity(name: name, address: my.lastFound?.name == name ? my.lastFound?.address : nil)
+    }
+
+    /// The TX power `adapter`'s controller advertises at when it does not say which it selected
+    /// (a BT 4.x controller, a Raspberry Pi's): its advertising channel's, asked once a run, and
+    /// at each advertisement until it answers; nil until then (the metadata carries the configured
+    /// power). Asked once at the start, an unanswered question left the configured power in the
+    /// metadata for the whole run: agent a, restarted among the RootCanal crowd (CI, 2026-11-30
+    /// 22:35), got no answer within the second and sent -4 dBm for 18 rotations where its
+    /// controller advertised at -10 dBm.
+    private func channelPower(of adapter: Adapter) -> Int8? {
+        if let known = my.channelPower, known.adapter == adapter.name, let level = known.level { return level }
+        do {
+            let level = try channelTransmitPower(adapter.name)
+            my.channelPower = (adapter.name, level)
+            logger.info("advertising TX power \(level) dBm, read from \(adapter.name)")
+            return level
+        } catch {
+            if my.channelPower?.adapter != adapter.name {
+                logger.info("\(error); the metadata carries the configured TX power until \(adapter.name) tells its own")
+            }
+            my.channelPower = (adapter.name, nil)
+            return nil
+        }
     }
 
     /// The kernel's events, on the radio's queue between its calls (`handle`). Without the watch

@@ -1,6 +1,5 @@
 import ArgumentParser
 import ENAgent
-import ENBlueZ
 import ENRadio
 import ENSystemd
 import Glibc
@@ -105,20 +104,4 @@ func runningKernelRelease() -> String {
     var system = utsname()
     guard uname(&system) == 0 else { return "" }
     return withUnsafeBytes(of: &system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-}
-
-extension RadioSettings {
-    /// The TX power to put in the metadata: the controller's own figure when it can be read,
-    /// else the configured one.
-    func txPower(adapter: String?, logger: Logger) -> Int8 {
-        guard let adapter else { return txPower }
-        do {
-            let level = try ControllerTransmitPower.advertising(adapter: adapter)
-            logger.info("advertising TX power \(level) dBm, read from \(adapter)")
-            return level
-        } catch {
-            logger.info("\(error); advertising TX power \(txPower) dBm as configured")
-            return txPower
-        }
-    }
 }

@@ -25,12 +25,12 @@ extension RadioStarter {
             do {
                 adapter = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })
             } catch {
-                // Only the TX power's source depends on it here; the agent meets the same problem at
-                // once and its status says so.
-                logger.info("no adapter to read the TX power from at the start: \(error)")
+                // The agent meets the same problem at once and its status says so.
+                logger.info("no adapter at the start: \(error)")
                 if case .name(let name)? = settings.adapter { adapter = AdapterIdentity(name: name) } else { adapter = AdapterIdentity() }
             }
-            let metadata = Metadata(transmitPower: settings.txPower(adapter: adapter.name.isEmpty ? nil : adapter.name, logger: logger))
+            // The controller's own power replaces it where the radio learns it (`Radio.advertise`).
+            let metadata = Metadata(transmitPower: settings.txPower)
             let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
                                    clock: clock, schedule: settings.schedule, metadata: metadata, logger: logger, queue: radioQueue, onChange: onChange)
             let followed = try bluez.follow(for: agent, logger: logger)

@@ -107,7 +107,34 @@ final class KernelModel: ManagementInterface {
         var lastTurn = 0.0
         /// Something that happens just before the radio's command numbered `at` reaches the kernel.
         var pending: (at: Int, happen: @Sendable () -> Void)?
+        /// Questions for the advertising channel's TX power (`channelTransmitPower`): those asked,
+        /// and how many more go unanswered (a busy controller: libbluetooth's hci_send_req times out).
+        var channelPowerAsked = 0
+        var channelPowerUnanswered = 0
     }
+
+    /// The advertising channel TX power a controller tells over a raw HCI socket (HCI LE Read
+    /// Advertising Physical Channel Tx Power).
+    static let channelTransmitPower: Int8 = -10
+    /// The TX power a BT 5 controller selects for an advertising set (Set Extended Advertising
+    /// Parameters); a legacy controller selects none, and the kernel answers 127 (its
+    /// HCI_TX_POWER_INVALID, which only the extended command's reply replaces: hci_cc_le_set_ext_adv_param).
+    static let selectedTransmitPower: Int8 = 7
+
+    /// Asks the controller for its advertising channel's TX power.
+    func readChannelTransmitPower() throws -> Int8 {
+        try state.withLock { state in
+            state.channelPowerAsked += 1
+            guard state.channelPowerUnanswered == 0 else {
+                state.channelPowerUnanswered -= 1
+                throw ControllerTransmitPower.Failure.unreachable("hci0", ETIMEDOUT)
+            }
+            return Self.channelTransmitPower
+        }
+    }
+
+    /// The next `count` questions for the channel's TX power go unanswered.
+    func leaveChannelPowerUnanswered(_ count: Int) { state.withLock { $0.channelPowerUnanswered = count } }
 
     let kernel: Kernel
     let legacy: Bool
@@ -229,7 +256,7 @@ final class KernelModel: ManagementInterface {
                 guard legacy || state.instances.count < Int(maximumInstances) else { throw refuse(ManagementError.noResources) }
                 state.instances[add.instance] = Instance(owner: .radio)
             }
-            return [add.instance, 7, 31, 31]
+            return [add.instance, UInt8(bitPattern: legacy ? 127 : Self.selectedTransmitPower), 31, 31]
         case let add as AddExtendedAdvertisingData:
             guard state.powered else { throw refuse(Self.notPowered) }
             guard let existing = state.instances[add.instance] else { throw refuse(Self.invalidParameters) }

@@ -27,6 +27,8 @@ final class RadioDriver {
     private(set) var heard = [ListenerLog.Heard]()
     /// The service data of every advertisement the radio accepted.
     private(set) var advertised = [[UInt8]]()
+    /// The TX power the radio gave each advertisement's metadata (`Radio.advertise`), in order.
+    private(set) var transmitPowers = [Int8?]()
     private var generator: SeededGenerator
 
     /// `store` is the agent's database, which a restarted agent (a new driver) finds as it was;
@@ -40,7 +42,7 @@ final class RadioDriver {
         radio = BlueZRadio(client: self.bluetoothd, management: kernel, adapter: adapter, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), queue: condition?.queue ?? DispatchQueue(label: "radio driver"), bluetoothd: condition,
                            killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting },
-                           pause: { _ in kernel.advance(seconds: 0.05) })
+                           pause: { _ in kernel.advance(seconds: 0.05) }, channelTransmitPower: { _ in try kernel.readChannelTransmitPower() })
         let (radio, listener) = (radio, listener)
         watch = radio.queue.sync { radio.watchManagement(for: listener, logger: LogCapture().logger()) }
         _ = try? radio.follow(for: listener, logger: LogCapture().logger())
@@ -53,8 +55,16 @@ final class RadioDriver {
     func rotate() {
         let serviceData = (0..<20).map { _ in UInt8.random(in: 0...255, using: &generator) }
         do {
-            try onQueue { try radio.advertise { _ in serviceData } }
+            let power = try onQueue {
+                var given: Int8??
+                try radio.advertise { power in
+                    given = power
+                    return serviceData
+                }
+                return given
+            }
             advertising = true
+            transmitPowers += power.map { [$0] } ?? []
             problem = nil
             advertised.append(serviceData)
         } catch is any RadioPostponement {

@@ -559,6 +559,33 @@ struct RadioDefectTests {
         #expect(driver.listener.reported == before + 1)
     }
 
+    /// The metadata carries the TX power the controller advertises at: a BT 5 controller's
+    /// selected level; a legacy controller selects none (the kernel answers 127), and the radio
+    /// asks for its advertising channel's, once a run and, left unanswered, again at each
+    /// advertisement (nil meanwhile: the agent's configured power). Asked only at the start, a
+    /// question unanswered under the RootCanal crowd (CI, 2026-11-30 22:35) left the configured
+    /// -4 dBm in 18 rotations of a controller advertising at -10 dBm.
+    @Test(arguments: Setup.all)
+    func theMetadataCarriesThePowerTheControllerAdvertisesAt(setup: Setup) {
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), driver = RadioDriver(kernel: kernel)
+        kernel.leaveChannelPowerUnanswered(2)
+        driver.returned()
+        driver.settle()
+        for _ in 0..<3 {
+            driver.rotate()
+            driver.settle()
+        }
+        let advertisements = driver.transmitPowers.count
+        #expect(advertisements >= 4 && advertisements == driver.advertised.count)
+        if setup.legacy {
+            #expect(driver.transmitPowers == [nil, nil] + Array(repeating: KernelModel.channelTransmitPower, count: advertisements - 2))
+            #expect(kernel.snapshot.channelPowerAsked == 3, "asked until it answered, then not again")
+        } else {
+            #expect(driver.transmitPowers == Array(repeating: KernelModel.selectedTransmitPower, count: advertisements))
+            #expect(kernel.snapshot.channelPowerAsked == 0)
+        }
+    }
+
     /// Issue 56: under a flood of new advertisers Debian 12's bluetoothd stopped reading the
     /// kernel's events. The kernel's discovery ended without it; it answered each StartDiscovery
     /// without scanning ("filters were equal") and StopDiscovery not at all, and passed on no

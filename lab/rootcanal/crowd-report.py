@@ -479,6 +479,48 @@ def adapter(lab, fail):
             fail(f"adapter: hci{controller} did not advertise and scan anew within {BACK_WITHIN:g} s of rfkill's unblock ({took})")
 
 
+def air(lab, fail):
+    """What the agents put on the air, on RootCanal's record: each EN advertisement as the
+    specification and phones have it (onair.check: legacy ADV_NONCONN_IND at 200-270 ms from a
+    non-resolvable address, Flags, the UUID list, an RPI of the agent's keys and metadata with the
+    TX power its controller advertised at: the one it selected, or its advertising channel's when
+    it says 127), each RPI from one address and each address with one RPI; no active scan from the
+    public address, no set the controller ended. The kernel's re-programming of a's set as hci0
+    turned connectable is judged by the adapter check, not here."""
+    keys = [(bytes(key), start, period) for agent in AGENTS for key, start, period in
+            lab.rows(agent, "SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key")]
+    found, _, _, terminated, public_scans, _ = onair.advertisements(lab.host_snoop, set(AGENTS.values()))
+    table = onair.identifiers(keys)
+    turned = turned_connectable(lab.host_snoop, 0, lab.from_guest(lab.at("a-connectable"))) if lab.has("a-connectable") else None
+    taken_off = None if turned is None else next((time for time in onair.withdrawals(lab.host_snoop, 0) if time >= turned), None)
+
+    def reprogrammed(advertisement):
+        return advertisement["controller"] == 0 and turned is not None and turned <= onair.unix_seconds(advertisement["time"]) <= (taken_off or math.inf)
+
+    judged = [advertisement for advertisement in found if not reprogrammed(advertisement)]
+    bad = [(advertisement, problems) for advertisement in judged if (problems := onair.check(advertisement, table))]
+    for agent, controller in AGENTS.items():
+        mine = [advertisement for advertisement in judged if advertisement["controller"] == controller]
+        powers = sorted({advertisement.get("tx_power") for advertisement in mine}, key=str)
+        print(f"  {agent} (hci{controller}): {len(mine)} EN advertisements, "
+              f"{sum(1 for advertisement in mine if not onair.check(advertisement, table))} as the specification has them; "
+              f"TX power {', '.join(map(str, powers))} dBm as the controller advertised and in the metadata")
+    for advertisement, problems in bad[:5]:
+        print(f"  hci{advertisement['controller']} at {onair.unix_seconds(advertisement['time']):.3f}: " + "; ".join(problems))
+    _, _, several_addresses, several_rpis = onair.linked({(advertisement["address"].hex(), advertisement["data"][11:27].hex())
+                                                          for advertisement in judged if advertisement.get("address")})
+    print(f"  RPIs from several addresses: {len(several_addresses)}; addresses with several RPIs: {len(several_rpis)}; "
+          f"active scans from the public address: {len(public_scans)}; sets the controllers ended: {len(terminated)}")
+    if not any(advertisement["controller"] == controller for advertisement in judged for controller in AGENTS.values()):
+        fail("air: no EN advertisement of the agents in RootCanal's record")
+    if bad:
+        fail(f"air: {len(bad)} of {len(judged)} EN advertisements are off the specification (first: {'; '.join(bad[0][1])})")
+    if several_addresses or several_rpis:
+        fail(f"air: RPIs from several addresses {sorted(several_addresses)}; addresses with several RPIs {sorted(several_rpis)}")
+    if public_scans or terminated:
+        fail(f"air: {len(public_scans)} active scans from the public address, {len(terminated)} sets the controllers ended")
+
+
 def status(lab, fail):
     onair.check_status_polls(lab, fail, AGENTS, lab.at("crowd-started"), snoop=lab.host_snoop, to_capture=lab.from_guest, slack=lab.uncertainty)
 
@@ -498,6 +540,8 @@ def checks():
         Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
         Check("journal", "JOURNAL (a stall said once per run of bluetoothd and of the agent's radio)", journal),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
+        Check("air", "ON AIR (the agents' advertisements on RootCanal's record: the specification's, each RPI from one address, "
+                     "the TX power the controller advertised at)", air),
     ]
 
 
