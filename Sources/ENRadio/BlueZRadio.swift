@@ -169,6 +169,8 @@ public final class BlueZRadio: Radio {
         /// The advertising channel TX power of the adapter named, once its controller told it; a
         /// nil level: it was asked and did not answer (said once), and is asked again.
         var channelPower: (adapter: String, level: Int8?)?
+        /// The TX power the log said last, and of which adapter (`transmitPower`).
+        var saidPower: (adapter: String, level: Int8)?
     }
 
     /// bluetoothd's discovery does not scan (`DiscoveryStall`): scans are passive, through a kernel
@@ -505,8 +507,7 @@ public final class BlueZRadio: Radio {
                 enter(.none, because: "withdrawn before its data went out")
                 throw failure
             }
-            // 127 means the controller did not say (no extended advertising; RootCanal).
-            let data = try serviceData(parameters.transmitPower == 127 ? channelPower(of: adapter) : parameters.transmitPower)
+            let data = try serviceData(transmitPower(selected: parameters.transmitPower, by: adapter))
             do {
                 try management.send(AddExtendedAdvertisingData(
                     instance: instance, advertisingData: ExposureNotificationAdvertisement.payload(serviceData: data, adapterRunsBREDR: settings.contains(.bredr))),
@@ -1123,27 +1124,37 @@ public final class BlueZRadio: Radio {
         return AdapterIdentity(name: name, address: my.lastFound?.name == name ? my.lastFound?.address : nil)
     }
 
-    /// The TX power `adapter`'s controller advertises at when it does not say which it selected
-    /// (a BT 4.x controller, a Raspberry Pi's): its advertising channel's, asked once a run, and
-    /// at each advertisement until it answers; nil until then (the metadata carries the configured
+    /// The TX power `adapter`'s controller advertises at, for the metadata: the level it
+    /// `selected` for the advertisement, or, when it does not say (127: a BT 4.x controller, a
+    /// Raspberry Pi's; RootCanal), its advertising channel's, asked once a run and at each
+    /// advertisement until it answers; nil until then (the metadata carries the configured
     /// power). Asked once at the start, an unanswered question left the configured power in the
     /// metadata for the whole run: agent a, restarted among the RootCanal crowd (CI, 2026-11-30
     /// 22:35), got no answer within the second and sent -4 dBm for 18 rotations where its
-    /// controller advertised at -10 dBm.
-    private func channelPower(of adapter: Adapter) -> Int8? {
-        if let known = my.channelPower, known.adapter == adapter.name, let level = known.level { return level }
-        do {
-            let level = try channelTransmitPower(adapter.name)
-            my.channelPower = (adapter.name, level)
-            logger.info("advertising TX power \(level) dBm, read from \(adapter.name)")
-            return level
-        } catch {
-            if my.channelPower?.adapter != adapter.name {
-                logger.info("\(error); the metadata carries the configured TX power until \(adapter.name) tells its own")
+    /// controller advertised at -10 dBm. The log says each new level and where it came from.
+    private func transmitPower(selected: Int8, by adapter: Adapter) -> Int8? {
+        let level: Int8, source: String
+        if selected != 127 {
+            (level, source) = (selected, "selected by \(adapter.name)")
+        } else if let known = my.channelPower, known.adapter == adapter.name, let read = known.level {
+            (level, source) = (read, "read from \(adapter.name)")
+        } else {
+            do {
+                (level, source) = (try channelTransmitPower(adapter.name), "read from \(adapter.name)")
+                my.channelPower = (adapter.name, level)
+            } catch {
+                if my.channelPower?.adapter != adapter.name {
+                    logger.info("\(error); the metadata carries the configured TX power until \(adapter.name) tells its own")
+                }
+                my.channelPower = (adapter.name, nil)
+                return nil
             }
-            my.channelPower = (adapter.name, nil)
-            return nil
         }
+        if my.saidPower?.adapter != adapter.name || my.saidPower?.level != level {
+            logger.info("advertising TX power \(level) dBm, \(source)")
+            my.saidPower = (adapter.name, level)
+        }
+        return level
     }
 
     /// The kernel's events, on the radio's queue between its calls (`handle`). Without the watch
