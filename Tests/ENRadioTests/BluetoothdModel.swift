@@ -112,7 +112,12 @@ final class BluetoothdModel: BlueZAdapters {
         guard kernel.snapshot.powered else { throw DBusError(name: "org.bluez.Error.NotReady", message: "Resource Not Ready") }
         discovering.withLock { $0 = true }
         startKernelDiscovery()
+        discoveryStarted.withLock { started in defer { started = nil }; return started }?()
     }
+
+    /// What happens once, just after the kernel's discovery next starts, before bluetoothd answers.
+    func onceTheDiscoveryStarts(_ happen: @escaping @Sendable () -> Void) { discoveryStarted.withLock { $0 = happen } }
+    private let discoveryStarted = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// The kernel's active scan, with no check of what is on the air.
     private func startKernelDiscovery() {

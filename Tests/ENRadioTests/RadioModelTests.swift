@@ -805,6 +805,31 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test's lab (2026-11-30 23:23): hci0 was blocked by rfkill just as bluetoothd's
+    /// discovery began; the kernel ran it and ended it as the adapter went off while the radio
+    /// waited for its word, and the radio took that for bluetoothd's stall (the journal's warning,
+    /// a passive scan after the unblock). A discovery that ran is bluetoothd's answer: the scan's
+    /// end is told, and the scans after the unblock are bluetoothd's discovery again.
+    @Test(arguments: Setup.all)
+    func aDiscoveryTheKernelEndsAsTheAdapterIsBlockedIsNoStall(setup: Setup) {
+        let (kernel, driver) = setup.running()
+        driver.stopScan()
+        driver.bluetoothd.onceTheDiscoveryStarts { kernel.powerOff(rfkill: true) }
+        let stops = driver.listener.scanStops
+        driver.startScan()
+        driver.settle()
+        #expect(driver.listener.scanStops == stops + 1 && !kernel.snapshot.scanning)
+        kernel.unblock()
+        driver.returned()
+        driver.settle()
+        driver.stopScan()
+        driver.startScan()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scanning && kernel.snapshot.monitors.isEmpty,
+                "bluetoothd's discovery, not a passive scan: \(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// The RootCanal crowd beside a load (2026-11-30 09:06): the agent's Get of the adapter's
     /// properties waited 10 s for a busy bluetoothd during an active scan, and the kernel's end of
     /// the scan's discovery, read meanwhile, waited for the call: 5.8 s that the agent recorded as

@@ -62,7 +62,9 @@ def airplane_mode(lab, fail):
         status = lab.phase("monitor-stranded")["status"]
         # No monitor of anyone's is refused as Busy in the lab but after this one.
         busy = len(re.findall(r"\[hci0\].*\n\s+Add Advertisement Patterns Monitor \(0x0052\)\n\s+Status: Busy", lab.text("btmon.txt")))
-        fell_back = "scanning actively through bluetoothd's discovery until the kernel takes the scan's monitor again" in lab.text("a/enagentd.log")
+        # Said as such, or, where a stall was noted before, as asking bluetoothd's discovery again.
+        fell_back = re.search(r"scanning actively through bluetoothd's discovery until the kernel takes the scan's monitor again"
+                              r"|the kernel refuses the scan's monitor on hci0 \(.*\): asking bluetoothd's discovery again", lab.text("a/enagentd.log"))
         print(f"  a monitor added to hci0 while blocked: status {status}; the kernel refused a's monitors as Busy {busy} time(s) after it (btmon); "
               f"a's log {'says' if fell_back else 'does NOT say'} it scans through bluetoothd's discovery until the kernel takes its monitor again")
         if busy and not fell_back:
