@@ -144,17 +144,23 @@ public final class BlueZClient: Sendable {
             return nil
         }
         let id = try connection.callBus("GetId", timeout: BlueZ.callTimeout)
-        return owner.map { "\(id.first?.string ?? "") \($0)" }
+        return owner.map { Self.serviceOwner(busID: id.first?.string ?? "", uniqueName: $0) }
     }
 
-    /// Calls `handler(true)` when `org.bluez` gets an owner (bluetoothd started or restarted)
-    /// and `handler(false)` when it loses it.
-    public func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws(DBusError) -> [SignalSubscription] {
-        [try connection.subscribe(MatchRule(sender: DBusConnection.bus.name, interface: DBusConnection.bus.interface,
-                                           member: "NameOwnerChanged", arg0: BlueZ.service)) { message in
-            handler(!(message.arguments.dropFirst(2).first?.string ?? "").isEmpty)
+    /// Calls `handler` with the new owner of `org.bluez` (bluetoothd started or restarted), named
+    /// as `serviceOwner` names it, and with nil when it loses its owner.
+    public func followService(_ handler: @escaping @Sendable (_ owner: String?) -> Void) throws(DBusError) -> [SignalSubscription] {
+        let id = try connection.callBus("GetId", timeout: BlueZ.callTimeout).first?.string ?? ""
+        return [try connection.subscribe(MatchRule(sender: DBusConnection.bus.name, interface: DBusConnection.bus.interface,
+                                                  member: "NameOwnerChanged", arg0: BlueZ.service)) { message in
+            let owner = message.arguments.dropFirst(2).first?.string ?? ""
+            handler(owner.isEmpty ? nil : Self.serviceOwner(busID: id, uniqueName: owner))
         }]
     }
+
+    /// A run of bluetoothd as `serviceOwner` and `followService` name it: the bus's ID and the
+    /// unique name bluetoothd has on it.
+    static func serviceOwner(busID: String, uniqueName: String) -> String { "\(busID) \(uniqueName)" }
 
     /// Calls `handler` with each adapter that appears, vanishes or is powered on or off (not for
     /// the property changes that discovery itself causes), named as the kernel names it (hci0).

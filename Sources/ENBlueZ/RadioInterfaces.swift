@@ -62,7 +62,9 @@ public protocol BlueZAdapters: Sendable {
     func leaveDiscovery(on adapter: Adapter, whenRead read: @escaping @Sendable () -> Void) throws
     func forgetDevices(on adapter: Adapter) throws
     func followDevices(_ handler: @escaping @Sendable (DeviceReport) -> Void) throws -> [SignalSubscription]
-    func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription]
+    /// Calls `handler` with each new owner of org.bluez, named as `serviceOwner` names it, and
+    /// with nil when bluetoothd leaves the bus.
+    func followService(_ handler: @escaping @Sendable (_ owner: String?) -> Void) throws -> [SignalSubscription]
     /// The run of bluetoothd that owns org.bluez now, named apart from every other run on any run
     /// of the bus; nil while none owns it.
     func serviceOwner() throws -> String?

@@ -1314,14 +1314,19 @@ public final class BlueZRadio: Radio {
                 }
                 agent.report(RadioReport(serviceData: report.serviceData, rssi: report.rssi, adapter: report.adapter, adapterAddress: adapter.address))
             }
-        } + client.followService { [self] present in
+        } + client.followService { [self] owner in
             queue.async { [self] in
+                let present = owner != nil
                 my.bluetoothdSettled = false
                 my.unansweredSinceStart = 0
                 // Not as bluetoothd starts: its name may be heard late, after a scan through it began
                 // (make test's crowd of 14:16: an active scan of the new bluetoothd's ended so 9 s on).
                 if !present { endKernelScan(because: "bluetoothd left the bus") }
-                if discoveryStalled {
+                // Nor a stall of this very bluetoothd, noted before its name was heard: its first
+                // answer late, the crowd's new bluetoothd stalled at once (make test's trixie crowd,
+                // 2026-11-30 23:36:03, its name heard a second later); the stall went, from the store
+                // too, and agent a, SIGKILLed 16 s on, asked it anew, three calls of 10 s each.
+                if discoveryStalled, owner == nil || bluetoothd.stalled?.owner != owner {
                     bluetoothd.note(nil)
                     logger.notice(present ? "bluetoothd returned: scanning through its discovery again"
                                           : "bluetoothd left the bus: scanning through its discovery again once it returns")

@@ -210,7 +210,7 @@ final class BluetoothdModel: BlueZAdapters {
         discovering.withLock { $0 = false }
         // The bus answers the calls it left unread.
         unreadLeaves.withLock { unread in defer { unread = nil }; return unread ?? [] }.forEach { $0() }
-        if !unheard { serviceChanges.withLock { $0 }?(false) }
+        if !unheard { serviceChanges.withLock { $0 }?(nil) }
     }
 
     /// The discovery ends with the controller, or its client (bluetoothd stops it).
@@ -261,12 +261,15 @@ final class BluetoothdModel: BlueZAdapters {
         }
         reports.forEach { report in deviceReports.withLock { $0 }?(report) }
     }
-    func followService(_ handler: @escaping @Sendable (Bool) -> Void) throws -> [SignalSubscription] {
+    func followService(_ handler: @escaping @Sendable (String?) -> Void) throws -> [SignalSubscription] {
         serviceChanges.withLock { $0 = handler }
         return []
     }
 
-    private let serviceChanges = Mutex<(@Sendable (Bool) -> Void)?>(nil)
+    private let serviceChanges = Mutex<(@Sendable (String?) -> Void)?>(nil)
+
+    /// The bus's NameOwnerChanged of this bluetoothd's start, heard only now (one `starts(unheard:)`).
+    func nameHeard() { serviceChanges.withLock { $0 }?(try? serviceOwner()) }
 
     /// A new bluetoothd (systemd restarts it): it owns org.bluez again, which the radio hears.
     func restarts(unheard: Bool = false) {
@@ -279,7 +282,7 @@ final class BluetoothdModel: BlueZAdapters {
         isRunning = true
         runs.withLock { $0 += 1 }
         guard !unheard else { return }
-        serviceChanges.withLock { $0 }?(true)
+        nameHeard()
         if kernel.snapshot.present { adapterChanges.withLock { $0 }?(AdapterChange(adapter: "hci0", kind: .appeared)) }
     }
 

@@ -744,6 +744,41 @@ struct RadioDefectTests {
         }
     }
 
+    /// make test's trixie crowd (2026-11-30 23:36): bluetoothd restarted, the new one answered
+    /// nothing, and the radio noted its stall a second before it heard the new bluetoothd take its
+    /// name, which it took for a restart: the stall went, from the store too, and agent a,
+    /// SIGKILLed 16 s later, asked the stalled bluetoothd anew (three calls of 10 s). The name of
+    /// the very bluetoothd whose stall was noted changes nothing: the next process recalls it.
+    @Test(arguments: Setup.all)
+    func aStallOfTheNewBluetoothdNotedBeforeItsNameWasHeardStays(setup: Setup) {
+        let store = MemorySettings(), condition = BluetoothdCondition(queue: DispatchQueue(label: "radio runs"), store: store)
+        let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy)
+        let first = RadioDriver(kernel: kernel, store: store, condition: condition)
+        first.returned()
+        first.settle()
+        first.bluetoothd.exits()
+        first.settle()
+        first.bluetoothd.starts(unheard: true)
+        kernel.bluetoothdStarts()
+        first.bluetoothd.stall(silent: true)
+        for _ in 0..<3 where !first.scanning {  // BlueZRadio.unansweredCallsBeforeTheKernelsAdapter
+            first.stopScan()
+            first.startScan()
+            first.settle()
+        }
+        #expect(first.scanning && kernel.snapshot.scansPassively, "the new bluetoothd's stall found: \(RandomSequenceTests.commands(kernel))")
+        first.bluetoothd.nameHeard()
+        first.settle()
+        first.endRun()
+        let next = RadioDriver(kernel: kernel, store: store, seed: 2, bluetoothd: first.bluetoothd,
+                               condition: BluetoothdCondition(queue: DispatchQueue(label: "next process"), store: store))
+        next.rotate()
+        next.startScan()
+        next.settle()
+        #expect(next.advertising && next.scanning && kernel.snapshot.scansPassively, "the stall recalled: \(RandomSequenceTests.commands(kernel))")
+        #expect(RadioInvariants.broken(next) == [])
+    }
+
     /// A stall an earlier process noted on hci0 is not this process's when its configuration names
     /// another adapter: bluetoothd is asked for that one, and hci0 is left alone.
     @Test(arguments: Setup.all)

@@ -68,10 +68,18 @@ import Testing
 
     /// The owner of org.bluez as the bus names it: none before bluetoothd takes the name; then the
     /// bus's ID and bluetoothd's unique name; another after bluetoothd's restart.
+    /// Each run of bluetoothd has a name of its own, and the bus's signal of its start names it
+    /// as `serviceOwner` does (the radio keeps a stall of that very run, heard of late).
     @Test func theBusNamesEachRunOfBluetoothdApart() throws {
         let bus = try PrivateBus()
         let client = BlueZClient(connection: try DBusConnection(address: bus.address))
         #expect(try client.serviceOwner() == nil)
+        let heard = Mutex([String?]()), signalled = DispatchSemaphore(value: 0)
+        let subscriptions = try client.followService { owner in
+            heard.withLock { $0.append(owner) }
+            signalled.signal()
+        }
+        defer { subscriptions.forEach { $0.cancel() } }
         let first = try StandInBluetoothd(bus: bus).connection
         let id = try first.callBus("GetId")
         let owner = try #require(try client.serviceOwner())
@@ -80,6 +88,8 @@ import Testing
         let restarted = try StandInBluetoothd(bus: bus)
         let next = try #require(try client.serviceOwner())
         #expect(next.hasPrefix(owner.prefix(33)) && next != owner, "the same bus, another run of bluetoothd")
+        #expect((0..<3).allSatisfy { _ in signalled.wait(timeout: .now() + 5) == .success })
+        #expect(heard.withLock { $0 } == [owner, nil, next])
         withExtendedLifetime(restarted) {}
     }
 
