@@ -147,6 +147,11 @@ def advertisements(path, controllers):
                 data = bytes(parameters[4:4 + parameters[3]])
                 if EN_PREFIX in data:
                     found.append({"controller": index, "time": timestamp, "data": data, **state.get((index, parameters[0]), {})})
+                    # A controller that does not say (127: RootCanal answers the 127 the kernel
+                    # asks for) leaves the agent the channel's power, which it reads between the
+                    # parameters and the data (docs/radio.md).
+                    if found[-1].get("tx_power") == UNSELECTED_TX_POWER:
+                        found[-1]["tx_power"] = channel_power.get(index, UNSELECTED_TX_POWER)
             elif command == SET_ADV_PARAMETERS and len(parameters) >= 15:
                 legacy = state.setdefault((index, None), {"address": None, "tx_power": None})
                 legacy["properties"] = LEGACY_NONCONN_PROPERTIES if parameters[4] == ADV_NONCONN_IND else 0x0100 | parameters[4]
@@ -180,10 +185,7 @@ def advertisements(path, controllers):
         elif opcode == EVENT and payload[0] == 0x0E and len(payload) >= 6:
             command, status = struct.unpack("<H", payload[3:5])[0], payload[5]
             if command == SET_EXT_ADV_PARAMETERS and status == 0 and len(payload) >= 7 and index in last_parameters:
-                # A controller that does not say (127: RootCanal answers the 127 the kernel asks
-                # for) leaves the agent the channel's power it read (docs/radio.md).
-                selected = struct.unpack("b", payload[6:7])[0]
-                state[(index, last_parameters[index])]["tx_power"] = channel_power.get(index, selected) if selected == UNSELECTED_TX_POWER else selected
+                state[(index, last_parameters[index])]["tx_power"] = struct.unpack("b", payload[6:7])[0]
             sent = pending.pop(index, None)
             if not sent or sent[0] != command:
                 continue

@@ -161,15 +161,16 @@ class Run:
     def en_advertisement(self, controller, guest, agent, number, address, metadata_power, selected):
         """The agent's `number`-th EN advertisement (its key's interval of that number) as the kernel
         sets it up: legacy ADV_NONCONN_IND at 200-270 ms, the controller selecting `selected` dBm (127:
-        it does not say, and the agent asked for its channel's), a non-resolvable address (its
-        `address`-th), and the data with `metadata_power` in the metadata."""
+        it does not say, and the agent asks for its channel's at its first advertisement, between
+        the parameters and the data), a non-resolvable address (its `address`-th), and the data with
+        `metadata_power` in the metadata."""
         key, start, _ = KEYS[agent]
         rpi = onair.aes("ecb", onair.hkdf(key, b"EN-RPIK"), b"EN-RPI" + bytes(6) + struct.pack("<I", start + number))
         aem = onair.aes("ctr", onair.hkdf(key, b"EN-AEMK"), bytes([0x40, metadata_power & 0xFF, 0, 0]), iv=rpi)
-        if selected == 127:
-            self.command(controller, guest - 0.01, onair.READ_ADV_TX_POWER, b"", bytes([ADVERTISED_POWER & 0xFF]))
         parameters = bytes([1]) + struct.pack("<H", 0x0010) + (320).to_bytes(3, "little") + (432).to_bytes(3, "little") + bytes([7, 1]) + bytes(14)
         self.command(controller, guest, onair.SET_EXT_ADV_PARAMETERS, parameters, bytes([selected & 0xFF]))
+        if selected == 127 and number == 0:
+            self.command(controller, guest + 0.001, onair.READ_ADV_TX_POWER, b"", bytes([ADVERTISED_POWER & 0xFF]))
         self.command(controller, guest + 0.002, onair.SET_ADV_SET_RANDOM_ADDRESS, bytes([1]) + bytes([address + 1, 0, 0, 0, controller, 0x3A])[::-1])
         data = bytes.fromhex("02011a") + onair.EN_PREFIX + rpi + aem
         self.command(controller, guest + 0.004, onair.SET_EXT_ADV_DATA, bytes([1, 3, 1, len(data)]) + data)
