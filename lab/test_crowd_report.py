@@ -150,8 +150,7 @@ class Run:
 
     def advertising(self, controller, guest, enable):
         """LE Set Extended Advertising Enable of set 1, and its completion."""
-        self.record(controller, guest, 2, struct.pack("<HB", 0x2039, 6) + bytes([enable, 1, 1, 0, 0, 0]))
-        self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2039) + b"\0")
+        self.command(controller, guest, 0x2039, bytes([enable, 1, 1, 0, 0, 0]))
 
     def command(self, controller, guest, opcode, parameters, reply=b""):
         """An HCI command and its Command Complete with success and `reply`."""
@@ -176,8 +175,7 @@ class Run:
         self.command(controller, guest + 0.004, onair.SET_EXT_ADV_DATA, bytes([1, 3, 1, len(data)]) + data)
 
     def scan_enable(self, controller, guest, enable):
-        self.record(controller, guest, 2, struct.pack("<HB", 0x2042, 6) + bytes([enable, enable, 0, 0, 0, 0]))
-        self.record(controller, guest + 0.001, 3, bytes([0x0E, 4, 1]) + struct.pack("<H", 0x2042) + b"\0")
+        self.command(controller, guest, 0x2042, bytes([enable, enable, 0, 0, 0, 0]))
 
     def agent(self, agent, controller, rpis, missing, twice, later, phantom_scan, unrecorded_scan, gap, boundary):
         os.makedirs(os.path.join(self.folder, agent))

@@ -146,9 +146,9 @@ final class ManagementSocket: Sendable {
 
         /// `report` waits for the watch, behind the reports before it; the next of its
         /// advertisement joins it.
-        mutating func wait(_ report: WaitingReport, controller: UInt16) {
+        mutating func wait(_ report: WaitingReport) {
             waitingAdvertisements[report.advertisement] = reportsTaken + reports.count
-            waitingReports[controller, default: 0] += 1
+            waitingReports[report.controller, default: 0] += 1
             reports.append(report)
         }
 
@@ -183,7 +183,7 @@ final class ManagementSocket: Sendable {
     private struct WaitingReport {
         var controller: UInt16
         var found: DeviceFound
-        /// The packet without its RSSI (`ManagementPacket.advertisement`).
+        /// The packet without its RSSI (`ManagementPacket.report`).
         var advertisement: [UInt8]
         var read: PacketNumber
         var laterRSSIs = [Int8]()
@@ -468,7 +468,7 @@ final class ManagementSocket: Sendable {
             state.read = state.read.next
             guard let watch = state.watch else { return nil }
             if case .deviceFound(let controller, let found) = event, let report {
-                state.wait(WaitingReport(controller: controller, found: found, advertisement: report.advertisement, read: state.read), controller: controller)
+                state.wait(WaitingReport(controller: controller, found: found, advertisement: report.advertisement, read: state.read))
             } else {
                 state.events.append((event, state.read))
             }

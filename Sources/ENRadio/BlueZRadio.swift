@@ -1205,9 +1205,9 @@ public final class BlueZRadio: Radio {
             guard let adapter = my.scan.adapter, adapter.index == controller,
                   let serviceData = AdvertisingData.exposureNotificationServiceData(in: found.data) else { return }
             // What bluetoothd passes on of it is counted against this, to see that its discovery works.
-            if case .active = my.scan { my.heardByKernel += 1 + found.laterRSSIs.count }
-            let (data, address) = (Array(serviceData), adapterInUse?.address)
-            for rssi in found.rssis {
+            let (rssis, data, address) = (found.rssis, Array(serviceData), adapterInUse?.address)
+            if case .active = my.scan { my.heardByKernel += rssis.count }
+            for rssi in rssis {
                 my.listener.agent?.report(RadioReport(serviceData: data, rssi: Int16(rssi), adapter: adapter.name, adapterAddress: address))
             }
         case .advertisingRemoved(let controller, let instance):

@@ -147,6 +147,17 @@ class CrowdLab(Lab):
         return self.from_guest(self.at("crowd-started")), self.from_guest(self.at("crowd-ended"))
 
     @functools.cached_property
+    def connectable_moment(self):
+        """(when the kernel made hci0 connectable under a, when a first took advertising off after
+        it), host times on RootCanal's record; None for either that did not happen (both None in a
+        run without the adapter phases)."""
+        if not self.has("a-connectable"):
+            return None, None
+        turned = turned_connectable(self.host_snoop, 0, self.from_guest(self.at("a-connectable")))
+        off = None if turned is None else next((time for time in onair.withdrawals(self.host_snoop, 0) if time >= turned), None)
+        return turned, off
+
+    @functools.cached_property
     def faults_span(self):
         """(start, end) of the faults under the crowd (crowd-agents.sh), by the host's clock; None
         in a run without them."""
@@ -472,8 +483,7 @@ def adapter(lab, fail):
     if not lab.has("a-connectable"):
         return print("  no adapter phases in this run")
     snoop = lab.host_snoop
-    turned = turned_connectable(snoop, 0, lab.from_guest(lab.at("a-connectable")))
-    off = None if turned is None else next((time for time in onair.withdrawals(snoop, 0) if time >= turned), None)
+    turned, off = lab.connectable_moment
     asked = lab.from_guest(lab.at("a-not-connectable"))
     turned_back = turned_not_connectable(snoop, 0, asked)
     back = None if turned_back is None else onair.on_again(snoop, 0, turned_back)
@@ -506,8 +516,7 @@ def air(lab, fail):
             lab.rows(agent, "SELECT key_data, rolling_start_interval_number, rolling_period FROM temporary_exposure_key")]
     found, _, _, terminated, public_scans, _ = onair.advertisements(lab.host_snoop, set(AGENTS.values()))
     table = onair.identifiers(keys)
-    turned = turned_connectable(lab.host_snoop, 0, lab.from_guest(lab.at("a-connectable"))) if lab.has("a-connectable") else None
-    taken_off = None if turned is None else next((time for time in onair.withdrawals(lab.host_snoop, 0) if time >= turned), None)
+    turned, taken_off = lab.connectable_moment
 
     def reprogrammed(advertisement):
         return advertisement["controller"] == 0 and turned is not None and turned <= onair.unix_seconds(advertisement["time"]) <= (taken_off or math.inf)
