@@ -39,7 +39,9 @@ public struct Adapter: Equatable, Sendable {
     /// The name of the adapter at a BlueZ object path (`/org/bluez/hci0` is hci0).
     public static func name(ofPath path: String) -> String { String(path.split(separator: "/").last ?? "") }
     /// The kernel's controller index (0 for hci0).
-    public var index: UInt16? { name.hasPrefix("hci") ? UInt16(name.dropFirst(3)) : nil }
+    public var index: UInt16? { Self.index(ofName: name) }
+    /// The kernel's controller index of the adapter named (0 for hci0).
+    public static func index(ofName name: String) -> UInt16? { name.hasPrefix("hci") ? UInt16(name.dropFirst(3)) : nil }
 }
 
 /// An adapter that bluetoothd offered, took away, or saw powered on or off.

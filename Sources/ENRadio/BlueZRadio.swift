@@ -154,8 +154,8 @@ public final class BlueZRadio: Radio {
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
         var bluetoothdSettled = false
-        /// A stall an earlier radio noted was looked for (`recallStall`).
-        var stallRecalled = false
+        /// The radio's first call was made (`begin`).
+        var begun = false
         /// Calls of the radio's in a row that bluetoothd left unanswered since it (re)started,
         /// before it ever offered the adapter.
         var unansweredSinceStart = 0
@@ -207,6 +207,37 @@ public final class BlueZRadio: Radio {
         self.bluetoothd = bluetoothd ?? BluetoothdCondition(queue: queue)
     }
 
+    /// At the radio's first call, before bluetoothd is asked anything: what an earlier radio learnt
+    /// of bluetoothd, and what a run killed with SIGKILL left in the kernel.
+    private func begin() {
+        my.begun = true
+        withdrawLeftover()
+        recallStall()
+    }
+
+    /// The instance a run killed with SIGKILL left (the store's note) goes through the kernel at
+    /// once: a stalled bluetoothd keeps the radio from the adapter for half a minute
+    /// (`unansweredCallsBeforeTheKernelsAdapter`), meanwhile the kernel keeps the old RPI on the air
+    /// past its interval, and re-programs it if the adapter turns connectable. Under the RootCanal
+    /// crowd (CI of 2026-12-01, 01:52) agent a's leftover stayed on the air 43 s after its restart,
+    /// 10 s of them on a connectable hci0. One the kernel cannot remove now (the controller off,
+    /// the set stuck after rfkill) stays noted for the first advertisement (`advertise`).
+    private func withdrawLeftover() {
+        guard let note = try? remembered(StoreSettings.advertisingInstance), let instance = UInt8(exactly: note.number),
+              let controller = Adapter.index(ofName: note.adapter) else { return }
+        do throws(ManagementError) {
+            _ = try management.send(RemoveAdvertising(instance: instance), controller: controller)
+            logger.debug("advertisement: instance \(instance) an earlier run left on \(note.adapter) removed")
+        } catch {
+            guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else {
+                return logger.debug("the instance \(instance) an earlier run left on \(note.adapter) stays until the first advertisement: \(error)")
+            }
+        }
+        do { try store.set(StoreSettings.advertisingInstance, to: nil) } catch {
+            logger.debug("the note of the instance an earlier run left on \(note.adapter) stays: \(error)")
+        }
+    }
+
     /// A stall an earlier radio (or process) noted holds while the same bluetoothd runs: this radio
     /// takes the adapter that one had from the kernel and scans passively from its first scan, and
     /// withdraws from bluetoothd's discovery as that one did (`noteStall`), whose withdrawal
@@ -214,7 +245,6 @@ public final class BlueZRadio: Radio {
     /// adapter the configuration no longer means, is forgotten: bluetoothd is asked anew. Once, at
     /// the radio's first call.
     private func recallStall() {
-        my.stallRecalled = true
         guard let stall = bluetoothd.stalled else { return }
         guard configuredAdapter?.means(name: stall.adapter.name, address: stall.adapter.address) ?? true,
               let owner = stall.owner, (try? client.serviceOwner()) == owner else { return bluetoothd.note(nil) }
@@ -229,7 +259,7 @@ public final class BlueZRadio: Radio {
     /// out, 10 s each), the adapter found last, as long as the kernel has it powered; when it has
     /// never answered, the kernel's own.
     public func adapter() throws -> Adapter {
-        if !my.stallRecalled { recallStall() }
+        if !my.begun { begin() }
         if discoveryStalled, let adapter = try adapterAsTheKernelHasIt() { return adapter }
         do {
             let adapter = try findAdapter()
@@ -415,11 +445,14 @@ public final class BlueZRadio: Radio {
         }
         let (information, settingsRead) = try management.exchange(ReadControllerInformation(), controller: controller)
         let settings = information.current
+        let kept = previous.flatMap { $0.adapter.name == adapter.name ? $0.instance : nil }
+        // A run killed with SIGKILL left its instance, unless the radio's first call removed it (`withdrawLeftover`).
+        let own = try kept ?? rememberedInstance(on: adapter)
         guard !settings.contains(.connectable) else {
             // The kernel re-programs the advertisement on the air when the adapter turns connectable:
             // on a legacy controller the last RPI goes on in ADV_IND from the adapter's own address.
             // It must not stay there (nor past its interval), so it goes before the agent waits.
-            if let previous, previous.adapter.name == adapter.name { try withdraw(previous.instance, from: previous.adapter) }
+            if let own { try withdraw(own, from: adapter) }
             previousGone("withdrawn from a connectable adapter")
             throw Failure.connectable(adapter.name)
         }
@@ -431,9 +464,6 @@ public final class BlueZRadio: Radio {
         // A monitor a killed run left keeps the kernel scanning, which on a legacy controller
         // refuses the advertisement's new address: it goes before the advertisement comes.
         try removeLeftoverMonitor(on: adapter)
-        let kept = previous.flatMap { $0.adapter.name == adapter.name ? $0.instance : nil }
-        // A run killed with SIGKILL left its instance: it goes first.
-        let own = try kept ?? rememberedInstance(on: adapter)
         // The kernel's list as this call leaves it: what it removes, and what the survey releases, is gone.
         var listed = Set(features.instances)
         if kept == nil, let own {

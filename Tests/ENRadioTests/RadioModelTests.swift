@@ -428,6 +428,41 @@ struct RadioDefectTests {
         #expect(restarted.advertising, "\(restarted.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
     }
 
+    /// CI of 2026-12-01 (the RootCanal crowd, 01:52): agent a, SIGKILLed and started again while
+    /// bluetoothd stalled, reached the kernel's adapter only 31 s later (three calls left
+    /// unanswered); the instance the killed run left stayed on the air meanwhile, 10 s of it on
+    /// hci0 made connectable, and the kernel's Set Connectable off failed as Busy. It goes at the
+    /// restarted radio's first call, whatever bluetoothd answers; one the kernel cannot remove
+    /// then (the controller off) goes when an advertisement finds the adapter connectable.
+    @Test(arguments: Setup.all)
+    func aKilledRunsInstanceGoesAtTheFirstCallThoughBluetoothdIsSilent(setup: Setup) {
+        for offAtTheRestart in [false, true] {
+            let kernel = KernelModel(kernel: setup.kernel, legacy: setup.legacy), store = MemorySettings()
+            let killed = RadioDriver(kernel: kernel, store: store)
+            killed.returned()
+            #expect(kernel.exposureInstances(kernel.snapshot).count == 1, "the killed run's advertisement")
+            killed.bluetoothd.stall(silent: true)
+            if offAtTheRestart { kernel.powerOff() }
+            let restarted = RadioDriver(kernel: kernel, store: store, seed: 2, bluetoothd: killed.bluetoothd)
+            restarted.rotate()
+            #expect(!restarted.advertising, "bluetoothd answers nothing")
+            #expect(kernel.exposureInstances(kernel.snapshot).count == (offAtTheRestart ? 1 : 0),
+                    "off at the restart: \(offAtTheRestart): \(RandomSequenceTests.commands(kernel))")
+            if offAtTheRestart {
+                // Switched on, the kernel enables it again before the radio can act.
+                kernel.powerOn()
+                kernel.setConnectable(true)
+                restarted.bluetoothd.catchesUp()
+                restarted.rotate()
+                #expect(restarted.problem == .adapterConnectable && kernel.exposureInstances(kernel.snapshot) == [] && kernel.snapshot.onAir.isEmpty,
+                        "\(restarted.problem.map(\.rawValue) ?? ""): \(RandomSequenceTests.commands(kernel))")
+            } else {
+                kernel.setConnectable(true)
+                #expect(kernel.snapshot.onAir.isEmpty && !kernel.snapshot.history.contains(where: \.fromPublicAddress), "\(RandomSequenceTests.commands(kernel))")
+            }
+        }
+    }
+
     /// Issue 40's rfkill during the instance survey of a BT 4.x controller: the stand-ins left
     /// in the held instances go before the advertisement, whichever the kernel lists.
     @Test(arguments: Setup.all.filter(\.legacy))

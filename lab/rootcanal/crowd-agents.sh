@@ -72,6 +72,7 @@ kill "$MONITOR"
 phase bluetoothd-offered $(offers)
 sleep 10
 kill_and_restart_a
+a_restarted=$(uptime_seconds)
 sleep 10
 # A day of the agents' clock is 12 real minutes: the pause lasts until the resume.
 must "enctl b pause 1d" enctl b pause 1d > /dev/null
@@ -84,6 +85,12 @@ sleep 5
 # crowd: hci0 made connectable under agent a (a laptop pairing a mouse) and not, then both
 # adapters blocked by rfkill (airplane mode) and unblocked. Not btmgmt, which waited for good for
 # an answer the crowd's reports crowded out of its socket: set-connectable.py reads on meanwhile.
+# The connectable phase judges a's advertisement taken off the air: a, started again above, may
+# still be finding its adapter (a stalled bluetoothd leaves three calls unanswered: 31 s in the CI
+# run of 2026-12-01), so a is awaited on the air for as long as the faults check allows its return.
+advertising() { enctl "$1" status --json 2>/dev/null | grep -q '"advertising" : true'; }
+until advertising a || past "$a_restarted" 40; do sleep 0.5; done
+must "a advertising before hci0 turns connectable" advertising a
 phase a-connectable
 must "hci0 connectable" python3 "$LAB/set-connectable.py" 0 on
 sleep 3
