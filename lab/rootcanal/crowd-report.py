@@ -298,11 +298,14 @@ def crowd(lab, fail):
         unrecorded = sum(1 for _, index in judged if index is None)
         if unrecorded:
             fail(f"crowd: hci{controller} ran {unrecorded} scans that {agent} did not record")
-        # Within the crowd and RootCanal's record of the controller (the capture's check judges its end).
-        ran, until = {index for _, index in matches}, min(end, onair.last_frames(lab.host_snoop, [controller])[controller]) - 1
-        phantom = [index for index, (begun, ended) in enumerate(lab.scans(agent))
-                   if index not in ran and start + 1 < lab.host_time(begun) and lab.host_time(ended) < until
-                   and lab.judged(lab.host_time(begun), lab.host_time(ended))]
+        # Within the crowd and RootCanal's record of the controller (the capture's check judges its
+        # end); a recorded scan the controller ran no part of. Against each of its scans, those not
+        # judged too: one ran from a scan before the faults into them (make test of 2026-12-01 03:17).
+        until = min(end, onair.last_frames(lab.host_snoop, [controller])[controller]) - 1
+        ran = onair.scan_windows(lab.host_snoop, controller)
+        phantom = [(begun, ended) for begun, ended in ((lab.host_time(begun), lab.host_time(ended)) for begun, ended in lab.scans(agent))
+                   if start + 1 < begun and ended < until and lab.judged(begun, ended)
+                   and not any(on < ended and off > begun for on, off in ran)]
         if phantom:
             fail(f"crowd: {agent} recorded {len(phantom)} scans during the crowd that hci{controller} did not run")
 
