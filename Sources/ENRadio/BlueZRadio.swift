@@ -1210,6 +1210,24 @@ public final class BlueZRadio: Radio {
         }
     }
 
+    /// The radio's run ends (a pause, enagentd's stop), after the agent's last call: a discovery
+    /// the kernel runs on the adapter of a stalled bluetoothd goes, through the kernel. Catching up,
+    /// a stalled bluetoothd ran the discovery the agent had withdrawn from, and then forgot it: it
+    /// started none again when the kernel's timeout ended it (the RootCanal crowd of make test,
+    /// 2026-12-01 03:56: agent b paused 1.5 s after bluetoothd started it, and hci1 scanned actively
+    /// 10.3 s into the pause). Another program's discovery on that adapter goes too; bluetoothd
+    /// starts its own clients' again.
+    public func endRun() {
+        if my.watching { management.deliverPending(withReports: false) }
+        guard let adapter = bluetoothd.stalled?.adapter, let controller = adapter.index, my.discoveries[controller] != nil else { return }
+        do throws(ManagementError) {
+            try stopKernelDiscovery(on: controller)
+            logger.info("stopped the discovery the kernel ran on \(adapter.name) for the stalled bluetoothd, as the agent's run ends")
+        } catch {
+            logger.debug("cannot stop the discovery on \(adapter.name) as the agent's run ends: \(error)")
+        }
+    }
+
     /// One event of the kernel's, read as packet `read`: the adapter advertising turned connectable
     /// (the kernel then re-programs the advertisement on the air, see `advertise`, so the agent takes
     /// it off without waiting for its next rotation), another program's advertisement added beside

@@ -51,6 +51,7 @@ extension RadioStarter {
             agent.start()
             return RadioRun(agent: agent, adapter: adapter) {
                 subscriptions.forEach { $0.cancel() }
+                radioQueue.sync { bluez.endRun() }
                 managementWatch?.cancel()
                 sleep.release()
             }

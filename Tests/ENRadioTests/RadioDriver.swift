@@ -164,11 +164,13 @@ final class RadioDriver {
         stopScan()
     }
 
-    /// The agent's run ends (a pause, as RadioAgent.stop): the advertisement and the scan stop,
-    /// and the radio hears the kernel no more, for the next run's radio to.
+    /// The agent's run ends (a pause, as RadioAgent.stop, then RadioRun's release): the
+    /// advertisement and the scan stop, the radio ends its run, and it hears the kernel no more,
+    /// for the next run's radio to.
     func endRun() {
         stopAdvertising()
         stopScan()
+        onQueue { radio.endRun() }
         watch?.cancel()
         watch = nil
     }

@@ -814,6 +814,24 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(next) == [])
     }
 
+    /// make test's RootCanal crowd (2026-12-01 03:56): bluetoothd, stalled, caught up and started
+    /// the discovery agent b had withdrawn from, and forgot it; b paused 1.5 s later, between two
+    /// scans, and hci1 scanned actively 10.3 s into the pause, until the kernel's timeout. The run's
+    /// end stops it; while bluetoothd is taken to scan, a discovery is its own to run.
+    @Test(arguments: Setup.all)
+    func aDiscoveryTheStalledBluetoothdForgotEndsWithTheRun(setup: Setup) {
+        for stalled in [true, false] {
+            let (kernel, driver) = stalled ? setup.stalledBetweenScans() : setup.running()
+            if !stalled { driver.stopScan() }
+            driver.settle()
+            #expect(!kernel.snapshot.scanning, "between scans")
+            kernel.setScanning(true)
+            driver.settle()
+            driver.endRun()
+            #expect(kernel.snapshot.scanning != stalled, "stalled: \(stalled): \(RandomSequenceTests.commands(kernel))")
+        }
+    }
+
     /// A stall an earlier process noted on hci0 is not this process's when its configuration names
     /// another adapter: bluetoothd is asked for that one, and hci0 is left alone.
     @Test(arguments: Setup.all)
