@@ -229,7 +229,7 @@ public final class BlueZRadio: Radio {
             _ = try management.send(RemoveAdvertising(instance: instance), controller: controller)
             logger.debug("advertisement: instance \(instance) an earlier run left on \(note.adapter) removed")
         } catch {
-            guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else {
+            guard Self.alreadyGone(error) else {
                 return logger.debug("the instance \(instance) an earlier run left on \(note.adapter) stays until the first advertisement: \(error)")
             }
         }
@@ -686,7 +686,7 @@ public final class BlueZRadio: Radio {
             my.standIns[adapter.name, default: []].insert(instance)
             return .emptyStandIn
         } catch {
-            guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
+            guard Self.alreadyGone(error) else { throw error }
         }
         my.standIns[adapter.name]?.remove(instance)
         return .gone
@@ -705,6 +705,10 @@ public final class BlueZRadio: Radio {
             return false
         }
     }
+
+    /// The kernel has no such instance or monitor (Invalid Parameters), or no such controller
+    /// (Invalid Index): what was to be removed is gone already.
+    private static func alreadyGone(_ error: ManagementError) -> Bool { error.status == invalidParameters || error.status == invalidIndex }
 
     /// Management status codes (BlueZ's doc/mgmt-api.txt).
     private static let unknownCommand: UInt8 = 0x01, failed: UInt8 = 0x03, busy: UInt8 = 0x0A, rejected: UInt8 = 0x0B, notSupported: UInt8 = 0x0C, invalidParameters: UInt8 = 0x0D,
@@ -1065,7 +1069,7 @@ public final class BlueZRadio: Radio {
     /// Removes a monitor; one gone already (bluetoothd's start removes them all) is as good.
     private func removeMonitor(_ handle: UInt16, controller: UInt16) throws(ManagementError) {
         do throws(ManagementError) { try management.send(RemoveAdvertisementMonitor(handle: handle), controller: controller) } catch {
-            guard error.status == Self.invalidParameters || error.status == Self.invalidIndex else { throw error }
+            guard Self.alreadyGone(error) else { throw error }
         }
     }
 

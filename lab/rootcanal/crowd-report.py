@@ -204,10 +204,14 @@ class CrowdLab(Lab):
         return onair.report_addresses(self.host_snoop, controller)
 
     @functools.cache
+    def scan_windows(self, controller):
+        """(start, end), host times, of each scan the controller ran (RootCanal's record)."""
+        return onair.scan_windows(self.host_snoop, controller)
+
+    @functools.cache
     def windows(self, controller):
-        """(start, end), host times, of each scan the controller ran during the crowd, clear of its
-        faults (RootCanal's record)."""
-        return [(begun, ended) for begun, ended in onair.scan_windows(self.host_snoop, controller) if self.judged(begun, ended)]
+        """The controller's scans during the crowd, clear of its faults (`scan_windows`)."""
+        return [(begun, ended) for begun, ended in self.scan_windows(controller) if self.judged(begun, ended)]
 
     @functools.cache
     def matches(self, agent, controller):
@@ -302,7 +306,7 @@ def crowd(lab, fail):
         # end); a recorded scan the controller ran no part of. Against each of its scans, those not
         # judged too: one ran from a scan before the faults into them (make test of 2026-12-01 03:17).
         until = min(end, onair.last_frames(lab.host_snoop, [controller])[controller]) - 1
-        ran = onair.scan_windows(lab.host_snoop, controller)
+        ran = lab.scan_windows(controller)
         phantom = [(begun, ended) for begun, ended in ((lab.host_time(begun), lab.host_time(ended)) for begun, ended in lab.scans(agent))
                    if start + 1 < begun and ended < until and lab.judged(begun, ended)
                    and not any(on < ended and off > begun for on, off in ran)]
