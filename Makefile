@@ -285,11 +285,12 @@ RC_FLOOD_ROTATE ?= 4-8
 RC_BIN ?= $(CURDIR)/$(RELEASE_BIN)
 # RC_STACK=trixie: the guest on Debian trixie's stack, which Raspberry Pi OS is (lab/trixie-guest.sh's
 # root, as make lab-test's trixie kinds: kernel 6.12, BlueZ 5.82; the agents then scan passively).
+# RootCanal itself runs on the host with that root's libc (lab/rootcanal/rootcanal.sh): made once, cached.
 RC_STACK ?= debian12
 lab-rootcanal-crowd: release
 	mkdir -p $(LAB)
-	if [ "$(RC_STACK)" = trixie ]; then root=$$(lab/trixie-guest.sh amd64); \
-		export GUEST_ROOT=$$root KERNEL_DEB=$$(dirname $$root)/linux-image.deb RW_DIRS="$(CURDIR)"; fi; \
+	root=$$(lab/trixie-guest.sh amd64); \
+	if [ "$(RC_STACK)" = trixie ]; then export GUEST_ROOT=$$root KERNEL_DEB=$$(dirname $$root)/linux-image.deb RW_DIRS="$(CURDIR)"; fi; \
 	LAB=$(LAB) CROWD=$(RC_CROWD) ROTATE=$(RC_ROTATE) FLOOD_AFTER=flood-started FLOOD_ROTATE=$(RC_FLOOD_ROTATE) RC_PORTS=2 NCTRL=0 \
 		LEAVE_AFTER=crowd-ended QEMU_TIMEOUT=$$(( $(RC_CROWD_SECONDS) + $(RC_FLOOD_SECONDS) + 900 )) BTMON_DRAIN=5 \
 		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(RC_BIN) $(LAB)/out $(RC_CROWD_SECONDS) $(RC_FLOOD_SECONDS)"; guest=$$?; \

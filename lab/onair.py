@@ -527,8 +527,11 @@ def check_scan_stretches(lab, fail, agents, start, end, snoop=None, what="the ru
 
 
 def logged_at(line):
-    """The unix time of an agent's log line (its stamp is the real clock's, to the second)."""
-    return calendar.timegm(time.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%SZ"))
+    """The unix time of an agent's log line (its stamp is the real clock's, to the millisecond;
+    to the second before 2026-12-01)."""
+    stamp = line.split()[0]
+    seconds, _, fraction = stamp.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(seconds, "%Y-%m-%dT%H:%M:%S")) + (float("0." + fraction) if fraction else 0.0)
 
 
 def process_start(lab, agent, after):

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <linux/filter.h>
 
 /* HCI LE Read Advertising Physical Channel Tx Power on the adapter named `adapter` (hci0):
    0 and the level in dBm, a negative errno when the controller cannot be asked (no
@@ -53,6 +54,26 @@ static inline int cen_le_connection_being_made(uint16_t index) {
     for (int i = 0; i < list.request.conn_num; i++)
         if (list.info[i].type == CEN_LE_LINK && list.info[i].state == BT_CONNECT) return 1;
     return 0;
+}
+
+/* A socket filter on a management socket (doc/mgmt-api.txt: opcode, controller index, length,
+   little-endian): the kernel queues every event and reply but the reports (Device Found 0x0012,
+   Advertisement Monitor Device Found 0x002F) of controllers other than `controller`, which it
+   drops before they reach the socket (hci_sock.c __hci_send_to_channel: sock_queue_rcv_skb runs
+   the filter). A classic BPF load is big-endian, hence the swapped constants. 0, or -errno. */
+#define CEN_SWAPPED16(value) ((uint16_t)((((value) & 0xFF) << 8) | (((value) >> 8) & 0xFF)))
+static inline int cen_management_pass_reports_of(int socket, uint16_t controller) {
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CEN_SWAPPED16(0x0012), 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CEN_SWAPPED16(0x002F), 0, 2),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 2),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CEN_SWAPPED16(controller), 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFF),
+        BPF_STMT(BPF_RET | BPF_K, 0),
+    };
+    struct sock_fprog program = { .len = sizeof code / sizeof code[0], .filter = code };
+    return setsockopt(socket, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program) == 0 ? 0 : -errno;
 }
 
 #endif

@@ -127,6 +127,9 @@ final class ManagementSocket: Sendable {
         var queuedTurn: UInt64?
         /// Watches made so far (`Watch.Registration.id`).
         var watches: UInt64 = 0
+        /// The controller whose reports the socket takes (`passReports`); every controller's
+        /// until the first call.
+        var reportsOf: UInt16?
 
         mutating func clearEvents() {
             events = []
@@ -321,7 +324,7 @@ final class ManagementSocket: Sendable {
             let batch = state.take(atMost: limit, withReports: withReports)
             let more = !state.isEmpty
             // An event read from now on queues the next turn.
-            if let turn, !more { state.queuedTurn = nil }
+            if turn != nil, !more { state.queuedTurn = nil }
             return (batch, watch, more)
         }) else { return false }
         dispatchPrecondition(condition: .onQueue(watch.queue))
@@ -331,6 +334,22 @@ final class ManagementSocket: Sendable {
             watch.handler(event, read)
         }
         return more
+    }
+
+    /// From now on the kernel drops the reports of every controller but `controller` before they
+    /// reach the socket (`cen_management_pass_reports_of`, on this socket and each one opened
+    /// after): every management socket hears every controller's Device Found, and a second
+    /// adapter's scan (another agent's, another program's) doubled what the reader had to keep up
+    /// with in the RootCanal crowd, where New Settings then waited behind them. A socket the filter
+    /// cannot go on (none is refused on Linux) takes them all, as before.
+    func passReports(only controller: UInt16) {
+        commandTurn.wait()
+        defer { commandTurn.signal() }
+        let connection = state.withLock { state in
+            state.reportsOf = controller
+            return state.connection
+        }
+        if let connection { _ = cen_management_pass_reports_of(connection.descriptor, controller) }
     }
 
     /// The Device Found events of `controller` dropped since the last call, as they came faster
@@ -378,6 +397,7 @@ final class ManagementSocket: Sendable {
             throw .unreachable(what, error)
         }
         Self.enlargeReceiveBuffer(of: descriptor)
+        if let controller = state.withLock({ $0.reportsOf }) { _ = cen_management_pass_reports_of(descriptor, controller) }
         let connection = Connection(descriptor: descriptor, queue: readerQueue)
         state.withLock { $0.connection = connection }
         connection.start { [weak self, weak connection] in

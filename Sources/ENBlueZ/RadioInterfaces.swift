@@ -21,6 +21,9 @@ public protocol ManagementInterface: Sendable {
     /// The Device Found events of `controller` dropped since the last call, because they came
     /// faster than the watch's queue took them.
     func takeDroppedReports(controller: UInt16) -> Int
+    /// The watch hears the reports (Device Found) of `controller` only from now on, and every
+    /// other event of every controller: the kernel drops the rest before the process reads them.
+    func passReports(only controller: UInt16)
 }
 
 extension ManagementInterface {
@@ -29,7 +32,7 @@ extension ManagementInterface {
     }
 }
 
-public protocol ManagementWatch: AnyObject {
+public protocol ManagementWatch: AnyObject, Sendable {
     func cancel()
 }
 
@@ -50,6 +53,7 @@ public struct KernelManagement: ManagementInterface {
 
     public func deliverPending(withReports: Bool) { ManagementSocket.kernel.deliverPending(withReports: withReports) }
     public func takeDroppedReports(controller: UInt16) -> Int { ManagementSocket.kernel.takeDroppedReports(controller: controller) }
+    public func passReports(only controller: UInt16) { ManagementSocket.kernel.passReports(only: controller) }
 }
 
 /// bluetoothd's adapter objects as the radio uses them (`BlueZClient` on the bus; a model in tests).

@@ -156,6 +156,9 @@ public final class BlueZRadio: Radio {
         var bluetoothdSettled = false
         /// The radio's first call was made (`begin`).
         var begun = false
+        /// The run ended with a stall noted on this controller, and no discovery of the kernel's
+        /// there was stopped for it yet (`endRun`): the first to start within `lateDiscoveryWatch` goes.
+        var lateDiscoveryOn: UInt16?
         /// Calls of the radio's in a row that bluetoothd left unanswered since it (re)started,
         /// before it ever offered the adapter.
         var unansweredSinceStart = 0
@@ -716,6 +719,8 @@ public final class BlueZRadio: Radio {
 
     public func startScanning() throws {
         let adapter = try adapter()
+        // Another adapter's reports would only slow the reading of this one's events.
+        if let controller = adapter.index { management.passReports(only: controller) }
         // A scan the agent lost track of (the adapter went and came back) must not run on beside the new one.
         let previous = my.scan
         if let previousAdapter = previous.adapter {
@@ -1215,20 +1220,37 @@ public final class BlueZRadio: Radio {
     }
 
     /// The radio's run ends (a pause, enagentd's stop), after the agent's last call: a discovery
-    /// the kernel runs on the adapter of a stalled bluetoothd goes, through the kernel. Catching up,
-    /// a stalled bluetoothd ran the discovery the agent had withdrawn from, and then forgot it: it
-    /// started none again when the kernel's timeout ended it (the RootCanal crowd of make test,
-    /// 2026-12-01 03:56: agent b paused 1.5 s after bluetoothd started it, and hci1 scanned actively
-    /// 10.3 s into the pause). Another program's discovery on that adapter goes too; bluetoothd
-    /// starts its own clients' again.
-    public func endRun() {
+    /// the kernel runs on the adapter of a stalled bluetoothd goes, through the kernel, now or, when
+    /// none runs yet, the first to start within the returned time, for which the run's watch stays
+    /// (nil: no stall noted, the watch may go now). Catching up, a stalled bluetoothd ran the
+    /// discovery the agent had withdrawn from, and then forgot it: it started none again when the
+    /// kernel's timeout ended it (the RootCanal crowds of make test, 2026-12-01: agent b paused
+    /// 1.5 s after bluetoothd started it at 03:56, 30 ms before at 02:19, and each time hci1
+    /// scanned actively 10 s into the pause). One is stopped, not each: bluetoothd starts a
+    /// discovery again at once for a client it still has, which the agent would only fight.
+    /// Another program's discovery on that adapter goes too; bluetoothd starts its own clients' again.
+    public func endRun() -> DispatchTimeInterval? {
         if my.watching { management.deliverPending(withReports: false) }
-        guard let adapter = bluetoothd.stalled?.adapter, let controller = adapter.index, my.discoveries[controller] != nil else { return }
+        guard let adapter = bluetoothd.stalled?.adapter, let controller = adapter.index else { return nil }
+        guard my.discoveries[controller] != nil else {
+            my.lateDiscoveryOn = controller
+            return my.watching ? Self.lateDiscoveryWatch : nil
+        }
+        stopDiscovery(on: controller, of: adapter, because: "as the agent's run ends")
+        return nil
+    }
+
+    /// How long the watch of a run that ended on a stall waits for bluetoothd to start a discovery
+    /// it was asked for before the stall: the kernel's own timeout of one (10.24 s) is as long as
+    /// such a discovery would scan anyway.
+    public static let lateDiscoveryWatch = DispatchTimeInterval.seconds(10)
+
+    private func stopDiscovery(on controller: UInt16, of adapter: Adapter, because when: String) {
         do throws(ManagementError) {
             try stopKernelDiscovery(on: controller)
-            logger.info("stopped the discovery the kernel ran on \(adapter.name) for the stalled bluetoothd, as the agent's run ends")
+            logger.info("stopped the discovery the kernel ran on \(adapter.name) for the stalled bluetoothd, \(when)")
         } catch {
-            logger.debug("cannot stop the discovery on \(adapter.name) as the agent's run ends: \(error)")
+            logger.debug("cannot stop the discovery on \(adapter.name) \(when): \(error)")
         }
     }
 
@@ -1286,6 +1308,10 @@ public final class BlueZRadio: Radio {
             my.listener.agent?.scanStopped()
         case .discovering(let controller, let addressTypes, let active):
             my.discoveries[controller] = active ? addressTypes : nil
+            if active, my.lateDiscoveryOn == controller, let adapter = bluetoothd.stalled?.adapter, adapter.index == controller {
+                my.lateDiscoveryOn = nil
+                return stopDiscovery(on: controller, of: adapter, because: "after the agent's run ended")
+            }
             switch my.scan {
             case .discoveryStarting(let adapter) where adapter.index == controller && active:
                 enter(.active(adapter), because: "the kernel's discovery on hci\(controller) runs")
@@ -1317,6 +1343,14 @@ public final class BlueZRadio: Radio {
         case .onAir(let own) where own.adapter.index == controller:
             let unfit = failure(own.adapter.name)
             enter(.unfit(own, unfit), because: reason)
+            if case .connectable = unfit {
+                // The kernel sends it in connectable PDUs already: off now, not at the agent's turn,
+                // which waits behind the rest of the reports handed over with this event (153 ms
+                // in the RootCanal crowd, 2026-12-01). The agent then finds nothing to take off.
+                do { try stopAdvertising() } catch {
+                    logger.error("cannot take the advertisement off the connectable \(own.adapter.name), so its identifier may still go out: \(error)")
+                }
+            }
             my.listener.agent?.adapterUnfitForAdvertising(unfit.problem, because: reason)
         case .adding(let own, let since) where own.adapter.index == controller && read > since:
             enter(.unfit(own, failure(own.adapter.name)), because: reason)

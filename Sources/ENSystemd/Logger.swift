@@ -101,12 +101,13 @@ public struct Logger: Sendable {
     }
 }
 
-/// Plain lines on stderr, outside systemd: "TIME LEVEL LABEL: MESSAGE key=value …".
+/// Plain lines on stderr, outside systemd: "TIME LEVEL LABEL: MESSAGE key=value …", the time UTC
+/// to the millisecond (the journal stamps its own entries to the microsecond).
 public struct StandardErrorLog: LogSink {
     public init() {}
 
     public func write(_ record: LogRecord) {
-        let time = Date.now.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: false, timeZone: .gmt))
+        let time = Date.now.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
         let metadata = record.metadata.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
         Self.write("\(time) \(record.level) \(record.label): \(record.message)\(metadata)\n")
     }

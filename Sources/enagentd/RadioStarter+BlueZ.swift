@@ -51,8 +51,11 @@ extension RadioStarter {
             agent.start()
             return RadioRun(agent: agent, adapter: adapter) {
                 subscriptions.forEach { $0.cancel() }
-                radioQueue.sync { bluez.endRun() }
-                managementWatch?.cancel()
+                if let watchOn = radioQueue.sync(execute: { bluez.endRun() }) {
+                    radioQueue.asyncAfter(deadline: .now() + watchOn) { managementWatch?.cancel() }
+                } else {
+                    managementWatch?.cancel()
+                }
                 sleep.release()
             }
         }

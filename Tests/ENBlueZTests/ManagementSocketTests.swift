@@ -153,6 +153,35 @@ import Testing
         #expect(kernel.openings == 1, "commands and events share the socket")
     }
 
+    /// Asked for one controller's reports, the socket takes no other controller's (Device Found
+    /// and Advertisement Monitor Device Found), and every other event of every controller: the
+    /// kernel's socket filter drops them before they are read, as it does on the socketpair.
+    @Test func anotherControllersReportsNeverReachTheSocket() throws {
+        let (kernel, socket, _, heard, watch) = try Self.watched()
+        defer { watch.cancel() }
+        socket.passReports(only: 1)
+        let settings = [UInt8]([0x83, 0x02, 0, 0])
+        let monitorFound = { (controller: UInt16) in Self.event(0x002F, controller: controller, [1, 0] + Array(Self.deviceFound(5).dropFirst(6))) }
+        for packet in [Self.deviceFound(1, controller: 0), monitorFound(0), Self.event(0x0006, controller: 0, settings),
+                       Self.deviceFound(2, controller: 1), monitorFound(1), Self.event(0x0006, controller: 1, settings)] {
+            #expect(kernel.write(packet, on: 1))
+        }
+        #expect(heard.wait(for: 4))
+        let found = { (number: UInt8) in ManagementEvent.deviceFound(controller: 1, DeviceFound(address: [number, 0, 0, 0, 0, 0xC0], addressType: 1, rssi: -60,
+                                                                                               flags: 0, data: [0x02, 0x01, 0x06])) }
+        // The reports wait behind the other events of their batch, whose cut depends on the reader's pace.
+        let split = { () -> (others: [ManagementEvent], reports: [ManagementEvent]) in
+            let events = heard.events.withLock { $0 }
+            let isReport = { (event: ManagementEvent) in if case .deviceFound = event { true } else { false } }
+            return (events.filter { !isReport($0) }, events.filter(isReport))
+        }
+        #expect(split().others == [.newSettings(controller: 0, [.powered, .connectable, .bredr, .le]), .newSettings(controller: 1, [.powered, .connectable, .bredr, .le])])
+        #expect(split().reports == [found(2), found(5)])
+        // Read in order: a report of controller 0 that got through would have come before this one.
+        #expect(kernel.write(Self.deviceFound(3, controller: 1), on: 1) && heard.wait(for: 1))
+        #expect(split().reports == [found(2), found(5), found(3)])
+    }
+
     /// The radio asks, on the watch's queue, for the events read before a reply, which would
     /// otherwise wait for its work to end: they are handed over in line, the reports only when
     /// asked for too, and after the rest; the second report of the advertisement joined the first,

@@ -96,6 +96,9 @@ final class KernelModel: ManagementInterface {
         var legacyAddress: Int?
         /// Events not handed to the radio yet, each numbered as read.
         var events = [(ManagementEvent, PacketNumber)]()
+        /// The controller whose reports the radio's socket takes (`passReports`): the kernel drops
+        /// every other's, as the socket's filter has it; every controller's until asked.
+        var reportsPassed: UInt16?
         /// Discovering events held back (`holdDiscoveringEvents`), to be read later.
         var heldDiscovering: [ManagementEvent]?
         /// The packets read: events and replies.
@@ -209,6 +212,8 @@ final class KernelModel: ManagementInterface {
 
     /// The model hands the radio every event: none dropped.
     func takeDroppedReports(controller: UInt16) -> Int { 0 }
+
+    func passReports(only controller: UInt16) { state.withLock { $0.reportsPassed = controller } }
 
     /// Hands every queued event to the radio's watch on its queue, between the radio's calls.
     func deliver() {
@@ -602,6 +607,7 @@ final class KernelModel: ManagementInterface {
 extension KernelModel.State {
     /// An event the kernel sends the radio's socket, numbered as read.
     mutating func happened(_ event: ManagementEvent) {
+        if case .deviceFound(let controller, _) = event, let reportsPassed, controller != reportsPassed { return }
         read = read.next
         events.append((event, read))
     }

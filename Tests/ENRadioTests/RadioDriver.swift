@@ -166,11 +166,12 @@ final class RadioDriver {
 
     /// The agent's run ends (a pause, as RadioAgent.stop, then RadioRun's release): the
     /// advertisement and the scan stop, the radio ends its run, and it hears the kernel no more,
-    /// for the next run's radio to.
+    /// for the next run's radio to, unless it asks to watch on for a while (a stall noted): then
+    /// until the next run's radio watches or the test ends.
     func endRun() {
         stopAdvertising()
         stopScan()
-        onQueue { radio.endRun() }
+        guard onQueue({ radio.endRun() }) == nil else { return }
         watch?.cancel()
         watch = nil
     }

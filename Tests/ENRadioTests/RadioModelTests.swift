@@ -123,6 +123,7 @@ struct RadioModelTests {
             driver.settle()
         }
         #expect(driver.kernel.snapshot.commands.count == commands, "no command to this controller")
+        #expect(driver.kernel.snapshot.reportsPassed == KernelModel.controller, "the socket takes this adapter's reports only")
         #expect(driver.heard.count == heard, "the agent heard \(driver.heard.dropFirst(heard))")
         #expect(driver.advertising && driver.scanning)
         #expect(RadioInvariants.broken(driver) == [])
@@ -141,6 +142,11 @@ struct RadioModelTests {
         let driver = driver(setup)
         driver.returned()
         driver.kernel.setConnectable(true)
+        driver.kernel.deliver()
+        driver.onQueue {}
+        // The radio took it off itself, in the event's turn: the agent (RadioDriver.listener) has
+        // not had its turn yet.
+        #expect(driver.kernel.exposureInstances(driver.kernel.snapshot) == [], "off at once: \(RandomSequenceTests.commands(driver.kernel))")
         driver.settle()
         #expect(!driver.advertising && driver.problem == .adapterConnectable)
         #expect(RadioInvariants.broken(driver) == [])
@@ -829,6 +835,28 @@ struct RadioDefectTests {
             driver.settle()
             driver.endRun()
             #expect(kernel.snapshot.scanning != stalled, "stalled: \(stalled): \(RandomSequenceTests.commands(kernel))")
+        }
+    }
+
+    /// The fresh make test of 2026-12-01 02:19: bluetoothd, catching up after a stall, started the
+    /// discovery agent b had withdrawn from 30 ms after b paused, and forgot it. The ended run's
+    /// watch stops the first discovery that starts on the stalled adapter, and only that one
+    /// (bluetoothd starts again one it still has a client for); without a stall it watches no more.
+    @Test(arguments: Setup.all)
+    func aDiscoveryTheStalledBluetoothdStartsAfterTheRunEndedIsStoppedOnce(setup: Setup) {
+        for stalled in [true, false] {
+            let (kernel, driver) = stalled ? setup.stalledBetweenScans() : setup.running()
+            if !stalled { driver.stopScan() }
+            driver.settle()
+            driver.endRun()
+            #expect(!kernel.snapshot.scanning, "between scans")
+            kernel.setScanning(true)
+            driver.settle()
+            #expect(kernel.snapshot.scanning != stalled, "stalled: \(stalled): \(RandomSequenceTests.commands(kernel))")
+            guard stalled else { continue }
+            kernel.setScanning(true)
+            driver.settle()
+            #expect(kernel.snapshot.scanning, "one stopped, not the next: \(RandomSequenceTests.commands(kernel))")
         }
     }
 
