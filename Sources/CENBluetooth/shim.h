@@ -11,10 +11,11 @@
 #include <sys/ioctl.h>
 #include <linux/filter.h>
 
-/* HCI LE Read Advertising Physical Channel Tx Power on the adapter named `adapter` (hci0):
-   0 and the level in dBm, a negative errno when the controller cannot be asked (no
-   AF_BLUETOOTH, no such adapter, no CAP_NET_RAW), or the controller's positive HCI status. */
-static inline int cen_le_read_advertising_tx_power(const char *adapter, int8_t *level) {
+/* HCI LE Read Advertising Physical Channel Tx Power on the adapter named `adapter` (hci0),
+   answered within `timeout` milliseconds: 0 and the level in dBm, a negative errno when the
+   controller cannot be asked (no AF_BLUETOOTH, no such adapter, no CAP_NET_RAW) or did not answer
+   in time (-ETIMEDOUT), or the controller's positive HCI status. */
+static inline int cen_le_read_advertising_tx_power(const char *adapter, int timeout, int8_t *level) {
     int id = hci_devid(adapter);
     if (id < 0) return -ENODEV;
     int device = hci_open_dev(id);
@@ -27,7 +28,7 @@ static inline int cen_le_read_advertising_tx_power(const char *adapter, int8_t *
     request.ocf = OCF_LE_READ_ADVERTISING_CHANNEL_TX_POWER;
     request.rparam = &reply;
     request.rlen = LE_READ_ADVERTISING_CHANNEL_TX_POWER_RP_SIZE;
-    int result = hci_send_req(device, &request, 1000);
+    int result = hci_send_req(device, &request, timeout);
     int error = errno;
     hci_close_dev(device);
     if (result < 0) return -error;

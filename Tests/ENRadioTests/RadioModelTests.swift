@@ -820,43 +820,30 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(next) == [])
     }
 
-    /// make test's RootCanal crowd (2026-12-01 03:56): bluetoothd, stalled, caught up and started
-    /// the discovery agent b had withdrawn from, and forgot it; b paused 1.5 s later, between two
-    /// scans, and hci1 scanned actively 10.3 s into the pause, until the kernel's timeout. The run's
-    /// end stops it; while bluetoothd is taken to scan, a discovery is its own to run.
+    /// make test's RootCanal crowds (2026-12-01): bluetoothd, stalled, caught up and started the
+    /// discovery agent b had withdrawn from, and forgot it; b paused 1.5 s after it began (03:56)
+    /// or 30 ms before (02:19), between two scans, and hci1 scanned actively 10 s into the pause,
+    /// until the kernel's timeout. The run's end stops one running, and the ended run's watch the
+    /// first to start after, and only that one (bluetoothd starts again one it still has a client
+    /// for); while bluetoothd is taken to scan, a discovery is its own to run, and the watch ends
+    /// with the run.
     @Test(arguments: Setup.all)
-    func aDiscoveryTheStalledBluetoothdForgotEndsWithTheRun(setup: Setup) {
-        for stalled in [true, false] {
+    func aDiscoveryTheStalledBluetoothdStartsAroundTheRunsEndIsStoppedOnce(setup: Setup) {
+        for (stalled, startsAfterTheEnd) in [(true, false), (true, true), (false, false), (false, true)] {
             let (kernel, driver) = stalled ? setup.stalledBetweenScans() : setup.running()
             if !stalled { driver.stopScan() }
             driver.settle()
             #expect(!kernel.snapshot.scanning, "between scans")
+            if startsAfterTheEnd { driver.endRun() }
             kernel.setScanning(true)
             driver.settle()
-            driver.endRun()
-            #expect(kernel.snapshot.scanning != stalled, "stalled: \(stalled): \(RandomSequenceTests.commands(kernel))")
-        }
-    }
-
-    /// The fresh make test of 2026-12-01 02:19: bluetoothd, catching up after a stall, started the
-    /// discovery agent b had withdrawn from 30 ms after b paused, and forgot it. The ended run's
-    /// watch stops the first discovery that starts on the stalled adapter, and only that one
-    /// (bluetoothd starts again one it still has a client for); without a stall it watches no more.
-    @Test(arguments: Setup.all)
-    func aDiscoveryTheStalledBluetoothdStartsAfterTheRunEndedIsStoppedOnce(setup: Setup) {
-        for stalled in [true, false] {
-            let (kernel, driver) = stalled ? setup.stalledBetweenScans() : setup.running()
-            if !stalled { driver.stopScan() }
-            driver.settle()
-            driver.endRun()
-            #expect(!kernel.snapshot.scanning, "between scans")
-            kernel.setScanning(true)
-            driver.settle()
-            #expect(kernel.snapshot.scanning != stalled, "stalled: \(stalled): \(RandomSequenceTests.commands(kernel))")
+            if !startsAfterTheEnd { driver.endRun() }
+            let case_ = "stalled: \(stalled), starts after the end: \(startsAfterTheEnd)"
+            #expect(kernel.snapshot.scanning != stalled, "\(case_): \(RandomSequenceTests.commands(kernel))")
             guard stalled else { continue }
             kernel.setScanning(true)
             driver.settle()
-            #expect(kernel.snapshot.scanning, "one stopped, not the next: \(RandomSequenceTests.commands(kernel))")
+            #expect(kernel.snapshot.scanning, "\(case_): one stopped, not the next: \(RandomSequenceTests.commands(kernel))")
         }
     }
 
