@@ -19,11 +19,11 @@ public enum ControllerTransmitPower {
         }
     }
 
-    /// HCI LE Read Advertising Physical Channel Tx Power on `adapter` (such as hci0), in dBm. The
-    /// controller may take as long to answer as for a management command: its answer waits behind
-    /// the advertising reports the kernel reads before it, and within 1 s it did not come under the
-    /// RootCanal crowd of 2026-12-01 06:29, for agent b's first advertisement after bluetoothd's
-    /// restart, which then carried the configured TX power (-4 dBm where the controller sent -10).
+    /// HCI LE Read Advertising Physical Channel Tx Power on `adapter` (such as hci0), in dBm, on a
+    /// socket that hears only the command's answer (`cen_le_read_advertising_tx_power`), which may
+    /// take as long as a management command's: libbluetooth's hci_send_req gave up after ten of a
+    /// crowd's advertising reports, and agent b's first advertisement after bluetoothd's restart
+    /// among the RootCanal crowd carried the configured TX power (-4 dBm where the controller sent -10).
     public static func advertising(adapter: String) throws(Failure) -> Int8 {
         var level: Int8 = 0
         let result = cen_le_read_advertising_tx_power(adapter, Int32(ManagementSocket.replyTimeoutMilliseconds), &level)
