@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <poll.h>
 #include <time.h>
+#include <byteswap.h>
 #include <sys/ioctl.h>
 #include <linux/filter.h>
 
@@ -100,15 +101,15 @@ static inline int cen_le_connection_being_made(uint16_t index) {
    little-endian): the kernel queues every event and reply but the reports (Device Found 0x0012,
    Advertisement Monitor Device Found 0x002F) of controllers other than `controller`, which it
    drops before they reach the socket (hci_sock.c __hci_send_to_channel: sock_queue_rcv_skb runs
-   the filter). A classic BPF load is big-endian, hence the swapped constants. 0, or -errno. */
-#define CEN_SWAPPED16(value) ((uint16_t)((((value) & 0xFF) << 8) | (((value) >> 8) & 0xFF)))
+   the filter). A classic BPF load reads the two bytes big-endian, hence the swapped constants.
+   0, or -errno. */
 static inline int cen_management_pass_reports_of(int socket, uint16_t controller) {
     struct sock_filter code[] = {
         BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CEN_SWAPPED16(0x0012), 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CEN_SWAPPED16(0x002F), 0, 2),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, bswap_16(0x0012), 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, bswap_16(0x002F), 0, 2),
         BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 2),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CEN_SWAPPED16(controller), 0, 1),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, bswap_16(controller), 0, 1),
         BPF_STMT(BPF_RET | BPF_K, 0xFFFFFFFF),
         BPF_STMT(BPF_RET | BPF_K, 0),
     };

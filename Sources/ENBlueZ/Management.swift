@@ -345,10 +345,12 @@ final class ManagementSocket: Sendable {
     func passReports(only controller: UInt16) {
         commandTurn.wait()
         defer { commandTurn.signal() }
-        let connection = state.withLock { state in
+        // A socket opened later gets the filter as it opens (`connected`): only a change is news.
+        guard let connection = state.withLock({ state -> Connection?? in
+            guard state.reportsOf != controller else { return nil }
             state.reportsOf = controller
-            return state.connection
-        }
+            return .some(state.connection)
+        }) else { return }
         if let connection { _ = cen_management_pass_reports_of(connection.descriptor, controller) }
     }
 

@@ -1233,8 +1233,9 @@ public final class BlueZRadio: Radio {
         if my.watching { management.deliverPending(withReports: false) }
         guard let adapter = bluetoothd.stalled?.adapter, let controller = adapter.index else { return nil }
         guard my.discoveries[controller] != nil else {
+            guard my.watching else { return nil }
             my.lateDiscoveryOn = controller
-            return my.watching ? Self.lateDiscoveryWatch : nil
+            return Self.lateDiscoveryWatch
         }
         stopDiscovery(on: controller, of: adapter, because: "as the agent's run ends")
         return nil
