@@ -577,7 +577,7 @@ public final class BlueZRadio: Radio {
             do { try stopScan(paused) } catch {
                 switch paused {
                 case .active, .discoveryStarting: ownDiscoveryLeft = true
-                case .idle, .passive, .waitingForAdvertisement, .paused: break
+                case .idle, .passive, .waitingForAdvertisement, .paused, .stopping: break
                 }
             }
         }
@@ -822,7 +822,7 @@ public final class BlueZRadio: Radio {
             }
             enter(.active(adapter), because: "the kernel runs a discovery on \(adapter.name)")
             bluetoothdScans(on: adapter)
-        case .active, .idle, .passive, .waitingForAdvertisement, .paused:
+        case .active, .idle, .passive, .waitingForAdvertisement, .paused, .stopping:
             // It runs; or it ran, and the kernel ended it during the wait, and the agent heard so
             // (`discoveryEnded`): bluetoothd answered. An adapter blocked by rfkill as the discovery
             // began ended it so, and was taken for a stall (make test's lab, 2026-11-30 23:23).
@@ -1081,7 +1081,7 @@ public final class BlueZRadio: Radio {
     /// Stops what `scan` left running in the kernel or bluetoothd.
     private func stopScan(_ scan: ScanPhase) throws {
         switch scan {
-        case .idle, .waitingForAdvertisement, .paused: return
+        case .idle, .waitingForAdvertisement, .paused, .stopping: return
         case .active(let adapter), .discoveryStarting(let adapter):
             // bluetoothd that does not answer is not asked again (10 s each): the kernel stops what it runs.
             if discoveryStalled, let controller = adapter.index {
@@ -1119,22 +1119,34 @@ public final class BlueZRadio: Radio {
             } catch {
                 logger.debug("cannot end the scan on \(adapter.name) as \(reason): \(error)")
             }
-        case .idle, .waitingForAdvertisement, .paused:
+        case .idle, .waitingForAdvertisement, .paused, .stopping:
             break
         }
     }
 
     /// Forgets the devices seen also when the scan would not stop, so that the next scan
     /// reports them again; throws the first failure.
+    /// The reports the kernel queued until its scan stopped are the scan's, handed to the agent
+    /// before the call returns, while the agent's record of the scan is open: under the RootCanal
+    /// crowd (make test, 2026-12-01 08:20, and a run at 08:27) a stalled bluetoothd left
+    /// StopDiscovery unanswered for 10 s while the kernel scanned on, and the scan, ended before
+    /// the call, dropped the 26 and 61 phones the controller reported meanwhile.
     public func stopScanning() throws {
         let scan = my.scan
         guard let adapter = scan.adapter else { return }
-        enter(.idle, because: "the agent ends it")
-        if let controller = adapter.index, case let dropped = management.takeDroppedReports(controller: controller), dropped > 0 {
-            logger.warning("\(dropped) advertisement reports of \(adapter.name) came faster than enagentd took them and were dropped during the scan")
+        switch scan {
+        case .passive, .active, .discoveryStarting: enter(.stopping(adapter), because: "the agent ends it")
+        case .idle, .waitingForAdvertisement, .paused, .stopping: enter(.idle, because: "the agent ends it")
         }
         var failure: (any Error)?
         do { try stopScan(scan) } catch { failure = error }
+        if case .stopping = my.scan {
+            if my.watching { management.deliverPending(withReports: true) }
+            enter(.idle, because: "its stop returned")
+        }
+        if let controller = adapter.index, case let dropped = management.takeDroppedReports(controller: controller), dropped > 0 {
+            logger.warning("\(dropped) advertisement reports of \(adapter.name) came faster than enagentd took them and were dropped during the scan")
+        }
         try client.forgetDevices(on: adapter)
         if let failure { throw failure }
     }
@@ -1323,7 +1335,7 @@ public final class BlueZRadio: Radio {
                 if stopStaleDiscovery(on: adapter, controller: controller) {
                     enter(.passive(adapter, monitor: monitor, added: added, stoppedADiscovery: true), because: "the scan stopped a discovery it heard of")
                 }
-            case .idle, .passive, .active, .discoveryStarting, .waitingForAdvertisement, .paused:
+            case .idle, .passive, .active, .discoveryStarting, .waitingForAdvertisement, .paused, .stopping:
                 break
             }
         }

@@ -89,13 +89,17 @@ extension BlueZRadio {
         case waitingForAdvertisement(Adapter)
         /// Stopped while a legacy controller takes an advertisement's new address (`pausingScan`).
         case paused(Adapter)
+        /// The agent ended the scan, and its stop has not returned: the kernel scans until it does,
+        /// and what it reports meanwhile is the scan's. A stalled bluetoothd leaves StopDiscovery
+        /// unanswered for 10 s (BlueZRadio's `stopScanning`).
+        case stopping(Adapter)
 
         /// What the agent sees of it: a scan runs once the kernel took its monitor or said its
         /// discovery runs.
         var shown: RadioActivity.Scan {
             switch self {
             case .idle: return .idle
-            case .passive, .active: return .running
+            case .passive, .active, .stopping: return .running
             case .discoveryStarting: return .starting
             case .waitingForAdvertisement: return .waitingForAdvertisement
             case .paused: return .paused
@@ -111,7 +115,7 @@ extension BlueZRadio {
             switch self {
             case .idle: return nil
             case .passive(let adapter, _, _, _), .active(let adapter), .discoveryStarting(let adapter),
-                 .waitingForAdvertisement(let adapter), .paused(let adapter):
+                 .waitingForAdvertisement(let adapter), .paused(let adapter), .stopping(let adapter):
                 return adapter
             }
         }
@@ -124,6 +128,7 @@ extension BlueZRadio {
             case .discoveryStarting(let adapter): return "bluetoothd's discovery starting on \(adapter.name)"
             case .waitingForAdvertisement(let adapter): return "waiting on \(adapter.name) for the advertisement"
             case .paused(let adapter): return "paused on \(adapter.name)"
+            case .stopping(let adapter): return "stopping on \(adapter.name)"
             }
         }
     }

@@ -37,11 +37,21 @@ final class BluetoothdModel: BlueZAdapters {
     var isStalled: Bool { stalled.withLock { $0 } }
 
     func stall(silent: Bool = false) {
+        stopsReading(silent: silent)
+        kernel.setScanning(false)
+    }
+
+    private func stopsReading(silent: Bool = false) {
         stalled.withLock { $0 = true }
         self.silent.withLock { $0 = silent }
         unreadLeaves.withLock { $0 = $0 ?? [] }
-        kernel.setScanning(false)
     }
+
+    /// It stalls at the next StopDiscovery, which it leaves unanswered (NoReply after 10 s) while
+    /// the kernel's discovery runs on and the controller reports what happens `meanwhile` (the
+    /// RootCanal crowd, 2026-12-01 08:27: 10 s of a crowd's reports).
+    func stallsAtTheNextStop(meanwhile: @escaping @Sendable () -> Void) { stallAtStop.withLock { $0 = meanwhile } }
+    private let stallAtStop = Mutex<(@Sendable () -> Void)?>(nil)
 
     private func answering() throws {
         guard !isStalled else { throw DBusError(name: DBusError.noReply, message: "Did not receive a reply.") }
@@ -144,6 +154,10 @@ final class BluetoothdModel: BlueZAdapters {
 
     func stopDiscovery(on adapter: Adapter) throws {
         try available()
+        if let meanwhile = stallAtStop.withLock({ stall in defer { stall = nil }; return stall }) {
+            stopsReading()
+            meanwhile()
+        }
         try answering()
         guard discovering.withLock({ $0 }) else { throw DBusError(name: "org.bluez.Error.Failed", message: "No discovery started") }
         discovering.withLock { $0 = false }

@@ -676,6 +676,25 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test's RootCanal crowd (2026-12-01 08:20, and a run at 08:27): b's first scan after the
+    /// restarted bluetoothd stalled ended in a StopDiscovery left unanswered for 10 s, while the
+    /// kernel scanned on and the controller reported 26 and 61 phones that b did not store: the
+    /// radio had ended its scan before the call. What the kernel reports until the stop returns is
+    /// the scan's, handed over before the call returns (the agent's record of the scan is open).
+    @Test(arguments: Setup.all)
+    func whatTheKernelReportsWhileAStopWaitsIsTheScans(setup: Setup) {
+        let (kernel, driver) = setup.running()
+        #expect(driver.scanning && kernel.snapshot.scanning)
+        let before = driver.listener.reported
+        driver.bluetoothd.stallsAtTheNextStop { kernel.phoneHeard(.exposureNotification(Array(repeating: 5, count: 20))) }
+        driver.stopScan()
+        #expect(driver.listener.reported == before + 1, "the phone heard while StopDiscovery waited: \(RandomSequenceTests.commands(kernel))")
+        #expect(!kernel.snapshot.scanning && !kernel.snapshot.scansPassively, "the kernel's discovery stopped through the kernel")
+        driver.settle()
+        #expect(driver.listener.reported == before + 1)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// make test's RootCanal crowd (2026-11-30 13:41): after bluetoothd's restart and a stall, b's
     /// resumed radio had every StartDiscovery refused as in progress (bluetoothd still counted b's
     /// connection as its discovery's client, and ran none), and scanned no more. A refusal so is a
