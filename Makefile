@@ -296,7 +296,7 @@ lab-rootcanal-crowd: release
 		lab/rootcanal/guest.sh "$(CURDIR)/lab/rootcanal/crowd-agents.sh $(RC_BIN) $(LAB)/out $(RC_CROWD_SECONDS) $(RC_FLOOD_SECONDS)"; guest=$$?; \
 	rm -rf $(LAB)/rootcanal-crowd; mv $(LAB)/out $(LAB)/rootcanal-crowd; cp $(LAB)/rootcanal/phones.jsonl $(LAB)/serve.log $(LAB)/rootcanal-crowd/; \
 	/usr/bin/python3 lab/rootcanal/hcisniffer.py $(LAB)/rootcanal/hci $(LAB)/rootcanal-crowd/btmon.snoop $(LAB)/rootcanal-crowd/host.snoop && \
-	/usr/bin/python3 lab/rootcanal/crowd-report.py $(LAB)/rootcanal-crowd --check && exit $$guest
+	/usr/bin/python3 lab/rootcanal/crowd-report.py $(LAB)/rootcanal-crowd $(RC_BIN)/enctl --check && exit $$guest
 
 lab-matrix:
 	$(MAKE) lab-test LAB_KINDS="$(LAB_MATRIX_KINDS)" LAB_GATES="$(foreach kind,$(LAB_MATRIX_KINDS),$(firstword $(subst :, ,$(kind))))"

@@ -188,11 +188,16 @@ def field(number, wire_type, payload):
 
 
 def export(phones_jsonl, path):
+    export_keys({p["tek"]: p["rollingStart"] for p in map(json.loads, open(phones_jsonl))}, path)
+
+
+def export_keys(rolling_starts, path):
+    """An unsigned key export of each TEK (hex) of `rolling_starts` from its rolling start, for a day,
+    reported as a confirmed test."""
     import zipfile
-    phones = [json.loads(line) for line in open(phones_jsonl)]
-    keys = b"".join(field(7, 2, field(1, 2, bytes.fromhex(p["tek"])) + field(3, 0, varint(p["rollingStart"]))
+    keys = b"".join(field(7, 2, field(1, 2, bytes.fromhex(tek)) + field(3, 0, varint(start))
                                 + field(4, 0, varint(144)) + field(5, 0, varint(1)))
-                    for p in {p["tek"]: p for p in phones}.values())
+                    for tek, start in rolling_starts.items())
     now = int(time.time())
     body = field(1, 1, struct.pack("<Q", now - 86400)) + field(2, 1, struct.pack("<Q", now)) + field(3, 2, b"LAB") \
         + field(4, 0, varint(1)) + field(5, 0, varint(1)) + keys

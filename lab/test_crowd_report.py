@@ -10,12 +10,14 @@ bound, which pass; the last half minute as a flood, too slow for one but for a l
 and with a pair missing in it; and faults from 18.5 s to 36 s (bluetoothd killed, agent a
 killed, b paused, hci0 made connectable, both adapters blocked by rfkill), whose scans are not
 judged for pairs, with an agent back late, b's radio on in its pause, sightings lost, a's
-advertisement left on a connectable adapter, and a stall noted in each of bluetoothd's runs. Each
+advertisement left on a connectable adapter, and a stall noted in each of bluetoothd's runs; the
+phones' keys detected from the agents' databases, and not when the phones count their intervals
+by the host's clock instead of the agents'. Each
 agent advertises twice, a at the power its controller selected, b at its channel's (its controller
 says 127, as RootCanal's); a's metadata at another power, or its second RPI from the first's
 address, fails the air."""
 import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, time, unittest
-import labframe, onair
+import labframe, onair, phones
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 crowd_report = importlib.util.module_from_spec(
@@ -51,18 +53,19 @@ class Run:
     the next one's start, and each RPI of the next has a row of that second, the scan before's last;
     `metadata_power`: the TX power in a's metadata; `address_kept`: a's second RPI goes out from
     the first's address; `merged` (agent, scan): the controller scans on from that scan through the
-    next, one scan of its own for the two recorded."""
+    next, one scan of its own for the two recorded; `phones_clock` "host": the phones count their
+    intervals by the host's clock, and their log says the agents'."""
 
     def __init__(self, folder, missing=None, twice=None, later=0, stray_poll=False, mark_width=0.01, captured_seconds=None,
                  phantom_scan=None, unrecorded_scan=None, gap=None, stall_notes=0, flood=False, faults=False, back=0.5,
                  woke=False, lost=0, stall_notes_after=0, connectable_off=0.2, boundary=None, metadata_power=ADVERTISED_POWER,
-                 address_kept=False, merged=None):
-        self.folder, self.phases, self.records = folder, [], []
+                 address_kept=False, merged=None, phones_clock="agents"):
+        self.folder, self.phases, self.records, self.aems = folder, [], [], {}
         for number, at in enumerate((0.3, 40)):
             self.en_advertisement(0, START + OFFSET + at, "a", number, 0 if address_kept else number, metadata_power, selected=ADVERTISED_POWER)
             self.en_advertisement(1, START + OFFSET + at + 0.1, "b", number, number, ADVERTISED_POWER, selected=127)
         self.faults, self.back = faults, back
-        rpis = self.phones()
+        rpis = self.phones(phones_clock)
         self.phase("clock", START + OFFSET, origin=ORIGIN, scale=SCALE)
         for at, host in (("start", START), ("end", START + 60)):
             name = f"clock-{at}-1"
@@ -126,16 +129,22 @@ class Run:
     def phase(self, name, realtime, **values):
         self.phases.append({"phase": name, "realtime": realtime, "monotonic": 0, **values})
 
-    def phones(self):
-        """Five phones, each a new address and RPI every 10 s: phones.jsonl, and (on, off, address, RPI, phone)."""
+    def phones(self, phones_clock):
+        """Five phones, each a new address and RPI every 10 s, of a key of its own, its interval the
+        agents' clock's then (or, with `phones_clock` "host", the host's, the log saying the agents'):
+        phones.jsonl, and (on, off, address, RPI, phone); the AEM of each RPI in `self.aems`."""
         lines, rpis = [], []
         for phone in range(5):
-            previous, on = None, START - 5 + phone
-            for interval in range(8):
-                address, rpi = f"{phone:02x}{interval:02x}00000000", f"{phone:02x}{interval:02x}" + "00" * 14
+            previous, on, key = None, START - 5 + phone, bytes([phone + 1]) * 16
+            for rotation in range(8):
+                interval = int(on // 600) + rotation if phones_clock == "host" else int((ORIGIN + (on - ORIGIN) * SCALE) // 600)
+                address, (rpi, aem) = f"{phone:02x}{rotation:02x}00000000", phones.en_data(key, interval)
+                rpi = rpi.hex()
+                self.aems[rpi] = aem
                 if previous:
                     lines.append({"off": on - 0.01, "address": previous[0], "rpi": previous[1]})
                 lines.append({"on": on, "kind": ("android", "iphone")[phone % 2], "controller": f"crowd-{phone}", "handle": phone,
+                              "tek": key.hex(), "interval": interval, "rollingStart": interval - interval % 144, "clock": "agents",
                               "address": address, "rpi": rpi})
                 rpis.append((on, on + 9.99, address, rpi, phone))
                 previous, on = (address, rpi), on + 10
@@ -183,9 +192,13 @@ class Run:
         with open(os.path.join(self.folder, agent, "exit-status"), "w") as status:
             status.write("0\n")
         db = sqlite3.connect(os.path.join(self.folder, agent, "enagent.db"))
+        # What the report reads of schema 12; labelled 8, the version before the sightings' counts
+        # and batches, so that enctl detect offline reads it too (ignoring later_receptions).
         db.executescript("CREATE TABLE scan (started_at INTEGER PRIMARY KEY, ended_at INTEGER NOT NULL);"
-                         "CREATE TABLE sighting (id INTEGER PRIMARY KEY, rpi BLOB, rssi INTEGER, seen_at INTEGER, later_receptions BLOB);"
-                         "CREATE TABLE temporary_exposure_key (key_data BLOB, rolling_start_interval_number INTEGER, rolling_period INTEGER);")
+                         "CREATE TABLE sighting (id INTEGER PRIMARY KEY, rpi BLOB, aem BLOB, rssi INTEGER, seen_at INTEGER, adapter_address TEXT, "
+                         "later_receptions BLOB);"
+                         "CREATE TABLE temporary_exposure_key (key_data BLOB, rolling_start_interval_number INTEGER, rolling_period INTEGER);"
+                         "PRAGMA user_version = 8;")
         db.execute("INSERT INTO temporary_exposure_key VALUES (?, ?, ?)", KEYS[agent])
         agent_time = lambda guest: int(ORIGIN + (guest - ORIGIN) * SCALE)
         for scan in range(14):
@@ -210,10 +223,11 @@ class Run:
                 if on + OFFSET >= start + 3 or off + OFFSET <= start or (agent, scan, phone) == missing:
                     continue
                 for row in range(2 if (agent, scan, phone) == twice else 1):
-                    db.execute("INSERT INTO sighting (rpi, rssi, seen_at, later_receptions) VALUES (?, ?, ?, ?)",
-                               (bytes.fromhex(rpi), -40, agent_time(heard) + row * later, bytes([1, 0xEC])))
+                    db.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at, later_receptions) VALUES (?, ?, ?, ?, ?)",
+                               (bytes.fromhex(rpi), self.aems[rpi], -40, agent_time(heard) + row * later, bytes([1, 0xEC])))
                 if boundary == (agent, scan - 1):
-                    db.execute("INSERT INTO sighting (rpi, rssi, seen_at) VALUES (?, ?, ?)", (bytes.fromhex(rpi), -40, agent_time(start)))
+                    db.execute("INSERT INTO sighting (rpi, aem, rssi, seen_at) VALUES (?, ?, ?, ?)",
+                               (bytes.fromhex(rpi), self.aems[rpi], -40, agent_time(start)))
                 report = struct.pack("<H", 0x0010) + b"\x01" + bytes.fromhex(address)[::-1] + bytes([1, 0, 0xFF, 0x7F, 0xD8]) + bytes(10)
                 self.record(controller, heard, 3, bytes([0x3E, 2 + len(report), 0x0D, 1]) + report)
         db.commit()
@@ -236,6 +250,14 @@ class CrowdReport(unittest.TestCase):
         self.assertIn("rows per RPI per scan: 1 row", printed)
         self.assertIn("a (hci0): 43 of 43 (scan, advertiser) pairs recorded = 100.00% over 14 of hci0", printed)
         self.assertIn("b (hci1): 2 EN advertisements, 2 as the specification has them; TX power -10 dBm", printed)
+
+    def test_the_phones_keys_are_detected_and_phones_off_the_agents_clock_fail_the_detection(self):
+        failed, printed = self.failing()
+        self.assertIn("a: 5 keys matched, in 20 exposure windows on 2027-02-06", printed)
+        self.assertIn("it stored RPIs of 5 keys, of 5 sent by the agents' clock", printed)
+        failed, printed = self.failing(phones_clock="host")
+        self.assertEqual(failed, {"detection"}, printed)
+        self.assertIn("a: 0 keys matched, in 0 exposure windows on no day; it stored RPIs of 5 keys, of 5 sent by the agents' clock", printed)
 
     def test_metadata_at_another_power_or_an_address_kept_for_a_new_rpi_fails_the_air(self):
         failed, printed = self.failing(metadata_power=-4)

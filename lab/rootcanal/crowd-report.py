@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""crowd-report.py RUN_DIR [--check [NAME...]]: what the agents of make lab-rootcanal-crowd
+"""crowd-report.py RUN_DIR [ENCTL] [--check [NAME...]]: what the agents of make lab-rootcanal-crowd
 (crowd-agents.sh in the guest, two RootCanal controllers) recorded of the host's Bumble phones.
 
 Reads the run's manifest (phases.jsonl), each agent's database (RUN_DIR/a, RUN_DIR/b: its scans
 and sightings), RootCanal's own record of the agents' controllers (host.snoop: hcisniffer.py's
 merge of RootCanal's HCI sniffer files, stamped by the host's clock to the millisecond) and the
 phones' log (phones.jsonl of rclab.py serve: each RPI's "on", stamped once its set was on again,
-and "off", stamped before its set went off, by the host's clock).
+and "off", stamped before its set went off, by the host's clock). The phones' keys are detected
+from each agent's database with ENCTL (enctl detect offline; by default $ENCTL, or the debug build).
 
 The (scan, advertiser) pairs come from the host's clock alone: each scan a controller ran (the
 scan enables RootCanal took), and the RPIs on the air for the whole of it, with MARGIN to spare
@@ -26,10 +27,10 @@ capture in the guest, which fell minutes behind a crowd of 300 and whose lost ta
 in which the agents had recorded every pair. An RPI's receptions in a scan are one row for each
 SAME_SCAN seconds of the agents' clock (SightingRecord: the agent merges the receptions within
 that long of a row's first into it); at the lab's 120 times, a scan of seconds is minutes."""
-import functools, json, math, os, statistics, sys
+import datetime, functools, json, math, os, statistics, subprocess, sys
 from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import onair  # noqa: E402
+import onair, phones  # noqa: E402
 from report_checks.bounds import BACK_WITHIN, CONNECTABLE_OFF_WITHIN, PAUSE_WITHIN  # noqa: E402
 from labframe import Check, Lab, agents_stopped, arguments, failed_steps, heading, report  # noqa: E402
 
@@ -75,6 +76,9 @@ CROWD_CONNECTABLE_OFF_WITHIN = CONNECTABLE_OFF_WITHIN + 1.0
 # The agents' controllers' last frames in RootCanal's record lie at most this long before the
 # crowd's end (an agent scans 3 s of every 4, and each scan's start and end are frames).
 CAPTURE_GAP = 10.0
+# A sighting counts for a key from this long (seconds) before the key's day to as long after
+# (KeyMatcher.validityTolerance: Google's 12 intervals of clock drift).
+VALIDITY_TOLERANCE = 12 * 600
 
 
 def kind(line):
@@ -85,6 +89,17 @@ def kind(line):
 
 
 class CrowdLab(Lab):
+    def __init__(self, folder, enctl=None):
+        super().__init__(folder)
+        self.enctl = enctl or os.environ.get("ENCTL") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.build/debug/enctl")
+
+    @functools.cached_property
+    def keys(self):
+        """Each RPI the phones sent: its TEK (hex), the TEK's rolling start, and whether its
+        interval was the agents' clock's (rclab.py serve --agents-clock) or the host's."""
+        with open(self.path("phones.jsonl")) as log:
+            return {line["rpi"]: (line["tek"], line["rollingStart"], line["clock"]) for line in map(json.loads, log) if "tek" in line}
+
     @functools.cached_property
     def rpis(self):
         """Each RPI of the phones' log: its phone, kind, address, and its time on the air by the
@@ -552,6 +567,45 @@ def air(lab, fail):
         fail(f"air: {len(public_scans)} active scans from the public address, {len(terminated)} sets the controllers ended")
 
 
+def detection(lab, fail):
+    """The phones' keys, published as a health authority would (every TEK of the phones' log, for
+    its day), detected offline from each agent's database as of the run's end by the agents' clock
+    (enctl detect offline --db): each agent matches every key of which it stored an RPI sent by the
+    agents' clock, and no key of which it stored no RPI; each exposure window lies on its key's day,
+    or within the matching's tolerance of it."""
+    published = {tek: start for tek, start, _ in lab.keys.values()}
+    export = lab.path("phones.zip")
+    phones.export_keys(published, export)
+    origin, scale = lab.agent_clock
+    now = int(origin + (max(entry["realtime"] for entry in lab.manifest) - origin) * scale)
+    print(f"  {len(published)} keys of the phones published; detected as of {datetime.datetime.fromtimestamp(now, datetime.timezone.utc):%Y-%m-%d %H:%M} UTC of the agents' clock")
+    for agent in AGENTS:
+        stored = {row[0].hex() for row in lab.rows(agent, "SELECT DISTINCT rpi FROM sighting")}
+        least = {lab.keys[rpi][0] for rpi in stored if rpi in lab.keys and lab.keys[rpi][2] == "agents"}
+        most = {lab.keys[rpi][0] for rpi in stored if rpi in lab.keys}
+        detected = json.loads(subprocess.run([lab.enctl, "detect", "offline", "--db", lab.path(f"{agent}/enagent.db"), "--keys", export,
+                                              "--insecure-skip-verify", "--now", str(now), "--json"],
+                                             check=True, capture_output=True, text=True).stdout)
+        windows = detected["exposureWindows"]
+        matched = {window["key"]["tek"] for window in windows}
+        astray = [window for window in windows if not on_its_keys_day(window, published[window["key"]["tek"]])]
+        print(f"  {agent}: {len(matched)} keys matched, in {len(windows)} exposure windows on {', '.join(sorted({w['date'] for w in windows})) or 'no day'}; "
+              f"it stored RPIs of {len(most)} keys, of {len(least)} sent by the agents' clock")
+        if not least:
+            fail(f"detection: {agent} stored no RPI that a phone sent by the agents' clock")
+        elif not least <= matched <= most:
+            fail(f"detection: {agent} matched {len(matched)} keys: {len(least - matched)} of the {len(least)} whose RPIs by the agents' clock it "
+                 f"stored not, {len(matched - most)} of which it stored no RPI")
+        if astray:
+            fail(f"detection: {agent}'s exposure windows off their keys' days: {[(w['date'], published[w['key']['tek']]) for w in astray[:3]]}")
+
+
+def on_its_keys_day(window, rolling_start):
+    """Whether the window's UTC day meets its key's validity, with the matching's tolerance either side."""
+    day = datetime.datetime.strptime(window["date"], "%Y-%m-%d").replace(tzinfo=datetime.timezone.utc).timestamp()
+    return day < (rolling_start + 144) * 600 + VALIDITY_TOLERANCE and day + 86400 > rolling_start * 600 - VALIDITY_TOLERANCE
+
+
 def status(lab, fail):
     onair.check_status_polls(lab, fail, AGENTS, lab.at("crowd-started"), snoop=lab.host_snoop, to_capture=lab.from_guest, slack=lab.uncertainty)
 
@@ -571,14 +625,16 @@ def checks():
         Check("scanning", f"SCANNING (no stretch of the crowd without a scan longer than {onair.RECOVERED_WITHIN:.0f} s: a stalled discovery recovered from)", scanning),
         Check("journal", "JOURNAL (a stall said once per run of bluetoothd and of the agent's radio)", journal),
         Check("status", "STATUS (no poll says scanning while the controller ran no scan)", status),
+        Check("detection", "DETECTION (the phones' keys detected offline from each agent's database: every key whose RPI it stored "
+                           "as the phones sent it by the agents' clock, no key it stored no RPI of)", detection),
         Check("air", "ON AIR (the agents' advertisements on RootCanal's record: the specification's, each RPI from one address, "
                      "the TX power the controller advertised at)", air),
     ]
 
 
 def main():
-    given = arguments(__doc__.splitlines()[0])
-    return report("lab-rootcanal-crowd", given, CrowdLab(given.run), checks(), ahead=heading)
+    given = arguments(__doc__.splitlines()[0], extra=[("enctl", "enctl to detect with")])
+    return report("lab-rootcanal-crowd", given, CrowdLab(given.run, given.enctl), checks(), ahead=heading)
 
 
 if __name__ == "__main__":

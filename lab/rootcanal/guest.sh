@@ -23,12 +23,14 @@ export LAB=${LAB:-/tmp/enagent-lab-rootcanal}
 # The packages and the guest kernel first: the namespace has no network to download them.
 if [ -z "${RC_IN_NETNS:-}" ]; then "$HERE/../boot-lab.sh" --prepare; exec "$HERE/run.sh" --shell "$0" "$@"; fi
 VENV=$("$HERE/setup.sh")
+# The guest's manifest: a run's lab agents write their clock there (its phase "clock"), which the
+# phones then count their intervals by, so that the agents can detect their keys.
+rm -f "$LAB/out/phases.jsonl"
 "$VENV/bin/python" "$HERE/rclab.py" serve --out "$LAB/rootcanal" --crowd "${CROWD:-0}" --rotate "${ROTATE:-8}" \
-    ${FLOOD_AFTER:+--flood-rotate "${FLOOD_ROTATE:-4-8}"} > "$LAB/serve.log" 2>&1 &
+    ${FLOOD_AFTER:+--flood-rotate "${FLOOD_ROTATE:-4-8}"} --agents-clock "$LAB/out/phases.jsonl" > "$LAB/serve.log" 2>&1 &
 SERVE=$!
 # LEAVE_AFTER=PHASE: the phones leave the air (rclab.py serve's SIGUSR1) once the guest's manifest
 # has that phase, so that what comes after it (the agents' stop) does not run under the crowd.
-rm -f "$LAB/out/phases.jsonl"
 WATCH=
 # FLOOD_AFTER=PHASE: the same for the flood (SIGUSR2).
 after_phase() {

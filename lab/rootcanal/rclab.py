@@ -6,7 +6,7 @@ Run it through lab/rootcanal/run.sh (a private network namespace, the pinned vir
   lab/rootcanal/run.sh phones  [--seconds S] [--rotate S]     the phones and a scanner, until S
   lab/rootcanal/run.sh serve   [--crowd N] [--rotate S|A-B]   RootCanal with phones on the air for
                                [--flood-rotate S|A-B]        another program (a guest) to hear;
-                                                             SIGUSR2: the flood's rotations
+                               [--agents-clock MANIFEST]     SIGUSR2: the flood's rotations
 
 Every experiment starts a RootCanal of its own (rootcanal.sh), connects Bumble devices to its HCI
 ports as separate controllers (Bumble transport tcp-client:127.0.0.1:PORT: each connection is a new
@@ -23,7 +23,11 @@ helpers), so the commands are the ones a phone's stack would send and RootCanal 
   turns le_extended_advertising off) the legacy commands, as on a Raspberry Pi.
 
 RPIs are derived with the lab's own HKDF/AES (lab/onair.py) from a TEK per phone; a rotation takes
-the next interval number, so that an accelerated rotation still gives a new RPI of the same key.
+the next interval number, so that an accelerated rotation still gives a new RPI of the same key,
+and a new day's interval a new TEK, as a phone makes one each day. Once the guest's manifest tells
+the lab agents' clock (serve --agents-clock, its phase "clock": 120 times faster than the host's,
+agent-lib.sh), each phone rotates at once and then takes the interval that clock reads (or the next
+one, whichever is later), so that the agents can detect the phones' keys.
 The scanners record every advertising report (legacy and extended) with the time it arrived.
 """
 import argparse, asyncio, json, math, os, random, resource, shutil, signal, socket, struct, subprocess, sys, time
@@ -196,12 +200,39 @@ def en_payload(key, interval, tx_power):
     return rpi, aem
 
 
+class AgentsClock:
+    """The lab agents' clock (agent-lib.sh: ORIGIN + SCALE x (t - ORIGIN)), from the phase "clock"
+    of the guest's manifest once it is there, read by the host's clock: the guest's is the host's
+    within a second (crowd-report.py measures it), and one of the agents' EN intervals is 5 s."""
+
+    def __init__(self, manifest):
+        self.manifest, self.origin, self.scale = manifest, None, None
+
+    def read(self):
+        """Whether the manifest tells the clock (a line still being written is read next time)."""
+        try:
+            with open(self.manifest) as lines:
+                clock = next((phase for phase in map(json.loads, lines) if phase.get("phase") == "clock"), None)
+        except (OSError, ValueError):
+            return False
+        if clock:
+            self.origin, self.scale = clock["origin"], clock["scale"]
+        return clock is not None
+
+    def interval(self):
+        """The agents' EN interval now, or None while the clock is not known."""
+        if self.origin is None:
+            return None
+        return int((self.origin + (time.time() - self.origin) * self.scale) // ENIN_SECONDS)
+
+
 class Phone:
     """One EN advertiser: an advertising set of a BT 5 controller (handle), or a legacy-only
-    controller's one advertiser (handle None)."""
+    controller's one advertiser (handle None). With `clock` (an AgentsClock) its intervals follow
+    the agents' once that is known."""
 
-    def __init__(self, device, handle, kind, interval_ms, log):
-        self.device, self.handle, self.kind, self.log = device, handle, kind, log
+    def __init__(self, device, handle, kind, interval_ms, log, clock=None):
+        self.device, self.handle, self.kind, self.log, self.clock = device, handle, kind, log, clock
         self.interval = (round(interval_ms[0] / 0.625), round(interval_ms[1] / 0.625))
         self.key = os.urandom(16)
         self.enin = int(time.time() // ENIN_SECONDS)
@@ -231,6 +262,11 @@ class Phone:
                 advertising_filter_policy=0, primary_advertising_phy=1, secondary_advertising_max_skip=0,
                 secondary_advertising_phy=1, advertising_sid=self.handle & 0x0F, scan_request_notification_enable=0))
             self.tx_power = response.selected_tx_power
+            if self.tx_power == 127:
+                # The controller does not say (RootCanal's): the metadata carries its advertising
+                # channel's, as enagentd's does. 127 dBm in the metadata is no TX power a matcher
+                # takes: Google's drops such sightings, and the agents detected none of the keys.
+                self.tx_power = (await self.command(hci.HCI_LE_Read_Advertising_Physical_Channel_Tx_Power_Command())).tx_power_level
         await self.rotate(first=True)
 
     async def enable(self, on):
@@ -249,7 +285,10 @@ class Phone:
         off = time.time()
         if not first:
             await self.enable(False)
-        self.enin += 0 if first else 1
+        previous, agents = self.enin, None if first or not self.clock else self.clock.interval()
+        self.enin = previous if first else previous + 1 if agents is None else max(previous + 1, agents)
+        if self.enin // 144 != previous // 144:
+            self.key = os.urandom(16)
         address = non_resolvable_address()
         rpi, aem = en_payload(self.key, self.enin, self.tx_power)
         data = PAYLOADS[self.kind](rpi + aem)
@@ -269,7 +308,8 @@ class Phone:
         self.rotations += 0 if first else 1
         if self.log:
             self.log.write(json.dumps({"on": now, "kind": self.kind, "controller": self.device.name, "handle": self.handle,
-                                       "tek": self.key.hex(), "interval": self.enin, "address": address.hex(),
+                                       "tek": self.key.hex(), "interval": self.enin, "rollingStart": self.enin - self.enin % 144,
+                                       "clock": "host" if agents is None else "agents", "address": address.hex(),
                                        "rpi": rpi.hex(), "tx_power": self.tx_power, "data": data.hex()}) + "\n")
 
 
@@ -758,7 +798,7 @@ async def sleep_unless(seconds, *events):
     return bool(done)
 
 
-async def serve(out, crowd, rotate, seconds, flood_rotate=None):
+async def serve(out, crowd, rotate, seconds, flood_rotate=None, agents_clock=None):
     """RootCanal with its default HCI port left free for a guest's controller (qemu's serial port
     connected to it), the three phones of experiment_phones and `crowd` more on other controllers,
     for `seconds` (0: until interrupted). Each phone rotates on its own, as phones do: first at a
@@ -767,7 +807,8 @@ async def serve(out, crowd, rotate, seconds, flood_rotate=None):
     RPI it ends ("off", stamped before the set went off) and the one it starts ("on", stamped
     once the set is on again). From SIGUSR2 on, a flood: each phone's next rotation within
     `flood_rotate` of the signal, then every shortest to longest of it (fresh advertisers many
-    times a second, as in a station)."""
+    times a second, as in a station). With `agents_clock` (the guest's manifest), each phone
+    rotates at once when the manifest tells the agents' clock, and counts intervals by it from then."""
     rc = RootCanal(out, "serve", sniff=True)
     try:
         remove_default_beacons()
@@ -776,11 +817,12 @@ async def serve(out, crowd, rotate, seconds, flood_rotate=None):
         log = open(os.path.join(out, "phones.jsonl"), "w")
         ios, android = await controllers(HCI_PORT, 2, "phone")
         (pi,) = await controllers(LEGACY_PORT, 1, "legacy-phone")
-        phones = [Phone(ios, 0, "iphone", (200, 270), log), Phone(android, 0, "android", (250, 250), log),
-                  Phone(pi, None, "android", (100, 150), log)]
+        clock = AgentsClock(agents_clock) if agents_clock else None
+        phones = [Phone(ios, 0, "iphone", (200, 270), log, clock), Phone(android, 0, "android", (250, 250), log, clock),
+                  Phone(pi, None, "android", (100, 150), log, clock)]
         if crowd:
             devices = await controllers(HCI_PORT, math.ceil(crowd / EXTENDED_SETS), "crowd-")
-            phones += [Phone(devices[i // EXTENDED_SETS], i % EXTENDED_SETS, ("iphone", "android")[i % 2], (250, 250), log)
+            phones += [Phone(devices[i // EXTENDED_SETS], i % EXTENDED_SETS, ("iphone", "android")[i % 2], (250, 250), log, clock)
                        for i in range(crowd)]
         for phone in phones:
             await phone.start()
@@ -797,14 +839,26 @@ async def serve(out, crowd, rotate, seconds, flood_rotate=None):
             flood.set()
         if flood_rotate:
             asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, flood_begins)
+        clocked = asyncio.Event()
+
+        async def take_the_agents_clock():
+            while not clock.read():
+                await asyncio.sleep(0.2)
+            print(f"rclab serve: the agents' clock (origin {clock.origin}, {clock.scale} times faster): every phone rotates to it", flush=True)
+            clocked.set()
+        watch = asyncio.ensure_future(take_the_agents_clock()) if clock else None
 
         async def rotations(phone):
-            wait = random.uniform(0, rotate[1])
+            wait, on_the_agents_clock = random.uniform(0, rotate[1]), False
             while time.monotonic() + wait < end:
-                if await sleep_unless(wait, leave, *([] if flood.is_set() or not flood_rotate else [flood])):
+                events = [leave] + ([flood] if flood_rotate and not flood.is_set() else []) + ([clocked] if clock and not on_the_agents_clock else [])
+                if await sleep_unless(wait, *events):
                     if leave.is_set():
                         break
-                    wait = random.uniform(0, flood_rotate[1])
+                    if clocked.is_set() and not on_the_agents_clock:
+                        wait, on_the_agents_clock = 0, True
+                    else:
+                        wait = random.uniform(0, flood_rotate[1])
                     continue
                 await phone.rotate()
                 log.flush()
@@ -816,6 +870,8 @@ async def serve(out, crowd, rotate, seconds, flood_rotate=None):
                 log.flush()
                 return
         await asyncio.gather(*(rotations(phone) for phone in phones))
+        if watch:
+            watch.cancel()
         if leave.is_set():
             print("rclab serve: the phones left the air", flush=True)
         while time.monotonic() < end:
@@ -876,6 +932,7 @@ def main():
     parser.add_argument("--max-controllers", type=int, default=300, help="skip a crowd that needs more controllers")
     parser.add_argument("--rotate", default="6", help="seconds between rotations: S, or SHORTEST-LONGEST at random (serve)")
     parser.add_argument("--flood-rotate", help="seconds between rotations from SIGUSR2 on: S, or SHORTEST-LONGEST (serve)")
+    parser.add_argument("--agents-clock", help="the guest's manifest, whose phase \"clock\" the phones' intervals follow once it is there (serve)")
     parser.add_argument("--seconds", type=float, default=0)
     parser.add_argument("--crowd", type=int, default=0)
     args = parser.parse_args()
@@ -884,7 +941,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if args.mode == "serve":
         return asyncio.run(serve(args.out, args.crowd, seconds_range(args.rotate), args.seconds,
-                                 seconds_range(args.flood_rotate) if args.flood_rotate else None))
+                                 seconds_range(args.flood_rotate) if args.flood_rotate else None, args.agents_clock))
     results = []
     header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "uname": os.uname().release, "nproc": os.cpu_count(),
               "loadavg_at_start": open("/proc/loadavg").read().split()[:3]}
