@@ -16,7 +16,7 @@ by the host's clock instead of the agents'. Each
 agent advertises twice, a at the power its controller selected, b at its channel's (its controller
 says 127, as RootCanal's); a's metadata at another power, or its second RPI from the first's
 address, fails the air."""
-import contextlib, importlib.util, io, json, os, shutil, sqlite3, struct, tempfile, time, unittest
+import contextlib, importlib.util, io, json, math, os, shutil, sqlite3, struct, tempfile, time, unittest
 import labframe, onair, phones
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -232,6 +232,46 @@ class Run:
                 self.record(controller, heard, 3, bytes([0x3E, 2 + len(report), 0x0D, 1]) + report)
         db.commit()
         db.close()
+
+
+class OneScan:
+    """What `crowd_report.pairs` reads of a run: one recorded scan of agent a, from 0 to 3 s (its
+    clock the host's), which stored phone A; the controller's scan matched to it, `window`; phone
+    A on the air throughout, phone B from `b_on` on."""
+
+    def __init__(self, window, b_on=2.6):
+        self.window = window
+        self.rpis = [{"rpi": "aa", "on": -10.0, "off": math.inf, "kind": "A"}, {"rpi": "bb", "on": b_on, "off": math.inf, "kind": "B"}]
+
+    def scans(self, agent):
+        return [(0, 3)]
+
+    def host_time(self, seconds):
+        return seconds
+
+    def sightings(self, agent):
+        return [(0, "aa", 1, [-40])]
+
+    def matches(self, agent, controller):
+        return [(self.window, 0)]
+
+
+class CrowdPairs(unittest.TestCase):
+    def test_a_scan_is_judged_where_it_overlaps_its_record(self):
+        # bluetoothd's discovery begun 0.18 s before the record's end and run 3.4 s past it
+        # (make test of 2026-12-01 09:55): too little of it in the record to judge, and B, on the
+        # air from after the agent's own scan, is not one of the record's pairs.
+        judged, expected, missed, _ = crowd_report.pairs(OneScan((2.82, 6.4)), "a", 0)
+        self.assertEqual((judged, expected, missed), ([], 0, []))
+        # A scan that began before the record: judged from the record's start; A recorded, B on too late.
+        judged, expected, missed, _ = crowd_report.pairs(OneScan((-0.5, 3.05)), "a", 0)
+        self.assertEqual((judged, expected, missed), ([((0, 3), 0)], 1, []))
+        # One that ran 3 s past the record, its last second in it: B, on the air all that second
+        # and not recorded, is missed.
+        judged, expected, missed, _ = crowd_report.pairs(OneScan((2.0, 6.0), b_on=1.5), "a", 0)
+        self.assertEqual((judged, expected, [rpi["rpi"] for _, _, rpi in missed]), ([((2.0, 3), 0)], 2, ["bb"]))
+        # Under half a second of it in the record: not judged.
+        self.assertEqual(crowd_report.pairs(OneScan((2.7, 6.0), b_on=1.5), "a", 0)[0], [])
 
 
 class CrowdReport(unittest.TestCase):

@@ -13,7 +13,8 @@ The (scan, advertiser) pairs come from the host's clock alone: each scan a contr
 scan enables RootCanal took), and the RPIs on the air for the whole of it, with MARGIN to spare
 on either side. A pair is recorded when the agent stored a sighting of that RPI in its own record
 of that scan (its database's scan table: the recorded scan that overlaps the controller's most;
-from the scan's start to its end plus ScanHistory.lateReportSeconds).
+from the scan's start to its end plus ScanHistory.lateReportSeconds). A scan is judged only where
+it overlaps that record (`pairs`): a discovery of bluetoothd's can run on past it.
 
 Only that matching, the crowd's start and end, and the status polls need the guest's clock: the
 databases count in the agents' clock (the manifest's phase "clock": 120 times faster from an
@@ -281,9 +282,19 @@ def clock(lab, fail):
 def pairs(lab, agent, controller, since=-math.inf):
     """The controller's scans judged (those that began at `since` or later, host time) with the
     agent's record of each, the (scan, advertiser) pairs expected in them, those missed
-    ((window, index, RPI)), and both by the phones' kind."""
+    ((window, index, RPI)), and both by the phones' kind. A scan is judged where it overlaps its
+    record: in make test of 2026-12-01 09:55 bluetoothd, which had not yet read b's withdrawal
+    from its discovery, started one as b's scan was being stopped; it ran 3.4 s, 0.18 s of them in
+    b's record, until b's next scan stopped it (BlueZRadio.stopStaleDiscovery), and the phones
+    that came on the air between b's scans counted as missed in the scan before."""
     recorded = {(index, rpi) for index, rpi, _, _ in lab.sightings(agent) if index is not None}
-    judged = [(window, index) for window, index in lab.matches(agent, controller) if window[1] - window[0] >= SHORTEST_SCAN and window[0] >= since]
+    scans = lab.scans(agent)
+    judged = []
+    for (begun, ended), index in lab.matches(agent, controller):
+        if index is not None:
+            begun, ended = max(begun, lab.host_time(scans[index][0])), min(ended, lab.host_time(scans[index][1]))
+        if ended - begun >= SHORTEST_SCAN and begun >= since:
+            judged.append(((begun, ended), index))
     expected, missed, by_kind = 0, [], defaultdict(lambda: [0, 0])
     for (begun, ended), index in judged:
         for rpi in lab.rpis:
