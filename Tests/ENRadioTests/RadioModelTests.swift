@@ -4,6 +4,7 @@ import ENRadio
 import ENStore
 import ENBlueZ
 import Foundation
+import Synchronization
 import Testing
 
 /// The radio over the kernel model: the lab's scenarios, on both kernels and both controller kinds.
@@ -685,9 +686,15 @@ struct RadioDefectTests {
     func whatTheKernelReportsWhileAStopWaitsIsTheScans(setup: Setup) {
         let (kernel, driver) = setup.running()
         #expect(driver.scanning && kernel.snapshot.scanning)
-        let before = driver.listener.reported
-        driver.bluetoothd.stallsAtTheNextStop { kernel.phoneHeard(.exposureNotification(Array(repeating: 5, count: 20))) }
+        let before = driver.listener.reported, shownMeanwhile = Mutex<RadioActivity.Scan?>(nil), radio = driver.radio
+        driver.bluetoothd.stallsAtTheNextStop {
+            kernel.phoneHeard(.exposureNotification(Array(repeating: 5, count: 20)))
+            // On the radio's queue, in its call: the status does not say Scanning while the stop waits (the
+            // kernel may have ended the discovery: make test's crowd of 2026-12-01 11:27).
+            shownMeanwhile.withLock { $0 = radio.activity.scan }
+        }
         driver.stopScan()
+        #expect(shownMeanwhile.withLock { $0 } == .idle)
         #expect(driver.listener.reported == before + 1, "the phone heard while StopDiscovery waited: \(RandomSequenceTests.commands(kernel))")
         #expect(!kernel.snapshot.scanning && !kernel.snapshot.scansPassively, "the kernel's discovery stopped through the kernel")
         driver.settle()
