@@ -157,6 +157,11 @@ def conclude(verdict, failures, gate):
     return 1 if listed and gate else 0
 
 
+def enctl(given=None):
+    """The enctl a report runs: the one named on its command line, else $ENCTL, else the debug build."""
+    return given or os.environ.get("ENCTL") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.build/debug/enctl")
+
+
 def arguments(description, extra=()):
     """The command line every report takes: RUN_DIR, `extra` positionals, --check [NAME...] (fail
     unless every check, or each one named, which then runs alone, holds) and --list."""

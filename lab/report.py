@@ -10,7 +10,8 @@ order (each a function in report_checks/, grouped by what it judges). With --che
 
 Every bound of a time is taken by the guest's own clocks, from the moment the agent could act:
 the manifest's stamps and btmon's capture are the guest's (docs/lab.md, "The report")."""
-import os, sys
+import sys
+import labframe
 from labframe import Check, arguments, heading, report
 from report_checks import adapter, air, api, exposure, heard, lifecycle, logs, sharing
 from report_checks.agentslab import AgentsLab
@@ -46,8 +47,7 @@ def checks():
 
 def main():
     given = arguments(__doc__.splitlines()[0], extra=[("enctl", "enctl to derive and detect with")])
-    enctl = given.enctl or os.environ.get("ENCTL") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../.build/debug/enctl")
-    lab = AgentsLab(given.run, enctl)
+    lab = AgentsLab(given.run, labframe.enctl(given.enctl))
     try:
         lab.own
     except Exception as error:

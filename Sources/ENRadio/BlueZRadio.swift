@@ -1126,6 +1126,7 @@ public final class BlueZRadio: Radio {
 
     /// Forgets the devices seen also when the scan would not stop, so that the next scan
     /// reports them again; throws the first failure.
+    ///
     /// The reports the kernel queued until its scan stopped are the scan's, handed to the agent
     /// before the call returns, while the agent's record of the scan is open: under the RootCanal
     /// crowd (make test, 2026-12-01 08:20, and a run at 08:27) a stalled bluetoothd left

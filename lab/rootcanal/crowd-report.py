@@ -33,6 +33,7 @@ from collections import Counter, defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import onair, phones  # noqa: E402
 from report_checks.bounds import BACK_WITHIN, CONNECTABLE_OFF_WITHIN, PAUSE_WITHIN  # noqa: E402
+import labframe  # noqa: E402
 from labframe import Check, Lab, agents_stopped, arguments, failed_steps, heading, report  # noqa: E402
 
 AGENTS = {"a": 0, "b": 1}
@@ -92,7 +93,7 @@ def kind(line):
 class CrowdLab(Lab):
     def __init__(self, folder, enctl=None):
         super().__init__(folder)
-        self.enctl = enctl or os.environ.get("ENCTL") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.build/debug/enctl")
+        self.enctl = labframe.enctl(enctl)
 
     @functools.cached_property
     def keys(self):
@@ -291,9 +292,11 @@ def pairs(lab, agent, controller, since=-math.inf):
     scans = lab.scans(agent)
     judged = []
     for (begun, ended), index in lab.matches(agent, controller):
+        if begun < since:
+            continue
         if index is not None:
             begun, ended = max(begun, lab.host_time(scans[index][0])), min(ended, lab.host_time(scans[index][1]))
-        if ended - begun >= SHORTEST_SCAN and begun >= since:
+        if ended - begun >= SHORTEST_SCAN:
             judged.append(((begun, ended), index))
     expected, missed, by_kind = 0, [], defaultdict(lambda: [0, 0])
     for (begun, ended), index in judged:
