@@ -14,7 +14,8 @@ public protocol Radio: AnyObject, Sendable {
     /// Starts a scan for EN advertisers; reports arrive through the handler given to the agent.
     /// It may wait for the advertisement to be on the air (an active scan without it could go out
     /// from the adapter's public address): it then starts with an advertisement that `advertise`
-    /// puts on the air. `activity` says which.
+    /// puts on the air. `activity` says which. A scan put off (`RadioPostponement`) did not start,
+    /// and is asked for again shortly.
     func startScanning() throws
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
     func stopScanning() throws
@@ -63,8 +64,8 @@ public struct RadioActivity: Sendable, Equatable {
     }
 }
 
-/// An advertisement the radio put off without touching the air: the one on the air (if any) stays
-/// as it was, and the agent tries again shortly, with no change of status.
+/// An advertisement or a scan the radio put off without touching the air: the advertisement on the
+/// air (if any) stays as it was, and the agent tries again shortly, with no change of status.
 public protocol RadioPostponement: Error {}
 
 /// What a radio tells the agent as it happens (`RadioAgent`; a recorder in tests).

@@ -581,6 +581,11 @@ public final class RadioAgent: RadioListener {
                 enter(.retrying, because: "a scan started, so the radio works")
             }
             return true
+        } catch let error as any RadioPostponement {
+            // Nothing changed on the radio, nor in the status: the scan is asked for again shortly.
+            logOnce("\(error)", at: .info, last: \.cycle.lastRefusal)
+            my.cycle.timer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
+            return false
         } catch {
             // Shown until a scan starts, over what holds the advertisement back (`RadioState`).
             enterScan(.refused(Self.problem(of: error)), because: "the radio refused the scan")

@@ -42,6 +42,19 @@ public final class BlueZClient: Sendable {
         return Adapter(path: path, address: properties["Address"]?.string ?? "", powered: properties["Powered"]?.bool ?? false, canAdvertise: true)
     }
 
+    /// Whether bluetoothd offers advertising on `adapter` (its LEAdvertisingManager1), which it
+    /// registers as it sets the adapter up, once the kernel answered its Read Advertising Features
+    /// (src/advertising.c, read_adv_features_callback).
+    public func offersAdvertising(on adapter: Adapter) throws(DBusError) -> Bool {
+        do {
+            _ = try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "Get",
+                                    [.string(BlueZ.advertisingManagerInterface), .string("SupportedInstances")], timeout: BlueZ.callTimeout)
+            return true
+        } catch where [DBusError.unknownObject, DBusError.unknownMethod, DBusError.invalidArgs, DBusError.unknownInterface].contains(error.name) {
+            return false
+        }
+    }
+
     public func setPowered(_ adapter: Adapter, _ powered: Bool) throws(DBusError) {
         try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "Set",
                             [.string(BlueZ.adapterInterface), .string("Powered"), .variant(.boolean(powered))], timeout: BlueZ.callTimeout)

@@ -72,12 +72,16 @@ public final class BlueZRadio: Radio {
     /// An advertisement put off (`RadioPostponement`).
     public enum Postponed: RadioPostponement, CustomStringConvertible {
         case connectionBeingMade(String)
+        case bluetoothdSettingUp(String)
 
         public var description: String {
             switch self {
             case .connectionBeingMade(let name):
                 return "the new identifier waits while the kernel makes an LE connection on \(name), a BT 4.x adapter: it would go out "
                     + "from the previous identifier's address, which the kernel keeps meanwhile"
+            case .bluetoothdSettingUp(let name):
+                return "the scan waits while bluetoothd, just started, sets \(name) up: a passive scan's reports reach bluetoothd's "
+                    + "management socket too, and among a crowd it could queue no reply behind them"
             }
         }
     }
@@ -97,6 +101,9 @@ public final class BlueZRadio: Radio {
     /// Lets `seconds` pass (the real clock but in tests): the wait for the kernel's word that a
     /// discovery runs (`awaitDiscovery`).
     private let pause: @Sendable (_ seconds: Double) -> Void
+    /// Seconds on a clock that only goes forward (the real one but in tests): how long bluetoothd
+    /// has been setting the adapter up (`awaitBluetoothdsSetUp`).
+    private let uptime: @Sendable () -> Double
     /// The adapter's advertising channel TX power, in dBm, asked of its controller (`ControllerTransmitPower`).
     private let channelTransmitPower: @Sendable (_ adapter: String) throws -> Int8
     private let logger: Logger
@@ -154,6 +161,9 @@ public final class BlueZRadio: Radio {
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
         var bluetoothdSettled = false
+        /// When (`uptime`) bluetoothd returned, while it has not been found offering advertising on
+        /// the adapter since: it is setting the adapter up, and a passive scan waits (`awaitBluetoothdsSetUp`).
+        var bluetoothdReturned: Double?
         /// The radio's first call was made (`begin`).
         var begun = false
         /// The run ended with a stall noted on this controller, and no discovery of the kernel's
@@ -194,9 +204,11 @@ public final class BlueZRadio: Radio {
                 killSwitch: @escaping @Sendable (_ adapter: String) -> RadioKill? = { RadioKill.block(of: $0) },
                 leConnectionBeingMade: @escaping @Sendable (_ controller: UInt16) -> Bool = { LEConnections.beingMade(controller: $0) },
                 pause: @escaping @Sendable (_ seconds: Double) -> Void = { usleep(UInt32($0 * 1_000_000)) },
+                uptime: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 },
                 channelTransmitPower: @escaping @Sendable (_ adapter: String) throws -> Int8 = { try ControllerTransmitPower.advertising(adapter: $0) }) {
         self.client = client
         self.pause = pause
+        self.uptime = uptime
         self.channelTransmitPower = channelTransmitPower
         self.management = management
         self.killSwitch = killSwitch
@@ -747,6 +759,7 @@ public final class BlueZRadio: Radio {
             }
         }
         if my.scanMode == .passive, let controller = adapter.index {
+            try awaitBluetoothdsSetUp(of: adapter)
             do {
                 try addMonitor(on: adapter, controller: controller)
                 if my.monitorRefused {
@@ -1031,6 +1044,29 @@ public final class BlueZRadio: Radio {
             my.monitorNote = .known(note)
         }
     }
+
+    /// A passive scan waits while a bluetoothd that returned sets `adapter` up, until it offers
+    /// advertising there, for at most `longestSetUpSeconds`: the kernel hands a monitor's reports
+    /// to every management socket, and bluetoothd, which reads its own in order, could then queue
+    /// no reply to its commands behind a crowd's (the write of one fails with ENOMEM). In make
+    /// test's trixie crowd (CI of 2026-12-01, 13:33) agent a's scan began 3.5 s after bluetoothd's
+    /// restart, while it set hci0 up: its Read Advertising Features failed so, and it offered no
+    /// advertising on hci0 for the rest of the run. Only while bluetoothd answers: during a stall
+    /// the passive scan is the only one.
+    private func awaitBluetoothdsSetUp(of adapter: Adapter) throws {
+        guard let returned = my.bluetoothdReturned else { return }
+        if (try? handingOverEvents({ [client] in try client.offersAdvertising(on: adapter) })) == true {
+            my.bluetoothdReturned = nil
+            return
+        }
+        guard uptime() - returned >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(adapter.name) }
+        my.bluetoothdReturned = nil
+        logger.notice("bluetoothd offers no advertising on \(adapter.name) \(Int(Self.longestSetUpSeconds)) s after its return: scanning passively all the same")
+    }
+
+    /// How long a passive scan waits for bluetoothd to set the adapter up: three times the longest
+    /// start the labs saw (`unansweredCallsBeforeTheKernelsAdapter`).
+    static let longestSetUpSeconds = 30.0
 
     /// Notes an active scan on `adapter` that waits (`why`), for the next advertisement to start it.
     private func waitForAdvertisement(on adapter: Adapter, _ why: String) {
@@ -1418,6 +1454,7 @@ public final class BlueZRadio: Radio {
             queue.async { [self] in
                 let present = owner != nil
                 my.bluetoothdSettled = false
+                my.bluetoothdReturned = present ? uptime() : nil
                 my.unansweredSinceStart = 0
                 // Not as bluetoothd starts: its name may be heard late, after a scan through it began
                 // (make test's crowd of 14:16: an active scan of the new bluetoothd's ended so 9 s on).

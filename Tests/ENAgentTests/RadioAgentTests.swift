@@ -45,6 +45,9 @@ final class RecordingRadio: Radio {
     /// Scans still to refuse before starting again (bluetoothd restarting).
     private let scanRefusals = Mutex(0)
     func refuseNextScans(_ count: Int) { scanRefusals.withLock { $0 = count } }
+    /// Scans still to put off (bluetoothd, just started, setting the adapter up).
+    private let scanPostponements = Mutex(0)
+    func postponeNextScans(_ count: Int) { scanPostponements.withLock { $0 = count } }
     func turnConnectable(_ on: Bool) { connectable.withLock { $0 = on } }
 
     /// What happens while an advertisement goes on the air (the radio waiting on bluetoothd).
@@ -77,6 +80,7 @@ final class RecordingRadio: Radio {
         calls.withLock { $0.append("startScanning") }
         whileStarting.withLock { $0 }?()
         if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
+        if scanPostponements.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Postponed() }
         let waits = connectable.withLock({ $0 }) && activeScanWaitsForAdvertisement
         doing.withLock { $0.scan = waits ? .waitingForAdvertisement : .running }
     }
@@ -316,6 +320,22 @@ final class UnreadableSettings: RadioAgentStore {
         #expect(radio.serviceData.count == 2)
         #expect(states.all.dropLast().allSatisfy { $0.advertising && $0.problem == nil }, "\(states.all)")
         #expect(try store.value(StoreSettings.advertisedInterval) == ENIntervalNumber(unixSeconds: clock.now)?.rawValue)
+    }
+
+    /// A scan the radio puts off (bluetoothd, just started, setting the adapter up: BlueZRadio's
+    /// `awaitBluetoothdsSetUp`) is asked for again a second later, with no problem shown meanwhile:
+    /// the advertisement is on the air.
+    @Test func aPostponedScanIsAskedForAgainWithNoProblemShown() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let radio = RecordingRadio(), states = StateLog()
+        radio.postponeNextScans(2)
+        let agent = try agent(radio, store: store, states: states)
+        agent.start()
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while radio.activity.scan != .running && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        agent.stop()
+        #expect(radio.log.filter { $0 == "startScanning" }.count == 3, "\(radio.log)")
+        #expect(states.all.dropLast().allSatisfy { $0.problem == nil }, "\(states.all)")
     }
 
     /// Issue 39: a radio that bounds its scans (bluetoothd restarts an active scan by itself at

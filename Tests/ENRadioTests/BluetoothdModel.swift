@@ -100,6 +100,16 @@ final class BluetoothdModel: BlueZAdapters {
         try adapters().first { $0.name == name }
     }
 
+    /// Whether this run offers advertising on hci0: at once, unless it started setting hci0 up
+    /// slowly (`starts(settingUpSlowly:)`), then from `offersAdvertising()` on.
+    private let advertisingOffered = Mutex(true)
+    func offersAdvertising(on adapter: Adapter) throws -> Bool {
+        try available()
+        return kernel.snapshot.present && advertisingOffered.withLock { $0 }
+    }
+
+    func offersAdvertising() { advertisingOffered.withLock { $0 = true } }
+
     func setPowered(_ adapter: Adapter, _ powered: Bool) throws {
         try available()
         guard !kernel.snapshot.blocked else { throw DBusError(name: "org.bluez.Error.Failed", message: "Failed") }
@@ -286,14 +296,16 @@ final class BluetoothdModel: BlueZAdapters {
     func nameHeard() { serviceChanges.withLock { $0 }?(try? serviceOwner()) }
 
     /// A new bluetoothd (systemd restarts it): it owns org.bluez again, which the radio hears.
-    func restarts(unheard: Bool = false) {
+    func restarts(unheard: Bool = false, settingUpSlowly: Bool = false) {
         exits(unheard: unheard)
-        starts(unheard: unheard)
+        starts(unheard: unheard, settingUpSlowly: settingUpSlowly)
     }
     /// A new bluetoothd takes org.bluez, which the radio hears unless `unheard`, and then offers
-    /// hci0 when the kernel has the controller (its InterfacesAdded).
-    func starts(unheard: Bool = false) {
+    /// hci0 when the kernel has the controller (its InterfacesAdded), and advertising on it at
+    /// once, or only from `offersAdvertising()` on when `settingUpSlowly` (the lab's crowd).
+    func starts(unheard: Bool = false, settingUpSlowly: Bool = false) {
         isRunning = true
+        advertisingOffered.withLock { $0 = !settingUpSlowly }
         runs.withLock { $0 += 1 }
         guard !unheard else { return }
         nameHeard()

@@ -42,7 +42,7 @@ final class RadioDriver {
         radio = BlueZRadio(client: self.bluetoothd, management: kernel, adapter: adapter, mayPowerOn: true, scanMode: scanMode, store: store,
                            logger: LogCapture().logger(), queue: condition?.queue ?? DispatchQueue(label: "radio driver"), bluetoothd: condition,
                            killSwitch: { _ in kernel.snapshot.blocked ? .soft : nil }, leConnectionBeingMade: { _ in kernel.snapshot.connecting },
-                           pause: { _ in kernel.advance(seconds: 0.05) }, channelTransmitPower: { _ in try kernel.readChannelTransmitPower() })
+                           pause: { _ in kernel.advance(seconds: 0.05) }, uptime: { kernel.snapshot.seconds }, channelTransmitPower: { _ in try kernel.readChannelTransmitPower() })
         let (radio, listener) = (radio, listener)
         watch = radio.queue.sync { radio.watchManagement(for: listener, logger: LogCapture().logger()) }
         _ = try? radio.follow(for: listener, logger: LogCapture().logger())

@@ -702,6 +702,38 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test's trixie crowd (CI of 2026-12-01, 13:33): bluetoothd, SIGKILLed and started again
+    /// among 300 phones, was setting hci0 up when agent a's passive scan began; the monitor's
+    /// reports, which the kernel hands every management socket, filled bluetoothd's, its Read
+    /// Advertising Features failed (ENOMEM), and it offered no advertising on hci0 again. A passive
+    /// scan waits while a bluetoothd that returned has not offered advertising on the adapter, at
+    /// most 30 s, as the agent sees it: put off, not refused.
+    @Test(arguments: Setup.passive)
+    func aPassiveScanWaitsWhileBluetoothdSetsTheAdapterUp(setup: Setup) {
+        let (kernel, driver) = setup.running()
+        #expect(driver.scanning && kernel.snapshot.scansPassively)
+        for offers in [true, false] {
+            driver.bluetoothd.restarts(settingUpSlowly: true)
+            kernel.bluetoothdStarts()
+            driver.settle()
+            driver.stopScan()
+            driver.startScan()
+            #expect(!driver.scanning && kernel.snapshot.monitors.isEmpty && driver.problem == nil, "\(RandomSequenceTests.commands(kernel))")
+            kernel.advance(seconds: 29)
+            driver.retry()
+            #expect(!driver.scanning && kernel.snapshot.monitors.isEmpty)
+            if offers {
+                driver.bluetoothd.offersAdvertising()
+            } else {
+                kernel.advance(seconds: 1)
+            }
+            driver.retry()
+            driver.settle()
+            #expect(driver.scanning && kernel.snapshot.scansPassively, offers ? "once bluetoothd offers advertising" : "30 s after bluetoothd's return")
+        }
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// make test's RootCanal crowd (2026-11-30 13:41): after bluetoothd's restart and a stall, b's
     /// resumed radio had every StartDiscovery refused as in progress (bluetoothd still counted b's
     /// connection as its discovery's client, and ran none), and scanned no more. A refusal so is a
