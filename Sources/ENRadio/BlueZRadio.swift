@@ -1031,6 +1031,13 @@ public final class BlueZRadio: Radio {
         // The kernel's word on a discovery begun just before the scan may still wait to be read.
         if my.withdrawalsUnread > 0 && my.watching { management.deliverPending(withReports: true) }
         let stoppedADiscovery = stopStaleDiscovery(on: adapter, controller: controller)
+        // Looked at last, just before the monitor goes: rfkill marks the adapter blocked before the
+        // kernel closes it (net/rfkill/core.c rfkill_set_block, then hci_rfkill_set_block), and a
+        // close that finds the monitor's command queued frees it, which kernel 6.1 then uses: an
+        // oops in hci_cmd_sync_work, after which Bluetooth is dead until a reboot (make test's
+        // Debian 12 crowd, 2026-12-01 12:41, agent b's monitor during a stall, at the faults'
+        // rfkill block). The moment between this look and the command is all that is left of it.
+        if let kill = killSwitch(adapter.name) { throw Failure.blocked(adapter.name, kill) }
         // What the controller hears as the scan starts counts (an emulated one reports each
         // advertiser once, when the scan is enabled, before the reply): its Device Found
         // events are handled after this call, in the passive phase.

@@ -390,6 +390,11 @@ final class KernelModel: ManagementInterface {
         }
     }
 
+    /// rfkill marks the switch blocked; the kernel has yet to close the adapter, which still runs
+    /// (net/rfkill/core.c rfkill_set_block sets the state before hci_rfkill_set_block closes it):
+    /// `powerOff(rfkill: true)` ends it.
+    func rfkillMarksBlocked() { state.withLock { $0.blocked = true } }
+
     /// Power off (bluetoothd or rfkill): the kernel keeps the instances, nothing on the air.
     func powerOff(rfkill: Bool = false) {
         state.withLock { state in

@@ -734,6 +734,30 @@ struct RadioDefectTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// make test's Debian 12 crowd (2026-12-01 12:41): kernel 6.1 oopsed in hci_cmd_sync_work
+    /// (mgmt_add_adv_patterns_monitor_complete on a freed command) on agent b's adapter during a
+    /// stall, at the faults' rfkill block: the close freed the monitor's command it found queued.
+    /// rfkill marks the switch blocked before the kernel closes the adapter, so a monitor goes
+    /// only to an adapter it does not block, also while the kernel still has the adapter on.
+    @Test(arguments: Setup.passive)
+    func noMonitorGoesToAnAdapterThatRfkillIsClosing(setup: Setup) {
+        let (kernel, driver) = setup.running()
+        let adds = { kernel.snapshot.commands.filter { $0.name == AddAdvertisementPatternsMonitor.name }.count }
+        #expect(driver.scanning && adds() == 1)
+        driver.stopScan()
+        kernel.rfkillMarksBlocked()
+        driver.startScan()
+        #expect(!driver.scanning && adds() == 1 && kernel.snapshot.powered, "\(RandomSequenceTests.commands(kernel))")
+        kernel.powerOff(rfkill: true)
+        driver.settle()
+        driver.lost()
+        #expect(adds() == 1 && RadioInvariants.broken(driver) == [])
+        kernel.unblock()
+        driver.returned()
+        driver.settle()
+        #expect(driver.scanning && adds() == 2 && kernel.snapshot.scansPassively && RadioInvariants.broken(driver) == [])
+    }
+
     /// make test's RootCanal crowd (2026-11-30 13:41): after bluetoothd's restart and a stall, b's
     /// resumed radio had every StartDiscovery refused as in progress (bluetoothd still counted b's
     /// connection as its discovery's client, and ran none), and scanned no more. A refusal so is a
