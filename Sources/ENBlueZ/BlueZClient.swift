@@ -47,8 +47,8 @@ public final class BlueZClient: Sendable {
     /// (src/advertising.c, read_adv_features_callback).
     public func offersAdvertising(on adapter: Adapter) throws(DBusError) -> Bool {
         do {
-            _ = try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "Get",
-                                    [.string(BlueZ.advertisingManagerInterface), .string("SupportedInstances")], timeout: BlueZ.callTimeout)
+            _ = try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "GetAll",
+                                    [.string(BlueZ.advertisingManagerInterface)], timeout: BlueZ.callTimeout)
             return true
         } catch where [DBusError.unknownObject, DBusError.unknownMethod, DBusError.invalidArgs, DBusError.unknownInterface].contains(error.name) {
             return false

@@ -161,9 +161,10 @@ public final class BlueZRadio: Radio {
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
         var bluetoothdSettled = false
-        /// When (`uptime`) bluetoothd returned, while it has not been found offering advertising on
-        /// the adapter since: it is setting the adapter up, and a passive scan waits (`awaitBluetoothdsSetUp`).
-        var bluetoothdReturned: Double?
+        /// Since when (`uptime`: the radio's first call, or bluetoothd's return) bluetoothd has not
+        /// been found offering advertising on the adapter: it may be setting the adapter up, and a
+        /// passive scan waits (`awaitBluetoothdsSetUp`).
+        var setUpAwaitedSince: Double?
         /// The radio's first call was made (`begin`).
         var begun = false
         /// The run ended with a stall noted on this controller, and no discovery of the kernel's
@@ -226,6 +227,7 @@ public final class BlueZRadio: Radio {
     /// of bluetoothd, and what a run killed with SIGKILL left in the kernel.
     private func begin() {
         my.begun = true
+        my.setUpAwaitedSince = uptime()
         withdrawLeftover()
         recallStall()
     }
@@ -1052,8 +1054,9 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    /// A passive scan waits while a bluetoothd that returned sets `adapter` up, until it offers
-    /// advertising there, for at most `longestSetUpSeconds`: the kernel hands a monitor's reports
+    /// A passive scan waits while bluetoothd may be setting `adapter` up (at the radio's start and
+    /// after bluetoothd returns), until it offers advertising there, for at most
+    /// `longestSetUpSeconds`; a bluetoothd long set up says so at the first ask. The kernel hands a monitor's reports
     /// to every management socket, and bluetoothd, which reads its own in order, could then queue
     /// no reply to its commands behind a crowd's (the write of one fails with ENOMEM). In make
     /// test's trixie crowd (CI of 2026-12-01, 13:33) agent a's scan began 3.5 s after bluetoothd's
@@ -1061,14 +1064,15 @@ public final class BlueZRadio: Radio {
     /// advertising on hci0 for the rest of the run. Only while bluetoothd answers: during a stall
     /// the passive scan is the only one.
     private func awaitBluetoothdsSetUp(of adapter: Adapter) throws {
-        guard let returned = my.bluetoothdReturned else { return }
-        if (try? handingOverEvents({ [client] in try client.offersAdvertising(on: adapter) })) == true {
-            my.bluetoothdReturned = nil
+        guard let since = my.setUpAwaitedSince else { return }
+        // One that does not answer is the stall's business (`adapter`): no wait on top of its silence.
+        guard (try? handingOverEvents({ [client] in try client.offersAdvertising(on: adapter) })) == false else {
+            my.setUpAwaitedSince = nil
             return
         }
-        guard uptime() - returned >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(adapter.name) }
-        my.bluetoothdReturned = nil
-        logger.notice("bluetoothd offers no advertising on \(adapter.name) \(Int(Self.longestSetUpSeconds)) s after its return: scanning passively all the same")
+        guard uptime() - since >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(adapter.name) }
+        my.setUpAwaitedSince = nil
+        logger.notice("bluetoothd has offered no advertising on \(adapter.name) for \(Int(Self.longestSetUpSeconds)) s: scanning passively all the same")
     }
 
     /// How long a passive scan waits for bluetoothd to set the adapter up: three times the longest
@@ -1461,7 +1465,7 @@ public final class BlueZRadio: Radio {
             queue.async { [self] in
                 let present = owner != nil
                 my.bluetoothdSettled = false
-                my.bluetoothdReturned = present ? uptime() : nil
+                my.setUpAwaitedSince = present ? uptime() : nil
                 my.unansweredSinceStart = 0
                 // Not as bluetoothd starts: its name may be heard late, after a scan through it began
                 // (make test's crowd of 14:16: an active scan of the new bluetoothd's ended so 9 s on).

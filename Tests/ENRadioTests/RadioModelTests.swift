@@ -706,8 +706,8 @@ struct RadioDefectTests {
     /// among 300 phones, was setting hci0 up when agent a's passive scan began; the monitor's
     /// reports, which the kernel hands every management socket, filled bluetoothd's, its Read
     /// Advertising Features failed (ENOMEM), and it offered no advertising on hci0 again. A passive
-    /// scan waits while a bluetoothd that returned has not offered advertising on the adapter, at
-    /// most 30 s, as the agent sees it: put off, not refused.
+    /// scan waits while a bluetoothd that returned (or one a radio starts with) has not offered
+    /// advertising on the adapter, at most 30 s, as the agent sees it: put off, not refused.
     @Test(arguments: Setup.passive)
     func aPassiveScanWaitsWhileBluetoothdSetsTheAdapterUp(setup: Setup) {
         let (kernel, driver) = setup.running()
@@ -732,6 +732,17 @@ struct RadioDefectTests {
             #expect(driver.scanning && kernel.snapshot.scansPassively, offers ? "once bluetoothd offers advertising" : "30 s after bluetoothd's return")
         }
         #expect(RadioInvariants.broken(driver) == [])
+        // A radio that starts (the agent's start, a resume) while bluetoothd sets the adapter up waits too.
+        let booting = KernelModel(kernel: setup.kernel, legacy: setup.legacy), starting = BluetoothdModel(kernel: booting)
+        starting.restarts(settingUpSlowly: true)
+        let started = RadioDriver(kernel: booting, scanMode: .passive, bluetoothd: starting)
+        started.returned()
+        started.settle()
+        #expect(!started.scanning && booting.snapshot.monitors.isEmpty && started.advertising)
+        starting.offersAdvertising()
+        started.retry()
+        started.settle()
+        #expect(started.scanning && booting.snapshot.scansPassively && RadioInvariants.broken(started) == [])
     }
 
     /// make test's Debian 12 crowd (2026-12-01 12:41): kernel 6.1 oopsed in hci_cmd_sync_work
