@@ -126,10 +126,10 @@ public struct RadioSchedule: Sendable, Equatable {
 
     /// The shortest pause between two scans, on the agent's clock: Google's matching takes
     /// sightings up to 25.5 s apart for one scan (`KeyExposureEvaluator.sightingInTheSameScanInstance`,
-    /// 1.5 × (4 + 13) s), so a device seen in scans closer than that would count as seen in one,
-    /// weighed as one phone's scan, and a long encounter would count minutes where a phone counts
-    /// its whole length.
-    public static let shortestPauseSeconds = 26
+    /// 1.5 × (4 + 13) s; `ExposureWindowing.sameScanSeconds` in whole seconds), so a device seen in
+    /// scans closer than that would count as seen in one, weighed as one phone's scan, and a long
+    /// encounter would count minutes where a phone counts its whole length.
+    public static let shortestPauseSeconds = Int(ExposureWindowing.sameScanSeconds) + 1
 
     /// The pause between two scans, on a clock `timeScale` times faster than real time.
     public func pauseSeconds(timeScale: Int) -> Int { (scanIntervalSeconds - scanSeconds) * timeScale }

@@ -135,12 +135,16 @@ public final class RadioAgent: RadioListener {
     /// Sightings started in one scan at most: the store grows by at most this many rows per
     /// scan, whatever the air carries; receptions of identifiers beyond are counted and dropped,
     /// those of an identifier with a sighting of the scan join it. A sighting is an identifier's
-    /// receptions within 25.5 s (Google's scan cycle), so 1,000 advertisers make 1,000 in the
-    /// standard 4-second scan and at most 12,000 in the longest enagent.conf allows (300 s,
-    /// continuous): all 1,000 are recorded in any scan. Memory: a sighting in the buffer takes
-    /// about 190 bytes and 3 a reception, so a scan at the bound holds about 2.8 MB at 15
-    /// receptions each, and at most about 11.5 MB (255 receptions each, `SightingRecord.maximumReceptions`).
-    public static let maximumSightingsPerScan = 12_000
+    /// receptions within 25.5 s (Google's scan cycle, a new one at most every `shortestPauseSeconds`),
+    /// so `crowdRecordedWhole` advertisers make as many sightings in the standard 4-second scan and
+    /// 12 times as many in the longest enagent.conf allows (300 s, continuous): all of them are
+    /// recorded in any scan. Memory: a sighting in the buffer takes about 190 bytes and 3 a
+    /// reception, so a scan at the bound (12,000) holds about 2.8 MB at 15 receptions each, and at
+    /// most about 11.5 MB (255 receptions each, `SightingRecord.maximumReceptions`).
+    public static let maximumSightingsPerScan = crowdRecordedWhole
+        * (ScanIntervalSeconds.range.upperBound / RadioSchedule.shortestPauseSeconds + 1)
+    /// The advertisers around one scan that it records whole (issue 56).
+    public static let crowdRecordedWhole = 1_000
     /// Sightings held in memory at most while the store cannot be written (about 3 MB at 15
     /// receptions each, 104 bytes a sighting and 3 a reception; at most about 17 MB); the oldest
     /// go first beyond it.
