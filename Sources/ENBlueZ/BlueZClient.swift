@@ -42,12 +42,12 @@ public final class BlueZClient: Sendable {
         return Adapter(path: path, address: properties["Address"]?.string ?? "", powered: properties["Powered"]?.bool ?? false, canAdvertise: true)
     }
 
-    /// Whether bluetoothd offers advertising on `adapter` (its LEAdvertisingManager1), which it
-    /// registers as it sets the adapter up, once the kernel answered its Read Advertising Features
-    /// (src/advertising.c, read_adv_features_callback).
-    public func offersAdvertising(on adapter: Adapter) throws(DBusError) -> Bool {
+    /// Whether bluetoothd offers advertising on the adapter named `name` (hci0): its
+    /// LEAdvertisingManager1, which it registers as it sets the adapter up, once the kernel
+    /// answered its Read Advertising Features (src/advertising.c, read_adv_features_callback).
+    public func offersAdvertising(onAdapterNamed name: String) throws(DBusError) -> Bool {
         do {
-            _ = try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "GetAll",
+            _ = try connection.call(destination: BlueZ.service, path: BlueZ.adapterPath(name), interface: ExportedObject.propertiesInterface, member: "GetAll",
                                     [.string(BlueZ.advertisingManagerInterface)], timeout: BlueZ.callTimeout)
             return true
         } catch where [DBusError.unknownObject, DBusError.unknownMethod, DBusError.invalidArgs, DBusError.unknownInterface].contains(error.name) {

@@ -60,8 +60,8 @@ public struct KernelManagement: ManagementInterface {
 public protocol BlueZAdapters: Sendable {
     func adapters() throws -> [Adapter]
     func adapter(named name: String) throws -> Adapter?
-    /// Whether bluetoothd offers advertising on `adapter`: the end of its setting it up.
-    func offersAdvertising(on adapter: Adapter) throws -> Bool
+    /// Whether bluetoothd offers advertising on the adapter named `name`: the end of its setting it up.
+    func offersAdvertising(onAdapterNamed name: String) throws -> Bool
     func setPowered(_ adapter: Adapter, _ powered: Bool) throws
     func startDiscovery(on adapter: Adapter) throws
     func stopDiscovery(on adapter: Adapter) throws

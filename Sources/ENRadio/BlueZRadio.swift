@@ -761,7 +761,7 @@ public final class BlueZRadio: Radio {
             }
         }
         if my.scanMode == .passive, let controller = adapter.index {
-            try awaitBluetoothdsSetUp(of: adapter)
+            try awaitBluetoothdsSetUp()
             do {
                 try addMonitor(on: adapter, controller: controller)
                 if my.monitorRefused {
@@ -1054,25 +1054,38 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    /// A passive scan waits while bluetoothd may be setting `adapter` up (at the radio's start and
-    /// after bluetoothd returns), until it offers advertising there, for at most
-    /// `longestSetUpSeconds`; a bluetoothd long set up says so at the first ask. The kernel hands a monitor's reports
-    /// to every management socket, and bluetoothd, which reads its own in order, could then queue
-    /// no reply to its commands behind a crowd's (the write of one fails with ENOMEM). In make
-    /// test's trixie crowd (CI of 2026-12-01, 13:33) agent a's scan began 3.5 s after bluetoothd's
-    /// restart, while it set hci0 up: its Read Advertising Features failed so, and it offered no
-    /// advertising on hci0 for the rest of the run. Only while bluetoothd answers: during a stall
-    /// the passive scan is the only one.
-    private func awaitBluetoothdsSetUp(of adapter: Adapter) throws {
+    /// A passive scan waits while bluetoothd may be setting an adapter up (at the radio's start and
+    /// after bluetoothd returns), until it offers advertising on each, for at most
+    /// `longestSetUpSeconds`; a bluetoothd long set up says so at the first ask. The kernel hands a
+    /// monitor's reports to every management socket, and bluetoothd, which reads its own in order,
+    /// could then queue no reply to its commands behind a crowd's (the write of one fails with
+    /// ENOMEM). In make test's trixie crowd (CI of 2026-12-01, 13:33) agent a's scan began 3.5 s
+    /// after bluetoothd's restart, while it set hci0 up: its Read Advertising Features failed so,
+    /// and it offered no advertising on hci0 for the rest of the run. Only while bluetoothd
+    /// answers: during a stall the passive scan is the only one.
+    private func awaitBluetoothdsSetUp() throws {
         guard let since = my.setUpAwaitedSince else { return }
-        // One that does not answer is the stall's business (`adapter`): no wait on top of its silence.
-        guard (try? handingOverEvents({ [client] in try client.offersAdvertising(on: adapter) })) == false else {
+        guard let settingUp = adapterBeingSetUp() else {
             my.setUpAwaitedSince = nil
             return
         }
-        guard uptime() - since >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(adapter.name) }
+        guard uptime() - since >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(settingUp) }
         my.setUpAwaitedSince = nil
-        logger.notice("bluetoothd has offered no advertising on \(adapter.name) for \(Int(Self.longestSetUpSeconds)) s: scanning passively all the same")
+        logger.notice("bluetoothd has offered no advertising on \(settingUp) for \(Int(Self.longestSetUpSeconds)) s: scanning passively all the same")
+    }
+
+    /// The first LE controller of the kernel's on which bluetoothd does not offer advertising, by
+    /// name; nil when it offers it on each. Every controller, not only the radio's: the reports of
+    /// a monitor on one reach bluetoothd's socket while it sets up another. A controller the kernel
+    /// or bluetoothd does not answer for is passed over (bluetoothd's silence is the stall's to judge).
+    private func adapterBeingSetUp() -> String? {
+        guard let controllers = try? management.send(ReadControllerIndexList(), controller: ReadControllerIndexList.noController) else { return nil }
+        for controller in controllers {
+            guard (try? management.send(ReadControllerInformation(), controller: controller).supported.contains(.le)) == true else { continue }
+            let name = "hci\(controller)"
+            if (try? handingOverEvents({ [client] in try client.offersAdvertising(onAdapterNamed: name) })) == false { return name }
+        }
+        return nil
     }
 
     /// How long a passive scan waits for bluetoothd to set the adapter up: three times the longest

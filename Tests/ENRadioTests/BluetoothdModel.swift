@@ -100,15 +100,16 @@ final class BluetoothdModel: BlueZAdapters {
         try adapters().first { $0.name == name }
     }
 
-    /// Whether this run offers advertising on hci0: at once, unless it started setting hci0 up
-    /// slowly (`starts(settingUpSlowly:)`), then from `offersAdvertising()` on.
-    private let advertisingOffered = Mutex(true)
-    func offersAdvertising(on adapter: Adapter) throws -> Bool {
+    /// The adapters this run has not offered advertising on yet: none, unless it started setting
+    /// hci0 up slowly (`starts(settingUpSlowly:)`) or sets another up (`setsUp`), until `offersAdvertising`.
+    private let beingSetUp = Mutex<Set<String>>([])
+    func offersAdvertising(onAdapterNamed name: String) throws -> Bool {
         try available()
-        return kernel.snapshot.present && advertisingOffered.withLock { $0 }
+        return (name != "hci0" || kernel.snapshot.present) && !beingSetUp.withLock { $0.contains(name) }
     }
 
-    func offersAdvertising() { advertisingOffered.withLock { $0 = true } }
+    func setsUp(_ adapter: String) { beingSetUp.withLock { _ = $0.insert(adapter) } }
+    func offersAdvertising(on adapter: String = "hci0") { beingSetUp.withLock { _ = $0.remove(adapter) } }
 
     func setPowered(_ adapter: Adapter, _ powered: Bool) throws {
         try available()
@@ -305,7 +306,7 @@ final class BluetoothdModel: BlueZAdapters {
     /// once, or only from `offersAdvertising()` on when `settingUpSlowly` (the lab's crowd).
     func starts(unheard: Bool = false, settingUpSlowly: Bool = false) {
         isRunning = true
-        advertisingOffered.withLock { $0 = !settingUpSlowly }
+        beingSetUp.withLock { $0 = settingUpSlowly ? ["hci0"] : [] }
         runs.withLock { $0 += 1 }
         guard !unheard else { return }
         nameHeard()

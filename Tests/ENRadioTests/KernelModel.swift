@@ -101,6 +101,8 @@ final class KernelModel: ManagementInterface {
         var reportsPassed: UInt16?
         /// Discovering events held back (`holdDiscoveringEvents`), to be read later.
         var heldDiscovering: [ManagementEvent]?
+        /// The kernel lists `another` controller too (an LE one, as it answers for it as for this one).
+        var anotherListed = false
         /// The packets read: events and replies.
         var read = PacketNumber(0)
         var watch: (queue: DispatchQueue, handler: @Sendable (ManagementEvent, PacketNumber) -> Void)?
@@ -228,7 +230,10 @@ final class KernelModel: ManagementInterface {
 
     private func answer<Command: ManagementCommand>(_ command: Command, state: inout State) throws(ManagementError) -> [UInt8] {
         func refuse(_ status: UInt8) -> ManagementError { .refused(Command.name, controller: Self.controller, status: status) }
-        if command is ReadControllerIndexList { return state.present ? [1, 0] + Self.controller.littleEndianBytes : [0, 0] }
+        if command is ReadControllerIndexList {
+            let listed = (state.present ? [Self.controller] : []) + (state.anotherListed ? [Self.another] : [])
+            return UInt16(listed.count).littleEndianBytes + listed.flatMap(\.littleEndianBytes)
+        }
         guard state.present else { throw refuse(Self.invalidIndex) }
         switch command {
         case is ReadControllerInformation:
@@ -557,6 +562,9 @@ final class KernelModel: ManagementInterface {
          .monitorRemoved(controller: another, handle: monitor), .discovering(controller: another, addressTypes: leAddressTypes, active: true),
          .discovering(controller: another, addressTypes: leAddressTypes, active: false)]
     }
+
+    /// The kernel lists `another` controller beside this one (Read Controller Index List).
+    func listsAnotherController() { state.withLock { $0.anotherListed = true } }
 
     /// Queues an event of `another` controller's for the radio's watch.
     func happensOnAnotherController(_ event: ManagementEvent) { state.withLock { $0.happened(event) } }

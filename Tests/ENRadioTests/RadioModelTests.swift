@@ -731,6 +731,20 @@ struct RadioDefectTests {
             driver.settle()
             #expect(driver.scanning && kernel.snapshot.scansPassively, offers ? "once bluetoothd offers advertising" : "30 s after bluetoothd's return")
         }
+        // Another adapter of the machine's that bluetoothd sets up holds the scan too: the monitor's
+        // reports would reach bluetoothd's socket as it sets that one up.
+        kernel.listsAnotherController()
+        driver.bluetoothd.restarts()
+        driver.bluetoothd.setsUp("hci\(KernelModel.another)")
+        kernel.bluetoothdStarts()
+        driver.settle()
+        driver.stopScan()
+        driver.startScan()
+        #expect(!driver.scanning && kernel.snapshot.monitors.isEmpty)
+        driver.bluetoothd.offersAdvertising(on: "hci\(KernelModel.another)")
+        driver.retry()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scansPassively)
         #expect(RadioInvariants.broken(driver) == [])
         // A radio that starts (the agent's start, a resume) while bluetoothd sets the adapter up waits too.
         let booting = KernelModel(kernel: setup.kernel, legacy: setup.legacy), starting = BluetoothdModel(kernel: booting)
