@@ -161,10 +161,8 @@ public final class BlueZRadio: Radio {
         /// whether it has offered it since it (re)started.
         var lastAdapter: Adapter?
         var bluetoothdSettled = false
-        /// Since when (`uptime`: the radio's first call, or bluetoothd's return) bluetoothd has not
-        /// been found offering advertising on the adapter: it may be setting the adapter up, and a
-        /// passive scan waits (`awaitBluetoothdsSetUp`).
-        var setUpAwaitedSince: Double?
+        /// Whether bluetoothd may be setting the adapters up, for which a passive scan waits (`awaitBluetoothdsSetUp`).
+        var setUp = BluetoothdSetUp.done
         /// The radio's first call was made (`begin`).
         var begun = false
         /// The run ended with a stall noted on this controller, and no discovery of the kernel's
@@ -190,6 +188,11 @@ public final class BlueZRadio: Radio {
     /// bluetoothd's discovery does not scan (`DiscoveryStall`): scans are passive, through a kernel
     /// monitor, until bluetoothd returns (its name owned anew) or its discovery is seen to run.
     private var discoveryStalled: Bool { bluetoothd.stalled != nil }
+
+    /// bluetoothd's setting up of the adapters, as a passive scan waits for it: done (every LE
+    /// controller offered advertising), to be looked at (the radio's start, bluetoothd's exit or
+    /// return), or found under way at an `uptime`.
+    private enum BluetoothdSetUp { case done, toBeLookedAt, underWay(since: Double) }
 
     /// Weak: the agent holds the radio.
     private struct Listener { weak var agent: (any RadioListener)? }
@@ -227,7 +230,7 @@ public final class BlueZRadio: Radio {
     /// of bluetoothd, and what a run killed with SIGKILL left in the kernel.
     private func begin() {
         my.begun = true
-        my.setUpAwaitedSince = uptime()
+        my.setUp = .toBeLookedAt
         withdrawLeftover()
         recallStall()
     }
@@ -1063,14 +1066,25 @@ public final class BlueZRadio: Radio {
     /// after bluetoothd's restart, while it set hci0 up: its Read Advertising Features failed so,
     /// and it offered no advertising on hci0 for the rest of the run. Only while bluetoothd
     /// answers: during a stall the passive scan is the only one.
+    /// The wait is armed as bluetoothd leaves, not as its name is heard again: the name can come
+    /// after the new bluetoothd answered a scan's first calls (make test's trixie crowd, 15:03:53:
+    /// agent a's monitor went 0.35 s before the name reached the radio, 2.1 s before bluetoothd
+    /// offered advertising on hci0).
     private func awaitBluetoothdsSetUp() throws {
-        guard let since = my.setUpAwaitedSince else { return }
+        if case .done = my.setUp { return }
         guard let settingUp = adapterBeingSetUp() else {
-            my.setUpAwaitedSince = nil
+            my.setUp = .done
             return
         }
+        let since: Double
+        switch my.setUp {
+        case .underWay(let found): since = found
+        case .done, .toBeLookedAt:
+            since = uptime()
+            my.setUp = .underWay(since: since)
+        }
         guard uptime() - since >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(settingUp) }
-        my.setUpAwaitedSince = nil
+        my.setUp = .done
         logger.notice("bluetoothd has offered no advertising on \(settingUp) for \(Int(Self.longestSetUpSeconds)) s: scanning passively all the same")
     }
 
@@ -1478,7 +1492,7 @@ public final class BlueZRadio: Radio {
             queue.async { [self] in
                 let present = owner != nil
                 my.bluetoothdSettled = false
-                my.setUpAwaitedSince = present ? uptime() : nil
+                my.setUp = .toBeLookedAt
                 my.unansweredSinceStart = 0
                 // Not as bluetoothd starts: its name may be heard late, after a scan through it began
                 // (make test's crowd of 14:16: an active scan of the new bluetoothd's ended so 9 s on).

@@ -731,6 +731,21 @@ struct RadioDefectTests {
             driver.settle()
             #expect(driver.scanning && kernel.snapshot.scansPassively, offers ? "once bluetoothd offers advertising" : "30 s after bluetoothd's return")
         }
+        // The new bluetoothd's name heard only after it answered the scan's first calls (make test's
+        // trixie crowd, 15:03:53): the wait was armed as the last one left.
+        driver.bluetoothd.exits()
+        driver.settle()
+        driver.bluetoothd.starts(unheard: true, settingUpSlowly: true)
+        kernel.bluetoothdStarts()
+        driver.settle()
+        driver.stopScan()
+        driver.startScan()
+        #expect(!driver.scanning && kernel.snapshot.monitors.isEmpty, "\(RandomSequenceTests.commands(kernel))")
+        driver.bluetoothd.nameHeard()
+        driver.bluetoothd.offersAdvertising()
+        driver.retry()
+        driver.settle()
+        #expect(driver.scanning && kernel.snapshot.scansPassively)
         // Another adapter of the machine's that bluetoothd sets up holds the scan too: the monitor's
         // reports would reach bluetoothd's socket as it sets that one up.
         kernel.listsAnotherController()
