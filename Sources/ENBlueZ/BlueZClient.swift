@@ -35,7 +35,7 @@ public final class BlueZClient: Sendable {
         do {
             reply = try connection.call(destination: BlueZ.service, path: path, interface: ExportedObject.propertiesInterface, member: "GetAll",
                                         [.string(BlueZ.adapterInterface)], timeout: BlueZ.callTimeout)
-        } catch where [DBusError.unknownObject, DBusError.unknownMethod, DBusError.invalidArgs, DBusError.unknownInterface].contains(error.name) {
+        } catch where Self.notThere.contains(error.name) {
             return nil
         }
         let properties = reply.first?.stringKeyed ?? [:]
@@ -50,10 +50,13 @@ public final class BlueZClient: Sendable {
             _ = try connection.call(destination: BlueZ.service, path: BlueZ.adapterPath(name), interface: ExportedObject.propertiesInterface, member: "GetAll",
                                     [.string(BlueZ.advertisingManagerInterface)], timeout: BlueZ.callTimeout)
             return true
-        } catch where [DBusError.unknownObject, DBusError.unknownMethod, DBusError.invalidArgs, DBusError.unknownInterface].contains(error.name) {
+        } catch where Self.notThere.contains(error.name) {
             return false
         }
     }
+
+    /// What bluetoothd (its gdbus) answers for an object or an interface it does not have.
+    private static let notThere = [DBusError.unknownObject, DBusError.unknownMethod, DBusError.invalidArgs, DBusError.unknownInterface]
 
     public func setPowered(_ adapter: Adapter, _ powered: Bool) throws(DBusError) {
         try connection.call(destination: BlueZ.service, path: adapter.path, interface: ExportedObject.propertiesInterface, member: "Set",

@@ -69,7 +69,7 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    /// An advertisement put off (`RadioPostponement`).
+    /// An advertisement or a scan put off (`RadioPostponement`).
     public enum Postponed: RadioPostponement, CustomStringConvertible {
         case connectionBeingMade(String)
         case bluetoothdSettingUp(String)
@@ -1066,6 +1066,7 @@ public final class BlueZRadio: Radio {
     /// after bluetoothd's restart, while it set hci0 up: its Read Advertising Features failed so,
     /// and it offered no advertising on hci0 for the rest of the run. Only while bluetoothd
     /// answers: during a stall the passive scan is the only one.
+    ///
     /// The wait is armed as bluetoothd leaves, not as its name is heard again: the name can come
     /// after the new bluetoothd answered a scan's first calls (make test's trixie crowd, 15:03:53:
     /// agent a's monitor went 0.35 s before the name reached the radio, 2.1 s before bluetoothd
@@ -1076,14 +1077,13 @@ public final class BlueZRadio: Radio {
             my.setUp = .done
             return
         }
-        let since: Double
-        switch my.setUp {
-        case .underWay(let found): since = found
-        case .done, .toBeLookedAt:
-            since = uptime()
-            my.setUp = .underWay(since: since)
+        let now = uptime(), since: Double
+        if case .underWay(let found) = my.setUp {
+            since = found
+        } else {
+            (since, my.setUp) = (now, .underWay(since: now))
         }
-        guard uptime() - since >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(settingUp) }
+        guard now - since >= Self.longestSetUpSeconds else { throw Postponed.bluetoothdSettingUp(settingUp) }
         my.setUp = .done
         logger.notice("bluetoothd has offered no advertising on \(settingUp) for \(Int(Self.longestSetUpSeconds)) s: scanning passively all the same")
     }
