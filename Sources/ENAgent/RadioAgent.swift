@@ -7,11 +7,13 @@ import ENSystemd
 ///
 /// Runs on its serial queue, which it shares with its radio (it calls the radio there, and the
 /// radio hands it what it hears there); `report(_:)` may be called from any thread. Its mutable
-/// state and the key schedule live in `onQueue`, bound to that queue.
+/// state and the key schedule live in `onQueue`, bound to that queue. Sightings are written on a
+/// queue of their own (`SightingWriter`).
 public final class RadioAgent: RadioListener {
     private let queue: DispatchQueue
     private let radio: any Radio
     private let store: any RadioAgentStore
+    private let writer: SightingWriter
     private let clock: any AgentClock
     private let schedule: RadioSchedule
     private let metadata: Metadata
@@ -77,13 +79,13 @@ public final class RadioAgent: RadioListener {
         var lastRefusal: String?
     }
 
-    /// What waits for the store, and why.
+    /// What the writer has not been handed yet, and what the store's last answers were.
     private struct StoreBacklog {
-        /// What the radio heard and the store has not taken yet: each identifier's receptions of
-        /// a scan merged into one sighting (`MergedSightings`).
+        /// What the radio heard since the last hand-over to the writer: each identifier's
+        /// receptions of a scan merged into one sighting (`MergedSightings`).
         var pending = MergedSightings()
-        /// The scans that ended since the store last took them: the store keeps every scan, also
-        /// one that heard nothing, since detection weighs a sighting by the time since the scan
+        /// The scans that ended since the last hand-over: the store keeps every scan, also one
+        /// that heard nothing, since detection weighs a sighting by the time since the scan
         /// before its own.
         var endedScans = [ClosedRange<Int64>]()
         /// The last write to the store failed (a full disk): nothing is advertised, since neither a
@@ -92,8 +94,6 @@ public final class RadioAgent: RadioListener {
         /// The store refused sightings, the disk below its reserve (`DiskReserve`): they wait in
         /// memory, and the advertisement goes on, its key and interval written in the reserve.
         var waitsForDisk = false
-        /// Sightings dropped from memory since the store last failed.
-        var dropped = 0
     }
 
     private var my: Confined {
@@ -145,13 +145,6 @@ public final class RadioAgent: RadioListener {
         * (ScanIntervalSeconds.range.upperBound / RadioSchedule.shortestPauseSeconds + 1)
     /// The advertisers around one scan that it records whole (issue 56).
     public static let crowdRecordedWhole = 1_000
-    /// Sightings held in memory at most while the store cannot be written (about 3 MB at 15
-    /// receptions each, 104 bytes a sighting and 3 a reception; at most about 17 MB); the oldest
-    /// go first beyond it.
-    static let maximumPending = 20_000
-    /// Ended scans held in memory at most while the store cannot be written: a month of the
-    /// standard schedule (one scan every 5 minutes); the oldest go first beyond it.
-    static let maximumPendingScans = 31 * 24 * 12
     /// While the store cannot be written, try again this often.
     static let storeRetrySeconds = 10.0
     /// Own RPIs remembered, so that the device never records itself even just after a rotation.
@@ -174,6 +167,7 @@ public final class RadioAgent: RadioListener {
         onQueue = QueueBound(Confined(keys: keys, advertiser: Advertiser(logger: logger), scan: Scanner(logger: logger)), queue: queue)
         self.radio = radio
         self.store = store
+        writer = SightingWriter(store: store)
         self.clock = clock
         self.schedule = schedule
         self.metadata = metadata
@@ -189,7 +183,8 @@ public final class RadioAgent: RadioListener {
         } }
     }
 
-    /// Stops the radio at once and writes the sightings still pending.
+    /// Stops the radio at once and writes the sightings still pending; returns once they are
+    /// written (or refused).
     public func stop() {
         queue.sync { changing {
             my.rotation.timer?.cancel()
@@ -197,6 +192,7 @@ public final class RadioAgent: RadioListener {
             enter(.idle, because: "the agent stopped")
             endScan(because: "the agent stopped")
         } }
+        writer.drain()
     }
 
     /// The radio went away (bluetoothd stopped, the adapter vanished): it took the advertisement
@@ -247,14 +243,14 @@ public final class RadioAgent: RadioListener {
     /// all that is done, whatever happened (it lets the machine sleep).
     public func prepareForSleep(then done: @escaping @Sendable () -> Void) {
         async { [self] in
-            defer { done() }
-            guard running else { return }
+            guard running else { return done() }
             my.rotation.timer?.cancel()
             my.cycle.timer?.cancel()
             // The advertisement first (`enter` takes it off): logind's delay may be short.
             enter(.asleep, because: "the system is going to sleep")
             endScan(because: "the system is going to sleep")
             logger.info("the system is going to sleep: advertisement and scan stopped until it wakes")
+            writer.afterWrites(done)
         }
     }
 
@@ -333,9 +329,13 @@ public final class RadioAgent: RadioListener {
         }
     }
 
-    /// Answers once the agent's queue has run everything before: a wedged queue never answers,
-    /// which is what the watchdog is for.
-    public var isResponsive: Bool { queue.sync { true } }
+    /// Answers once the agent's queue has run everything before, and the writes handed over
+    /// are done: a wedged queue or a hung write never answers, which is what the watchdog is for.
+    public var isResponsive: Bool {
+        queue.sync {}
+        writer.drain()
+        return true
+    }
 
     /// What a radio error means for the agent's status: anything but a known problem (bluetoothd
     /// missing from the bus, say) counts as Bluetooth being off.
@@ -376,12 +376,6 @@ public final class RadioAgent: RadioListener {
         }
         my.cycle.sightings += 1
         my.backlog.pending.start(sighting)
-        if my.backlog.pending.count > Self.maximumPending {
-            // A tenth at a time, so that a long outage does not move the whole array per report.
-            let excess = my.backlog.pending.count - Self.maximumPending + Self.maximumPending / 10
-            my.backlog.dropped += excess
-            my.backlog.pending.removeFirst(excess)
-        }
     }
 
     // MARK: On the queue
@@ -530,7 +524,6 @@ public final class RadioAgent: RadioListener {
         guard let started = my.cycle.startedAt else { return }
         let now = clock.now
         my.backlog.endedScans.append(started...max(started, endedAt ?? now))
-        if my.backlog.endedScans.count > Self.maximumPendingScans { my.backlog.endedScans.removeFirst() }
         my.cycle.startedAt = continuing ? now : nil
     }
 
@@ -623,20 +616,24 @@ public final class RadioAgent: RadioListener {
         }
     }
 
-    /// Writes the sightings waiting and the scans ended; sightings go with the scan they were heard
-    /// in as far as it went, so that none is stored without it.
+    /// Hands the sightings waiting and the scans ended to the writer; sightings go with the scan
+    /// they were heard in as far as it went, so that none is stored without it.
     private func flush() {
         guard !my.backlog.pending.isEmpty || !my.backlog.endedScans.isEmpty else { return }
         let running = my.backlog.pending.isEmpty ? nil : my.cycle.startedAt.map { $0...max($0, clock.now) }
-        do {
-            try store.record(my.backlog.pending, scans: my.backlog.endedScans + (running.map { [$0] } ?? []))
-            logger.debug("stored \(my.backlog.pending.count) sightings and \(my.backlog.endedScans.count) ended scans")
-            my.backlog.pending.removeAll()
-            my.backlog.endedScans.removeAll()
-            if my.backlog.storeFailing || my.backlog.waitsForDisk {
-                if my.backlog.dropped > 0 { logger.warning("\(my.backlog.dropped) sightings were dropped while the database could not take them") }
-                my.backlog.dropped = 0
-            }
+        writer.write(my.backlog.pending, scans: my.backlog.endedScans + (running.map { [$0] } ?? [])) { [self] outcome in
+            async { [self] in stored(outcome) }
+        }
+        my.backlog.pending.removeAll()
+        my.backlog.endedScans.removeAll()
+    }
+
+    /// Takes the writer's word on a write: the status and the journal follow the store.
+    private func stored(_ outcome: SightingWriter.Outcome) {
+        switch outcome {
+        case .written(let sightings, let scans, let dropped):
+            logger.debug("stored \(sightings) sightings and \(scans) ended scans")
+            if dropped > 0 { logger.warning("\(dropped) sightings were dropped while the database could not take them") }
             if my.backlog.waitsForDisk {
                 my.backlog.waitsForDisk = false
                 logger.notice("the disk has room above its reserve again: sightings are written")
@@ -644,16 +641,16 @@ public final class RadioAgent: RadioListener {
             if my.backlog.storeFailing {
                 my.backlog.storeFailing = false
                 logger.notice("the database can be written again")
-                if !onAir { rotate() }
+                if running && !onAir { rotate() }
             }
-        } catch .belowDiskReserve(let path, let free, let reserve) {
+        case .refused(.belowDiskReserve(let path, let free, let reserve), let held):
             if !my.backlog.waitsForDisk {
-                logger.warning("\(StoreError.belowDiskReserve(path: path, free: free, reserve: reserve)) Keeping \(my.backlog.pending.count) sightings in memory "
-                               + "(at most \(Self.maximumPending)); advertising goes on.")
+                logger.warning("\(StoreError.belowDiskReserve(path: path, free: free, reserve: reserve)) Keeping \(held) sightings in memory "
+                               + "(at most \(SightingWriter.maximumHeld)); advertising goes on.")
                 my.backlog.waitsForDisk = true
             }
-        } catch {
-            storeFailed(error, doing: "store \(my.backlog.pending.count) sightings, keeping them in memory (at most \(Self.maximumPending))")
+        case .refused(let error, let held):
+            storeFailed(error, doing: "store \(held) sightings, keeping them in memory (at most \(SightingWriter.maximumHeld))")
         }
     }
 

@@ -124,6 +124,12 @@ public struct MergedSightings: Sendable {
         open.removeAll()
     }
 
+    /// Adds `other`'s records after these, every record closed: what two scans heard, in order.
+    public mutating func append(contentsOf other: MergedSightings) {
+        records += other.records
+        open.removeAll()
+    }
+
     /// Forgets every record.
     public mutating func removeAll() {
         records.removeAll()

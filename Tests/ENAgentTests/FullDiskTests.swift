@@ -19,16 +19,6 @@ import Testing
         }
     }
 
-    /// Until when `condition` holds, polling for at most `seconds`.
-    func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return try condition()
-    }
-
     /// An agent running on `store` that has stored the sightings of ten phones.
     func runningWithTenSightings(on store: AgentStore) throws -> (agent: RadioAgent, radio: RecordingRadio, states: StateLog) {
         let radio = RecordingRadio()
