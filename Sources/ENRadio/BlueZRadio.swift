@@ -1248,12 +1248,13 @@ public final class BlueZRadio: Radio {
 
     public var longestScanSeconds: Double? { scansThroughDiscovery ? Self.longestActiveScanSeconds : nil }
 
-    /// The adapter in use (for reports and the status), when one is known; its address once
-    /// BlueZ has given it.
+    /// The adapter in use (for reports and the status), when one is known: the one configured by
+    /// name, else the advertisement's or the scan's, else the one found last (while bluetoothd is
+    /// away, say); its address once BlueZ or the kernel has given it.
     private var adapterInUse: AdapterIdentity? {
         let configuredName: String?
         if case .name(let name)? = configuredAdapter { configuredName = name } else { configuredName = nil }
-        guard let name = configuredName ?? my.advertisement.advertisement?.adapter.name ?? my.scan.adapter?.name else { return nil }
+        guard let name = configuredName ?? my.advertisement.advertisement?.adapter.name ?? my.scan.adapter?.name ?? my.lastFound?.name else { return nil }
         return AdapterIdentity(name: name, address: my.lastFound?.name == name ? my.lastFound?.address : nil)
     }
 

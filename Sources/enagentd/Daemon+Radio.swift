@@ -25,7 +25,7 @@ extension Daemon {
     func stopRunning() {
         my.running?.stop()
         my.running = nil
-        my.radio.state = RadioState()
+        my.radio = RadioState()
     }
 
     /// Starts the radio run; the agent's changes come to the daemon's queue.
@@ -33,12 +33,10 @@ extension Daemon {
         let run = try starter.start { [weak self, queue] state in
             queue.async { [weak self] in
                 guard let self else { return }
-                self.my.radio.state = state
-                if let adapter = state.adapter { self.my.radio.adapter = adapter }
+                self.my.radio = state
                 self.apply()
             }
         }
-        my.radio.adapter = run.adapter
         return run
     }
 }

@@ -37,7 +37,8 @@ final class Daemon: Sendable {
         /// What runs while the status allows it; nil while it does not.
         var running: Running?
         var statusLook = StatusLook()
-        var radio = RadioShown()
+        /// The radio's state as the agent last derived it, the adapter in use with it.
+        var radio = RadioState()
         var announcer = Announcer()
         var reminders = Reminders()
     }
@@ -64,13 +65,6 @@ final class Daemon: Sendable {
         var clockTrusted = false
     }
 
-    /// The radio as the status and the properties show it: its state as the agent last derived it,
-    /// and the adapter in use.
-    struct RadioShown {
-        var state = RadioState()
-        var adapter = AdapterIdentity()
-    }
-
     /// Where the daemon's changes and signals go: the API's object.
     struct Announcer {
         /// Called with the facts that may have changed.
@@ -91,8 +85,8 @@ final class Daemon: Sendable {
         _modify { yield &onQueue.value }
     }
 
-    var radioState: RadioState { my.radio.state }
-    var adapterName: String { my.radio.adapter.name }
+    var radioState: RadioState { my.radio }
+    var adapterName: String { my.radio.adapter?.name ?? "" }
     var reminders: [Reminder] { my.reminders.due }
     /// Called on `queue` with the facts that may have changed.
     var onChange: ((Set<DaemonFact>) -> Void)? { my.announcer.onChange }
@@ -184,7 +178,7 @@ final class Daemon: Sendable {
             let paused = try storedPausedUntil()
             my.statusLook.storeReadError = nil
             let status = AgentStatus.of(consent: consent, pausedUntil: paused, now: clock.now, clockTrusted: my.statusLook.clockTrusted,
-                                        radioProblem: radioAgent == nil ? nil : my.radio.state.problem)
+                                        radioProblem: radioAgent == nil ? nil : my.radio.problem)
             return (status, status == .paused ? paused : nil)
         } catch {
             if my.statusLook.storeReadError == nil { logger.error("cannot read the agent's state: \(error)") }
@@ -227,14 +221,14 @@ final class Daemon: Sendable {
     }
 
     private func statusText(_ status: AgentStatus, pauseEnd: Int64?) -> String {
-        status.line(StatusDetails(radioOff: radioStarter == nil, pauseEnd: pauseEnd, adapter: my.radio.adapter.name, configuredAdapter: radioStarter?.configuredAdapter,
-                                  advertisingResumesAt: my.radio.state.advertisingResumesAt, storePath: store.path, storeReadError: my.statusLook.storeReadError,
+        status.line(StatusDetails(radioOff: radioStarter == nil, pauseEnd: pauseEnd, adapter: adapterName, configuredAdapter: radioStarter?.configuredAdapter,
+                                  advertisingResumesAt: my.radio.advertisingResumesAt, storePath: store.path, storeReadError: my.statusLook.storeReadError,
                                   storeRetrySeconds: Int(Self.storeRetrySeconds)))
     }
 
     var adapterRssiCorrections: [AdapterRssiCorrection] {
         dispatchPrecondition(condition: .onQueue(queue))
-        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: my.radio.adapter.name, address: my.radio.adapter.address)
+        return Self.adapterRssiCorrections(detection.rssiCorrections, adapterInUse: adapterName, address: my.radio.adapter?.address)
     }
 
     /// The adapter in use (its name "" when there is none), then every other adapter

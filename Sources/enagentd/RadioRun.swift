@@ -6,13 +6,10 @@ import ENCore
 /// stops the agent, which writes the sightings still pending, and then releases every one of them.
 final class RadioRun {
     let agent: RadioAgent
-    /// The adapter as the run found it at its start.
-    let adapter: AdapterIdentity
     private let release: () -> Void
 
-    init(agent: RadioAgent, adapter: AdapterIdentity, release: @escaping () -> Void) {
+    init(agent: RadioAgent, release: @escaping () -> Void) {
         self.agent = agent
-        self.adapter = adapter
         self.release = release
     }
 
@@ -31,6 +28,7 @@ struct RadioStarter: Sendable {
     /// The adapter the configuration names, for the status while the radio has found none.
     let configuredAdapter: String?
     /// Starts the agent and its radio; `onChange` hears, on the radio's queue, each state the agent
-    /// derives (with the adapter then in use, nil when none is known).
+    /// derives (with the adapter then in use, nil when none is known), the first before `start`
+    /// returns.
     let start: @Sendable (_ onChange: @escaping @Sendable (RadioState) -> Void) throws -> RadioRun
 }

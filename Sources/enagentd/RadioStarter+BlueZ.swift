@@ -21,14 +21,6 @@ extension RadioStarter {
             let bluez = BlueZRadio(client: BlueZClient(connection: bus), management: KernelManagement(), adapter: settings.adapter,
                                    mayPowerOn: settings.powerOn, scanMode: settings.scan.mode, store: store, logger: logger, queue: radioQueue,
                                    bluetoothd: bluetoothd)
-            let adapter: AdapterIdentity
-            do {
-                adapter = BlueZRadio.identity(of: try radioQueue.sync { try bluez.adapter() })
-            } catch {
-                // The agent meets the same problem at once and its status says so.
-                logger.info("no adapter at the start: \(error)")
-                if case .name(let name)? = settings.adapter { adapter = AdapterIdentity(name: name) } else { adapter = AdapterIdentity() }
-            }
             // The controller's own power replaces it where the radio learns it (`Radio.advertise`).
             let metadata = Metadata(transmitPower: settings.txPower)
             let agent = RadioAgent(radio: bluez, keys: try KeySchedule(store: store, clock: clock, retention: retention), store: store,
@@ -49,7 +41,7 @@ extension RadioStarter {
                 }
             }]
             agent.start()
-            return RadioRun(agent: agent, adapter: adapter) {
+            return RadioRun(agent: agent) {
                 subscriptions.forEach { $0.cancel() }
                 if let watchOn = radioQueue.sync(execute: { bluez.endRun() }) {
                     radioQueue.asyncAfter(deadline: .now() + watchOn) { managementWatch?.cancel() }

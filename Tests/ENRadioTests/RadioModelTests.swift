@@ -834,6 +834,8 @@ struct RadioDefectTests {
             driver.settle()
             #expect(!driver.scanning && !kernel.snapshot.scanning && !kernel.snapshot.scansPassively,
                     "stalled \(stalled): nothing scans while bluetoothd is away: \(RandomSequenceTests.commands(kernel))")
+            #expect(driver.onQueue { driver.radio.activity.adapter } == AdapterIdentity(name: "hci0", address: BluetoothAddress("00:1A:7D:DA:71:13")),
+                    "the adapter found last is still the one in use, for the status and the properties")
             driver.bluetoothd.starts()
             kernel.bluetoothdStarts()
             driver.returned()

@@ -133,7 +133,7 @@ struct DaemonStatusTests {
         queue.sync { daemon.apply() }
         heard(1)
         queue.sync {
-            daemon.my.radio.state = RadioState(scanning: true)
+            daemon.my.radio = RadioState(scanning: true)
             daemon.apply()
         }
         heard(2)

@@ -43,7 +43,7 @@ struct RadioRunTests {
         let agent = RadioAgent(radio: LoggingRadio(log: log), keys: try KeySchedule(store: store, clock: clock), store: store, clock: clock,
                                schedule: .standard, metadata: Metadata(transmitPower: -4), logger: Logger(label: "test"))
         agent.start()
-        let run = RadioRun(agent: agent, adapter: AdapterIdentity(name: "hci0")) { log.append("released") }
+        let run = RadioRun(agent: agent) { log.append("released") }
         run.stop()
         #expect(log.all == ["advertise", "startScanning", "stopAdvertising", "stopScanning", "released"])
     }
