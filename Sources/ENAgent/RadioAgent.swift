@@ -66,9 +66,9 @@ public final class RadioAgent: RadioListener {
     /// The scan schedule's cycle.
     private struct ScanCycle {
         var timer: (any DispatchSourceTimer)?
-        /// When the radio was last asked for what may start the scan (a start, or the advertisement
-        /// a scan waits for).
-        var askedAt: Int64?
+        /// The first reception since the radio was last asked for what may start the scan (a
+        /// start, or the advertisement a scan waits for): the scan ran by then.
+        var firstHeardSinceAsked: Int64?
         /// When the scan of the current cycle first ran; nil while none has.
         var startedAt: Int64?
         /// Sightings started in the current scan, and the receptions refused beyond
@@ -366,6 +366,7 @@ public final class RadioAgent: RadioListener {
         }
         let rpi = report.serviceData.withUnsafeBytes { Bytes16($0) }
         guard !my.rotation.ownIdentifiers.contains(rpi) else { return }
+        if my.cycle.startedAt == nil && my.cycle.firstHeardSinceAsked == nil { my.cycle.firstHeardSinceAsked = time }
         let sighting = Sighting(rpi: rpi, aem: AssociatedEncryptedMetadata(bytes: report.serviceData[16...])!,
                                 rssi: report.rssi.flatMap(Sighting.rssi(reported:)), time: time, adapter: report.adapter,
                                 adapterAddress: report.adapterAddress)
@@ -441,7 +442,7 @@ public final class RadioAgent: RadioListener {
                 try store.set(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue)
                 my.rotation.lastOnAir = .interval(broadcast.interval)
                 var advertised = broadcast, sent = metadata
-                my.cycle.askedAt = now
+                my.cycle.firstHeardSinceAsked = nil
                 try radio.advertise { [self] selectedPower in
                     // The metadata carries the TX power the controller chose for this advertisement.
                     if let selectedPower, selectedPower != sent.transmitPower {
@@ -505,14 +506,17 @@ public final class RadioAgent: RadioListener {
         my.scan.enter(new, because: reason())
     }
 
-    /// Begins the cycle's record once the scan the agent wants first runs. A controller reports
-    /// what it hears as soon as its scan is enabled, before the radio returns (RootCanal's first
-    /// reports came 0.0–0.2 s after the enable, while BlueZRadio waited for the kernel's
-    /// Discovering event): the record starts when the radio was asked, so that no sighting falls
-    /// before it.
+    /// Begins the cycle's record once the scan the agent wants first runs: now, or at the first
+    /// reception since the radio was asked, if earlier. A controller reports what it hears as soon
+    /// as its scan is enabled, before the radio returns (RootCanal's first reports came 0.0–0.2 s
+    /// after the enable, while BlueZRadio waited for the kernel's Discovering event), so no
+    /// sighting falls before its scan; and a call that waited on bluetoothd does not count as
+    /// scan time (the RootCanal crowd's record of one of b's scans began 10.1 s before the scan
+    /// did, when it began at the ask).
     private func noteScanRunning() {
         guard my.scan.state == .started, my.cycle.startedAt == nil, radio.activity.scan == .running else { return }
-        my.cycle.startedAt = my.cycle.askedAt ?? clock.now
+        let now = clock.now
+        my.cycle.startedAt = min(now, my.cycle.firstHeardSinceAsked ?? now)
         logger.debug("scan: the radio runs it (a scan cycle)")
     }
 
@@ -567,7 +571,7 @@ public final class RadioAgent: RadioListener {
     private func beginScan() -> Bool {
         do {
             if my.scan.state != .started {
-                my.cycle.askedAt = clock.now
+                my.cycle.firstHeardSinceAsked = nil
                 try radio.startScanning()
                 enterScan(.started, because: "a scan cycle")
                 noteScanRunning()
