@@ -151,6 +151,8 @@ public final class RadioAgent: RadioListener {
     static let ownIdentifierMemory = 4
     /// After the radio refused, try again this soon (bluetoothd may be restarting).
     static let retrySeconds = 1.0
+    /// While another write holds the store, a rotation tries again this soon.
+    static let busyStoreRetrySeconds = 0.1
     /// The scan's pause when the agent steps aside for another program's advertisement on a
     /// legacy controller: longer than the kernel's turn of 2 s (`adapterUnfitForAdvertising`).
     static let sharedAdapterScanPause = 2.5
@@ -439,7 +441,13 @@ public final class RadioAgent: RadioListener {
                     my.rotation.rolledButNotAired = broadcast.rpi
                     logger.info("rolled to a fresh key for the rest of the day: this interval's identifier was on the air before the restart")
                 }
-                try store.set(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue)
+                // Not waiting for another write (a scan's sightings, the upkeep's checkpoint): the
+                // radio's events wait with this queue, and in the RootCanal crowd an adapter turned
+                // connectable went unheeded for 2.3 s while a rotation waited for the store.
+                guard try store.setUnlessBusy(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue) else {
+                    logger.debug("the rotation waits for the store, which another write holds")
+                    return scheduleRotation(in: Self.busyStoreRetrySeconds)
+                }
                 my.rotation.lastOnAir = .interval(broadcast.interval)
                 var advertised = broadcast, sent = metadata
                 my.cycle.firstHeardSinceAsked = nil

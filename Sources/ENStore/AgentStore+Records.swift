@@ -9,13 +9,19 @@ extension AgentStore {
 
     /// Sets `name` to `value`; nil removes it.
     public func setSetting(_ name: String, to value: String?) throws(StoreError) {
-        try write { db in
-            if let value {
-                try db.execute("INSERT INTO setting (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                               name, value)
-            } else {
-                try db.execute("DELETE FROM setting WHERE name = ?", name)
-            }
+        try write { db in try Self.setSetting(name, to: value, in: db) }
+    }
+
+    /// Sets `name` to `value` unless another write holds the store; false then, and nothing is set.
+    public func setSettingUnlessBusy(_ name: String, to value: String?) throws(StoreError) -> Bool {
+        try writeUnlessBusy { db in try Self.setSetting(name, to: value, in: db) } != nil
+    }
+
+    private static func setSetting(_ name: String, to value: String?, in db: SQLiteConnection) throws {
+        if let value {
+            try db.execute("INSERT INTO setting (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", name, value)
+        } else {
+            try db.execute("DELETE FROM setting WHERE name = ?", name)
         }
     }
 

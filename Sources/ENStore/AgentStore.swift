@@ -77,6 +77,17 @@ public final class AgentStore: Sendable {
         }
     }
 
+    /// Runs `body` in a transaction unless another write holds the writer (a scan's sightings, a
+    /// checkpoint: seconds on a slow disk); nil then, with nothing written.
+    func writeUnlessBusy<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T? {
+        try checkOpen()
+        do {
+            return try writer.withLockIfAvailable { connection in try connection.transaction(.immediate) { try body(connection) } }
+        } catch {
+            throw Self.translate(error, path: path)
+        }
+    }
+
     /// Runs `body` on one snapshot of the database, beside the writer and other readers.
     func read<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T {
         try checkOpen()

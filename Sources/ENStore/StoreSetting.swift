@@ -76,6 +76,10 @@ public protocol SettingStore: Sendable {
     func setting(_ name: String) throws(StoreError) -> String?
     /// Sets `name` to `value`; nil removes it.
     func setSetting(_ name: String, to value: String?) throws(StoreError)
+    /// Sets `name` to `value` unless another write holds the store (a scan's sightings being
+    /// written, the upkeep's checkpoint: seconds on a slow disk); false then, and nothing is set.
+    /// A store whose writes never wait for each other sets it at once (the default).
+    func setSettingUnlessBusy(_ name: String, to value: String?) throws(StoreError) -> Bool
 }
 
 extension SettingStore {
@@ -90,6 +94,16 @@ extension SettingStore {
     /// Sets the setting to `value`; nil removes it.
     public func set<Value>(_ setting: StoreSetting<Value>, to value: Value?) throws(StoreError) {
         try setSetting(setting.name, to: value.map(setting.encode))
+    }
+
+    /// Sets the setting to `value` unless another write holds the store (`setSettingUnlessBusy`).
+    public func setUnlessBusy<Value>(_ setting: StoreSetting<Value>, to value: Value?) throws(StoreError) -> Bool {
+        try setSettingUnlessBusy(setting.name, to: value.map(setting.encode))
+    }
+
+    public func setSettingUnlessBusy(_ name: String, to value: String?) throws(StoreError) -> Bool {
+        try setSetting(name, to: value)
+        return true
     }
 }
 

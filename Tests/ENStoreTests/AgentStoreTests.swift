@@ -514,6 +514,26 @@ import Testing
         #expect(try !store.hasProcessedKeyFile(sha256: Array(repeating: 8, count: 32)))
     }
 
+    /// A setting set unless the store is busy is set at once when no other write holds the
+    /// writer, and not at all while one does (the radio's queue must not wait for a scan's
+    /// sightings or a checkpoint).
+    @Test func aSettingUnlessBusyIsSetOnlyWhenNoWriteHoldsTheStore() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        #expect(try store.setUnlessBusy(StoreSettings.advertisedInterval, to: 2_992_886))
+        #expect(try store.value(StoreSettings.advertisedInterval) == 2_992_886)
+        let writing = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? store.write { _ in
+                writing.signal()
+                done.wait()
+            }
+        }
+        writing.wait()
+        #expect(try !store.setUnlessBusy(StoreSettings.advertisedInterval, to: 2_992_887))
+        done.signal()
+        #expect(try store.setting("advertised-interval") == "2992886", "nothing set while the store was busy")
+    }
+
     /// Each setting reads back what it wrote, under its own name; a text that is not a value of
     /// its kind (a hand edit, damage) is an error naming the setting, never "none".
     @Test func typedSettingsRoundTripAndRefuseDamage() throws {
