@@ -11,15 +11,29 @@ extension Daemon {
         try upkeep.run()
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Upkeep.period, repeating: Upkeep.period)
-        timer.setEventHandler { [weak self, logger] in
-            do {
-                if try upkeep.run() { self?.radioAgent?.clockStepped() }
-            } catch {
-                logger.error("upkeep failed: \(error)")
-            }
-        }
+        timer.setEventHandler { [weak self] in self?.runUpkeep() }
         timer.resume()
         my.running = Running(upkeepTimer: timer, radio: try radioStarter.map(startRadio))
+    }
+
+    /// The upkeep's run while the agent runs; a step of the clock or a sleep it finds brings the
+    /// radio a fresh identifier, or the wait for a later interval.
+    func runUpkeep() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard my.running != nil, let upkeep = my.upkeep else { return }
+        do {
+            if try upkeep.run() { radioAgent?.clockStepped() }
+        } catch {
+            logger.error("upkeep failed: \(error)")
+        }
+    }
+
+    /// The wall clock was set (`ClockChanges`): the upkeep looks at it at once, and the status
+    /// too (a pause may have ended by the new time).
+    func clockWasSet() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        runUpkeep()
+        apply()
     }
 
     func stopRunning() {

@@ -153,6 +153,8 @@ struct Enagentd: ParsableCommand {
         if !gate.isOpen { logger.warning("the system clock is not synchronised: no keys and no sightings until it is") }
         gate.whenOpen { daemon.clockBecameTrusted() }
         let watchdog = Watchdog.start(on: .main) { daemon.isHealthy }
+        let clockChanges = ClockChanges(queue: .main) { daemon.clockWasSet() }
+        if clockChanges == nil { logger.info("cannot hear the clock being set (timerfd): a step is noticed within a minute") }
         let codeDrops: (any DispatchSourceTimer)?
         switch residency {
         case .success(let residency):
@@ -161,6 +163,6 @@ struct Enagentd: ParsableCommand {
             codeDrops = nil
             logger.info("code touched once stays resident (more memory, nothing else): \(error)")
         }
-        withExtendedLifetime((termination, watchdog, codeDrops)) { dispatchMain() }
+        withExtendedLifetime((termination, watchdog, clockChanges, codeDrops)) { dispatchMain() }
     }
 }

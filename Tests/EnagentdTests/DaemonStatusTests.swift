@@ -70,6 +70,28 @@ struct DaemonStatusTests {
         #expect(lines.all.count == 1, "no timer for a pause end that was not known")
     }
 
+    /// The wall clock set past the pause's end (`ClockChanges`) ends the pause then, not at the
+    /// time the pause's timer was armed for by the clock before; the upkeep's look at the clock
+    /// notes the step.
+    @Test func aClockSetPastThePausesEndEndsItAtOnce() throws {
+        let store = try AgentStore(path: directory.file("enagent.db"))
+        let clock = SimulatedClock(1_700_006_400)
+        try store.recordConsent(ConsentEvent(granted: true, recordedAt: clock.now))
+        try store.set(StoreSettings.pausedUntil, to: clock.now + 3_600)
+        let capture = LogCapture()
+        let daemon = Daemon(store: store, clock: clock, retention: .protocolDefault, synchronisation: nil, radio: nil,
+                            trustedKeys: [], logger: capture.logger(), queue: queue, reportStatus: lines.append)
+        queue.sync { daemon.clockBecameTrusted() }
+        #expect(lines.all.last == "paused until \(clock.now + 3_600) (unix time)")
+        clock.step(by: 7_200)
+        queue.sync { daemon.clockWasSet() }
+        #expect(daemon.perform { daemon.my.running != nil }, "running again: \(lines.all)")
+        clock.step(by: 600)
+        queue.sync { daemon.clockWasSet() }
+        #expect(capture.records.contains { $0.message.hasPrefix("the system clock was stepped forward by 600 s") }, "\(capture.records.map(\.message))")
+        queue.sync { daemon.stop() }
+    }
+
     /// A store that cannot be read is looked at again by itself, and what it says then applies.
     @Test func anUnreadableStoreIsReadAgainByItself() throws {
         let path = directory.file("enagent.db"), away = directory.file("away.db")

@@ -374,7 +374,6 @@ if [ "$extended" = yes ]; then
 else
     figure "another program's advertisement: not run on this legacy (BT 4.x) controller, whose one advertising set the kernel lends to each instance in turn, each turn from a new address: enagentd steps aside there (adapter-shared; make lab-test's SECOND ADVERTISER checks it)"
 fi
-clock_back_to "$sleep_stepped_at" "$sleep_uptime"  # before the sleep's and these days' steps
 
 step "idle footprint (radio on: advertising, a 4 s scan every 30 s)"
 sleep 10
@@ -391,6 +390,10 @@ figure "enagentd writes to disk while idle: $(( written_after - written_before )
 started=$(systemctl show -p ExecMainStartTimestampMonotonic --value enagentd) ready=$(systemctl show -p ActiveEnterTimestampMonotonic --value enagentd)
 figure "enagentd from exec to READY=1: $(( (ready - started) / 1000 )) ms (its last start, emulated core)"
 
+# Back from the sleep's and these days' steps (after the idle footprint: the agent, which hears the
+# step at once, then waits for the last interval it put on the air, a day ahead, and is silent).
+clock_back_to "$sleep_stepped_at" "$sleep_uptime"
+
 step "the wall clock stepped back a day, then forward a year"
 snapshot keys-before-steps.json
 stepped_at=$(date +%s) stepped_uptime=$(cut -d. -f1 /proc/uptime)
@@ -401,10 +404,13 @@ record clock-back status="$(status_json)" radio="$(radio hci0)"
 snapshot keys-after-back.json
 record clock-back-keys before=keys-before-steps.json after=keys-after-back.json
 forward_at=$(( stepped_at + 365 * 86400 ))
+forward_cursor=$(journalctl -u enagentd -n 1 --show-cursor -o cat | sed -n 's/^-- cursor: //p')
 date -s "@$forward_at" > /dev/null
 back=$(advertised "$forward_at" 90)
 wait_for 90 status_is active
-sleep 65  # an upkeep with retention after the step
+# The upkeep that noted the step applied retention right after its warning.
+noted_forward() { journalctl -u enagentd --after-cursor "$forward_cursor" -o cat | grep -q 'clock was stepped forward'; }
+wait_for 70 noted_forward; sleep 2
 snapshot keys-after-forward.json
 record clock-forward back="$back" status="$(status_json)" before=keys-before-steps.json after=keys-after-forward.json
 record clock-forward-keys before=keys-after-back.json after=keys-after-forward.json at="$forward_at"
