@@ -175,6 +175,10 @@ class ReplayedService(Replay):
         back = labframe.Lab(self.folder).phase("kill-restart")["back"]
         self.assertEqual(self.failing(self.doctored_phase("kill-restart", back="10.7 " + back.split(" ", 1)[1])), {"kill-restart"})
 
+    def test_a_clock_step_acted_on_a_minute_late_fails_only_clock_forward(self):
+        back = labframe.Lab(self.folder).phase("clock-forward")["back"]
+        self.assertEqual(self.failing(self.doctored_phase("clock-forward", back="50.3 " + back.split(" ", 1)[1])), {"clock-forward"})
+
     def test_a_service_ended_otherwise_than_by_the_watchdog_fails_only_watchdog_restart(self):
         self.assertEqual(self.failing(self.doctored_phase("watchdog-restart", ended_by="Failed with result 'signal'")), {"watchdog-restart"})
 

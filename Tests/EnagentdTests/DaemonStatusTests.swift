@@ -92,6 +92,12 @@ struct DaemonStatusTests {
         queue.sync { daemon.stop() }
     }
 
+    /// The kernel gives the timer that hears the clock being set (the service lab sets the clock
+    /// and times what follows; a test may not).
+    @Test func theKernelGivesTheTimerThatHearsTheClockSet() {
+        #expect(ClockChanges(queue: queue) {} != nil)
+    }
+
     /// A store that cannot be read is looked at again by itself, and what it says then applies.
     @Test func anUnreadableStoreIsReadAgainByItself() throws {
         let path = directory.file("enagent.db"), away = directory.file("away.db")
