@@ -306,7 +306,8 @@ lab-matrix:
 # as PID 1 (Debian's dbus and bluetooth services, the Swift toolchain hidden), then run and
 # checked with the README's commands (lab/service-lab.sh, lab/systemd/checks.sh); cockpit-enagent
 # too, with cockpit.socket started and a member's login over TLS on port 9090 (the guest's Cockpit
-# is the host's cockpit-ws and cockpit-bridge, installed here). About 10 minutes under TCG (586 s on 2026-12-01, 11 to 15 before enagentd heard clock steps at once).
+# is the host's cockpit-ws and cockpit-bridge, installed here). About 10 minutes under TCG (586 s
+# on 2026-12-01; 11 to 15 before enagentd heard clock steps at once).
 lab-service: deps
 	@scripts/install-deps.sh cockpit-ws cockpit-bridge curl openssl
 	LAB=$(LAB) SWIFT=$(SWIFT) lab/service-lab.sh $(DIST)/$(DEB_NAME).deb $(COCKPIT_DEB)
