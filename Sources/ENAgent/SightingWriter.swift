@@ -35,9 +35,9 @@ final class SightingWriter: Sendable {
     private let store: any RadioAgentStore
     private let unwritten: QueueBound<Unwritten>
 
-    init(store: any RadioAgentStore, queue: DispatchQueue = DispatchQueue(label: "enagent.sightings")) {
+    init(store: any RadioAgentStore) {
         self.store = store
-        unwritten = QueueBound(Unwritten(), queue: queue)
+        unwritten = QueueBound(Unwritten(), queue: DispatchQueue(label: "enagent.sightings"))
     }
 
     /// Writes `sightings` and `scans` after what waits already, all in one transaction, and tells
