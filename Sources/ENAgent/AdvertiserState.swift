@@ -1,40 +1,44 @@
 import ENCore
 import ENSystemd
 
-/// Where the agent's advertisement is: each case carries what only it needs. `RadioAgent` moves it
-/// through its `enter` alone; the status and the D-Bus properties derive from it
-/// (`RadioState.init(advertiser:scan:storeFailing:)`).
+/// Where the agent wants its advertisement, and its own reasons to hold it back: each case carries
+/// what only it needs. Why the radio has none is the radio's to say (`RadioActivity`). `RadioAgent`
+/// moves it through its `enter` alone; the status and the D-Bus properties derive from it and the
+/// radio's activity (`RadioState.init(activity:advertiser:scan:storeFailing:)`).
 public enum AdvertiserState: Sendable, Equatable, CustomStringConvertible {
     /// The agent is not running.
     case idle
-    /// The identifier of `interval` is on the air.
+    /// The identifier of `interval` was put on the air.
     case onAir(interval: ENIntervalNumber)
     /// Off the air until `resumesAt` (unix time): the identifier of the interval the clock reads
     /// was on the air already (the clock went back, or a restart used up the day's keys).
     case waitingForInterval(resumesAt: Int64)
-    /// Taken off the air because the adapter turned unfit for it (connectable, or shared with
-    /// another program's advertisement on a legacy adapter); the rotation tries again each second.
-    case steppedAside(AgentStatus)
-    /// The radio refused the advertisement, or the store refused what must be kept before it
-    /// (the key, the interval on the air) or could not say which interval was last on the air.
-    case refused(AgentStatus)
-    /// The radio went away and took the advertisement with it; its return brings a fresh one,
-    /// which within the same interval costs a fresh key.
-    case radioLost
+    /// The store refused what must be kept before an advertisement (the key, the interval on the
+    /// air) or could not say which interval was last on the air.
+    case storeRefused(AgentStatus)
+    /// Off the air for what the radio says (`RadioActivity.advertisingProblem`: it refused the
+    /// advertisement, the adapter turned unfit, the radio went away), or for nothing it need show
+    /// (another program removed the advertisement): the rotation, or the radio's return, puts one on.
+    case offAir
     /// The machine sleeps; the wake (the radio's return) brings a fresh identifier.
     case asleep
-    /// Off the air with nothing to show for it: another program removed the advertisement, or a
-    /// scan that runs disproved the radio's refusal or loss. The rotation (or the radio's return)
-    /// puts one on the air again.
-    case retrying
 
-    /// What the status says of this state alone (nil: nothing holds the advertisement back).
+    /// What the status says of this state alone (nil: nothing of the agent's holds the
+    /// advertisement back).
     public var problem: AgentStatus? {
         switch self {
-        case .idle, .onAir, .asleep, .retrying: nil
+        case .idle, .onAir, .offAir, .asleep: nil
         case .waitingForInterval: .waitingForInterval
-        case .steppedAside(let problem), .refused(let problem): problem
-        case .radioLost: .bluetoothOff
+        case .storeRefused(let problem): problem
+        }
+    }
+
+    /// Whether the agent wants an advertisement on the air now, so that the radio's reason for
+    /// having none is the status's.
+    var wantsAdvertisement: Bool {
+        switch self {
+        case .onAir, .offAir: true
+        case .idle, .waitingForInterval, .storeRefused, .asleep: false
         }
     }
 
@@ -48,11 +52,9 @@ public enum AdvertiserState: Sendable, Equatable, CustomStringConvertible {
         case .idle: "idle"
         case .onAir(let interval): "on-air(interval \(interval))"
         case .waitingForInterval(let resumesAt): "waiting-for-interval(until \(resumesAt))"
-        case .steppedAside(let problem): "stepped-aside(\(problem.rawValue))"
-        case .refused(let problem): "refused(\(problem.rawValue))"
-        case .radioLost: "radio-lost"
+        case .storeRefused(let problem): "store-refused(\(problem.rawValue))"
+        case .offAir: "off-air"
         case .asleep: "asleep"
-        case .retrying: "retrying"
         }
     }
 }
@@ -99,15 +101,15 @@ public enum ScanState: Sendable, Equatable, CustomStringConvertible {
     /// Asked of the radio for this cycle: it runs, or the radio holds it (until the advertisement
     /// is on the air, say).
     case started
-    /// The radio refused the last start (retried each second): its problem takes over the status
-    /// until a scan starts.
-    case refused(AgentStatus)
+    /// The radio refused the last start (retried each second): why is the radio's to say
+    /// (`RadioActivity.scanProblem`), and that takes over the status until a scan starts.
+    case refused
 
     public var description: String {
         switch self {
         case .stopped: "stopped"
         case .started: "started"
-        case .refused(let problem): "refused(\(problem.rawValue))"
+        case .refused: "refused"
         }
     }
 }
@@ -119,17 +121,23 @@ extension RadioState {
     /// radio has it there; scanning while the agent wants a scan and the radio runs it (not while
     /// it waits or starts). The problem shown is the most pressing: the scan's refusal (the radio
     /// is not there to do anything), then an unwritable store (nothing new may go on the air until
-    /// it is written), then what holds the advertisement back, then sightings waiting (everything
-    /// else runs).
+    /// it is written), then what of the agent's holds the advertisement back, then the radio's
+    /// reason for having none where the agent wants one, then sightings waiting (everything else
+    /// runs).
     public init(activity: RadioActivity, advertiser: AdvertiserState, scan: ScanState, storeFailing: Bool, sightingsWaitForDisk: Bool = false) {
         guard advertiser != .idle else {
             self.init()
             return
         }
-        let problem: AgentStatus? = if case .refused(let scanProblem) = scan { scanProblem } else if storeFailing { .storeUnwritable }
-                                    else { advertiser.problem ?? (sightingsWaitForDisk ? .diskLow : nil) }
+        let problem: AgentStatus? = if scan == .refused, let scanProblem = activity.scanProblem { scanProblem } else if storeFailing { .storeUnwritable }
+                                    else { advertiser.problem ?? Self.radioProblem(activity, advertiser) ?? (sightingsWaitForDisk ? .diskLow : nil) }
         let resumesAt: Int64? = if problem == .waitingForInterval, case .waitingForInterval(let resumesAt) = advertiser { resumesAt } else { nil }
         self.init(advertising: advertiser.isOnAir && activity.advertisement == .onAir, scanning: scan == .started && activity.scan == .running,
                   problem: problem, advertisingResumesAt: resumesAt, adapter: activity.adapter)
+    }
+
+    /// The radio's reason for having no advertisement on the air, while the agent wants one.
+    private static func radioProblem(_ activity: RadioActivity, _ advertiser: AdvertiserState) -> AgentStatus? {
+        advertiser.wantsAdvertisement && activity.advertisement != .onAir ? activity.advertisingProblem : nil
     }
 }

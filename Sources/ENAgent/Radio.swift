@@ -6,8 +6,10 @@ public protocol Radio: AnyObject, Sendable {
     /// one, so that the address changes together with the RPI. `serviceData` is given the TX
     /// power the controller advertises at (the level it selected for the advertisement, or its
     /// advertising channel's when it does not say; nil when neither is known), which the metadata
-    /// must carry. When it throws, nothing of this advertisement went on the air. A scan
-    /// that waited for the advertisement (`startScanning`) starts with it.
+    /// must carry. When it throws, nothing of this advertisement went on the air, and, unless it
+    /// put the advertisement off (`RadioPostponement`), its `activity` says why
+    /// (`RadioActivity.advertisingProblem`). A scan that waited for the advertisement
+    /// (`startScanning`) starts with it.
     func advertise(_ serviceData: (_ selectedTransmitPower: Int8?) throws -> [UInt8]) throws
     /// Takes the advertisement off the air; when it throws, it may still be on the air.
     func stopAdvertising() throws
@@ -15,7 +17,7 @@ public protocol Radio: AnyObject, Sendable {
     /// It may wait for the advertisement to be on the air (an active scan without it could go out
     /// from the adapter's public address): it then starts with an advertisement that `advertise`
     /// puts on the air. `activity` says which. A scan put off (`RadioPostponement`) did not start,
-    /// and is asked for again shortly.
+    /// and is asked for again shortly; a scan refused otherwise, `activity` says why (`scanProblem`).
     func startScanning() throws
     /// Ends the scan and forgets the advertisers seen, so the next scan reports them again.
     func stopScanning() throws
@@ -28,9 +30,9 @@ public protocol Radio: AnyObject, Sendable {
     var activity: RadioActivity { get }
 }
 
-/// What the radio is doing, as it publishes it (`Radio.activity`): where its advertisement is, what
-/// its scan does, and the adapter it uses. The agent derives the status from it and from its own
-/// reasons to hold off (`RadioState`); nothing else keeps a copy.
+/// What the radio is doing, as it publishes it (`Radio.activity`): where its advertisement is, why
+/// it has none, what its scan does, and the adapter it uses. The agent derives the status from it
+/// and from its own reasons to hold off (`RadioState`); nothing else keeps a copy.
 public struct RadioActivity: Sendable, Equatable {
     public enum Advertisement: Sendable, Equatable {
         case none
@@ -53,14 +55,36 @@ public struct RadioActivity: Sendable, Equatable {
     }
 
     public var advertisement: Advertisement
+    /// Why the radio has no advertisement on the air, as it last found: it refused the last one
+    /// (`problem(of:)`), the adapter turned unfit for it, or the radio went away (`.bluetoothOff`).
+    /// Nil once an advertisement goes on the air; a scan that starts disproves a problem that
+    /// stops scans too (`AgentStatus.Entry.scansThrough`): the radio works, and the next refusal
+    /// says anew what is wrong.
+    public var advertisingProblem: AgentStatus?
     public var scan: Scan
+    /// Why the radio refused the last scan asked of it (`problem(of:)`); nil once one starts.
+    public var scanProblem: AgentStatus?
     /// The adapter in use, when one is known.
     public var adapter: AdapterIdentity?
 
-    public init(advertisement: Advertisement = .none, scan: Scan = .idle, adapter: AdapterIdentity? = nil) {
+    public init(advertisement: Advertisement = .none, advertisingProblem: AgentStatus? = nil, scan: Scan = .idle, scanProblem: AgentStatus? = nil,
+                adapter: AdapterIdentity? = nil) {
         self.advertisement = advertisement
+        self.advertisingProblem = advertisingProblem
         self.scan = scan
+        self.scanProblem = scanProblem
         self.adapter = adapter
+    }
+
+    /// What a radio's refusal means for the status: anything but a known problem (bluetoothd
+    /// missing from the bus, say) counts as Bluetooth being off.
+    public static func problem(of error: any Error) -> AgentStatus {
+        (error as? any RadioProblemError)?.problem ?? .bluetoothOff
+    }
+
+    /// The problem after a scan started: one that stops scans too is disproved.
+    public static func problemAfterAScanStarted(_ problem: AgentStatus?) -> AgentStatus? {
+        problem?.entry.scansThrough == false ? nil : problem
     }
 }
 
@@ -73,9 +97,11 @@ public protocol RadioListener: AnyObject, Sendable {
     func report(_ report: RadioReport)
     /// The radio's `activity` changed; told on the radio's queue, also in the middle of a call.
     func radioChanged()
+    /// The radio went away; its `activity` says so (`advertisingProblem`) by the time this is told.
     func radioLost()
     func radioReturned()
     func advertisementRemoved()
+    /// The advertisement on the air must come off at once; `activity` says why (`advertisingProblem`).
     func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String)
     /// The scan ended without the agent asking: another program removed its monitor (bluetoothd
     /// removes them all as it starts), or a pause for an advertisement could not resume it.

@@ -47,6 +47,8 @@ public final class RadioAgent: RadioListener {
         var ownIdentifiers = [RollingProximityIdentifier]()
         /// The radio's last refusal of an advertisement, until one is accepted (`logRefusal`).
         var lastRefusal: String?
+        /// The radio's loss was logged since the last advertisement: an outage is logged once.
+        var lossLogged = false
     }
 
     /// The interval whose RPI was last put on the air, as the store keeps it across restarts.
@@ -203,14 +205,15 @@ public final class RadioAgent: RadioListener {
         async { [self] in
             guard running else { return }
             // Once per outage: it lasts until the next advertisement.
-            if my.advertiser.state != .radioLost && my.advertiser.state != .asleep {
+            if !my.rotation.lossLogged && my.advertiser.state != .asleep {
                 logger.notice("radio lost: the adapter went away or was switched off", event: .radioLost)
+                my.rotation.lossLogged = true
             }
             // The kernel keeps an instance across a power cycle and enables it again at power-on, on
             // a legacy controller from a fresh address: the RPI on the air before the loss would go
             // out from a second address. The agent's return brings a new RPI instead (`enter`
-            // takes the advertisement off).
-            enter(.radioLost, because: "the adapter went away or was switched off")
+            // takes the advertisement off); the radio's activity says why there is none.
+            enter(.offAir, because: "the adapter went away or was switched off")
             // A scan that waits for the advertisement waits on: the recovery starts the scan anew.
             if radio.activity.scan != .waitingForAdvertisement { enterScan(.stopped, because: "the radio went away") }
         }
@@ -263,7 +266,7 @@ public final class RadioAgent: RadioListener {
             guard onAir else { return }
             logger.notice("the advertisement was removed by another program (bluetoothd removes them all as it starts): advertising anew")
             // Not a loss of the radio: one that follows (the adapter switched off) is logged as such.
-            enter(.retrying, because: "another program removed the advertisement")
+            enter(.offAir, because: "another program removed the advertisement")
             scheduleRotation(in: Self.retrySeconds / 4)
         }
     }
@@ -317,7 +320,7 @@ public final class RadioAgent: RadioListener {
     public func adapterUnfitForAdvertising(_ problem: AgentStatus, because reason: String) {
         async { [self] in
             guard onAir else { return }
-            enter(.steppedAside(problem), because: reason)
+            enter(.offAir, because: reason)
             logger.warning("\(reason): the advertisement taken off the air")
             scheduleRotation(in: Self.retrySeconds)
             if problem.entry.scanYieldsToOthers && my.scan.state == .started && radio.activity.scan == .running {
@@ -337,12 +340,6 @@ public final class RadioAgent: RadioListener {
         queue.sync {}
         writer.drain()
         return true
-    }
-
-    /// What a radio error means for the agent's status: anything but a known problem (bluetoothd
-    /// missing from the bus, say) counts as Bluetooth being off.
-    static func problem(of error: any Error) -> AgentStatus {
-        (error as? any RadioProblemError)?.problem ?? .bluetoothOff
     }
 
     /// Takes one reception from the radio: at once on the agent's queue, where the radio hands
@@ -397,11 +394,11 @@ public final class RadioAgent: RadioListener {
             my.rotation.lastOnAir = LastOnAir(try store.value(StoreSettings.advertisedInterval).map { ENIntervalNumber($0) })
             return true
         } catch {
-            if my.advertiser.state != .refused(.lastIntervalUnknown) {
+            if my.advertiser.state != .storeRefused(.lastIntervalUnknown) {
                 logger.error("not advertising: cannot tell which interval's identifier was last on the air, and without it one could go out twice; "
                              + "trying again every \(Int(Self.storeRetrySeconds)) s: \(error)")
             }
-            enter(.refused(.lastIntervalUnknown), because: "the store cannot say which interval was last on the air")
+            enter(.storeRefused(.lastIntervalUnknown), because: "the store cannot say which interval was last on the air")
             return false
         }
     }
@@ -462,6 +459,7 @@ public final class RadioAgent: RadioListener {
                 enter(.onAir(interval: advertised.interval), because: rolled ? "a fresh key's identifier" : "a new identifier")
                 noteScanRunning()
                 my.rotation.lastRefusal = nil
+                my.rotation.lossLogged = false
                 my.rotation.rolledButNotAired = nil
                 my.backlog.storeFailing = false
                 my.rotation.ownIdentifiers.append(advertised.rpi)
@@ -483,14 +481,15 @@ public final class RadioAgent: RadioListener {
             }
             if let error = error as? StoreError {
                 storeFailed(error, doing: "store the key or the interval on the air, so not advertising")
-                enter(.refused(.storeUnwritable), because: "the store cannot keep the key or the interval on the air")
+                enter(.storeRefused(.storeUnwritable), because: "the store cannot keep the key or the interval on the air")
                 nextIn = Self.storeRetrySeconds
             } else if error is any RadioPostponement {
                 // The radio left the air as it was, and so the status: the previous identifier stays on.
                 logOnce("\(error)", at: .info, last: \.rotation.lastRefusal)
                 nextIn = Self.retrySeconds
             } else {
-                enter(.refused(Self.problem(of: error)), because: "the radio refused the advertisement")
+                // The radio's activity says why.
+                enter(.offAir, because: "the radio refused the advertisement")
                 logRefusal(error, cannot: "advertise", last: \.rotation.lastRefusal)
                 nextIn = Self.retrySeconds
             }
@@ -585,10 +584,6 @@ public final class RadioAgent: RadioListener {
                 noteScanRunning()
             }
             my.cycle.lastRefusal = nil
-            // A scan disproves the radio's refusal or loss, not what keeps the agent from advertising.
-            if my.advertiser.state.problem?.entry.scansThrough == false {
-                enter(.retrying, because: "a scan started, so the radio works")
-            }
             return true
         } catch let error as any RadioPostponement {
             // Nothing changed on the radio, nor in the status: the scan is asked for again shortly.
@@ -597,7 +592,8 @@ public final class RadioAgent: RadioListener {
             return false
         } catch {
             // Shown until a scan starts, over what holds the advertisement back (`RadioState`).
-            enterScan(.refused(Self.problem(of: error)), because: "the radio refused the scan")
+            // The radio's activity says why.
+            enterScan(.refused, because: "the radio refused the scan")
             logRefusal(error, cannot: "scan", last: \.cycle.lastRefusal)
             my.cycle.timer = timer(after: Self.retrySeconds) { [self] in scanCycle() }
             return false

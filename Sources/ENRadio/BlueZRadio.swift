@@ -129,6 +129,12 @@ public final class BlueZRadio: Radio {
 
     private struct State {
         var advertisement = AdvertisementPhase.none
+        /// Why there is no advertisement on the air, as the radio last found
+        /// (`RadioActivity.advertisingProblem`); changed with the phase (`enter`), at a refusal
+        /// (`advertise`), a loss (`follow`) and a scan's start.
+        var advertisingProblem: AgentStatus?
+        /// Why the last scan asked for was refused (`RadioActivity.scanProblem`), until one starts.
+        var scanProblem: AgentStatus?
         var scan = ScanPhase.idle
         var scanMode: ScanMode
         var monitorNote = MonitorNote.unread
@@ -422,6 +428,15 @@ public final class BlueZRadio: Radio {
     }
 
     public func advertise(_ serviceData: (Int8?) throws -> [UInt8]) throws {
+        do {
+            try advertiseOnTheAdapter(serviceData)
+        } catch {
+            // Put off, the advertisement on the air stays as it was, and so does what is said of it.
+            throw noted(error, as: \.advertisingProblem)
+        }
+    }
+
+    private func advertiseOnTheAdapter(_ serviceData: (Int8?) throws -> [UInt8]) throws {
         let adapter = try adapter()
         guard let controller = adapter.index else { throw Failure.noAdapter(adapter.name) }
         // While a connection is being initiated the kernel keeps a legacy controller's random
@@ -735,6 +750,25 @@ public final class BlueZRadio: Radio {
                        invalidIndex: UInt8 = 0x11
 
     public func startScanning() throws {
+        do {
+            try startScanningOnTheAdapter()
+        } catch {
+            throw noted(error, as: \.scanProblem)
+        }
+        // The radio works: a refusal or loss that stops scans too no longer holds.
+        publishing {
+            my.scanProblem = nil
+            my.advertisingProblem = RadioActivity.problemAfterAScanStarted(my.advertisingProblem)
+        }
+    }
+
+    /// `error`, a refusal of the radio's unless it put the work off, noted as the problem at `problem`.
+    private func noted(_ error: any Error, as problem: WritableKeyPath<State, AgentStatus?>) -> any Error {
+        if !(error is any RadioPostponement) { publishing { my[keyPath: problem] = RadioActivity.problem(of: error) } }
+        return error
+    }
+
+    private func startScanningOnTheAdapter() throws {
         let adapter = try adapter()
         // Another adapter's reports would only slow the reading of this one's events.
         if let controller = adapter.index { management.passReports(only: controller) }
@@ -1448,10 +1482,18 @@ public final class BlueZRadio: Radio {
         }
     }
 
-    /// The advertisement's only way to a new phase; logs the change.
+    /// The advertisement's only way to a new phase; logs the change. On the air, nothing is wrong;
+    /// unfit, the failure is what is wrong until the next advertisement.
     private func enter(_ phase: AdvertisementPhase, because reason: String) {
         logger.debug("advertisement: \(my.advertisement) → \(phase): \(reason)")
-        publishing { my.advertisement = phase }
+        publishing {
+            my.advertisement = phase
+            switch phase {
+            case .onAir: my.advertisingProblem = nil
+            case .unfit(_, let failure): my.advertisingProblem = failure.problem
+            case .none, .replacing, .adding: break
+            }
+        }
     }
 
     /// The scan's only way to a new phase; logs the change, a wait for the advertisement at info.
@@ -1464,9 +1506,17 @@ public final class BlueZRadio: Radio {
         publishing { my.scan = phase }
     }
 
-    /// What the radio does, as the agent and the status read it: its phases and the adapter in use.
+    /// What the radio does, as the agent and the status read it: its phases, why it has no
+    /// advertisement, and the adapter in use.
     public var activity: RadioActivity {
-        RadioActivity(advertisement: my.advertisement.shown, scan: my.scan.shown, adapter: adapterInUse)
+        RadioActivity(advertisement: my.advertisement.shown, advertisingProblem: my.advertisingProblem, scan: my.scan.shown, scanProblem: my.scanProblem,
+                      adapter: adapterInUse)
+    }
+
+    /// The radio went away (bluetoothd, or its adapter): what it had on the air went with it.
+    private func lost(telling agent: any RadioListener) {
+        publishing { my.advertisingProblem = .bluetoothOff }
+        agent.radioLost()
     }
 
     /// Makes `change` and tells the agent when it changed the activity: the radio's one publication.
@@ -1511,7 +1561,7 @@ public final class BlueZRadio: Radio {
                     agent.radioReturned()
                 } else {
                     logger.warning("bluetoothd left the bus; waiting for it to return")
-                    agent.radioLost()
+                    lost(telling: agent)
                 }
             }
         } + client.followAdapters { [self] change in
@@ -1524,7 +1574,7 @@ public final class BlueZRadio: Radio {
                 if change.kind == .appeared { my.bluetoothdSettled = true }
                 // The adapter gone or switched off took the advertisement with it; the recovery switches
                 // it on again where allowed, or retries every second until it is back.
-                if !change.available { agent.radioLost() }
+                if !change.available { lost(telling: agent) }
                 agent.radioReturned()
             }
         }

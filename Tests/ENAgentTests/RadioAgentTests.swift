@@ -59,15 +59,31 @@ final class RecordingRadio: Radio {
             defer { remaining = max(0, remaining - 1) }
             return remaining > 0
         }
-        if refusing || refused { throw Refusal() }
+        // As BlueZRadio, it says why it refused (`RadioActivity.advertisingProblem`), not why it put one off.
+        if refusing || refused { throw refusal(Refusal()) }
         if postponements.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Postponed() }
-        if connectable.withLock({ $0 }) { throw Connectable() }
+        if connectable.withLock({ $0 }) { throw refusal(Connectable()) }
         let data = try serviceData(selectedTransmitPower)
         advertised.withLock { $0.append(data) }
         // A waiting scan starts with the advertisement the radio accepts, as BlueZRadio's does.
         doing.withLock { activity in
             activity.advertisement = .onAir
+            activity.advertisingProblem = nil
             if activity.scan == .waitingForAdvertisement { activity.scan = .running }
+        }
+    }
+    private func refusal(_ error: any Error) -> any Error {
+        doing.withLock { $0.advertisingProblem = RadioActivity.problem(of: error) }
+        return error
+    }
+    /// The radio goes away, as BlueZRadio notes it before it tells the agent (`radioLost`).
+    func lose() { doing.withLock { $0.advertisingProblem = .bluetoothOff } }
+    /// The adapter turns unfit for the advertisement on the air, as BlueZRadio notes it before it
+    /// tells the agent (`adapterUnfitForAdvertising`).
+    func turnUnfit(_ problem: AgentStatus) {
+        doing.withLock { activity in
+            activity.advertisement = .unfit
+            activity.advertisingProblem = problem
         }
     }
     func stopAdvertising() {
@@ -79,10 +95,17 @@ final class RecordingRadio: Radio {
     func startScanning() throws {
         calls.withLock { $0.append("startScanning") }
         whileStarting.withLock { $0 }?()
-        if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Refusal() }
+        if scanRefusals.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) {
+            doing.withLock { $0.scanProblem = RadioActivity.problem(of: Refusal()) }
+            throw Refusal()
+        }
         if scanPostponements.withLock({ remaining in defer { remaining = max(0, remaining - 1) }; return remaining > 0 }) { throw Postponed() }
         let waits = connectable.withLock({ $0 }) && activeScanWaitsForAdvertisement
-        doing.withLock { $0.scan = waits ? .waitingForAdvertisement : .running }
+        doing.withLock { activity in
+            activity.scan = waits ? .waitingForAdvertisement : .running
+            activity.scanProblem = nil
+            activity.advertisingProblem = RadioActivity.problemAfterAScanStarted(activity.advertisingProblem)
+        }
     }
     /// What happens while a scan stops, once the radio ended it (bluetoothd yet to answer).
     let whileStopping = Mutex<(@Sendable () -> Void)?>(nil)
@@ -201,6 +224,7 @@ final class SlowWrites: RadioAgentStore {
         let agent = try agent(radio, store: store, states: states)
         agent.start()
         #expect(states.all == [RadioState(advertising: false, scanning: true, problem: .adapterConnectable)])
+        radio.lose()
         agent.radioLost()
         agent.radioReturned()
         Thread.sleep(forTimeInterval: 0.5)
@@ -218,6 +242,7 @@ final class SlowWrites: RadioAgentStore {
         let agent = try agent(radio, store: store, states: states)
         agent.start()
         radio.turnConnectable(true)
+        radio.turnUnfit(.adapterConnectable)
         agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci0 turned connectable")
         #expect(agent.isResponsive)
         #expect(radio.log == ["advertise", "startScanning", "stopAdvertising"], "the advertisement taken off at once, nothing before")
@@ -242,6 +267,7 @@ final class SlowWrites: RadioAgentStore {
         let radio = RecordingRadio()
         let agent = try agent(radio, store: store)
         agent.start()
+        radio.turnUnfit(.adapterShared)
         agent.adapterUnfitForAdvertising(.adapterShared, because: "another program added an advertisement to hci0, a BT 4.x adapter")
         Thread.sleep(forTimeInterval: 2.0)
         #expect(agent.isResponsive)
@@ -871,6 +897,7 @@ final class SlowWrites: RadioAgentStore {
         #expect(slow.aWriteBegan(), "the continuous scan's first second is written")
         clock.advance(by: 600)
         agent.clockStepped()  // the next interval's identifier, whose interval the store must keep first
+        radio.turnUnfit(.adapterConnectable)
         agent.adapterUnfitForAdvertising(.adapterConnectable, because: "hci0 turned connectable")
         #expect(eventually(5) { radio.log.contains("stopAdvertising") }, "the advertisement comes off while the write waits: \(radio.log)")
         let slept = Mutex(false)

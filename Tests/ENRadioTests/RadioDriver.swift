@@ -16,9 +16,15 @@ final class RadioDriver {
     let radio: BlueZRadio
     let listener = ListenerLog()
     private var watch: (any ManagementWatch)?
-    /// What the agent's status says: advertising, or the problem that keeps it from it.
+    /// What the agent's status says: advertising, or the problem that keeps it from it, which is
+    /// the radio's to say (`RadioState`: the agent here has no reason of its own to hold off).
     private(set) var advertising = false
-    private(set) var problem: AgentStatus?
+    var problem: AgentStatus? {
+        onQueue {
+            let activity = radio.activity
+            return activity.advertisement == .onAir ? nil : activity.advertisingProblem
+        }
+    }
     /// The agent wants a scan (RadioAgent's `ScanState.started`).
     private var scanStarted = false
     /// What the agent's status says of the scan: wanted, and run by the radio (`RadioState`).
@@ -65,13 +71,11 @@ final class RadioDriver {
             }
             advertising = true
             transmitPowers += power.map { [$0] } ?? []
-            problem = nil
             advertised.append(serviceData)
         } catch is any RadioPostponement {
             // The previous advertisement stays on the air, and the status with it.
         } catch {
             advertising = false
-            problem = (error as? any RadioProblemError)?.problem ?? .bluetoothOff
         }
     }
 
@@ -92,7 +96,6 @@ final class RadioDriver {
                     rotate()
                 case .unfit(let unfit) where advertising:
                     stopAdvertising()
-                    problem = unfit
                     // RadioAgent ends its scan for another program's turn on a legacy set, and scans
                     // anew after the pause (here at once): the radio holds it for the advertisement.
                     if unfit.entry.scanYieldsToOthers && scanning {
@@ -120,7 +123,6 @@ final class RadioDriver {
         stopAdvertising()
         // A scan that waits for the advertisement waits on.
         if onQueue({ radio.activity.scan }) != .waitingForAdvertisement { scanStarted = false }
-        problem = .bluetoothOff
     }
 
     /// RadioAgent.radioReturned (after its 0.3 s): advertising anew, and scanning.

@@ -153,6 +153,32 @@ struct RadioModelTests {
         #expect(RadioInvariants.broken(driver) == [])
     }
 
+    /// Why there is no advertisement is the radio's to say (`RadioActivity.advertisingProblem`,
+    /// which `RadioDriver.problem` reads as the agent's status does): bluetoothd's exit as the radio
+    /// hears it, before the agent's turn; its refusals while bluetoothd is away; nothing once a
+    /// scan shows the radio works again, and nothing once an advertisement is on the air.
+    @Test(arguments: Setup.all)
+    func theRadioSaysWhyItHasNoAdvertisement(setup: Setup) {
+        let driver = driver(setup)
+        driver.returned()
+        driver.settle()
+        #expect(driver.advertising && driver.problem == nil)
+        driver.bluetoothd.exits()
+        #expect(driver.onQueue { driver.radio.activity.advertisingProblem } == .bluetoothOff, "said as the radio heard of the exit, before the agent's turn")
+        driver.lost()
+        #expect(!driver.advertising && driver.problem == .bluetoothOff)
+        driver.retry()
+        #expect(!driver.advertising && driver.problem == .bluetoothOff, "refused while bluetoothd is away")
+        driver.bluetoothd.starts()
+        driver.onQueue {}
+        driver.startScan()
+        #expect(!driver.advertising && driver.problem == nil, "a scan started: the radio works")
+        driver.retry()
+        driver.settle()
+        #expect(driver.advertising && driver.problem == nil)
+        #expect(RadioInvariants.broken(driver) == [])
+    }
+
     /// Issue 39: an active scan starts only once the advertisement is on the air, as the kernel
     /// then keeps the scan's random address (a new one could be refused, and the kernel would
     /// scan from the public address); it starts by itself when the advertisement goes on.
