@@ -13,6 +13,9 @@ import Synchronization
 public final class AgentStore: Sendable {
     public let path: String
     private let writer: Mutex<SQLiteConnection>
+    /// The connection that folds the log into the database (`checkpoint`), opened at the first
+    /// fold: not the writer's, so that writes go on meanwhile.
+    private let checkpointer = Mutex<SQLiteConnection?>(nil)
     private let idleReaders = Mutex<[SQLiteConnection]>([])
     private let closed = Atomic<Bool>(false)
     /// Told after each write that stored sightings (`whenSightingsRecorded`).
@@ -77,8 +80,9 @@ public final class AgentStore: Sendable {
         }
     }
 
-    /// Runs `body` in a transaction unless another write holds the writer (a scan's sightings, a
-    /// checkpoint: seconds on a slow disk); nil then, with nothing written.
+    /// Runs `body` in a transaction unless another write holds the writer (a scan's sightings,
+    /// with the checkpoint SQLite makes after a write that grew the log past 1,000 pages: seconds
+    /// on a slow disk); nil then, with nothing written.
     func writeUnlessBusy<T: Sendable>(_ body: (SQLiteConnection) throws -> T) throws(StoreError) -> T? {
         try checkOpen()
         do {
@@ -117,11 +121,18 @@ public final class AgentStore: Sendable {
     /// Folds the write-ahead log into the database file while the store stays open, as `close`
     /// does at its end: a daemon that runs for months (and loses power instead of closing) keeps
     /// its log small, the next write starting it anew within `walSizeLimit`. Passive: it waits for
-    /// no reader (a detection reads for seconds); what a reader still needs waits for the next call.
+    /// no reader (a detection reads for seconds) and no writer; what a reader still needs waits for
+    /// the next call. On a connection of its own: in WAL mode a checkpoint and a write run side by
+    /// side, and on a slow disk a fold takes seconds, which the radio's writes (a rotation's
+    /// interval, a key's roll) would otherwise wait through.
     public func checkpoint() throws(StoreError) {
         try checkOpen()
         do {
-            try writer.withLock { connection in try connection.execute(script: "PRAGMA wal_checkpoint(PASSIVE)") }
+            try checkpointer.withLock { connection in
+                let folding = try connection ?? SQLiteConnection(path: path, create: false)
+                connection = folding
+                try folding.execute(script: "PRAGMA wal_checkpoint(PASSIVE)")
+            }
         } catch {
             throw Self.translate(error, path: path)
         }
@@ -131,6 +142,10 @@ public final class AgentStore: Sendable {
     public func close() throws(StoreError) {
         closed.store(true, ordering: .releasing)
         do {
+            try checkpointer.withLock { connection in
+                try connection?.close()
+                connection = nil
+            }
             try writer.withLock { connection in
                 try connection.execute(script: "PRAGMA wal_checkpoint(TRUNCATE)")
                 try idleReaders.withLock { idle in

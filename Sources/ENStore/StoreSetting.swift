@@ -77,7 +77,7 @@ public protocol SettingStore: Sendable {
     /// Sets `name` to `value`; nil removes it.
     func setSetting(_ name: String, to value: String?) throws(StoreError)
     /// Sets `name` to `value` unless another write holds the store (a scan's sightings being
-    /// written, the upkeep's checkpoint: seconds on a slow disk); false then, and nothing is set.
+    /// written: seconds on a slow disk); false then, and nothing is set.
     /// A store whose writes never wait for each other sets it at once (the default).
     func setSettingUnlessBusy(_ name: String, to value: String?) throws(StoreError) -> Bool
 }

@@ -615,4 +615,34 @@ struct ScanHistoryTests {
         #expect(walSize() <= AgentStore.walSizeLimit, "the log was cut back: \(walSize())")
         #expect(try store.sightingCount() == 8_001)
     }
+
+    /// The log is folded beside a write, not after it: a crowd's scan being written does not hold
+    /// the upkeep's checkpoint up, nor would a checkpoint that takes seconds on a slow disk hold
+    /// up the writes (a rotation's interval, a key's roll) behind it.
+    @Test func aCheckpointRunsWhileAWriteHoldsTheWriter() throws {
+        let path = directory.file("enagent.db")
+        let store = try AgentStore(path: path)
+        try store.record((0..<2_000).map { index in
+            Sighting(rpi: Bytes16(high: 1, low: UInt64(index)), aem: AssociatedEncryptedMetadata(rawValue: 0), rssi: -60, time: 1_700_000_000, adapter: "hci0")
+        })
+        let writing = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0), folded = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? store.write { _ in
+                writing.signal()
+                done.wait()
+            }
+        }
+        writing.wait()
+        let failure = Mutex<StoreError?>(nil)
+        DispatchQueue.global().async {
+            do throws(StoreError) { try store.checkpoint() } catch { failure.withLock { $0 = error } }
+            folded.signal()
+        }
+        let foldedMeanwhile = folded.wait(timeout: .now() + 30) == .success
+        done.signal()
+        if !foldedMeanwhile { folded.wait() }
+        #expect(foldedMeanwhile, "the checkpoint waited for the write")
+        #expect(failure.withLock { $0 == nil })
+        try store.close()
+    }
 }
