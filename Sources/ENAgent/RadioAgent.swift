@@ -438,9 +438,9 @@ public final class RadioAgent: RadioListener {
                     my.rotation.rolledButNotAired = broadcast.rpi
                     logger.info("rolled to a fresh key for the rest of the day: this interval's identifier was on the air before the restart")
                 }
-                // Not waiting for another write (a scan's sightings): the
-                // radio's events wait with this queue, and in the RootCanal crowd an adapter turned
-                // connectable went unheeded for 2.3 s while a rotation waited for the store.
+                // Not waiting for another write (a scan's sightings): the radio's events wait with
+                // this queue, and in the RootCanal crowd an adapter turned connectable went unheeded
+                // for 2.3 s while a rotation waited for the store.
                 guard try store.setUnlessBusy(StoreSettings.advertisedInterval, to: broadcast.interval.rawValue) else {
                     logger.debug("the rotation waits for the store, which another write holds")
                     return scheduleRotation(in: Self.busyStoreRetrySeconds)

@@ -17,13 +17,11 @@ final class RadioDriver {
     let listener = ListenerLog()
     private var watch: (any ManagementWatch)?
     /// What the agent's status says: advertising, or the problem that keeps it from it, which is
-    /// the radio's to say (`RadioState`: the agent here has no reason of its own to hold off).
+    /// the radio's to say: the status's own derivation (`RadioState`) of the radio's activity, for
+    /// an agent that wants an advertisement and has no reason of its own to hold off.
     private(set) var advertising = false
     var problem: AgentStatus? {
-        onQueue {
-            let activity = radio.activity
-            return activity.advertisement == .onAir ? nil : activity.advertisingProblem
-        }
+        onQueue { RadioState(activity: radio.activity, advertiser: .offAir, scan: .stopped, storeFailing: false).problem }
     }
     /// The agent wants a scan (RadioAgent's `ScanState.started`).
     private var scanStarted = false
