@@ -182,20 +182,26 @@ public struct AddExtendedAdvertisingParameters: ManagementCommand {
     public struct Flags: OptionSet, Sendable {
         public let rawValue: UInt32
         public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let useDuration = Flags(rawValue: 1 << 12)
         public static let useInterval = Flags(rawValue: 1 << 14)
         public static let useTransmitPower = Flags(rawValue: 1 << 15)
     }
 
     public var instance: UInt8
     public var flags: Flags
+    /// Seconds of each of the instance's turns on a legacy controller's one set, when `flags` has
+    /// `useDuration`; else the kernel's default, 2 s (hci_add_adv_instance). The kernel schedules
+    /// an instance added meanwhile only when the current turn ends (add_ext_adv_data).
+    public var durationSeconds: UInt16
     /// In advertising slots of 0.625 ms.
     public var interval: ClosedRange<UInt32>
     /// Requested dBm; the controller selects a level up to it.
     public var transmitPower: Int8
 
-    public init(instance: UInt8, flags: Flags, interval: ClosedRange<UInt32>, transmitPower: Int8) {
+    public init(instance: UInt8, flags: Flags, durationSeconds: UInt16 = 0, interval: ClosedRange<UInt32>, transmitPower: Int8) {
         self.instance = instance
         self.flags = flags
+        self.durationSeconds = durationSeconds
         self.interval = interval
         self.transmitPower = transmitPower
     }
@@ -203,11 +209,11 @@ public struct AddExtendedAdvertisingParameters: ManagementCommand {
     /// Milliseconds to advertising slots (0.625 ms), rounded to the nearest slot.
     public static func slots(milliseconds: UInt32) -> UInt32 { (milliseconds * 8 + 2) / 5 }
 
-    /// Duration and timeout are 0: no round-robin share, no expiry (kernels up to at least 6.1
-    /// hand a timeout to the controller as 16-bit milliseconds, so above 65 s it wraps).
+    /// The timeout is 0, no expiry (kernels up to at least 6.1 hand a timeout to the controller as
+    /// 16-bit milliseconds, so above 65 s it wraps).
     public var parameters: [UInt8] {
-        let durationAndTimeout: [UInt8] = [0, 0, 0, 0]
-        let fields: [[UInt8]] = [[instance], flags.rawValue.littleEndianBytes, durationAndTimeout,
+        let timeout: [UInt8] = [0, 0]
+        let fields: [[UInt8]] = [[instance], flags.rawValue.littleEndianBytes, durationSeconds.littleEndianBytes, timeout,
                                  interval.lowerBound.littleEndianBytes, interval.upperBound.littleEndianBytes, [UInt8(bitPattern: transmitPower)]]
         return fields.flatMap { $0 }
     }

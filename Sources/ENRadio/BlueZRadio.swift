@@ -555,8 +555,12 @@ public final class BlueZRadio: Radio {
             }
             if instance != own { try store.set(StoreSettings.advertisingInstance, to: AdapterNumber(adapter: adapter.name, number: UInt16(instance))) }
             let interval = ExposureNotificationAdvertisement.intervalMilliseconds
+            // The longest turn (about 18 h, beyond any identifier's interval): on a legacy controller
+            // the kernel ends a turn of 2 s by default and lends the set to another program's
+            // instance added meanwhile, then back to this one from a new address. With this turn the
+            // other waits until the radio steps aside, however late it hears of it (a busy machine).
             let parameters = try management.send(AddExtendedAdvertisingParameters(
-                instance: instance, flags: [.useInterval],
+                instance: instance, flags: [.useDuration, .useInterval], durationSeconds: .max,
                 interval: AddExtendedAdvertisingParameters.slots(milliseconds: interval.lowerBound)...AddExtendedAdvertisingParameters.slots(milliseconds: interval.upperBound),
                 transmitPower: 0), controller: controller)
             let advertisement = Advertisement(instance: instance, adapter: adapter, legacy: legacy)

@@ -15,6 +15,10 @@ import Testing
         #expect(AddExtendedAdvertisingParameters.opcode == 0x0054)
         #expect(command.parameters == [0x05, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
                                        0x40, 0x01, 0x00, 0x00, 0xB0, 0x01, 0x00, 0x00, 0xFC])
+        // The duration's flag is bit 12 (MGMT_ADV_PARAM_DURATION), its seconds the two octets after the flags.
+        let turns = AddExtendedAdvertisingParameters(instance: 2, flags: [.useDuration, .useInterval], durationSeconds: 0x1234, interval: 320...432, transmitPower: 0)
+        #expect(turns.parameters == [0x02, 0x00, 0x50, 0x00, 0x00, 0x34, 0x12, 0x00, 0x00,
+                                     0x40, 0x01, 0x00, 0x00, 0xB0, 0x01, 0x00, 0x00, 0x00])
         #expect(ManagementPacket.command(0x0054, controller: 1, command.parameters).prefix(6) == [0x54, 0x00, 0x01, 0x00, 0x12, 0x00])
         let reply = try? AddExtendedAdvertisingParameters.decode([0x05, 0xF9, 0xFB, 0xFB])
         #expect(reply == .init(instance: 5, transmitPower: -7, maximumDataLength: 251))

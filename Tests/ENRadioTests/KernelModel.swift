@@ -43,7 +43,13 @@ final class KernelModel: ManagementInterface {
         var data: [UInt8]?
         /// The controller lost its set (rfkill on 6.1): commands touching it fail, nothing on the air.
         var stuck = false
+        /// Seconds of each turn on a legacy controller's set: the parameters' duration, else the
+        /// kernel's default (hci_add_adv_instance).
+        var turnSeconds = KernelModel.defaultTurnSeconds
     }
+
+    /// The kernel's turn on a legacy set when the instance names none (HCI_DEFAULT_ADV_DURATION).
+    static let defaultTurnSeconds = 2.0
 
     /// One advertisement that went on the air: its data, from which address.
     struct Aired: Equatable {
@@ -266,6 +272,7 @@ final class KernelModel: ManagementInterface {
                 guard legacy || state.instances.count < Int(maximumInstances) else { throw refuse(ManagementError.noResources) }
                 state.instances[add.instance] = Instance(owner: .radio)
             }
+            state.instances[add.instance]?.turnSeconds = add.flags.contains(.useDuration) && add.durationSeconds > 0 ? Double(add.durationSeconds) : Self.defaultTurnSeconds
             return [add.instance, UInt8(bitPattern: legacy ? 127 : Self.selectedTransmitPower), 31, 31]
         case let add as AddExtendedAdvertisingData:
             guard state.powered else { throw refuse(Self.notPowered) }
@@ -385,11 +392,13 @@ final class KernelModel: ManagementInterface {
         if let pending = state.withLock({ state in defer { state.pending = nil }; return state.pending }) { pending.happen() }
     }
 
-    /// Time passes: a legacy controller's instances take turns, 2 s each.
+    /// Time passes: a legacy controller's instances take turns, each as long as its duration (an
+    /// instance added meanwhile waits for the turn's end: add_ext_adv_data, adv_timeout_expire).
     func advance(seconds: Double) {
         state.withLock { state in
             state.seconds += seconds
-            guard legacy, state.seconds - state.lastTurn >= 2 else { return }
+            let turnSeconds = state.turn.flatMap { state.instances[$0]?.turnSeconds } ?? Self.defaultTurnSeconds
+            guard legacy, state.seconds - state.lastTurn >= turnSeconds else { return }
             let enabled = state.instances.filter { $0.value.data != nil && !$0.value.stuck }
             if enabled.count > 1 || state.onAir.isEmpty { nextTurn(state: &state) }
         }
