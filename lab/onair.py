@@ -534,6 +534,19 @@ def logged_at(line):
     return calendar.timegm(time.strptime(seconds, "%Y-%m-%dT%H:%M:%S")) + (float("0." + fraction) if fraction else 0.0)
 
 
+# What an agent's log says of its radio: the advertisement's and the scan's phases, and what held them.
+RADIO_LINES = ("advertisement:", "advertiser:", "scan:", "scan on", "warning", "error", "notice", "waits")
+
+
+def radio_lines(lab, agent, origin, until, before=10.0, most=16):
+    """The agent's log lines of its radio from `before` seconds ahead of `origin` to `until` (the
+    guest's unix times), the last `most` of them, each with its seconds from `origin`: what a failed
+    recovery's verdict quotes, so that CI's printout says why."""
+    lines = [line for line in lab.lines(f"{agent}/enagentd.log")
+             if any(word in line for word in RADIO_LINES) and origin - before <= logged_at(line) <= until]
+    return [f"{logged_at(line) - origin:+.1f} s {line.split(' ', 1)[1][:160]}" for line in lines[-most:]]
+
+
 def process_start(lab, agent, after):
     """The guest's unix time of the agent's first "enagentd started" line from `after` (a guest
     time) on, to the whole second before it (the log's stamps): its new process running, which a

@@ -457,7 +457,9 @@ def faults(lab, fail):
               + ("NEVER" if moment is None else f"{moment - lab.at('bluetoothd-restarted'):.1f} s after its restart; {agent} advertised and scanned "
                  + ("NEVER" if took is None else f"{took:.1f} s after that")))
         if took is None or took > onair.RECOVERED_WITHIN:
-            fail(f"faults: hci{controller} did not advertise and scan anew within {onair.RECOVERED_WITHIN:g} s of bluetoothd offering it again ({took})")
+            said = [] if moment is None else onair.radio_lines(lab, agent, moment, moment + (took or 60.0))
+            fail(f"faults: hci{controller} did not advertise and scan anew within {onair.RECOVERED_WITHIN:g} s of bluetoothd offering it again ({took})"
+                 + "".join(f"\n    {agent} {line}" for line in said))
     before, after = lab.phase("before-kill")["snapshot"], lab.phase("after-kill")["snapshot"]
     kept = {key for _, _, key in before["keys"]} <= {key for _, _, key in after["keys"]}
     running = onair.process_start(lab, "a", lab.at("a-restarted"))
