@@ -515,8 +515,9 @@ public final class BlueZRadio: Radio {
         }
         // A legacy controller has one advertising set, which the kernel lends to each instance in
         // turn (2 s each, unless the instance names its turn), with a new random address every
-        // turn: beside another program's, the identifier would go out from several addresses. The agent steps aside until it is alone
-        // (and asks no more of the kernel than these two reads a second meanwhile).
+        // turn: beside another program's, the identifier would go out from several addresses. The
+        // agent steps aside until it is alone (and asks no more of the kernel than these two reads
+        // a second meanwhile).
         if legacy && features.instances.contains(where: { $0 != own && !standIns.contains($0) }) {
             if let kept {
                 try pausingScan(on: adapter, if: true) { try withdraw(kept, from: adapter) }
